@@ -1,0 +1,5 @@
+import sys
+
+from cacheproof.cli import main
+
+sys.exit(main())

@@ -1,0 +1,29 @@
+"""Benchmarks that print ratios side by side in one run. Each kind is a module with
+`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+_KINDS = {
+    "cache": "checker steps per second: spec vs spec, spec vs TensorLRUCache",
+    "blocks": "block-table paths against the reference and the memcpy floor",
+    "prove": "z3 proof time by number of slots",
+    "monitor": "calls per second with and without the runtime monitor",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, help_text in _KINDS.items():
+        sub = kinds.add_parser(kind, help=help_text)
+        _module(kind).add_arguments(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    return _module(args.kind).run(args)
+
+
+def _module(kind: str):
+    return importlib.import_module(f"cacheproof.bench.{kind}")

@@ -1,0 +1,8 @@
+import argparse
+import sys
+
+from cacheproof.bench import add_arguments, run
+
+_parser = argparse.ArgumentParser(prog="python -m cacheproof.bench")
+add_arguments(_parser)
+sys.exit(run(_parser.parse_args()))

@@ -1,0 +1,44 @@
+"""The `cacheproof` command line: check | prove | replay | bench | docs | mutate.
+
+Each subcommand lives in its own module, which exposes `add_arguments(parser)` and `run(args) -> int`.
+Modules are imported only when their subcommand runs, so `cacheproof check` does not load z3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_SUBCOMMANDS = {
+    "check": ("cacheproof.check", "run the differential checker: spec vs a cache"),
+    "prove": ("cacheproof.prove", "prove the capacity and refcount invariants with z3"),
+    "replay": ("cacheproof.replay", "replay a trace against the spec or a cache"),
+    "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor"),
+    "docs": ("cacheproof.docs", "regenerate the generated documents under docs/"),
+    "mutate": ("cacheproof.mutate", "mutation testing of spec/ and impl/"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="cacheproof", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = argv[0] if argv and argv[0] in _SUBCOMMANDS else None
+    for name, (module_name, help_text) in _SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=help_text)
+        if name == chosen:
+            importlib.import_module(module_name).add_arguments(sub)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return 0 if exit_.code == 0 else 2
+    if args.command is None:
+        parser.print_help()
+        return 2
+    module_name = _SUBCOMMANDS[args.command][0]
+    return importlib.import_module(module_name).run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
