@@ -10,6 +10,7 @@ Lifecycle of one key:
 6. idle READY --evict/commit/put (eviction), pop, clear--> ABSENT.
 """
 
+from cacheproof.spec.cache_spec import CacheSpec
 from cacheproof.spec.errors import (
     CacheError,
     CapacityError,
@@ -23,6 +24,7 @@ from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, S
 
 __all__ = [
     "Acquired",
+    "CacheSpec",
     "CacheError",
     "CacheStats",
     "CapacityError",

@@ -1,0 +1,3 @@
+from cacheproof.settings import register_profiles
+
+register_profiles()

@@ -1,0 +1,288 @@
+"""`CacheSpec`: the reference model of the cache lifecycle, one method per operation.
+
+Each operation is written as in a TLA+ action: argument checks, then the guard on the state, then
+the updates; whatever an operation does not mention stays unchanged. Guards and byte updates come
+from `rules`, so the prover reasons about exactly the arithmetic this class runs. Entries live in
+one dict whose insertion order is the recency order (oldest first); "move to newest" is a
+delete and re-insert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Hashable, Iterable
+
+from cacheproof.spec import arguments, invariants, rules
+from cacheproof.spec.errors import (
+    CapacityError,
+    ConflictError,
+    UnknownKeyError,
+    WrongStateError,
+)
+from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
+
+RESERVED, READY = EntryState.RESERVED, EntryState.READY
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    state: EntryState
+    nbytes: int
+    refcount: int
+    retain: bool
+    value: Any = None  # READY only
+
+
+class CacheSpec:
+    """The executable spec of a byte-bounded, ref-counted LRU cache with reservations."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self._capacity = arguments.check_capacity(capacity_bytes)
+        self._entries: dict[Hashable, _Entry] = {}
+        self._bytes = rules.empty(capacity_bytes)
+        self._hits = self._misses = self._blocked = self._evictions = 0
+
+    @classmethod
+    def from_entries(
+        cls, capacity_bytes: int, entries: Iterable[tuple[EntryView, Any]]
+    ) -> "CacheSpec":
+        """Test-only constructor: a cache holding `(view, value)` pairs, oldest first.
+
+        It exists so a prover's counterexample state can be built directly. Values of RESERVED
+        entries are ignored. The state must satisfy I1-I4 (`InvariantViolation` otherwise).
+        """
+        cache = cls(capacity_bytes)
+        for view, value in entries:
+            entry = _Entry(view.state, view.nbytes, view.refcount, view.retain, value if view.state is READY else None)
+            cache._entries[view.key] = entry
+        cache._bytes = _count_bytes(capacity_bytes, cache._entries.values())
+        cache.check_invariants()
+        return cache
+
+    # Operations ---------------------------------------------------------------------------
+
+    def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> bool:
+        """Claim nbytes for a value to come. False (nothing changes) if protected bytes would overflow."""
+        arguments.check_key("reserve", key)
+        arguments.check_nbytes("reserve", key, nbytes, self._capacity)
+        arguments.check_retain("reserve", key, retain)
+        if key in self._entries:
+            raise WrongStateError(f"reserve({key!r}): the key is already {self._entries[key].state.name}")
+        return self._try_reserve(key, nbytes, retain)
+
+    def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Acquired:
+        """Take a reference to key, reserving it if absent. BLOCKED changes nothing."""
+        arguments.check_key("acquire", key)
+        arguments.check_nbytes("acquire", key, nbytes, self._capacity)
+        arguments.check_retain("acquire", key, retain)
+        entry = self._entries.get(key)
+        if entry is None:
+            if self._try_reserve(key, nbytes, retain):
+                self._misses += 1
+                return Acquired.NEW_RESERVATION
+            self._blocked += 1
+            return Acquired.BLOCKED
+        if entry.nbytes != nbytes or entry.retain != retain:
+            raise ConflictError(
+                f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
+                f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
+            )
+        if entry.state is READY and entry.refcount == 0:
+            if not rules.reservation_fits(self._bytes, nbytes):
+                self._blocked += 1
+                return Acquired.BLOCKED
+            self._bytes = rules.after_pin(self._bytes, nbytes)
+        self._move_to_newest(key, replace(entry, refcount=entry.refcount + 1))
+        self._hits += 1
+        return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
+
+    def commit(self, key: Hashable, value: Any) -> list[Hashable]:
+        """Store the value of a RESERVED entry, evicting idle entries oldest first to make room."""
+        arguments.check_key("commit", key)
+        size = arguments.check_value("commit", key, value)
+        entry = self._entries.get(key)
+        if entry is None:
+            raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
+        if entry.state is READY:
+            raise WrongStateError(f"commit({key!r}): the entry is already READY")
+        if size != entry.nbytes:
+            raise ConflictError(
+                f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}"
+            )
+        evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
+        self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
+        self._move_to_newest(key, replace(entry, state=READY, value=value))
+        return evicted
+
+    def put(self, key: Hashable, value: Any) -> bool:
+        """Insert an idle, retained READY entry without a reservation. False changes nothing."""
+        arguments.check_key("put", key)
+        size = arguments.check_value("put", key, value)
+        arguments.check_put_size(key, size, self._capacity)
+        if key in self._entries:
+            raise WrongStateError(
+                f"put({key!r}): the key is already {self._entries[key].state.name}; put never replaces"
+            )
+        if not rules.eviction_can_make_room(self._bytes, size):
+            return False
+        _, evicted_bytes = self._evict_until_room(size)
+        self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
+        self._entries[key] = _Entry(READY, size, 0, True, value)
+        return True
+
+    def get(self, key: Hashable) -> Any:
+        """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
+        entry = self._ready_entry("get", key)
+        self._move_to_newest(key, entry)
+        return entry.value
+
+    def release(self, key: Hashable) -> bool:
+        """Drop one reference. True if that removed the entry (abandoned reservation or transient)."""
+        arguments.check_key("release", key)
+        entry = self._entries.get(key)
+        if entry is None:
+            raise UnknownKeyError(f"release({key!r}): the key is absent")
+        if entry.refcount == 0:
+            raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
+        refcount = entry.refcount - 1
+        if refcount > 0:
+            self._entries[key] = replace(entry, refcount=refcount)
+            return False
+        if entry.state is RESERVED:
+            self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
+        else:
+            self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
+        if entry.state is RESERVED or not entry.retain:
+            del self._entries[key]
+            return True
+        self._entries[key] = replace(entry, refcount=0)
+        return False
+
+    def evict(self, nbytes: int) -> list[Hashable]:
+        """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
+        arguments.check_evict_nbytes(nbytes, self._capacity)
+        if not rules.eviction_can_make_room(self._bytes, nbytes):
+            raise CapacityError(
+                f"evict({nbytes}): pinned_bytes={self._bytes.pinned} + {nbytes} > "
+                f"capacity_bytes={self._capacity}; evicting every idle entry is not enough"
+            )
+        evicted, evicted_bytes = self._evict_until_room(nbytes)
+        self._bytes = rules.after_evict(self._bytes, evicted_bytes)
+        return evicted
+
+    def pop(self, key: Hashable) -> Any:
+        """Remove an idle READY entry and return its value."""
+        entry = self._ready_entry("pop", key)
+        if entry.refcount > 0:
+            raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
+        self._bytes = rules.after_evict(self._bytes, entry.nbytes)
+        del self._entries[key]
+        return entry.value
+
+    def clear(self) -> None:
+        """Remove every entry; WrongStateError (nothing removed) while any is reserved or in use."""
+        busy = [key for key, entry in self._entries.items() if entry.refcount > 0]
+        if busy:
+            raise WrongStateError(f"clear: {len(busy)} entries are reserved or in use, e.g. {busy[0]!r}")
+        self._entries.clear()
+        self._bytes = rules.after_clear(self._bytes)
+
+    # Views ------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Every entry, oldest first."""
+        return tuple(
+            EntryView(key, e.state, e.refcount, e.nbytes, e.retain) for key, e in self._entries.items()
+        )
+
+    def stats(self) -> CacheStats:
+        b = self._bytes
+        return CacheStats(
+            capacity_bytes=b.capacity,
+            ready_bytes=rules.ready(b),
+            reserved_bytes=b.reserved,
+            pinned_bytes=b.pinned,
+            idle_bytes=b.idle,
+            free_bytes=rules.free(b),
+            entries=len(self._entries),
+            hits=self._hits,
+            misses=self._misses,
+            blocked=self._blocked,
+            evictions=self._evictions,
+        )
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        arguments.check_key("in", key)
+        return key in self._entries
+
+    def __repr__(self) -> str:
+        b = self._bytes
+        return (
+            f"CacheSpec(capacity_bytes={b.capacity}, entries={len(self._entries)}, "
+            f"reserved={b.reserved}, pinned={b.pinned}, idle={b.idle})"
+        )
+
+    def check_invariants(self) -> None:
+        """Raise `InvariantViolation` if I1-I4 fail or the byte counters disagree with the entries.
+
+        When everything is working correctly this is an expensive no-op.
+        """
+        counted = _count_bytes(self._capacity, self._entries.values())
+        if counted != self._bytes:
+            raise invariants.InvariantViolation(f"byte counters {self._bytes} != counted from entries {counted}")
+        invariants.check_state(self._capacity, self.snapshot())
+
+    # Internals ----------------------------------------------------------------------------
+
+    def _try_reserve(self, key: Hashable, nbytes: int, retain: bool) -> bool:
+        if not rules.reservation_fits(self._bytes, nbytes):
+            return False
+        self._bytes = rules.after_reserve(self._bytes, nbytes)
+        self._entries[key] = _Entry(RESERVED, nbytes, 1, retain)
+        return True
+
+    def _ready_entry(self, operation: str, key: Hashable) -> _Entry:
+        arguments.check_key(operation, key)
+        entry = self._entries.get(key)
+        if entry is None:
+            raise UnknownKeyError(f"{operation}({key!r}): the key is absent")
+        if entry.state is RESERVED:
+            raise WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
+        return entry
+
+    def _move_to_newest(self, key: Hashable, entry: _Entry) -> None:
+        del self._entries[key]
+        self._entries[key] = entry
+
+    def _evict_until_room(self, incoming: int) -> tuple[list[Hashable], int]:
+        """Evict idle READY entries oldest first until `rules.has_room`. Caller ensures it can."""
+        evicted: list[Hashable] = []
+        evicted_bytes = 0
+        for key, entry in list(self._entries.items()):
+            if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
+                break
+            if entry.state is READY and entry.refcount == 0:
+                del self._entries[key]
+                evicted.append(key)
+                evicted_bytes += entry.nbytes
+        self._evictions += len(evicted)
+        return evicted, evicted_bytes
+
+
+def _count_bytes(capacity_bytes: int, entries: Iterable[_Entry]) -> rules.Bytes:
+    reserved = pinned = idle = 0
+    for entry in entries:
+        if entry.state is RESERVED:
+            reserved += entry.nbytes
+        elif entry.refcount > 0:
+            pinned += entry.nbytes
+        else:
+            idle += entry.nbytes
+    return rules.Bytes(capacity_bytes, reserved, pinned, idle)

@@ -1,0 +1,156 @@
+"""The invariants I1-I6 as named predicates in one table.
+
+Every predicate judges one `Step`: the snapshot before an operation, the snapshot after it, and
+whether it raised. The state invariants (I1-I4) look only at `after`; I5 and I6 compare the two.
+The checker evaluates the table after every step, the prover proves the same names, and
+docs/invariants.md is generated from it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from cacheproof.spec.types import EntryState, Snapshot
+
+EVICTING_OPERATIONS = ("commit", "put", "evict")
+"""Operations that may evict idle entries to make room."""
+
+
+class Step(NamedTuple):
+    """One operation as the invariants see it."""
+
+    operation: str | None  # None when judging a state on its own
+    capacity_bytes: int
+    before: Snapshot
+    after: Snapshot
+    raised: bool
+
+
+class Invariant(NamedTuple):
+    """A named predicate over a `Step`, with the rule in words and the operations that can touch it."""
+
+    name: str
+    rule: str
+    holds: Callable[[Step], bool]
+    touched_by: tuple[str, ...]
+
+
+class InvariantViolation(AssertionError):
+    """A cache (or the spec itself) broke a named invariant. This is a bug, not a usage error."""
+
+
+def _reserved_bytes(snapshot: Snapshot) -> int:
+    return sum(e.nbytes for e in snapshot if e.state is EntryState.RESERVED)
+
+
+def _ready_bytes(snapshot: Snapshot) -> int:
+    return sum(e.nbytes for e in snapshot if e.state is EntryState.READY)
+
+
+def _pinned_bytes(snapshot: Snapshot) -> int:
+    return sum(e.nbytes for e in snapshot if e.state is EntryState.READY and e.refcount > 0)
+
+
+def _is_idle(entry) -> bool:
+    return entry.state is EntryState.READY and entry.refcount == 0
+
+
+def _protected_fit(step: Step) -> bool:
+    return _reserved_bytes(step.after) + _pinned_bytes(step.after) <= step.capacity_bytes
+
+
+def _ready_fit(step: Step) -> bool:
+    return _ready_bytes(step.after) <= step.capacity_bytes
+
+
+def _reservations_referenced(step: Step) -> bool:
+    return all(e.refcount >= 1 for e in step.after if e.state is EntryState.RESERVED)
+
+
+def _transients_referenced(step: Step) -> bool:
+    return all(e.refcount >= 1 for e in step.after if e.state is EntryState.READY and not e.retain)
+
+
+def _only_idle_evicted_oldest_first(step: Step) -> bool:
+    after_keys = {e.key for e in step.after}
+    removed = [e for e in step.before if e.key not in after_keys]
+    if step.operation in EVICTING_OPERATIONS:
+        oldest_idle = [e for e in step.before if _is_idle(e)][: len(removed)]
+        if removed != oldest_idle:
+            return False
+    elif step.operation != "release" and any(e.state is EntryState.RESERVED for e in removed):
+        return False
+    surviving = {e.key: e for e in step.after}
+    return all(
+        e.key not in surviving or surviving[e.key].nbytes == e.nbytes
+        for e in step.before
+        if e.state is EntryState.RESERVED
+    )
+
+
+def _raise_changes_nothing(step: Step) -> bool:
+    return not step.raised or step.before == step.after
+
+
+_ALL_OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant(
+        "I1",
+        "protected_bytes <= capacity_bytes (reservations and in-use entries always fit together)",
+        _protected_fit,
+        ("reserve", "acquire", "commit", "put"),
+    ),
+    Invariant(
+        "I2",
+        "ready_bytes <= capacity_bytes",
+        _ready_fit,
+        ("commit", "put", "release"),
+    ),
+    Invariant(
+        "I3",
+        "a RESERVED entry has refcount >= 1",
+        _reservations_referenced,
+        ("reserve", "acquire", "release"),
+    ),
+    Invariant(
+        "I4",
+        "a READY entry with retain=False has refcount >= 1 (transient entries vanish at last release)",
+        _transients_referenced,
+        ("commit", "release"),
+    ),
+    Invariant(
+        "I5",
+        "only READY entries with refcount 0 are evicted, oldest first; a RESERVED entry is never "
+        "read, replaced or evicted",
+        _only_idle_evicted_oldest_first,
+        ("commit", "put", "evict", "pop", "clear"),
+    ),
+    Invariant(
+        "I6",
+        "an operation that raises changes nothing (entries, order, counters)",
+        _raise_changes_nothing,
+        _ALL_OPERATIONS,
+    ),
+)
+
+INVARIANTS_BY_NAME = {invariant.name: invariant for invariant in INVARIANTS}
+
+
+def broken_invariants(step: Step) -> list[Invariant]:
+    """The invariants that `step` breaks, in table order."""
+    return [invariant for invariant in INVARIANTS if not invariant.holds(step)]
+
+
+def check_step(step: Step) -> None:
+    """Raise `InvariantViolation` naming the first invariant that `step` breaks."""
+    for invariant in broken_invariants(step):
+        raise InvariantViolation(
+            f"{invariant.name} broken by {step.operation or 'the state'}: {invariant.rule}\n"
+            f"  before: {step.before}\n  after:  {step.after}"
+        )
+
+
+def check_state(capacity_bytes: int, snapshot: Snapshot) -> None:
+    """Raise `InvariantViolation` if the state breaks I1-I4."""
+    check_step(Step(None, capacity_bytes, snapshot, snapshot, False))
