@@ -1,0 +1,97 @@
+"""A call on a cache as plain data: what the checker generates, prints, stores and replays.
+
+Values inside a call are `ValueRecipe`s, made concrete for each cache by `value_for`, so one call
+sequence drives the spec and any cache alike. JSON form: `{"op", "args", "kwargs"}`, a recipe as
+`{"nbytes": n, "tag": t}`, a tuple as `{"tuple": [...]}`; other values are JSON's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from cacheproof.values import value_for
+
+OPERATIONS = (
+    "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains",
+)
+
+
+class ValueRecipe(NamedTuple):
+    """A value of nbytes bytes made from tag (see `cacheproof.values.value_for`)."""
+
+    nbytes: int
+    tag: int
+
+
+class Call(NamedTuple):
+    """One operation with its arguments, e.g. Call("acquire", (3, 8), {"retain": False})."""
+
+    op: str
+    args: tuple = ()
+    kwargs: dict = {}
+
+
+def invoke(cache: Any, call: Call) -> Any:
+    """Run `call` on `cache` and return its result (exceptions propagate)."""
+    args = tuple(_concrete(cache, a) for a in call.args)
+    kwargs = {name: _concrete(cache, a) for name, a in call.kwargs.items()}
+    if call.op == "contains":
+        return args[0] in cache
+    return getattr(cache, call.op)(*args, **kwargs)
+
+
+def _concrete(cache: Any, argument: Any) -> Any:
+    if isinstance(argument, ValueRecipe):
+        return value_for(cache, argument.nbytes, argument.tag)
+    return argument
+
+
+def to_json(call: Call) -> dict:
+    return {
+        "op": call.op,
+        "args": [_encode(a) for a in call.args],
+        "kwargs": {name: _encode(a) for name, a in call.kwargs.items()},
+    }
+
+
+def from_json(data: dict) -> Call:
+    return Call(
+        data["op"],
+        tuple(_decode(a) for a in data.get("args", [])),
+        {name: _decode(a) for name, a in data.get("kwargs", {}).items()},
+    )
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, ValueRecipe):
+        return {"nbytes": value.nbytes, "tag": value.tag}
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"nbytes", "tag"}:
+        return ValueRecipe(value["nbytes"], value["tag"])
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return tuple(_decode(v) for v in value["tuple"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def to_python(call: Call, cache_name: str = "cache") -> str:
+    """The call as a Python expression, values written as `value_for(cache, nbytes, tag)`."""
+    args = [_python(a, cache_name) for a in call.args]
+    args += [f"{name}={_python(a, cache_name)}" for name, a in call.kwargs.items()]
+    if call.op == "contains":
+        return f"{args[0]} in {cache_name}"
+    return f"{cache_name}.{call.op}({', '.join(args)})"
+
+
+def _python(value: Any, cache_name: str) -> str:
+    if isinstance(value, ValueRecipe):
+        return f"value_for({cache_name}, {value.nbytes}, {value.tag})"
+    return repr(value)

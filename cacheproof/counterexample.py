@@ -1,0 +1,217 @@
+"""Counterexamples to induction, made concrete: a `CacheSpec` pre-state and one call on it.
+
+The pre-state is rebuilt by public operations where possible (oldest entry first: `put` for an
+idle entry, `acquire` then `commit` then more `acquire`s for an in-use one, `acquire`s for a
+reservation), checked against the wanted snapshot, and otherwise built with the test-only
+`CacheSpec.from_entries`. A counterexample replays on the concrete spec, prints as runnable
+Python and writes as JSON in the checker's call format (values as `{"nbytes", "tag"}`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable, NamedTuple
+
+from cacheproof.spec import CacheSpec
+from cacheproof.spec.errors import CacheError
+from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step
+from cacheproof.spec.types import EntryState, EntryView, Snapshot
+
+FROM_OPERATIONS = "operations"
+FROM_ENTRIES = "from_entries"
+
+
+class ValueRecipe(NamedTuple):
+    """A value of `nbytes` bytes, each `tag % 256` (the checker's value recipe)."""
+
+    nbytes: int
+    tag: int
+
+    def make(self) -> bytes:
+        return bytes([self.tag % 256]) * self.nbytes
+
+    def python(self) -> str:
+        return f"bytes([{self.tag % 256}]) * {self.nbytes}"
+
+
+def value_recipe(nbytes: int, tag: int = 7) -> ValueRecipe:
+    """The recipe for a value of `nbytes` bytes."""
+    return ValueRecipe(nbytes, tag)
+
+
+class Call(NamedTuple):
+    """One public operation on a cache: `getattr(cache, op)(*args, **kwargs)`."""
+
+    op: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def apply(self, cache: Any) -> Any:
+        args = [a.make() if isinstance(a, ValueRecipe) else a for a in self.args]
+        return getattr(cache, self.op)(*args, **self.kwargs)
+
+    def python(self) -> str:
+        args = [a.python() if isinstance(a, ValueRecipe) else repr(a) for a in self.args]
+        args += [f"{name}={value!r}" for name, value in self.kwargs.items()]
+        return f"cache.{self.op}({', '.join(args)})"
+
+    def to_json(self) -> dict[str, Any]:
+        def encode(a: Any) -> Any:
+            return {"nbytes": a.nbytes, "tag": a.tag} if isinstance(a, ValueRecipe) else a
+
+        return {"op": self.op, "args": [encode(a) for a in self.args], "kwargs": dict(self.kwargs)}
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """A pre-state satisfying the inductive invariant and a call after which `invariant` fails.
+
+    `entries` is the pre-state, oldest first; `setup` the public calls that build it from
+    `CacheSpec(capacity_bytes)` when `built_by` is "operations" (empty for "from_entries").
+    `outcome` is the outcome the model predicts for `call`.
+    """
+
+    invariant: str
+    model: str
+    capacity_bytes: int
+    entries: tuple[EntryView, ...]
+    setup: tuple[Call, ...]
+    built_by: str
+    call: Call
+    outcome: str
+
+    def build(self) -> CacheSpec:
+        """The concrete pre-state."""
+        if self.built_by == FROM_ENTRIES:
+            return CacheSpec.from_entries(self.capacity_bytes, [(e, _value_for(e)) for e in self.entries])
+        cache = CacheSpec(self.capacity_bytes)
+        for call in self.setup:
+            call.apply(cache)
+        return cache
+
+    def python(self) -> str:
+        """Runnable Python that rebuilds the pre-state, makes the call and asserts the invariant."""
+        lines = ["from cacheproof.spec import CacheSpec, EntryState, EntryView", "from cacheproof.spec.errors import CacheError"]
+        lines.append("from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step")
+        lines.append("")
+        if self.built_by == FROM_ENTRIES:
+            lines.append(f"cache = CacheSpec.from_entries({self.capacity_bytes}, [")
+            for e in self.entries:
+                view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
+                lines.append(f"    ({view}, {_value_python(e)}),")
+            lines.append("])")
+        else:
+            lines.append(f"cache = CacheSpec({self.capacity_bytes})")
+            lines.extend(call.python() for call in self.setup)
+        lines += [
+            "before = cache.snapshot()",
+            "try:",
+            f"    result = {self.call.python()}  # the model predicts: {self.outcome}",
+            "    raised = False",
+            "except CacheError as error:",
+            "    result, raised = error, True",
+            "after = cache.snapshot()",
+            f"step = Step({self.call.op!r}, {self.capacity_bytes}, before, after, raised)",
+        ]
+        if self.invariant in INVARIANTS_BY_NAME:
+            lines.append(
+                f"assert INVARIANTS_BY_NAME[{self.invariant!r}].holds(step), "
+                f"f'{self.invariant} broken: {{before}} -> {{after}} ({{result!r}})'"
+            )
+        else:
+            lines.append(f"print({self.invariant!r}, 'fails:', before, '->', after, result)")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """The checker's counterexample format plus what the prover knows."""
+        return {
+            "invariant": self.invariant,
+            "model": self.model,
+            "operation": self.call.op,
+            "outcome": self.outcome,
+            "capacity_bytes": self.capacity_bytes,
+            "built_by": self.built_by,
+            "entries": [
+                {"key": e.key, "state": e.state.name, "refcount": e.refcount, "nbytes": e.nbytes, "retain": e.retain}
+                for e in self.entries
+            ],
+            "calls": [call.to_json() for call in self.setup + (self.call,)],
+            "python": self.python(),
+        }
+
+
+class Replayed(NamedTuple):
+    """What the call did on the concrete spec."""
+
+    step: Step
+    result: Any  # the return value, or the CacheError raised
+
+
+def replay(counterexample: Counterexample) -> Replayed:
+    """Run the counterexample's call on its concrete pre-state."""
+    cache = counterexample.build()
+    before = cache.snapshot()
+    try:
+        result, raised = counterexample.call.apply(cache), False
+    except CacheError as error:
+        result, raised = error, True
+    step = Step(counterexample.call.op, counterexample.capacity_bytes, before, cache.snapshot(), raised)
+    return Replayed(step, result)
+
+
+def breaks_invariant(counterexample: Counterexample) -> bool:
+    """Whether replaying the counterexample on the spec breaks the named invariant (I1-I6 only)."""
+    return not INVARIANTS_BY_NAME[counterexample.invariant].holds(replay(counterexample).step)
+
+
+def concrete_counterexample(
+    invariant: str,
+    model: str,
+    capacity_bytes: int,
+    entries: list[EntryView],
+    call: Call,
+    outcome: str,
+) -> Counterexample:
+    """A counterexample whose pre-state is built by public operations if they reproduce it."""
+    setup = tuple(_building_calls(entries))
+    built = Counterexample(invariant, model, capacity_bytes, tuple(entries), setup, FROM_OPERATIONS, call, outcome)
+    if _builds(built):
+        return built
+    return Counterexample(invariant, model, capacity_bytes, tuple(entries), (), FROM_ENTRIES, call, outcome)
+
+
+def _building_calls(entries: list[EntryView]) -> list[Call]:
+    calls = []
+    for e in entries:
+        if e.state is EntryState.READY and e.refcount == 0:
+            calls.append(Call("put", (e.key, _recipe_for(e)), {}))
+            continue
+        calls.append(Call("acquire", (e.key, e.nbytes), {"retain": e.retain}))
+        if e.state is EntryState.READY:
+            calls.append(Call("commit", (e.key, _recipe_for(e)), {}))
+        calls.extend(Call("acquire", (e.key, e.nbytes), {"retain": e.retain}) for _ in range(e.refcount - 1))
+    return calls
+
+
+def _builds(counterexample: Counterexample) -> bool:
+    try:
+        snapshot: Snapshot = counterexample.build().snapshot()
+    except CacheError:
+        return False
+    return snapshot == counterexample.entries
+
+
+def _recipe_for(entry: EntryView) -> ValueRecipe:
+    return value_recipe(entry.nbytes, _tag(entry.key))
+
+
+def _value_for(entry: EntryView) -> bytes | None:
+    return _recipe_for(entry).make() if entry.state is EntryState.READY else None
+
+
+def _value_python(entry: EntryView) -> str:
+    return _recipe_for(entry).python() if entry.state is EntryState.READY else "None"
+
+
+def _tag(key: Hashable) -> int:
+    return sum(str(key).encode()) % 256

@@ -1,0 +1,108 @@
+"""One differential step: run a call on the spec and on a cache, compare everything the contract's
+Conformance section lists, and describe the first difference."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Hashable, Iterable, NamedTuple
+
+from cacheproof.calls import Call, invoke, to_python
+from cacheproof.spec import CacheError
+from cacheproof.values import values_equal
+
+STATS_FIELDS = (
+    "capacity_bytes", "ready_bytes", "reserved_bytes", "pinned_bytes", "idle_bytes", "free_bytes", "entries",
+)
+
+
+class Outcome(NamedTuple):
+    """What a call did: its result, or the exception it raised."""
+
+    result: Any = None
+    error: BaseException | None = None
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"raises {type(self.error).__name__}: {self.error}"
+        return f"returns {_describe(self.result)}"
+
+
+class Divergence(AssertionError):
+    """The cache under test disagrees with the spec."""
+
+
+def run_call(cache: Any, call: Call) -> Outcome:
+    """Run `call`, catching whatever it raises."""
+    try:
+        return Outcome(invoke(cache, call))
+    except Exception as error:  # a broken cache may raise anything; it is reported, not hidden
+        return Outcome(error=error)
+
+
+def run_spec_call(spec: Any, call: Call) -> Outcome:
+    """Run `call` on the spec. Only contract errors are outcomes; anything else is a spec bug and propagates."""
+    try:
+        return Outcome(invoke(spec, call))
+    except CacheError as error:
+        return Outcome(error=error)
+
+
+def outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
+    """Why `actual` does not match the spec's `expected`, or None when it does."""
+    if expected.error is not None:
+        wanted = type(expected.error).__name__
+        if actual.error is not None and any(c.__name__ == wanted for c in type(actual.error).__mro__):
+            return None
+    elif actual.error is None and _results_equal(call, expected.result, actual.result):
+        return None
+    return f"{to_python(call)}: spec {expected.describe()}; this cache {actual.describe()}"
+
+
+def state_difference(spec: Any, cache: Any, keys: Iterable[Hashable]) -> str | None:
+    """The first difference in len(), `in` over `keys`, stats() and snapshot(), or None."""
+    if len(cache) != len(spec):
+        return f"len(): spec {len(spec)}, this cache {len(cache)}"
+    for key in keys:
+        if (key in cache) != (key in spec):
+            return f"{key!r} in cache: spec {key in spec}, this cache {key in cache}"
+    if hasattr(cache, "stats"):
+        expected, actual = spec.stats(), cache.stats()
+        for field in STATS_FIELDS:
+            if getattr(actual, field) != getattr(expected, field):
+                return f"stats().{field}: spec {getattr(expected, field)}, this cache {getattr(actual, field)}"
+    if hasattr(cache, "snapshot"):
+        expected_entries = normalize_snapshot(spec.snapshot())
+        actual_entries = normalize_snapshot(cache.snapshot())
+        if actual_entries != expected_entries:
+            return f"snapshot(): spec {expected_entries}, this cache {actual_entries}"
+    return None
+
+
+def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:
+    """Entries as (key, state name, refcount, nbytes, retain), oldest first."""
+    return tuple(
+        (e.key, _name(e.state), e.refcount, e.nbytes, e.retain) for e in snapshot
+    )
+
+
+def _results_equal(call: Call, expected: Any, actual: Any) -> bool:
+    if call.op in ("get", "pop"):
+        return values_equal(expected, actual)
+    if isinstance(expected, enum.Enum):
+        return _name(actual) == expected.name
+    if isinstance(expected, list):
+        return isinstance(actual, list) and actual == expected
+    return type(actual) is type(expected) and actual == expected
+
+
+def _name(state: Any) -> Any:
+    return state.name if isinstance(state, enum.Enum) else state
+
+
+def _describe(result: Any) -> str:
+    if isinstance(result, enum.Enum):
+        return result.name
+    if hasattr(result, "shape") and hasattr(result, "dtype"):
+        return f"a value of dtype {result.dtype}, shape {tuple(result.shape)}"
+    text = repr(result)
+    return text if len(text) <= 80 else text[:77] + "..."

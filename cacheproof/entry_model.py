@@ -1,0 +1,490 @@
+"""The per-entry model: a cache of N symbolic slots, and the induction proofs of I1-I6 over it.
+
+Each slot is one possible entry: whether it is present, READY or RESERVED, its nbytes, refcount,
+retain flag and recency rank (larger is newer; a `clock` above every rank gives the next
+"newest"). Slots are unrolled into plain z3 terms, one set per slot: no arrays, no quantifiers.
+
+The key an operation names is slot 0. This loses nothing: slots are interchangeable (recency is
+the symbolic rank, not the slot index), so any state and key can be renamed so that the key is
+slot 0. Guards come from `rules` (called as `rules.<name>` at proof time, so a patched rule is
+the rule proved); the byte counts the guards read are summed from the slots.
+
+Out of scope: caches with more than N entries (a reservation of a new key needs a free slot),
+values (only their sizes), and the hit/miss counters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import z3
+
+from cacheproof.counterexample import Call, Counterexample, concrete_counterexample, value_recipe
+from cacheproof.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
+from cacheproof.spec import rules
+from cacheproof.spec.invariants import EVICTING_OPERATIONS
+from cacheproof.spec.types import EntryState, EntryView
+
+MODEL = "entries"
+KEY_SLOT = 0
+"""The slot of the key an operation names."""
+
+OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+
+
+class Slot(NamedTuple):
+    """One possible entry. Fields of an absent slot mean nothing."""
+
+    present: Any  # the key is in the cache
+    ready: Any  # READY (True) or RESERVED (False)
+    nbytes: Any
+    refcount: Any
+    retain: Any
+    rank: Any  # recency: a larger rank is newer
+
+
+class SlotCache(NamedTuple):
+    """A cache state: the capacity, the next recency rank and N slots."""
+
+    capacity: Any
+    clock: Any  # above every present rank: the rank "move to newest" assigns
+    slots: tuple[Slot, ...]
+
+
+class Parameters(NamedTuple):
+    """What a call passes besides its key (slot 0): a size and the retain flag."""
+
+    nbytes: Any  # reserve/acquire/evict nbytes, or the size of a commit/put value
+    retain: Any
+
+
+def symbolic_cache(prefix: str, num_slots: int) -> SlotCache:
+    """A cache state made of fresh z3 constants."""
+    return SlotCache(
+        z3.Int(f"{prefix}capacity"),
+        z3.Int(f"{prefix}clock"),
+        tuple(
+            Slot(
+                z3.Bool(f"{prefix}present_{i}"),
+                z3.Bool(f"{prefix}ready_{i}"),
+                z3.Int(f"{prefix}nbytes_{i}"),
+                z3.Int(f"{prefix}refcount_{i}"),
+                z3.Bool(f"{prefix}retain_{i}"),
+                z3.Int(f"{prefix}rank_{i}"),
+            )
+            for i in range(num_slots)
+        ),
+    )
+
+
+def symbolic_parameters() -> Parameters:
+    return Parameters(z3.Int("nbytes"), z3.Bool("retain"))
+
+
+# Derived counts -----------------------------------------------------------------------------
+
+
+def _is_reserved(s: Slot) -> Any:
+    return z3.And(s.present, z3.Not(s.ready))
+
+
+def _is_pinned(s: Slot) -> Any:
+    return z3.And(s.present, s.ready, s.refcount > 0)
+
+
+def _is_idle(s: Slot) -> Any:
+    return z3.And(s.present, s.ready, s.refcount == 0)
+
+
+def _sum_where(cache: SlotCache, selected: Callable[[Slot], Any]) -> Any:
+    return z3.Sum([z3.If(selected(s), s.nbytes, 0) for s in cache.slots])
+
+
+def cache_bytes(cache: SlotCache) -> rules.Bytes:
+    """The byte counts of a slot cache, as the spec's counters hold them."""
+    return rules.Bytes(
+        cache.capacity,
+        _sum_where(cache, _is_reserved),
+        _sum_where(cache, _is_pinned),
+        _sum_where(cache, _is_idle),
+    )
+
+
+# Invariants ---------------------------------------------------------------------------------
+
+
+def well_formed(cache: SlotCache) -> Any:
+    """WF: capacity >= 1; every entry has nbytes >= 1, refcount >= 0 and a distinct rank below the clock.
+
+    Not a contract invariant, but I1/I2 are not inductive without it.
+    """
+    facts = [cache.capacity >= 1]
+    for i, s in enumerate(cache.slots):
+        facts.append(z3.Implies(s.present, z3.And(s.nbytes >= 1, s.refcount >= 0, s.rank < cache.clock)))
+        for t in cache.slots[i + 1 :]:
+            facts.append(z3.Implies(z3.And(s.present, t.present), s.rank != t.rank))
+    return z3.And(facts)
+
+
+def state_invariants(cache: SlotCache) -> dict[str, Any]:
+    """I1-I4 and WF over a slot cache, by name."""
+    b = cache_bytes(cache)
+    return {
+        "WF": well_formed(cache),
+        "I1": rules.protected(b) <= cache.capacity,
+        "I2": rules.ready(b) <= cache.capacity,
+        "I3": z3.And([z3.Implies(_is_reserved(s), s.refcount >= 1) for s in cache.slots]),
+        "I4": z3.And(
+            [z3.Implies(z3.And(s.present, s.ready, z3.Not(s.retain)), s.refcount >= 1) for s in cache.slots]
+        ),
+    }
+
+
+def invariant(cache: SlotCache) -> Any:
+    """Inv: WF and I1-I4."""
+    return z3.And(list(state_invariants(cache).values()))
+
+
+def only_idle_removed_oldest_first(operation: str, before: SlotCache, after: SlotCache) -> Any:
+    """I5 as a step property of slots.
+
+    Every entry that a step removes was idle (READY, refcount 0), except the key's own entry on
+    its last release; under commit/put/evict every idle entry older than a removed one was
+    removed too (oldest first); a RESERVED entry that survives keeps its nbytes and stays
+    RESERVED unless commit names it.
+    """
+    facts = []
+    for i, (s, t) in enumerate(zip(before.slots, after.slots)):
+        removed = z3.And(s.present, z3.Not(t.present))
+        if operation == "release" and i == KEY_SLOT:
+            allowed = s.refcount == 1
+        else:
+            allowed = _is_idle(s)
+        facts.append(z3.Implies(removed, allowed))
+        if operation in EVICTING_OPERATIONS:
+            for j, older in enumerate(before.slots):
+                if j != i:
+                    older_idle = z3.And(_is_idle(older), older.rank < s.rank)
+                    older_removed = z3.Not(after.slots[j].present)
+                    facts.append(z3.Implies(z3.And(removed, older_idle), older_removed))
+        stays_reserved = z3.Implies(z3.And(_is_reserved(s), t.present), t.nbytes == s.nbytes)
+        if not (operation == "commit" and i == KEY_SLOT):
+            stays_reserved = z3.And(stays_reserved, z3.Implies(z3.And(_is_reserved(s), t.present), z3.Not(t.ready)))
+        facts.append(stays_reserved)
+    return z3.And(facts)
+
+
+def unchanged(before: SlotCache, after: SlotCache) -> Any:
+    """I6: the same entries, with the same fields and the same recency order."""
+    facts = [before.capacity == after.capacity]
+    for s, t in zip(before.slots, after.slots):
+        facts.append(s.present == t.present)
+        facts.append(
+            z3.Implies(
+                s.present,
+                z3.And(s.ready == t.ready, s.nbytes == t.nbytes, s.refcount == t.refcount, s.retain == t.retain),
+            )
+        )
+    for i, s in enumerate(before.slots):
+        for j, t in enumerate(before.slots):
+            if i != j:
+                both = z3.And(s.present, t.present)
+                facts.append(z3.Implies(both, (s.rank < t.rank) == (after.slots[i].rank < after.slots[j].rank)))
+    return z3.And(facts)
+
+
+# Transitions --------------------------------------------------------------------------------
+
+
+def _with_key(cache: SlotCache, slot: Slot, newest: bool) -> SlotCache:
+    slots = (slot._replace(rank=cache.clock) if newest else slot,) + cache.slots[1:]
+    return cache._replace(clock=cache.clock + 1 if newest else cache.clock, slots=slots)
+
+
+def _without(cache: SlotCache, removed: list[Any]) -> SlotCache:
+    slots = tuple(s._replace(present=z3.And(s.present, z3.Not(gone))) for s, gone in zip(cache.slots, removed))
+    return cache._replace(slots=slots)
+
+
+def eviction(cache: SlotCache, incoming: Any, frontier: Any) -> tuple[list[Any], Any]:
+    """Which slots `_evict_until_room(incoming)` evicts, and the condition that says so.
+
+    The spec walks the entries oldest first and stops as soon as `rules.has_room`. Here the idle
+    slots older than a fresh `frontier` rank are evicted, where the frontier is pinned down by:
+    every idle slot below it was still needed (no room with only the idle bytes older than it
+    gone), and below it there is room or no idle slot is left above it. That is exactly the
+    spec's choice because `has_room` is monotone in the evicted bytes (proved in the aggregate
+    model); `prove` also proves that the condition determines the evicted slots.
+    """
+    b = cache_bytes(cache)
+    evicted = [z3.And(_is_idle(s), s.rank < frontier) for s in cache.slots]
+    evicted_bytes = z3.Sum([z3.If(gone, s.nbytes, 0) for s, gone in zip(cache.slots, evicted)])
+    ran_out = z3.And([z3.Implies(_is_idle(s), s.rank < frontier) for s in cache.slots])
+    stops = z3.Or(rules.has_room(rules.after_evict(b, evicted_bytes), incoming), ran_out)
+    needed = []
+    for i, s in enumerate(cache.slots):
+        older_idle = z3.Sum(
+            [z3.If(z3.And(_is_idle(t), t.rank < s.rank), t.nbytes, 0) for j, t in enumerate(cache.slots) if j != i]
+        )
+        still_no_room = z3.Not(rules.has_room(rules.after_evict(b, older_idle), incoming))
+        needed.append(z3.Implies(evicted[i], still_no_room))
+    return evicted, z3.And(stops, *needed)
+
+
+def _evict(cache: SlotCache, incoming: Any) -> tuple[SlotCache, Any]:
+    evicted, condition = eviction(cache, incoming, z3.Int("eviction_frontier"))
+    return _without(cache, evicted), condition
+
+
+def _errors(operation: str, cache: SlotCache, cases: list[tuple[str, Any]]) -> tuple[list[Outcome], Any]:
+    """Error outcomes checked in order; returns them and the condition that none applies."""
+    outcomes, none_yet = [], z3.BoolVal(True)
+    for error, condition in cases:
+        outcomes.append(Outcome(operation, error, z3.And(none_yet, condition), cache, error))
+        none_yet = z3.And(none_yet, z3.Not(condition))
+    return outcomes, none_yet
+
+
+def _reservation(cache: SlotCache, p: Parameters) -> Slot:
+    return Slot(z3.BoolVal(True), z3.BoolVal(False), p.nbytes, z3.IntVal(1), p.retain, cache.clock)
+
+
+def _reserve(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "reserve",
+        cache,
+        [
+            ("InvalidArgumentError", p.nbytes < 1),
+            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
+            ("WrongStateError", key.present),
+        ],
+    )
+    fits = rules.reservation_fits(b, p.nbytes)
+    return outcomes + [
+        Outcome("reserve", "True", z3.And(valid, fits), _with_key(cache, _reservation(cache, p), newest=True)),
+        Outcome("reserve", "False", z3.And(valid, z3.Not(fits)), cache),
+    ]
+
+
+def _acquire(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "acquire",
+        cache,
+        [("InvalidArgumentError", p.nbytes < 1), ("TooLargeError", rules.is_too_large(b, p.nbytes))],
+    )
+    fits = rules.reservation_fits(b, p.nbytes)
+    absent = z3.And(valid, z3.Not(key.present))
+    conflict = z3.And(valid, key.present, z3.Or(key.nbytes != p.nbytes, key.retain != p.retain))
+    agreed = z3.And(valid, key.present, key.nbytes == p.nbytes, key.retain == p.retain)
+    idle = z3.And(agreed, key.ready, key.refcount == 0)
+    referenced = key._replace(refcount=key.refcount + 1)
+    return outcomes + [
+        Outcome("acquire", "NEW_RESERVATION", z3.And(absent, fits), _with_key(cache, _reservation(cache, p), True)),
+        Outcome("acquire", "BLOCKED/absent", z3.And(absent, z3.Not(fits)), cache),
+        Outcome("acquire", "ConflictError", conflict, cache, "ConflictError"),
+        Outcome("acquire", "RESERVATION_HIT", z3.And(agreed, z3.Not(key.ready)), _with_key(cache, referenced, True)),
+        Outcome(
+            "acquire",
+            "READY_HIT/in-use",
+            z3.And(agreed, key.ready, key.refcount != 0),
+            _with_key(cache, referenced, True),
+        ),
+        Outcome("acquire", "READY_HIT/idle", z3.And(idle, fits), _with_key(cache, referenced, True)),
+        Outcome("acquire", "BLOCKED/idle", z3.And(idle, z3.Not(fits)), cache),
+    ]
+
+
+def _commit(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    key = cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "commit",
+        cache,
+        [
+            ("InvalidArgumentError", p.nbytes < 1),
+            ("UnknownKeyError", z3.Not(key.present)),
+            ("WrongStateError", key.ready),
+            ("ConflictError", p.nbytes != key.nbytes),
+        ],
+    )
+    evicted, eviction_condition = _evict(cache, key.nbytes)
+    after = _with_key(evicted, key._replace(ready=z3.BoolVal(True)), newest=True)
+    return outcomes + [Outcome("commit", "evicted", z3.And(valid, eviction_condition), after)]
+
+
+def _put(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "put",
+        cache,
+        [
+            ("InvalidArgumentError", p.nbytes < 1),
+            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
+            ("WrongStateError", key.present),
+        ],
+    )
+    can = rules.eviction_can_make_room(b, p.nbytes)
+    entry = Slot(z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(0), z3.BoolVal(True), cache.clock)
+    evicted, eviction_condition = _evict(cache, p.nbytes)
+    after = _with_key(evicted, entry, newest=True)
+    return outcomes + [
+        Outcome("put", "True", z3.And(valid, can, eviction_condition), after),
+        Outcome("put", "False", z3.And(valid, z3.Not(can)), cache),
+    ]
+
+
+def _get(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    key = cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "get", cache, [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", z3.Not(key.ready))]
+    )
+    return outcomes + [Outcome("get", "value", valid, _with_key(cache, key, newest=True))]
+
+
+def _release(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    key = cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "release", cache, [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", key.refcount == 0)]
+    )
+    more = key.refcount - 1 > 0
+    last = z3.And(valid, z3.Not(more))
+    removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
+    return outcomes + [
+        Outcome(
+            "release",
+            "False/decrement",
+            z3.And(valid, more),
+            _with_key(cache, key._replace(refcount=key.refcount - 1), newest=False),
+        ),
+        Outcome("release", "True/abandon", z3.And(last, z3.Not(key.ready)), _without(cache, removed)),
+        Outcome(
+            "release",
+            "False/idle",
+            z3.And(last, key.ready, key.retain),
+            _with_key(cache, key._replace(refcount=z3.IntVal(0)), newest=False),
+        ),
+        Outcome("release", "True/transient", z3.And(last, key.ready, z3.Not(key.retain)), _without(cache, removed)),
+    ]
+
+
+def _evict_operation(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    b = cache_bytes(cache)
+    outcomes, valid = _errors(
+        "evict",
+        cache,
+        [
+            ("InvalidArgumentError", p.nbytes < 0),
+            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
+            ("CapacityError", z3.Not(rules.eviction_can_make_room(b, p.nbytes))),
+        ],
+    )
+    evicted, eviction_condition = _evict(cache, p.nbytes)
+    return outcomes + [Outcome("evict", "evicted", z3.And(valid, eviction_condition), evicted)]
+
+
+def _pop(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    key = cache.slots[KEY_SLOT]
+    outcomes, valid = _errors(
+        "pop",
+        cache,
+        [
+            ("UnknownKeyError", z3.Not(key.present)),
+            ("WrongStateError/reserved", z3.Not(key.ready)),
+            ("WrongStateError/in-use", key.refcount > 0),
+        ],
+    )
+    removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
+    return outcomes + [Outcome("pop", "value", valid, _without(cache, removed))]
+
+
+def _clear(cache: SlotCache, p: Parameters) -> list[Outcome]:
+    busy = z3.Or([z3.And(s.present, s.refcount > 0) for s in cache.slots])
+    outcomes, valid = _errors("clear", cache, [("WrongStateError", busy)])
+    return outcomes + [Outcome("clear", "None", valid, _without(cache, [z3.BoolVal(True)] * len(cache.slots)))]
+
+
+_TRANSITIONS: dict[str, Callable[[SlotCache, Parameters], list[Outcome]]] = {
+    "reserve": _reserve,
+    "acquire": _acquire,
+    "commit": _commit,
+    "put": _put,
+    "get": _get,
+    "release": _release,
+    "evict": _evict_operation,
+    "pop": _pop,
+    "clear": _clear,
+}
+
+
+def outcomes(operation: str, cache: SlotCache, parameters: Parameters) -> list[Outcome]:
+    """Every way `operation` can end from `cache`; exactly one guard holds for any state and call."""
+    return _TRANSITIONS[operation](cache, parameters)
+
+
+# Proofs ---------------------------------------------------------------------------------------
+
+
+def prove(num_slots: int = 8) -> list[ProofResult]:
+    """Prove WF, I1-I5 (and I6 on errors) for every operation and outcome over `num_slots` slots."""
+    before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
+    results = []
+    for operation in OPERATIONS:
+        for outcome in outcomes(operation, before, parameters):
+            after = outcome.after
+            goals = [Goal(name, formula) for name, formula in state_invariants(after).items()]
+            goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after)))
+            if outcome.error is not None:
+                goals.append(Goal("I6", unchanged(before, after)))
+            explain = _explainer(before, parameters, outcome)
+            checked = check_goals([invariant(before), outcome.guard], goals, before.capacity, explain)
+            for goal, proved, seconds, counterexample in checked:
+                results.append(
+                    ProofResult(goal.invariant, operation, outcome.name, proved, seconds, counterexample, MODEL)
+                )
+    return results
+
+
+def _explainer(before: SlotCache, parameters: Parameters, outcome: Outcome) -> Callable[[str, z3.ModelRef], Counterexample]:
+    def explain(invariant_name: str, model: z3.ModelRef) -> Counterexample:
+        entries = concrete_entries(model, before)
+        call = concrete_call(outcome.operation, value_of(model, parameters.nbytes), value_of(model, parameters.retain))
+        return concrete_counterexample(
+            invariant_name, MODEL, value_of(model, before.capacity), entries, call, outcome.name
+        )
+
+    return explain
+
+
+def slot_key(index: int) -> str:
+    """The concrete key of slot `index`."""
+    return f"k{index}"
+
+
+def concrete_entries(model: z3.ModelRef, cache: SlotCache) -> list[EntryView]:
+    """The entries of `cache` under `model`, oldest first."""
+    present = [(value_of(model, s.rank), i, s) for i, s in enumerate(cache.slots) if value_of(model, s.present)]
+    return [
+        EntryView(
+            slot_key(i),
+            EntryState.READY if value_of(model, s.ready) else EntryState.RESERVED,
+            value_of(model, s.refcount),
+            value_of(model, s.nbytes),
+            value_of(model, s.retain),
+        )
+        for _, i, s in sorted(present, key=lambda ranked: ranked[:2])
+    ]
+
+
+def concrete_call(operation: str, nbytes: int, retain: bool) -> Call:
+    """The concrete call `operation` on slot 0's key with the model's parameters."""
+    key = slot_key(KEY_SLOT)
+    if operation in ("reserve", "acquire"):
+        return Call(operation, (key, nbytes), {"retain": retain})
+    if operation in ("commit", "put"):
+        return Call(operation, (key, value_recipe(nbytes)), {})
+    if operation == "evict":
+        return Call(operation, (nbytes,), {})
+    if operation == "clear":
+        return Call(operation, (), {})
+    return Call(operation, (key,), {})

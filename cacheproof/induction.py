@@ -1,0 +1,117 @@
+"""One-step induction with z3: the shared machinery of the aggregate and per-entry models.
+
+A model describes each operation as a list of `Outcome`s: a guard over the pre-state and the
+call's parameters, and the post-state it leads to. An obligation `assumptions => goal` is proved
+when `assumptions and not goal` is unsatisfiable; otherwise the solver's model is a
+counterexample to induction, which the model turns into a concrete call on `CacheSpec`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import z3
+
+from cacheproof.counterexample import Counterexample
+from cacheproof.spec import rules
+
+Z3_LOGIC = rules.Logic(choose=z3.If, all_of=z3.And, any_of=z3.Or, negate=z3.Not)
+"""The spec's rules over z3 terms: every branch becomes an `If`."""
+
+_SMALL_CAPACITIES = (4, 8, 64)
+"""Capacities tried first when a counterexample exists, so that it reads easily."""
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    """The verdict on one proof obligation: `invariant` holds after `operation` ends in `outcome`.
+
+    `model` is "aggregate", "entries" (N symbolic slots) or "liveness". `seconds` is the solver
+    time of this obligation alone. `counterexample` is set exactly when `proved` is False.
+    """
+
+    invariant: str
+    operation: str
+    outcome: str
+    proved: bool
+    seconds: float
+    counterexample: Counterexample | None
+    model: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One way an operation can end: when it happens (`guard`) and the state it leaves (`after`).
+
+    Error outcomes have `error` set to the exception's class name and leave `after` = the
+    pre-state, by construction; I6 is proved on them all the same.
+    """
+
+    operation: str
+    name: str
+    guard: Any
+    after: Any
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A named formula that must hold whenever the assumptions do."""
+
+    invariant: str
+    formula: Any
+
+
+def check_goals(
+    assumptions: Sequence[Any],
+    goals: Sequence[Goal],
+    capacity: Any,
+    explain: Callable[[str, z3.ModelRef], Counterexample],
+) -> Iterator[tuple[Goal, bool, float, Counterexample | None]]:
+    """Check every goal under the shared assumptions, one incremental solver for all of them.
+
+    Yields (goal, proved, seconds, counterexample). On a counterexample the solver is asked once
+    more for one with a small capacity (not counted in `seconds`), then `explain` turns the model
+    into a concrete call.
+    """
+    solver = z3.SolverFor("QF_LIA")
+    solver.add(*assumptions)
+    for goal in goals:
+        solver.push()
+        solver.add(z3.Not(goal.formula))
+        started = time.perf_counter()
+        verdict = solver.check()
+        seconds = time.perf_counter() - started
+        if verdict == z3.unsat:
+            solver.pop()
+            yield goal, True, seconds, None
+            continue
+        if verdict != z3.sat:
+            solver.pop()
+            raise RuntimeError(f"z3 answered {verdict} on {goal.invariant}: {solver.reason_unknown()}")
+        model = _smallest_model(solver, capacity)
+        solver.pop()
+        yield goal, False, seconds, explain(goal.invariant, model)
+
+
+def _smallest_model(solver: z3.Solver, capacity: Any) -> z3.ModelRef:
+    for bound in _SMALL_CAPACITIES:
+        solver.push()
+        solver.add(capacity <= bound)
+        if solver.check() == z3.sat:
+            model = solver.model()
+            solver.pop()
+            return model
+        solver.pop()
+    solver.check()
+    return solver.model()
+
+
+def value_of(model: z3.ModelRef, term: Any) -> Any:
+    """The concrete value (int or bool) of `term` in `model`, completing unconstrained terms."""
+    value = model.eval(term, model_completion=True)
+    if z3.is_bool(value):
+        return z3.is_true(value)
+    return value.as_long()

@@ -1,0 +1,89 @@
+"""Replay a call sequence on the spec and a cache, find the first divergence, and shrink it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from cacheproof.calls import Call
+from cacheproof.differential import (
+    normalize_snapshot,
+    outcome_difference,
+    run_call,
+    run_spec_call,
+    state_difference,
+)
+from cacheproof.machine import KEYS
+from cacheproof.spec import CacheSpec
+from cacheproof.spec.invariants import Step, broken_invariants
+
+
+@dataclass(frozen=True)
+class SequenceDivergence:
+    """Where a replayed sequence first disagrees with the spec."""
+
+    step: int  # index into the calls
+    call: Call
+    message: str
+    spec_snapshot: tuple  # normalized, after the call
+    cache_snapshot: tuple | None  # normalized, or None if the cache has no snapshot()
+
+
+def first_divergence(
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call]
+) -> SequenceDivergence | None:
+    """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None."""
+    spec = CacheSpec(capacity_bytes)
+    cache = factory(capacity_bytes)
+    keys = KEYS + tuple(_hashable_keys(calls))
+    for index, call in enumerate(calls):
+        before = spec.snapshot()
+        expected = run_spec_call(spec, call)
+        actual = run_call(cache, call)
+        step = Step(call.op, capacity_bytes, before, spec.snapshot(), expected.error is not None)
+        broken = broken_invariants(step)
+        message = (
+            f"the spec itself breaks {', '.join(i.name for i in broken)}" if broken
+            else outcome_difference(call, expected, actual) or _state_difference(spec, cache, keys)
+        )
+        if message is not None:
+            cache_snapshot = normalize_snapshot(cache.snapshot()) if hasattr(cache, "snapshot") else None
+            return SequenceDivergence(index, call, message, normalize_snapshot(spec.snapshot()), cache_snapshot)
+    return None
+
+
+def _state_difference(spec: CacheSpec, cache: Any, keys: tuple) -> str | None:
+    try:
+        return state_difference(spec, cache, keys)
+    except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
+        return f"inspecting the cache raised {type(error).__name__}: {error}"
+
+
+def _hashable_keys(calls: Sequence[Call]):
+    seen = set()
+    for call in calls:
+        if call.args and call.op not in ("evict",):
+            key = call.args[0]
+            try:
+                if key not in seen:
+                    seen.add(key)
+                    yield key
+            except TypeError:
+                continue
+
+
+def shrink(factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call]) -> list[Call]:
+    """Drop calls one at a time while the sequence still diverges; the result diverges at its last call."""
+    divergence = first_divergence(factory, capacity_bytes, calls)
+    if divergence is None:
+        return list(calls)
+    current = list(calls[: divergence.step + 1])
+    index = len(current) - 2
+    while index >= 0:
+        candidate = current[:index] + current[index + 1:]
+        found = first_divergence(factory, capacity_bytes, candidate)
+        if found is not None:
+            current = candidate[: found.step + 1]
+            index = min(index, len(current) - 1)
+        index -= 1
+    return current
