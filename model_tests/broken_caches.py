@@ -85,6 +85,8 @@ class RepinsWithoutFitCheck(CacheSpec):
 
     def acquire(self, key, nbytes, *, retain=True):
         arguments.check_key("acquire", key)
+        arguments.check_nbytes("acquire", key, nbytes, self.capacity_bytes)
+        arguments.check_retain("acquire", key, retain)
         entry = self._entries.get(key)
         if entry is not None and entry.state is READY and entry.refcount == 0 and entry.nbytes == nbytes \
                 and entry.retain == retain:
