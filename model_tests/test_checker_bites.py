@@ -1,0 +1,41 @@
+"""A checker is proven by the bugs it catches: `cacheproof check` exits 1 on every broken cache,
+and the counterexample it prints is legal for the spec and wrong for the broken cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cacheproof import calls as call_format
+from cacheproof.cli import main
+from cacheproof.sequence import first_divergence
+from cacheproof.spec import CacheSpec
+from model_tests.broken_caches import BROKEN_CACHES
+
+CONTRACT_ERRORS = {
+    "InvalidArgumentError", "TooLargeError", "UnknownKeyError", "WrongStateError", "ConflictError", "CapacityError",
+}
+
+
+def test_there_are_at_least_eight_broken_caches():
+    assert len(BROKEN_CACHES) >= 8
+    assert len({cls.__doc__ for cls in BROKEN_CACHES}) == len(BROKEN_CACHES)
+
+
+@pytest.mark.parametrize("broken", BROKEN_CACHES, ids=lambda cls: cls.__name__)
+def test_check_finds_the_bug(broken, tmp_path, capsys):
+    path = tmp_path / "report.json"
+    impl = f"model_tests.broken_caches:{broken.__name__}"
+    status = main(["check", "--impl", impl, "--quiet", "--json", str(path)])
+    assert status == 1, capsys.readouterr().out
+    counterexample = json.loads(path.read_text())["counterexample"]
+    calls = [call_format.from_json(call) for call in counterexample["calls"]]
+    capacity = counterexample["capacity_bytes"]
+    assert first_divergence(CacheSpec, capacity, calls) is None
+    divergence = first_divergence(broken, capacity, calls)
+    assert divergence is not None and divergence.step == len(calls) - 1
+    _, _, cache_side = divergence.message.partition("this cache raises ")
+    assert not cache_side or cache_side.split(":")[0] in CONTRACT_ERRORS, (
+        f"the broken cache must be caught by its bug, not by an unrelated crash: {divergence.message}"
+    )
