@@ -1,0 +1,206 @@
+"""The lifecycle of one key as a transition table over four abstract states (plain data).
+
+A key is ABSENT, RESERVED, READY_IN_USE (READY, refcount > 0) or READY_IDLE (READY, refcount 0).
+Each `Transition` is one outcome of one operation as seen by one key: where the key was, the
+guard that selects this outcome, where the key is afterwards and what the operation returned or
+raised. Edges with `bystander=True` are side effects on a key the operation does not name:
+another key's commit or put evicting this idle entry. Every other operation leaves the state of
+keys it does not name unchanged.
+
+Out of scope: the argument checks (`InvalidArgumentError`, `TooLargeError`). They come before
+any guard, in every state, and change nothing; CONTRACT.md lists them.
+docs/lifecycle.md is generated from this table; model_tests/test_transitions.py runs every
+edge on `CacheSpec`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+from cacheproof.spec.types import EntryState, EntryView
+
+OPERATIONS: tuple[str, ...] = (
+    "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",
+)
+"""Every state-changing or state-reading operation of the contract, in CONTRACT.md's order."""
+
+
+class AbstractState(enum.Enum):
+    """Where one key is in its lifecycle."""
+
+    ABSENT = "ABSENT"  # no entry
+    RESERVED = "RESERVED"  # space claimed, value not yet committed; refcount >= 1
+    READY_IN_USE = "READY_IN_USE"  # holds its value, refcount > 0: never evicted
+    READY_IDLE = "READY_IDLE"  # holds its value, refcount 0: evictable, oldest first
+
+
+class Guard(NamedTuple):
+    """The condition that selects an edge: in words, and the `rules` function it uses, if any."""
+
+    words: str
+    rule: str | None = None  # e.g. "rules.reservation_fits" or "not rules.reservation_fits"
+
+
+class Transition(NamedTuple):
+    """One outcome of `operation` for a key in `source`: it moves to `target` and yields `result`.
+
+    `result` is "True", "False", "None", an `Acquired` member name, "the value", "evicted keys"
+    (with or without this key, where that matters) or "raises <ErrorName>".
+    """
+
+    source: AbstractState
+    operation: str
+    guard: Guard
+    target: AbstractState
+    result: str
+    bystander: bool = False  # True: the operation names another key and evicts this one
+
+    @property
+    def is_error(self) -> bool:
+        """An error edge: the operation raised and, by I6, the state is unchanged."""
+        return self.result.startswith("raises ")
+
+
+def abstract_state(entry: EntryView | None) -> AbstractState:
+    """The abstract state of a key from its snapshot entry (None when the key is absent)."""
+    if entry is None:
+        return AbstractState.ABSENT
+    if entry.state is EntryState.RESERVED:
+        return AbstractState.RESERVED
+    return AbstractState.READY_IN_USE if entry.refcount > 0 else AbstractState.READY_IDLE
+
+
+_ABSENT = AbstractState.ABSENT
+_RESERVED = AbstractState.RESERVED
+_IN_USE = AbstractState.READY_IN_USE
+_IDLE = AbstractState.READY_IDLE
+_PRESENT = (_RESERVED, _IN_USE, _IDLE)
+
+_FITS = Guard("protected bytes plus nbytes fit the capacity", "rules.reservation_fits")
+_DOES_NOT_FIT = Guard("protected bytes plus nbytes exceed the capacity", "not rules.reservation_fits")
+_AGREES = "nbytes and retain agree with the entry"
+_CONFLICTS = Guard("nbytes or retain differ from the entry's")
+_ROOM = Guard("evicting every idle entry makes room", "rules.eviction_can_make_room")
+_NO_ROOM = Guard("evicting every idle entry is not enough", "not rules.eviction_can_make_room")
+_KEY_PRESENT = Guard("the key is present")
+_ALWAYS = Guard("always")
+_EVICTED = "this entry is among the oldest idle entries, evicted while rules.has_room does not hold"
+_NOT_BUSY = "no entry is reserved or in use"
+_BUSY = Guard("some entry is reserved or in use")
+
+
+def _reserve() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "reserve", _FITS, _RESERVED, "True"),
+        Transition(_ABSENT, "reserve", _DOES_NOT_FIT, _ABSENT, "False"),
+        *(Transition(state, "reserve", _KEY_PRESENT, state, "raises WrongStateError") for state in _PRESENT),
+    )
+
+
+def _acquire() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "acquire", _FITS, _RESERVED, "NEW_RESERVATION"),
+        Transition(_ABSENT, "acquire", _DOES_NOT_FIT, _ABSENT, "BLOCKED"),
+        Transition(_RESERVED, "acquire", Guard(_AGREES), _RESERVED, "RESERVATION_HIT"),
+        Transition(_IN_USE, "acquire", Guard(_AGREES), _IN_USE, "READY_HIT"),
+        Transition(
+            _IDLE, "acquire", Guard(f"{_AGREES}, and protected bytes plus nbytes fit", _FITS.rule), _IN_USE, "READY_HIT"
+        ),
+        Transition(
+            _IDLE, "acquire", Guard(f"{_AGREES}, but protected bytes plus nbytes exceed", _DOES_NOT_FIT.rule), _IDLE, "BLOCKED"
+        ),
+        *(Transition(state, "acquire", _CONFLICTS, state, "raises ConflictError") for state in _PRESENT),
+    )
+
+
+def _commit() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "commit", _ALWAYS, _ABSENT, "raises UnknownKeyError"),
+        Transition(
+            _RESERVED,
+            "commit",
+            Guard("the value's size equals nbytes"),
+            _IN_USE,
+            "evicted keys",
+        ),
+        Transition(_RESERVED, "commit", Guard("the value's size differs from nbytes"), _RESERVED, "raises ConflictError"),
+        Transition(_IN_USE, "commit", _ALWAYS, _IN_USE, "raises WrongStateError"),
+        Transition(_IDLE, "commit", _ALWAYS, _IDLE, "raises WrongStateError"),
+        Transition(
+            _IDLE, "commit", Guard(f"another key's commit, and {_EVICTED}", "not rules.has_room"), _ABSENT,
+            "evicted keys, with this key", True,
+        ),
+    )
+
+
+def _put() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "put", Guard("pinned bytes plus the value's size fit", _ROOM.rule), _IDLE, "True"),
+        Transition(_ABSENT, "put", Guard("pinned bytes plus the value's size exceed", _NO_ROOM.rule), _ABSENT, "False"),
+        *(Transition(state, "put", _KEY_PRESENT, state, "raises WrongStateError") for state in _PRESENT),
+        Transition(_IDLE, "put", Guard(f"another key's put succeeds, and {_EVICTED}", "not rules.has_room"), _ABSENT, "True", True),
+    )
+
+
+def _get() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "get", _ALWAYS, _ABSENT, "raises UnknownKeyError"),
+        Transition(_RESERVED, "get", _ALWAYS, _RESERVED, "raises WrongStateError"),
+        Transition(_IN_USE, "get", _ALWAYS, _IN_USE, "the value"),
+        Transition(_IDLE, "get", _ALWAYS, _IDLE, "the value"),
+    )
+
+
+def _release() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "release", _ALWAYS, _ABSENT, "raises UnknownKeyError"),
+        Transition(_RESERVED, "release", Guard("refcount >= 2"), _RESERVED, "False"),
+        Transition(_RESERVED, "release", Guard("last reference, reservation abandoned"), _ABSENT, "True"),
+        Transition(_IN_USE, "release", Guard("refcount >= 2"), _IN_USE, "False"),
+        Transition(_IN_USE, "release", Guard("last reference, retain=True"), _IDLE, "False"),
+        Transition(_IN_USE, "release", Guard("last reference, retain=False"), _ABSENT, "True"),
+        Transition(_IDLE, "release", Guard("refcount 0: no reference to release"), _IDLE, "raises WrongStateError"),
+    )
+
+
+def _evict() -> tuple[Transition, ...]:
+    return (
+        Transition(
+            _IDLE, "evict", Guard(f"{_ROOM.words} (rules.eviction_can_make_room), and {_EVICTED}", "not rules.has_room"),
+            _ABSENT, "evicted keys, with this key",
+        ),
+        Transition(
+            _IDLE, "evict",
+            Guard(f"{_ROOM.words} (rules.eviction_can_make_room), and room is made before this entry's turn", "rules.has_room"),
+            _IDLE, "evicted keys, without this key",
+        ),
+        *(Transition(state, "evict", _ROOM, state, "evicted keys, without this key") for state in (_ABSENT, _RESERVED, _IN_USE)),
+        *(Transition(state, "evict", _NO_ROOM, state, "raises CapacityError") for state in (_ABSENT, *_PRESENT)),
+    )
+
+
+def _pop() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "pop", _ALWAYS, _ABSENT, "raises UnknownKeyError"),
+        Transition(_RESERVED, "pop", _ALWAYS, _RESERVED, "raises WrongStateError"),
+        Transition(_IN_USE, "pop", _ALWAYS, _IN_USE, "raises WrongStateError"),
+        Transition(_IDLE, "pop", _ALWAYS, _ABSENT, "the value"),
+    )
+
+
+def _clear() -> tuple[Transition, ...]:
+    return (
+        Transition(_ABSENT, "clear", Guard(_NOT_BUSY), _ABSENT, "None"),
+        Transition(_IDLE, "clear", Guard(_NOT_BUSY), _ABSENT, "None"),
+        Transition(_ABSENT, "clear", _BUSY, _ABSENT, "raises WrongStateError"),
+        Transition(_IDLE, "clear", _BUSY, _IDLE, "raises WrongStateError"),
+        Transition(_RESERVED, "clear", _ALWAYS, _RESERVED, "raises WrongStateError"),
+        Transition(_IN_USE, "clear", _ALWAYS, _IN_USE, "raises WrongStateError"),
+    )
+
+
+TRANSITIONS: tuple[Transition, ...] = (
+    *_reserve(), *_acquire(), *_commit(), *_put(), *_get(), *_release(), *_evict(), *_pop(), *_clear(),
+)
+"""Every edge of the lifecycle, grouped by operation in OPERATIONS order."""
