@@ -1,0 +1,344 @@
+"""TensorLRUCache beyond the contract: value copies, device placement, make_value, threads,
+the idle heap's cost bounds, and agreement with CacheSpec over random call sequences."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import cacheproof.impl.tensor_lru_cache as tensor_lru_cache
+from cacheproof.impl import TensorLRUCache
+from cacheproof.spec import (
+    Acquired,
+    CacheError,
+    CacheSpec,
+    EntryState,
+    InvalidArgumentError,
+)
+from cacheproof.spec.invariants import InvariantViolation, check_state
+
+
+def cpu_cache(capacity_bytes: int = 1 << 20, **kwargs: Any) -> TensorLRUCache:
+    return TensorLRUCache(capacity_bytes, device="cpu", **kwargs)
+
+
+# Stored copies -----------------------------------------------------------------------------
+
+
+def test_commit_stores_a_copy_that_does_not_alias_the_callers_tensor() -> None:
+    cache = cpu_cache()
+    value = torch.arange(16, dtype=torch.float32, requires_grad=True)
+    cache.acquire("a", 64)
+    cache.commit("a", value)
+    with torch.no_grad():
+        value.add_(100)
+    stored = cache.get("a")
+    assert torch.equal(stored, torch.arange(16, dtype=torch.float32))
+    assert stored.untyped_storage().data_ptr() != value.untyped_storage().data_ptr()
+    assert not stored.requires_grad
+
+
+def test_put_of_a_view_keeps_only_the_views_bytes() -> None:
+    cache = cpu_cache()
+    big = torch.arange(1 << 16, dtype=torch.int32)
+    window = big[100:116]
+    assert cache.put("window", window)
+    stored = cache.get("window")
+    assert torch.equal(stored, torch.arange(100, 116, dtype=torch.int32))
+    assert stored.untyped_storage().nbytes() == 64
+
+
+def test_a_strided_view_is_stored_contiguous() -> None:
+    cache = cpu_cache()
+    big = torch.arange(1024 * 64, dtype=torch.int16).view(1024, 64)
+    column_pair = big[:, 10:12]
+    assert cache.put("columns", column_pair)
+    stored = cache.get("columns")
+    assert stored.is_contiguous()
+    assert stored.shape == (1024, 2)
+    assert stored.untyped_storage().nbytes() == 1024 * 2 * 2
+    assert torch.equal(stored, column_pair)
+
+
+def test_values_land_on_the_cache_device() -> None:
+    cache = TensorLRUCache(1024, device=torch.device("cpu"))
+    cache.put("a", torch.ones(4))
+    assert cache.get("a").device == torch.device("cpu")
+    assert cache.device == torch.device("cpu")
+
+
+def test_the_default_device_is_cuda_when_available_else_cpu() -> None:
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert TensorLRUCache(1024).device.type == expected
+
+
+def test_a_device_of_another_type_is_invalid() -> None:
+    with pytest.raises(InvalidArgumentError):
+        TensorLRUCache(1024, device=3.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        TensorLRUCache(1024, stream_aware=1)  # type: ignore[arg-type]
+
+
+def test_stream_awareness_is_a_no_op_on_cpu() -> None:
+    cache = cpu_cache(stream_aware=True)
+    cache.put("a", torch.arange(4))
+    assert torch.equal(cache.get("a"), torch.arange(4))
+    assert torch.equal(cache.pop("a"), torch.arange(4))
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (b"abc", [97, 98, 99]),
+        (bytearray(b"\x00\xff"), [0, 255]),
+        (memoryview(b"xyz")[::2], [120, 122]),
+        (np.array([1, 258], dtype=np.int16), [1, 0, 2, 1]),
+    ],
+)
+def test_buffer_values_are_stored_as_uint8_tensors_of_their_bytes(value: Any, expected: list[int]) -> None:
+    cache = cpu_cache()
+    assert cache.put("a", value)
+    stored = cache.get("a")
+    assert stored.dtype == torch.uint8
+    assert stored.tolist() == expected
+    assert cache.stats().ready_bytes == len(expected)
+
+
+def test_a_buffer_value_is_copied() -> None:
+    cache = cpu_cache()
+    value = bytearray(b"abcd")
+    cache.put("a", value)
+    value[0] = 0
+    assert cache.get("a").tolist() == [97, 98, 99, 100]
+
+
+# make_value -------------------------------------------------------------------------------
+
+
+def test_make_value_has_exactly_nbytes_on_the_device() -> None:
+    cache = cpu_cache()
+    for nbytes in range(1, 40):
+        for tag in range(8):
+            value = cache.make_value(nbytes, tag)
+            assert value.numel() * value.element_size() == nbytes
+            assert value.device == torch.device("cpu")
+            assert value.is_contiguous()
+
+
+def test_make_value_varies_the_dtype_with_the_tag() -> None:
+    cache = cpu_cache()
+    assert {cache.make_value(8, tag).dtype for tag in range(8)} == {
+        torch.int8, torch.uint8, torch.int16, torch.float16,
+        torch.int32, torch.float32, torch.int64, torch.float64,
+    }
+    assert {cache.make_value(3, tag).dtype for tag in range(4)} == {torch.int8, torch.uint8}
+    assert {cache.make_value(6, tag).dtype.itemsize for tag in range(8)} == {1, 2}
+
+
+def test_make_value_is_deterministic_and_tag_dependent() -> None:
+    cache = cpu_cache()
+    assert torch.equal(cache.make_value(64, 5), cache.make_value(64, 5))
+    assert not torch.equal(cache.make_value(64, 1), cache.make_value(64, 9))  # same dtype, other fill
+
+
+def test_make_value_rejects_bad_sizes() -> None:
+    cache = cpu_cache()
+    for nbytes in (0, -1, True, 1.0):
+        with pytest.raises(InvalidArgumentError):
+            cache.make_value(nbytes, 0)  # type: ignore[arg-type]
+
+
+# Self-checks ------------------------------------------------------------------------------
+
+
+def test_check_valid_passes_on_a_healthy_cache_and_catches_a_corrupt_counter() -> None:
+    cache = cpu_cache(100)
+    cache.put("a", cache.make_value(10, 0))
+    cache.acquire("b", 20)
+    cache.check_valid()
+    cache._bytes = cache._bytes._replace(idle=11)
+    with pytest.raises(InvariantViolation):
+        cache.check_valid()
+
+
+def test_check_valid_catches_an_idle_entry_missing_from_the_heap() -> None:
+    cache = cpu_cache(100)
+    cache.put("a", cache.make_value(10, 0))
+    cache._idle_heap.clear()
+    with pytest.raises(InvariantViolation):
+        cache.check_valid()
+
+
+def test_repr_shows_counts_not_tensors() -> None:
+    cache = cpu_cache(100)
+    cache.put("a", cache.make_value(10, 0))
+    cache.reserve("b", 20)
+    assert repr(cache) == (
+        "TensorLRUCache(capacity_bytes=100, device=cpu, entries=2, reserved=20, pinned=0, idle=10)"
+    )
+
+
+# Cost bounds ------------------------------------------------------------------------------
+
+
+def test_eviction_pops_only_what_it_evicts_past_many_pinned_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = cpu_cache(10_000)
+    cache.put("idle", cache.make_value(8, 0))
+    for key in range(1000):
+        cache.acquire(key, 8)
+        cache.commit(key, cache.make_value(8, key))
+    pops = []
+    real_heappop = tensor_lru_cache.heapq.heappop
+
+    def counting_heappop(heap: list) -> Any:
+        pops.append(heap[0])
+        return real_heappop(heap)
+
+    monkeypatch.setattr(tensor_lru_cache.heapq, "heappop", counting_heappop)
+    assert cache.evict(10_000 - 8000) == ["idle"]
+    assert [key for _, key in pops] == ["idle"]
+    assert len(cache._idle_heap) == 0
+
+
+def test_stale_heap_items_stay_bounded_over_a_long_run() -> None:
+    cache = cpu_cache(1 << 20)
+    rng = random.Random(7)
+    keys = list(range(50))
+    for key in keys:
+        cache.put(key, cache.make_value(16, key))
+    for _ in range(20_000):
+        key = rng.choice(keys)
+        if rng.random() < 0.5:
+            cache.get(key)
+        else:
+            cache.acquire(key, 16)
+            cache.release(key)
+        assert len(cache._idle_heap) <= 2 * len(keys) + tensor_lru_cache._HEAP_SLACK
+    cache.check_valid()
+
+
+def test_the_heap_stays_bounded_after_an_eviction_shrinks_the_idle_set() -> None:
+    cache = cpu_cache(50 * 16)
+    for key in range(50):
+        cache.put(key, cache.make_value(16, key))
+    for _ in range(8):
+        for key in range(40, 50):
+            cache.get(key)  # 80 stale items, all newer than keys 0..39
+    assert cache.evict(40 * 16) == list(range(40))
+    assert len(cache._idle_heap) <= 2 * 10 + tensor_lru_cache._HEAP_SLACK
+    cache.check_valid()
+
+
+# Agreement with the spec --------------------------------------------------------------------
+
+
+def _random_call(rng: random.Random, capacity: int) -> tuple[str, tuple, dict]:
+    key = rng.randrange(6)
+    nbytes = 1 + key * 3  # one size per key, so acquires of a key mostly agree
+    retain = key % 3 != 0
+    operation = rng.choice(["reserve", "acquire", "acquire", "commit", "put", "get", "release", "release",
+                            "evict", "pop", "clear"])
+    if operation in ("reserve", "acquire"):
+        return operation, (key, nbytes), {"retain": retain}
+    if operation in ("commit", "put"):
+        return operation, (key, nbytes + (rng.random() < 0.1)), {}
+    if operation == "evict":
+        return operation, (rng.randrange(capacity + 1),), {}
+    if operation == "clear":
+        return operation, (), {}
+    return operation, (key,), {}
+
+
+def _outcome(cache: Any, operation: str, args: tuple, kwargs: dict, make: Any) -> Any:
+    if operation in ("commit", "put"):
+        args = (args[0], make(args[1], args[0]))
+    try:
+        result = getattr(cache, operation)(*args, **kwargs)
+    except CacheError as error:
+        return type(error).__name__
+    if isinstance(result, torch.Tensor):
+        return ("value", result.numel() * result.element_size())
+    if isinstance(result, (bytes, bytearray)):
+        return ("value", len(result))
+    return result
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_call_sequences_agree_with_the_spec(seed: int) -> None:
+    rng = random.Random(seed)
+    capacity = 24
+    spec, cache = CacheSpec(capacity), cpu_cache(capacity)
+    for step in range(1500):
+        operation, args, kwargs = _random_call(rng, capacity)
+        expected = _outcome(spec, operation, args, kwargs, lambda n, tag: bytes([tag]) * n)
+        actual = _outcome(cache, operation, args, kwargs, cache.make_value)
+        assert actual == expected, (step, operation, args)
+        assert cache.snapshot() == spec.snapshot(), (step, operation, args)
+        assert cache.stats() == spec.stats(), (step, operation, args)
+    cache.check_valid()
+
+
+# Threads ----------------------------------------------------------------------------------
+
+
+def _worker(cache: TensorLRUCache, seed: int, steps: int) -> list[int]:
+    """Random calls on shared keys; returns the keys this thread still holds a reference to."""
+    rng = random.Random(seed)
+    held: list[int] = []
+    for _ in range(steps):
+        key = rng.randrange(24)
+        nbytes = 64 * (1 + key % 4)
+        retain = key % 5 != 0
+        choice = rng.random()
+        try:
+            if len(held) > 3:
+                cache.release(held.pop(rng.randrange(len(held))))
+            elif choice < 0.3:
+                acquired = cache.acquire(key, nbytes, retain=retain)
+                if acquired is not Acquired.BLOCKED:
+                    held.append(key)
+                if acquired is Acquired.NEW_RESERVATION and rng.random() < 0.8:
+                    cache.commit(key, cache.make_value(nbytes, key))
+            elif choice < 0.4 and held:
+                mine = rng.choice(held)
+                cache.commit(mine, cache.make_value(64 * (1 + mine % 4), mine))
+            elif choice < 0.6 and held:
+                cache.release(held.pop(rng.randrange(len(held))))
+            elif choice < 0.8:
+                cache.get(key)
+            elif choice < 0.9:
+                cache.put(key, cache.make_value(nbytes, key))
+            elif choice < 0.95:
+                cache.evict(rng.randrange(1024))
+            else:
+                cache.pop(key)
+        except CacheError:
+            pass
+    return held
+
+
+def test_eight_threads_keep_the_cache_consistent_and_every_reference_releasable() -> None:
+    cache = cpu_cache(2048)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        holdings = list(pool.map(lambda seed: _worker(cache, seed, 1500), range(8)))
+    cache.check_valid()
+    check_state(cache.capacity_bytes, cache.snapshot())
+    expected_refcounts: dict[int, int] = {}
+    for held in holdings:
+        for key in held:
+            expected_refcounts[key] = expected_refcounts.get(key, 0) + 1
+    assert {view.key: view.refcount for view in cache.snapshot() if view.refcount > 0} == expected_refcounts
+    for held in holdings:
+        for key in held:
+            cache.release(key)
+    stats = cache.stats()
+    assert (stats.pinned_bytes, stats.reserved_bytes) == (0, 0)
+    assert all(view.state is EntryState.READY and view.refcount == 0 for view in cache.snapshot())
+    cache.check_valid()
+    cache.clear()
+    assert len(cache) == 0
