@@ -31,10 +31,15 @@ class Call(NamedTuple):
     kwargs: dict = {}
 
 
-def invoke(cache: Any, call: Call) -> Any:
-    """Run `call` on `cache` and return its result (exceptions propagate)."""
-    args = tuple(_concrete(cache, a) for a in call.args)
-    kwargs = {name: _concrete(cache, a) for name, a in call.kwargs.items()}
+def invoke(cache: Any, call: Call, values_from: Any = None) -> Any:
+    """Run `call` on `cache` and return its result (exceptions propagate).
+
+    Value recipes are made by `values_from` (default: `cache` itself), so the spec can be handed
+    values equal to those the cache under test gets.
+    """
+    maker = cache if values_from is None else values_from
+    args = tuple(_concrete(maker, a) for a in call.args)
+    kwargs = {name: _concrete(maker, a) for name, a in call.kwargs.items()}
     if call.op == "contains":
         return args[0] in cache
     return getattr(cache, call.op)(*args, **kwargs)

@@ -39,10 +39,13 @@ def run_call(cache: Any, call: Call) -> Outcome:
         return Outcome(error=error)
 
 
-def run_spec_call(spec: Any, call: Call) -> Outcome:
-    """Run `call` on the spec. Only contract errors are outcomes; anything else is a spec bug and propagates."""
+def run_spec_call(spec: Any, call: Call, values_from: Any = None) -> Outcome:
+    """Run `call` on the spec with values made as `values_from` (the cache under test) makes them.
+
+    Only contract errors are outcomes; anything else is a spec bug and propagates.
+    """
     try:
-        return Outcome(invoke(spec, call))
+        return Outcome(invoke(spec, call, values_from))
     except CacheError as error:
         return Outcome(error=error)
 

