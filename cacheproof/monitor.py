@@ -1,0 +1,325 @@
+"""`monitor(cache)`: run `CacheSpec` beside a live cache and raise `DivergenceError` at the first mismatch.
+
+Every operation on the `MonitoredCache` (`key in cache` included) goes to the cache and then to the
+spec, with the same argument objects. After each call the monitor compares the outcome (the result,
+or the error class by name anywhere in the MRO, as the checker does) and `len()`.
+`stats()` and the full `snapshot()`, when the cache has them, cost O(entries) on both sides, so they
+are compared every `state_every` calls (1: after every call), by default every max(16, 2 * entries)
+calls, which bounds their cost per call.
+
+The calls are recorded as a trace (see cacheproof.trace): a value passed to commit/put as
+`{"nbytes": size, "tag": 0}` (its size, not its contents: the lifecycle depends on sizes only),
+a get/pop result as `{"value": true}`. The trace in memory restarts whenever the cache becomes
+empty (an empty cache replays the same from there on); `trace_path` logs every call, line-buffered.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Hashable, TextIO
+
+from cacheproof.calls import Call, ValueRecipe, to_python
+from cacheproof.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
+from cacheproof.spec import CacheError, CacheSpec
+from cacheproof.spec.values import value_size
+from cacheproof.trace import SOME_VALUE, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+
+_VALUE_OPERATIONS = ("get", "pop")
+_VALUE_ARGUMENT_OPERATIONS = ("commit", "put")  # the value is the second argument
+
+ADAPTIVE_MINIMUM = 16
+ADAPTIVE_CALLS_PER_ENTRY = 2
+"""With state_every=None, stats() and snapshot() are compared every max(16, 2 * entries) calls."""
+
+
+class DivergenceError(AssertionError):
+    """The monitored cache disagreed with the spec. `.trace` holds the calls up to the bad one, included."""
+
+    def __init__(self, message: str, trace: Trace) -> None:
+        super().__init__(
+            f"{message}\n(the trace so far holds {len(trace.calls)} calls: cacheproof.trace.write_trace("
+            "path, error.trace), then `cacheproof replay path --impl MODULE:FACTORY`)"
+        )
+        self.message = message
+        self.trace = trace
+
+
+class MonitoredCache:
+    """A cache with `CacheSpec` running beside it; make one with `monitor(cache)`.
+
+    Operations are serialized by one lock so that the spec sees them in the cache's order. After the
+    first divergence the monitor only forwards calls. Anything that is not an operation (stats,
+    snapshot, make_value, other attributes) goes straight to the cache.
+    """
+
+    def __init__(
+        self, cache: Any, capacity_bytes: int, *, trace_path: str | Path | None, state_every: int | None
+    ) -> None:
+        self._cache = cache
+        self._spec = CacheSpec(capacity_bytes)
+        self._capacity_bytes = capacity_bytes
+        self._state_every = state_every
+        self._unchecked_calls = 0
+        self._compares_state = hasattr(cache, "stats") or hasattr(cache, "snapshot")
+        self._records: list[tuple] = []  # (op, args, kwargs, result, error name): see `_traced`
+        self._diverged = False
+        self._lock = threading.Lock()
+        self._log: TextIO | None = None
+        if trace_path is not None:
+            self._log = open(trace_path, "w", buffering=1)
+            self._log.write(header_line(capacity_bytes) + "\n")
+
+    # Operations ---------------------------------------------------------------------------
+
+    def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Any:
+        return self._checked("reserve", (key, nbytes), {} if retain is True else {"retain": retain})
+
+    def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Any:
+        return self._checked("acquire", (key, nbytes), {} if retain is True else {"retain": retain})
+
+    def commit(self, key: Hashable, value: Any) -> Any:
+        return self._checked("commit", (key, value), {})
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        return self._checked("put", (key, value), {})
+
+    def get(self, key: Hashable) -> Any:
+        return self._checked("get", (key,), {})
+
+    def release(self, key: Hashable) -> Any:
+        return self._checked("release", (key,), {})
+
+    def evict(self, nbytes: int) -> Any:
+        return self._checked("evict", (nbytes,), {})
+
+    def pop(self, key: Hashable) -> Any:
+        return self._checked("pop", (key,), {})
+
+    def clear(self) -> Any:
+        return self._checked("clear", (), {})
+
+    def __contains__(self, key: object) -> bool:
+        return self._checked("contains", (key,), {})
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache, name)
+
+    def __repr__(self) -> str:
+        return f"monitor({self._cache!r})"
+
+    # Monitoring ---------------------------------------------------------------------------
+
+    @property
+    def cache(self) -> Any:
+        """The monitored cache itself."""
+        return self._cache
+
+    @property
+    def trace(self) -> Trace:
+        """The calls since the cache was last empty, with the spec's outcomes."""
+        with self._lock:
+            return self._trace()
+
+    def check_state(self) -> None:
+        """Compare stats() and snapshot() now; `DivergenceError` if they differ."""
+        with self._lock:
+            if self._diverged:
+                return
+            difference = _state_difference(self._spec, self._cache)
+            if difference is not None:
+                self._diverge(f"check_state() after {len(self._records)} calls: {difference}")
+
+    def close(self) -> None:
+        """Close the trace file, if any."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "MonitoredCache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _checked(self, op: str, args: tuple, kwargs: dict) -> Any:
+        with self._lock:
+            try:
+                result = args[0] in self._cache if op == "contains" else getattr(self._cache, op)(*args, **kwargs)
+                error = None
+            except Exception as raised:
+                result, error = None, raised
+            if not self._diverged:
+                self._compare(op, args, kwargs, result, error)
+            if error is not None:
+                raise error
+            return result
+
+    def _compare(self, op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> None:
+        """Make the call on the spec, compare, record; `DivergenceError` on a difference. This is the hot path."""
+        spec = self._spec
+        try:
+            wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*args, **kwargs)
+            wanted_error = None
+        except CacheError as raised:
+            wanted, wanted_error = None, raised
+        if _same_outcome(op, wanted, wanted_error, result, error):
+            difference = self._state_difference_after(op, args, kwargs)
+        else:
+            difference = _outcome_difference(Call(op, args, kwargs), Outcome(wanted, wanted_error), Outcome(result, error))
+        if difference is not None:
+            self._records.append(_record(op, args, kwargs, result, error))
+            self._diverge(difference)
+        entries = len(spec)
+        if entries:
+            self._records.append(_record(op, args, kwargs, wanted, wanted_error))
+        else:
+            self._records.clear()  # an empty cache replays the same from here on
+        if self._log is not None:
+            self._log.write(call_line(_traced(_record(op, args, kwargs, wanted, wanted_error))) + "\n")
+
+    def _state_difference_after(self, op: str, args: tuple, kwargs: dict) -> str | None:
+        """len() now; stats() and snapshot() when a full check is due."""
+        spec, cache = self._spec, self._cache
+        try:
+            if len(cache) != len(spec):
+                return f"after {to_python(Call(op, args, kwargs))}: len(): spec {len(spec)}, this cache {len(cache)}"
+            self._unchecked_calls += 1
+            if not self._compares_state or self._unchecked_calls < (self._state_every or max(ADAPTIVE_MINIMUM, ADAPTIVE_CALLS_PER_ENTRY * len(spec))):
+                return None
+            unchecked, self._unchecked_calls = self._unchecked_calls, 0
+            difference = _state_difference(spec, cache)
+        except Exception as raised:  # a broken cache's len/stats/snapshot may itself fail
+            return f"after {to_python(Call(op, args, kwargs))}: inspecting the cache raised {type(raised).__name__}: {raised}"
+        if difference is None:
+            return None
+        if unchecked == 1:
+            return f"after {to_python(Call(op, args, kwargs))}: {difference}"
+        return (
+            f"{difference}; found after {to_python(Call(op, args, kwargs))}, the state last matched "
+            f"{unchecked} calls earlier: replay the trace with --impl to find the call"
+        )
+
+    def _trace(self) -> Trace:
+        return Trace(self._capacity_bytes, tuple(_traced(record) for record in self._records))
+
+    def _diverge(self, message: str) -> None:
+        self._diverged = True
+        if self._log is not None:
+            self._log.flush()
+        raise DivergenceError(message, self._trace())
+
+
+def monitor(
+    cache: Any,
+    *,
+    trace_path: str | Path | None = None,
+    capacity_bytes: int | None = None,
+    state_every: int | None = None,
+) -> MonitoredCache:
+    """Wrap an empty `cache` so that every call is checked against `CacheSpec`.
+
+    The capacity is `capacity_bytes`, else `cache.capacity_bytes`, else `cache.stats().capacity_bytes`.
+    `trace_path` logs every call as a trace that `cacheproof replay` reads. `state_every=n` compares
+    stats() and snapshot() after every n-th call; None: every max(16, 2 * entries) calls.
+    """
+    if state_every is not None and (not isinstance(state_every, int) or isinstance(state_every, bool) or state_every < 1):
+        raise ValueError(f"monitor: state_every must be an int >= 1 or None, got {state_every!r}")
+    if capacity_bytes is None:
+        capacity_bytes = getattr(cache, "capacity_bytes", None)
+    if capacity_bytes is None and hasattr(cache, "stats"):
+        capacity_bytes = cache.stats().capacity_bytes
+    if capacity_bytes is None:
+        raise ValueError("monitor: pass capacity_bytes=; the cache has neither capacity_bytes nor stats()")
+    if len(cache):
+        raise ValueError(f"monitor: the cache already holds {len(cache)} entries; monitor it from empty")
+    return MonitoredCache(cache, capacity_bytes, trace_path=trace_path, state_every=state_every)
+
+
+def _same_outcome(op: str, wanted: Any, wanted_error: Any, result: Any, error: Any) -> bool:
+    """The common cases of a matching outcome, decided without building a message; False means "look closer"."""
+    if wanted_error is not None or error is not None:
+        return type(error) is type(wanted_error)
+    if result is wanted:
+        return True
+    if op in _VALUE_OPERATIONS:
+        return _tensors_equal(wanted, result)
+    return type(result) is type(wanted) and result == wanted
+
+
+def _tensors_equal(expected: Any, actual: Any) -> bool:
+    """torch.equal for two tensors of one dtype on one device; False for anything else (compared later)."""
+    torch = sys.modules.get("torch")
+    if torch is None or type(expected) is not torch.Tensor or type(actual) is not torch.Tensor:
+        return False
+    try:
+        return expected.dtype == actual.dtype and torch.equal(expected, actual)
+    except RuntimeError:  # tensors on different devices
+        return False
+
+
+def _outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
+    """As the checker compares, except that a get/pop value stored in another form (bytes kept as a
+    uint8 tensor, say) also matches when its raw bytes do."""
+    if call.op in _VALUE_OPERATIONS and expected.error is None and actual.error is None:
+        expected_bytes = _raw_bytes(expected.result)
+        if expected_bytes is not None and expected_bytes == _raw_bytes(actual.result):
+            return None
+    return outcome_difference(call, expected, actual)
+
+
+def _state_difference(spec: CacheSpec, cache: Any) -> str | None:
+    """stats() and snapshot() compared: as tuples first (a cache using the spec's types), then as the checker does."""
+    if hasattr(cache, "stats"):
+        expected, actual = spec.stats(), cache.stats()
+        if any(getattr(actual, field) != getattr(expected, field) for field in STATS_FIELDS):
+            return state_difference(spec, cache, ())
+    if hasattr(cache, "snapshot") and cache.snapshot() != spec.snapshot():
+        return state_difference(spec, cache, ())
+    return None
+
+
+def _record(op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> tuple:
+    """What the trace keeps of a call: a value argument as its size (never the value itself)."""
+    if op in _VALUE_ARGUMENT_OPERATIONS and len(args) == 2:
+        size = _size(args[1])
+        if size is not None:
+            args = (args[0], ValueRecipe(size, 0))
+    return (op, args, kwargs, result, None if error is None else error_name(error))
+
+
+def _size(value: Any) -> int | None:
+    """`value_size`, with a shortcut for plain tensors and bytes."""
+    torch = sys.modules.get("torch")
+    if torch is not None and type(value) is torch.Tensor:
+        return value.numel() * value.element_size()
+    if type(value) is bytes:
+        return len(value)
+    return value_size(value)
+
+
+def _traced(record: tuple) -> TracedCall:
+    op, args, kwargs, result, error = record
+    call = Call(op, args, kwargs)
+    if error is not None:
+        return TracedCall(call, error=error)
+    if op in _VALUE_OPERATIONS:
+        return TracedCall(call, SOME_VALUE)
+    return TracedCall(call, recorded_result(result))
+
+
+def _raw_bytes(value: Any) -> bytes | None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
+        return value.tobytes()
+    if any(base.__module__ == "torch" and base.__name__ == "Tensor" for base in kind.__mro__):
+        import torch
+
+        return value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return None

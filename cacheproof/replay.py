@@ -1,0 +1,278 @@
+"""`cacheproof replay TRACE [--impl MODULE:FACTORY]`: re-run a trace and report its first divergence.
+
+A trace is a claim about what happened. Without --impl the claim is checked against the spec: every
+recorded outcome must be the one `CacheSpec` gives. With --impl the cache runs beside the spec
+(`sequence.first_divergence`: outcomes, len, `in`, stats, snapshot, invariants) and its outcomes
+must also match the recorded ones. Exit 0 no divergence, 1 divergence, 2 usage error (bad flag,
+unreadable or malformed trace, factory not importable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from cacheproof.calls import Call, ValueRecipe, to_json, to_python
+from cacheproof.differential import Outcome, normalize_snapshot, run_call, run_spec_call
+from cacheproof.factories import FactoryError, load_factory
+from cacheproof.progress import summary_table
+from cacheproof.sequence import first_divergence
+from cacheproof.spec import CacheSpec
+from cacheproof.trace import (
+    SOME_VALUE,
+    Trace,
+    TracedCall,
+    TraceFormatError,
+    read_trace,
+    recorded_calls,
+    recorded_result,
+)
+from cacheproof.values import value_for, values_equal
+
+SPEC = "spec"
+RECORDING = "recording"
+
+_HEADER_LINES = 1
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Normalized entries (key, state, refcount, nbytes, retain) that differ between spec and cache."""
+
+    only_in_spec: tuple
+    only_in_cache: tuple
+    differing: tuple  # (spec entry, cache entry) pairs of the same key
+    spec_order: tuple  # keys oldest first, set only when the recency orders differ
+    cache_order: tuple
+
+    @property
+    def empty(self) -> bool:
+        return not (self.only_in_spec or self.only_in_cache or self.differing or self.spec_order)
+
+    def to_json(self) -> dict:
+        return {
+            "only_in_spec": [list(e) for e in self.only_in_spec],
+            "only_in_cache": [list(e) for e in self.only_in_cache],
+            "differing": [{"spec": list(s), "cache": list(c)} for s, c in self.differing],
+            "spec_order": list(self.spec_order),
+            "cache_order": list(self.cache_order),
+        }
+
+
+def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
+    """Entries only in one snapshot, entries of a key that differ, and both recency orders if they differ."""
+    spec_by_key = {e[0]: e for e in spec_entries}
+    cache_by_key = {e[0]: e for e in cache_entries}
+    common = [key for key in spec_by_key if key in cache_by_key]
+    spec_order = tuple(key for key in spec_by_key if key in cache_by_key)
+    cache_order = tuple(key for key in cache_by_key if key in spec_by_key)
+    orders_differ = spec_order != cache_order
+    return SnapshotDiff(
+        tuple(e for key, e in spec_by_key.items() if key not in cache_by_key),
+        tuple(e for key, e in cache_by_key.items() if key not in spec_by_key),
+        tuple((spec_by_key[k], cache_by_key[k]) for k in common if spec_by_key[k] != cache_by_key[k]),
+        tuple(e[0] for e in spec_entries) if orders_differ else (),
+        tuple(e[0] for e in cache_entries) if orders_differ else (),
+    )
+
+
+@dataclass(frozen=True)
+class ReplayDivergence:
+    """The first call whose outcome or state disagrees.
+
+    `against` is "spec" when the spec disagrees (with the recording, or with the cache), and
+    "recording" when the cache matches the spec but not the recorded outcome.
+    """
+
+    step: int  # 1-based call number
+    call: Call
+    against: str
+    expected: str
+    actual: str
+    message: str
+    spec_snapshot: tuple
+    cache_snapshot: tuple | None
+
+    @property
+    def line(self) -> int:
+        """The line of the trace file that holds the call."""
+        return self.step + _HEADER_LINES
+
+    def snapshot_diff(self) -> SnapshotDiff | None:
+        if self.cache_snapshot is None:
+            return None
+        return snapshot_diff(self.spec_snapshot, self.cache_snapshot)
+
+    def to_json(self) -> dict:
+        diff = self.snapshot_diff()
+        return {
+            "step": self.step,
+            "line": self.line,
+            "call": to_json(self.call),
+            "against": self.against,
+            "expected": self.expected,
+            "actual": self.actual,
+            "message": self.message,
+            "spec_snapshot": [list(e) for e in self.spec_snapshot],
+            "cache_snapshot": None if self.cache_snapshot is None else [list(e) for e in self.cache_snapshot],
+            "snapshot_diff": None if diff is None else diff.to_json(),
+        }
+
+
+def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
+    """The first call whose recorded outcome is not the spec's, or None."""
+    spec = CacheSpec(trace.capacity_bytes)
+    for index, traced in enumerate(trace.calls):
+        outcome = run_spec_call(spec, traced.call)
+        difference = recorded_difference(traced, outcome, spec)
+        if difference is not None:
+            return ReplayDivergence(
+                index + 1, traced.call, SPEC, f"spec {outcome.describe()}", f"recorded {traced.describe()}",
+                difference, normalize_snapshot(spec.snapshot()), None,
+            )
+    return None
+
+
+def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayDivergence | None:
+    """The first call where `factory(capacity)` disagrees with the spec or with the recording, or None."""
+    calls = recorded_calls(trace)
+    beside_spec = first_divergence(factory, trace.capacity_bytes, calls)
+    last = len(calls) if beside_spec is None else beside_spec.step + 1
+    spec, cache = CacheSpec(trace.capacity_bytes), factory(trace.capacity_bytes)
+    for index, traced in enumerate(trace.calls[:last]):
+        expected = run_spec_call(spec, traced.call)
+        actual = run_call(cache, traced.call)
+        if beside_spec is not None and index == beside_spec.step:
+            return ReplayDivergence(
+                index + 1, traced.call, SPEC, f"spec {expected.describe()}", f"cache {actual.describe()}",
+                beside_spec.message, beside_spec.spec_snapshot, beside_spec.cache_snapshot,
+            )
+        difference = recorded_difference(traced, actual, cache)
+        if difference is not None:
+            return ReplayDivergence(
+                index + 1, traced.call, RECORDING, f"recorded {traced.describe()}", f"cache {actual.describe()}",
+                difference, normalize_snapshot(spec.snapshot()), _cache_snapshot(cache),
+            )
+    return None
+
+
+def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> str | None:
+    """Why `outcome` (of running the call on `target`) is not the recorded one, or None.
+
+    Errors match by name anywhere in the raised class's MRO; an `Acquired` by name; lists in order;
+    a recorded value recipe is made for `target` and compared with `values_equal`.
+    """
+    call = traced.call
+    if traced.error is not None:
+        if outcome.error is not None and any(c.__name__ == traced.error for c in type(outcome.error).__mro__):
+            return None
+    elif outcome.error is None and _result_matches(traced.result, outcome.result, target):
+        return None
+    return f"{to_python(call)}: recorded {traced.describe()}; replayed {outcome.describe()}"
+
+
+def _result_matches(recorded: Any, result: Any, target: Any) -> bool:
+    if recorded is SOME_VALUE:
+        return True
+    if isinstance(recorded, ValueRecipe):
+        return values_equal(value_for(target, recorded.nbytes, recorded.tag), result)
+    replayed = recorded_result(result)
+    return type(replayed) is type(recorded) and replayed == recorded
+
+
+def _cache_snapshot(cache: Any) -> tuple | None:
+    if not hasattr(cache, "snapshot"):
+        return None
+    try:
+        return normalize_snapshot(cache.snapshot())
+    except Exception:  # a broken cache's snapshot may itself fail; the divergence is still reported
+        return None
+
+
+# Command line -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReplayReport:
+    trace: str
+    impl: str | None
+    calls: int
+    divergence: ReplayDivergence | None
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "trace": self.trace,
+            "impl": self.impl,
+            "calls": self.calls,
+            "divergence": None if self.divergence is None else self.divergence.to_json(),
+        }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", type=Path, help="the trace file (JSON lines, see docs/traces.md)")
+    parser.add_argument("--impl", help="MODULE:FACTORY of a cache to run beside the spec (default: the spec alone)")
+    parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
+    parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        trace = read_trace(args.trace)
+        factory = None if args.impl is None else load_factory(args.impl)
+    except (TraceFormatError, FactoryError) as error:
+        print(f"cacheproof replay: {error}", file=sys.stderr)
+        return 2
+    divergence = replay_against_spec(trace) if factory is None else replay_against_cache(trace, factory)
+    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence)
+    _print_report(args, report)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2, default=repr) + "\n")
+    return 0 if report.ok else 1
+
+
+def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
+    divergence = report.divergence
+    against = "the spec" if report.impl is None else f"{report.impl} beside the spec"
+    if not args.quiet:
+        summary_table(
+            "cacheproof replay",
+            {
+                "trace": report.trace,
+                "against": against,
+                "calls": report.calls,
+                "result": "no divergence" if divergence is None else f"DIVERGES at step {divergence.step}",
+            },
+        )
+    if divergence is None:
+        print(f"no divergence: {report.calls} calls replayed against {against}")
+        return
+    print(f"divergence at step {divergence.step} of {report.calls} (trace line {divergence.line}): {to_python(divergence.call)}")
+    if args.quiet:
+        return
+    print(f"  expected: {divergence.expected}")
+    print(f"  actual:   {divergence.actual}")
+    print(f"  why:      {divergence.message}")
+    diff = divergence.snapshot_diff()
+    if diff is None:
+        print(f"  spec snapshot after the call: {divergence.spec_snapshot}")
+        return
+    if diff.empty:
+        print("  snapshots agree")
+        return
+    print("  snapshot diff (key, state, refcount, nbytes, retain):")
+    for entry in diff.only_in_spec:
+        print(f"    only in spec:  {entry}")
+    for entry in diff.only_in_cache:
+        print(f"    only in cache: {entry}")
+    for spec_entry, cache_entry in diff.differing:
+        print(f"    differing:     spec {spec_entry}, cache {cache_entry}")
+    if diff.spec_order:
+        print(f"    recency order (oldest first): spec {list(diff.spec_order)}, cache {list(diff.cache_order)}")

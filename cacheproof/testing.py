@@ -1,0 +1,78 @@
+"""Check a cache inside your own test suite: `TestMyCache = cache_test_case(MyCache)`.
+
+The returned `unittest.TestCase` runs cacheproof's state machine (the spec beside your cache) as a
+Hypothesis stateful test; pytest and unittest collect it like any other. Settings come from the
+Hypothesis profile active when the test runs (max_examples, derandomize, database, ...), so
+`--hypothesis-profile`, `settings.load_profile` and Hypothesis's automatic `ci` profile under CI
+all apply. If no profile was loaded (Hypothesis's "default" is active), cacheproof's own profile
+for this environment is used for these tests only (see `cacheproof.settings`). Set the class
+attribute `settings` to a `hypothesis.settings` to override everything.
+"""
+
+from __future__ import annotations
+
+import unittest
+from typing import Any, Callable
+
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from cacheproof.checker import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
+from cacheproof.differential import Divergence, run_spec_call
+from cacheproof.machine import Tally, machine_for
+from cacheproof.sequence import first_divergence, shrink
+from cacheproof.spec import CacheSpec
+from cacheproof.settings import register_profiles
+
+
+def cache_test_case(
+    factory: Callable[[int], Any], *, steps: int = DEFAULT_STEPS_PER_EXAMPLE, name: str | None = None
+) -> type[unittest.TestCase]:
+    """A TestCase that holds `factory(capacity_bytes)` to the spec; `steps` calls per example."""
+    tally = Tally()
+    impl = f"{getattr(factory, '__module__', 'cache')}:{getattr(factory, '__qualname__', 'factory')}"
+    name = name or getattr(factory, "__name__", "Cache")
+    # A class name of its own gives each factory its own key in Hypothesis's example database.
+    machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally),), {"__module__": __name__})
+
+    class CacheContractTest(unittest.TestCase):
+        settings: settings | None = None
+
+        def runTest(self) -> None:
+            run_settings = type(self).settings or active_settings(steps)
+            try:
+                run_state_machine_as_test(machine, settings=run_settings)
+            except Divergence as error:
+                raise AssertionError(_explained(factory, impl, tally, error)) from error
+
+    CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
+    return CacheContractTest
+
+
+def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
+    """The active profile (cacheproof's own if none was loaded) with `steps` calls per example.
+
+    Like Hypothesis's own stateful TestCase, there is no deadline and no health check: a whole
+    sequence of calls is one example.
+    """
+    parent = settings.default
+    if settings.get_current_profile_name() == "default":
+        chosen = register_profiles()
+        settings.load_profile("default")
+        parent = settings.get_profile(chosen)
+    return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence) -> str:
+    """The divergence with the failing example's calls, shrunk, as Python that reproduces it."""
+    calls = shrink(factory, tally.capacity_bytes, tally.calls)
+    found = first_divergence(factory, tally.capacity_bytes, calls)
+    if found is None:
+        return str(error)
+    spec = CacheSpec(tally.capacity_bytes)
+    errors = tuple(run_spec_call(spec, call).error for call in calls)
+    counterexample = Counterexample(
+        tally.capacity_bytes, tuple(calls), found.message,
+        tuple(None if e is None else type(e).__name__ for e in errors),
+    )
+    return f"{error}\n\nshrunk to {len(calls)} calls:\n{counterexample.to_python(impl)}"

@@ -1,0 +1,97 @@
+"""The runtime monitor: silent on conforming caches, DivergenceError with the trace at the first bad
+call on broken ones, and a log that `cacheproof replay` accepts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cacheproof.cli import main
+from cacheproof.impl import TensorLRUCache
+from cacheproof.monitor import DivergenceError, monitor
+from cacheproof.spec import Acquired, CacheSpec, UnknownKeyError, WrongStateError
+from cacheproof.trace import SOME_VALUE, read_trace
+from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
+
+
+def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
+    cache = monitor(ReleaseOfIdleIsNoop(8))
+    assert cache.put("a", b"xy") is True
+    with pytest.raises(DivergenceError) as raised:
+        cache.release("a")  # idle entry: the spec raises WrongStateError, this cache returns False
+    error = raised.value
+    assert "WrongStateError" in error.message and "returns False" in error.message
+    assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", False, None)]
+    assert error.trace.calls[0].call.args == ("a", (2, 0))  # the value recorded by size
+
+
+def test_state_divergence_raises_at_the_bad_call_when_checked_every_call():
+    cache = monitor(GetDoesNotPromote(8), state_every=1)
+    cache.put(0, b"a")
+    cache.put(1, b"b")
+    with pytest.raises(DivergenceError, match=r"after cache.get\(0\): snapshot\(\)") as raised:
+        cache.get(0)
+    assert len(raised.value.trace.calls) == 3
+
+
+def test_default_state_check_finds_it_within_the_period():
+    cache = monitor(GetDoesNotPromote(8))
+    cache.put(0, b"a")
+    cache.put(1, b"b")
+    cache.get(0)  # diverges in recency only; the full check is due after 16 calls
+    with pytest.raises(DivergenceError, match="replay the trace with --impl"):
+        for _ in range(16):
+            assert 0 in cache
+
+
+def test_conforming_cache_passes_silently_and_errors_reach_the_caller():
+    cache = monitor(TensorLRUCache(64, device="cpu"), state_every=1)
+    value = torch.arange(4, dtype=torch.int32)
+    assert cache.acquire("k", 16) is Acquired.NEW_RESERVATION
+    assert cache.commit("k", value) == []
+    assert torch.equal(cache.get("k"), value)
+    assert cache.release("k") is False
+    assert cache.put("b", b"12345678") is True
+    assert bytes(cache.get("b").numpy()) == b"12345678"  # stored as a uint8 tensor: same bytes
+    with pytest.raises(UnknownKeyError):
+        cache.pop("missing")
+    with pytest.raises(WrongStateError):
+        cache.release("k")
+    assert cache.evict(64) == ["k", "b"]
+    assert len(cache) == 0 and "k" not in cache
+    assert cache.stats().ready_bytes == 0  # non-operations go straight to the cache
+
+
+def test_trace_restarts_when_the_cache_is_empty():
+    cache = monitor(CacheSpec(8))
+    cache.put(0, b"a")
+    cache.pop(0)
+    cache.put(1, b"b")
+    assert [t.call.op for t in cache.trace.calls] == ["put"]
+    assert cache.trace.calls[0].call.args[0] == 1
+
+
+def test_logged_trace_replays(tmp_path, capsys):
+    path = tmp_path / "log.jsonl"
+    with monitor(TensorLRUCache(32, device="cpu"), trace_path=path) as cache:
+        cache.acquire(1, 8, retain=False)
+        cache.commit(1, torch.zeros(2, dtype=torch.float32))
+        cache.put(2, torch.ones(8, dtype=torch.uint8))
+        cache.get(2)
+        cache.release(1)
+        with pytest.raises(UnknownKeyError):
+            cache.get(1)
+    trace = read_trace(path)
+    assert trace.capacity_bytes == 32 and len(trace.calls) == 6
+    assert trace.calls[3].result is SOME_VALUE and trace.calls[5].error == "UnknownKeyError"
+    assert main(["replay", str(path), "--quiet"]) == 0
+    assert main(["replay", str(path), "--impl", "cacheproof.spec:CacheSpec", "--quiet"]) == 0
+
+
+def test_monitor_refuses_a_non_empty_cache_or_bad_period():
+    cache = CacheSpec(8)
+    cache.put(0, b"a")
+    with pytest.raises(ValueError, match="already holds 1 entries"):
+        monitor(cache)
+    with pytest.raises(ValueError, match="state_every"):
+        monitor(CacheSpec(8), state_every=0)

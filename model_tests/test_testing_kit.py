@@ -1,0 +1,76 @@
+"""`cache_test_case`: the generated TestCase fails on a broken cache, passes on the spec, and runs
+under the active Hypothesis profile."""
+
+from __future__ import annotations
+
+import io
+import unittest
+
+import pytest
+from hypothesis import settings
+
+from cacheproof.spec import CacheSpec
+from cacheproof.testing import active_settings, cache_test_case
+from model_tests.broken_caches import ReleaseOfIdleIsNoop
+
+
+@pytest.fixture
+def quick_profile():
+    """A small, derandomized profile without an example database (nothing is written to the repo)."""
+    previous = settings.get_current_profile_name()
+    settings.register_profile("cacheproof-kit-test", max_examples=25, derandomize=True, database=None)
+    settings.load_profile("cacheproof-kit-test")
+    yield
+    settings.load_profile(previous)
+
+
+def _run(test_case: type[unittest.TestCase]) -> unittest.TestResult:
+    return unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(test_case())
+
+
+def test_broken_cache_fails_with_a_reproducing_snippet(quick_profile):
+    result = _run(cache_test_case(ReleaseOfIdleIsNoop))
+    assert not result.wasSuccessful()
+    assert len(result.failures) == 1 and not result.errors
+    report = result.failures[0][1]
+    assert "WrongStateError" in report
+    assert "from model_tests.broken_caches import ReleaseOfIdleIsNoop as factory" in report
+    assert "# <- diverges here" in report
+
+
+def test_spec_passes(quick_profile):
+    result = _run(cache_test_case(CacheSpec))
+    assert result.wasSuccessful() and result.testsRun == 1
+
+
+def test_the_active_profile_decides_the_number_of_examples(quick_profile):
+    made = []
+
+    def counting_factory(capacity_bytes: int) -> CacheSpec:
+        made.append(capacity_bytes)
+        return CacheSpec(capacity_bytes)
+
+    settings.register_profile("cacheproof-kit-test", max_examples=7, derandomize=True, database=None)
+    assert _run(cache_test_case(counting_factory, steps=5)).wasSuccessful()
+    assert len(made) == 7
+    assert active_settings(5).max_examples == 7 and active_settings(5).stateful_step_count == 5
+
+
+def test_explicit_settings_on_the_class_win(quick_profile):
+    made = []
+    test_case = cache_test_case(lambda capacity: made.append(capacity) or CacheSpec(capacity), name="Spec")
+    test_case.settings = settings(max_examples=3, database=None, derandomize=True, stateful_step_count=4)
+    assert test_case.__name__ == "TestSpec"
+    assert _run(test_case).wasSuccessful()
+    assert len(made) == 3
+
+
+def test_without_a_loaded_profile_cacheproofs_own_is_used_for_these_tests_only(monkeypatch):
+    previous = settings.get_current_profile_name()
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "thorough")
+    settings.load_profile("default")
+    try:
+        assert active_settings().max_examples == 2000  # cacheproof's "thorough" profile
+        assert settings.get_current_profile_name() == "default"  # the global profile is left alone
+    finally:
+        settings.load_profile(previous)
