@@ -54,36 +54,38 @@ def _concrete(cache: Any, argument: Any) -> Any:
 def to_json(call: Call) -> dict:
     return {
         "op": call.op,
-        "args": [_encode(a) for a in call.args],
-        "kwargs": {name: _encode(a) for name, a in call.kwargs.items()},
+        "args": [encode_value(a) for a in call.args],
+        "kwargs": {name: encode_value(a) for name, a in call.kwargs.items()},
     }
 
 
 def from_json(data: dict) -> Call:
     return Call(
         data["op"],
-        tuple(_decode(a) for a in data.get("args", [])),
-        {name: _decode(a) for name, a in data.get("kwargs", {}).items()},
+        tuple(decode_value(a) for a in data.get("args", [])),
+        {name: decode_value(a) for name, a in data.get("kwargs", {}).items()},
     )
 
 
-def _encode(value: Any) -> Any:
+def encode_value(value: Any) -> Any:
+    """One argument or result in the JSON form (recipes and tuples tagged)."""
     if isinstance(value, ValueRecipe):
         return {"nbytes": value.nbytes, "tag": value.tag}
     if isinstance(value, tuple):
-        return {"tuple": [_encode(v) for v in value]}
+        return {"tuple": [encode_value(v) for v in value]}
     if isinstance(value, list):
-        return [_encode(v) for v in value]
+        return [encode_value(v) for v in value]
     return value
 
 
-def _decode(value: Any) -> Any:
+def decode_value(value: Any) -> Any:
+    """The inverse of `encode_value`."""
     if isinstance(value, dict) and set(value) == {"nbytes", "tag"}:
         return ValueRecipe(value["nbytes"], value["tag"])
     if isinstance(value, dict) and set(value) == {"tuple"}:
-        return tuple(_decode(v) for v in value["tuple"])
+        return tuple(decode_value(v) for v in value["tuple"])
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [decode_value(v) for v in value]
     return value
 
 

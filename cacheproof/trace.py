@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import cacheproof
-from cacheproof.calls import OPERATIONS, Call, ValueRecipe, from_json, to_json
+from cacheproof.calls import OPERATIONS, Call, ValueRecipe, decode_value, encode_value, from_json, to_json
 from cacheproof.differential import Outcome, run_spec_call
 from cacheproof.spec import CacheSpec, errors
 from cacheproof.values import value_for
@@ -159,12 +159,7 @@ def write_trace(path: str | Path, trace: Trace) -> None:
 def _encoded_result(result: Any) -> Any:
     if result is SOME_VALUE:
         return {"value": True}
-    return _encoded_value(result)
-
-
-def _encoded_value(value: Any) -> Any:
-    """One value by `cacheproof.calls`' JSON rules."""
-    return to_json(Call("", (value,)))["args"][0]
+    return encode_value(result)
 
 
 def _unencodable(value: Any) -> dict:
@@ -240,7 +235,7 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
 def _decoded_result(data: Any) -> Any:
     if data == {"value": True}:
         return SOME_VALUE
-    return _unrepr(from_json({"op": "", "args": [data]}).args[0])
+    return _unrepr(decode_value(data))
 
 
 def _unrepr(value: Any) -> Any:
