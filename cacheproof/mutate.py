@@ -40,6 +40,8 @@ INSTALL_HINT = "pip install 'mutmut>=3'  (or: pip install -e '.[mutate]')"
 # A mutant that deadlocks waits out its timeout: this many times its tests' clean duration, plus 1 s.
 _TIMEOUT_MULTIPLIER = 5.0
 _KILLED_STATUSES = frozenset({"killed", "timeout"})
+# Folders of committed files that tests read, copied beside the tests when the repository has them.
+_TEST_DATA_FOLDERS = ("docs",)
 _IGNORED_WHEN_STAGING = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "mutants")
 _HYPOTHESIS_PROFILE_FOR_MUTANTS = '''
 
@@ -170,10 +172,16 @@ def stage_workspace(root: Path, workdir: Path, paths: list[str], tests: list[str
             shutil.copytree(source, workdir / test_root, ignore=_IGNORED_WHEN_STAGING, dirs_exist_ok=True)
         else:
             shutil.copy2(source, workdir / test_root)
+    also_copy = [*test_roots, "conftest.py"]
+    for data_folder in _TEST_DATA_FOLDERS:
+        if (root / data_folder).is_dir():
+            # Tests compare generated text with committed files (docs/lifecycle.md).
+            shutil.copytree(root / data_folder, workdir / data_folder, ignore=_IGNORED_WHEN_STAGING, dirs_exist_ok=True)
+            also_copy.append(data_folder)
     conftest = root / "conftest.py"
     conftest_text = conftest.read_text() if conftest.exists() else ""
     (workdir / "conftest.py").write_text(conftest_text + _HYPOTHESIS_PROFILE_FOR_MUTANTS)
-    (workdir / "pyproject.toml").write_text(_mutmut_config(list(staged_paths.values()), tests, [*test_roots, "conftest.py"]))
+    (workdir / "pyproject.toml").write_text(_mutmut_config(list(staged_paths.values()), tests, also_copy))
     return staged_paths
 
 

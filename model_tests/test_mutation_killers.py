@@ -7,12 +7,18 @@ for torch tensors, and any other type is not sizable.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Callable
+
 import numpy as np
 import pytest
 import torch
 
-from cacheproof.spec import CacheSpec, ConflictError
+from cacheproof import lifecycle_docs
+from cacheproof.impl.tensor_lru_cache import TensorLRUCache
+from cacheproof.spec import CacheError, CacheSpec, ConflictError, transitions
 from cacheproof.spec.values import value_size
+from model_tests.test_transitions import SCENARIOS, edge_of
 
 
 class ndarray:  # noqa: N801 - named like numpy's array on purpose
@@ -68,3 +74,144 @@ def test_the_spec_commits_a_numpy_array_of_the_reserved_size() -> None:
     with pytest.raises(ConflictError):
         spec.commit("b", np.zeros(4, dtype=np.float32))
     assert spec.commit("a", np.zeros(3, dtype=np.float32)) == []
+
+
+# spec/transitions.py builds TRANSITIONS at import time. Under mutmut the modules are imported once,
+# before any mutant is active, so a test that reads TRANSITIONS can never see a mutated builder. These
+# tests call the builders while the test runs (so mutmut maps each builder to them and the mutant is
+# live), and check the rebuilt table against two things that do not come from the builders' output:
+# the edges observed on CacheSpec by the hand-written scenarios of test_transitions.py, and the
+# committed docs/lifecycle.md, which spells out every edge's guard words, rule, target and result.
+
+LIFECYCLE_MD = Path(__file__).resolve().parent.parent / "docs" / "lifecycle.md"
+
+
+def _rebuilt_table() -> tuple[transitions.Transition, ...]:
+    return (
+        *transitions._reserve(),
+        *transitions._acquire(),
+        *transitions._commit(),
+        *transitions._put(),
+        *transitions._get(),
+        *transitions._release(),
+        *transitions._evict(),
+        *transitions._pop(),
+        *transitions._clear(),
+    )
+
+
+def test_the_rebuilt_table_has_exactly_the_edges_observed_on_the_spec() -> None:
+    # Kills the mutants of _reserve, _acquire, _commit, _put, _get, _release, _evict, _pop and _clear
+    # that change a source, target, result, operation or bystander flag, or drop or duplicate an edge.
+    table = _rebuilt_table()
+    observed = {scenario.expected for scenario in SCENARIOS}
+    assert {edge_of(transition) for transition in table} == observed
+    assert len(table) == len(observed)
+
+
+def test_the_rebuilt_table_renders_the_committed_lifecycle_doc(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kills the builders' mutants that alter a guard's words or rule (`Guard("XXrefcount >= 2XX")`,
+    # `Guard(..., None)`) or reorder edges: docs/lifecycle.md lists every edge with its guard, in order.
+    monkeypatch.setattr(lifecycle_docs, "TRANSITIONS", _rebuilt_table())
+    assert lifecycle_docs.render() == LIFECYCLE_MD.read_text()
+
+
+# Error messages. docs/decisions.md: "Error messages name the operation, the key, the sizes involved
+# and the rule that was broken". Each call below raises; its message must start with the operation
+# and contain the key's repr and the sizes given. These kill the mutants that pass a wrong operation
+# name to spec/arguments.py (`check_key("XXreserveXX", key)`, `check_nbytes(None, ...)`) and those
+# that drop a message (`WrongStateError(None)`, `ConflictError(None)`), in CacheSpec and in
+# TensorLRUCache alike.
+
+_KEY = "k"
+_UNHASHABLE = ["u"]
+
+
+def _spec_cache(capacity: int) -> CacheSpec:
+    return CacheSpec(capacity_bytes=capacity)
+
+
+def _tensor_cache(capacity: int) -> TensorLRUCache:
+    return TensorLRUCache(capacity, device="cpu")
+
+
+def _reserved(make: Callable[[int], Any]) -> Any:
+    cache = make(8)
+    cache.reserve(_KEY, 2)
+    return cache
+
+
+def _in_use(make: Callable[[int], Any]) -> Any:
+    cache = _reserved(make)
+    cache.commit(_KEY, b"ab")
+    return cache
+
+
+def _idle(make: Callable[[int], Any]) -> Any:
+    cache = make(8)
+    assert cache.put(_KEY, b"ab")
+    return cache
+
+
+def _empty(make: Callable[[int], Any]) -> Any:
+    return make(8)
+
+
+# (operation, build, call, words the message must hold besides the operation)
+_FAILING_CALLS: list[tuple[str, Callable[[Callable[[int], Any]], Any], Callable[[Any], Any], tuple[str, ...]]] = [
+    ("reserve", _empty, lambda c: c.reserve(_UNHASHABLE, 2), ("['u']",)),
+    ("reserve", _empty, lambda c: c.reserve(_KEY, 0), ("'k'", "0")),
+    ("reserve", _empty, lambda c: c.reserve(_KEY, 9), ("'k'", "9", "8")),
+    ("reserve", _empty, lambda c: c.reserve(_KEY, 2, retain=1), ("'k'", "1")),
+    ("reserve", _reserved, lambda c: c.reserve(_KEY, 2), ("'k'", "RESERVED")),
+    ("acquire", _empty, lambda c: c.acquire(_UNHASHABLE, 2), ("['u']",)),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, -1), ("'k'", "-1")),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, 9), ("'k'", "9", "8")),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, 2, retain=None), ("'k'", "None")),
+    ("acquire", _reserved, lambda c: c.acquire(_KEY, 3), ("'k'", "3", "2")),
+    ("commit", _empty, lambda c: c.commit(_UNHASHABLE, b"ab"), ("['u']",)),
+    ("commit", _reserved, lambda c: c.commit(_KEY, "ab"), ("'k'", "str")),
+    ("commit", _reserved, lambda c: c.commit(_KEY, b""), ("'k'", "0")),
+    ("commit", _empty, lambda c: c.commit(_KEY, b"ab"), ("'k'",)),
+    ("commit", _in_use, lambda c: c.commit(_KEY, b"ab"), ("'k'", "READY")),
+    ("commit", _reserved, lambda c: c.commit(_KEY, b"abc"), ("'k'", "3", "2")),
+    ("put", _empty, lambda c: c.put(_UNHASHABLE, b"ab"), ("['u']",)),
+    ("put", _empty, lambda c: c.put(_KEY, 7), ("'k'", "int")),
+    ("put", _empty, lambda c: c.put(_KEY, bytes(9)), ("'k'", "9", "8")),
+    ("put", _idle, lambda c: c.put(_KEY, b"ab"), ("'k'", "READY")),
+    ("get", _empty, lambda c: c.get(_UNHASHABLE), ("['u']",)),
+    ("get", _empty, lambda c: c.get(_KEY), ("'k'",)),
+    ("get", _reserved, lambda c: c.get(_KEY), ("'k'", "RESERVED")),
+    ("pop", _empty, lambda c: c.pop(_UNHASHABLE), ("['u']",)),
+    ("pop", _empty, lambda c: c.pop(_KEY), ("'k'",)),
+    ("pop", _reserved, lambda c: c.pop(_KEY), ("'k'", "RESERVED")),
+    ("pop", _in_use, lambda c: c.pop(_KEY), ("'k'", "1")),
+    ("release", _empty, lambda c: c.release(_UNHASHABLE), ("['u']",)),
+    ("release", _empty, lambda c: c.release(_KEY), ("'k'",)),
+    ("release", _idle, lambda c: c.release(_KEY), ("'k'", "0")),
+    ("evict", _empty, lambda c: c.evict(-1), ("-1",)),
+    ("evict", _empty, lambda c: c.evict(9), ("9", "8")),
+    ("evict", _in_use, lambda c: c.evict(7), ("7", "2", "8")),
+    ("clear", _reserved, lambda c: c.clear(), ()),
+    ("in", _empty, lambda c: _UNHASHABLE in c, ("['u']",)),
+]
+
+
+@pytest.mark.parametrize("make", [_spec_cache, _tensor_cache], ids=["CacheSpec", "TensorLRUCache"])
+@pytest.mark.parametrize(
+    ("operation", "build", "call", "words"), _FAILING_CALLS, ids=[f"{i}-{c[0]}" for i, c in enumerate(_FAILING_CALLS)]
+)
+def test_error_messages_name_the_operation_the_key_and_the_sizes(
+    make: Callable[[int], Any],
+    operation: str,
+    build: Callable[[Callable[[int], Any]], Any],
+    call: Callable[[Any], Any],
+    words: tuple[str, ...],
+) -> None:
+    cache = build(make)
+    with pytest.raises(CacheError) as raised:
+        call(cache)
+    message = str(raised.value)
+    assert message.startswith(operation), message
+    for word in words:
+        assert word in message, (word, message)
