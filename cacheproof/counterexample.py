@@ -4,7 +4,7 @@ The pre-state is rebuilt by public operations where possible (oldest entry first
 idle entry, `acquire` then `commit` then more `acquire`s for an in-use one, `acquire`s for a
 reservation), checked against the wanted snapshot, and otherwise built with the test-only
 `CacheSpec.from_entries`. A counterexample replays on the concrete spec, prints as runnable
-Python and writes as JSON in the checker's call format (values as `{"nbytes", "tag"}`).
+Python and writes as JSON in the checker's call format (`cacheproof.calls`).
 """
 
 from __future__ import annotations
@@ -12,54 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple
 
+from cacheproof import calls
+from cacheproof.calls import Call, ValueRecipe
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step
 from cacheproof.spec.types import EntryState, EntryView, Snapshot
+from cacheproof.values import value_for
 
 FROM_OPERATIONS = "operations"
 FROM_ENTRIES = "from_entries"
 
 
-class ValueRecipe(NamedTuple):
-    """A value of `nbytes` bytes, each `tag % 256` (the checker's value recipe)."""
-
-    nbytes: int
-    tag: int
-
-    def make(self) -> bytes:
-        return bytes([self.tag % 256]) * self.nbytes
-
-    def python(self) -> str:
-        return f"bytes([{self.tag % 256}]) * {self.nbytes}"
-
-
 def value_recipe(nbytes: int, tag: int = 7) -> ValueRecipe:
-    """The recipe for a value of `nbytes` bytes."""
+    """The checker's recipe for a value of `nbytes` bytes."""
     return ValueRecipe(nbytes, tag)
-
-
-class Call(NamedTuple):
-    """One public operation on a cache: `getattr(cache, op)(*args, **kwargs)`."""
-
-    op: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    def apply(self, cache: Any) -> Any:
-        args = [a.make() if isinstance(a, ValueRecipe) else a for a in self.args]
-        return getattr(cache, self.op)(*args, **self.kwargs)
-
-    def python(self) -> str:
-        args = [a.python() if isinstance(a, ValueRecipe) else repr(a) for a in self.args]
-        args += [f"{name}={value!r}" for name, value in self.kwargs.items()]
-        return f"cache.{self.op}({', '.join(args)})"
-
-    def to_json(self) -> dict[str, Any]:
-        def encode(a: Any) -> Any:
-            return {"nbytes": a.nbytes, "tag": a.tag} if isinstance(a, ValueRecipe) else a
-
-        return {"op": self.op, "args": [encode(a) for a in self.args], "kwargs": dict(self.kwargs)}
 
 
 @dataclass(frozen=True)
@@ -86,14 +53,19 @@ class Counterexample:
             return CacheSpec.from_entries(self.capacity_bytes, [(e, _value_for(e)) for e in self.entries])
         cache = CacheSpec(self.capacity_bytes)
         for call in self.setup:
-            call.apply(cache)
+            calls.invoke(cache, call)
         return cache
 
     def python(self) -> str:
         """Runnable Python that rebuilds the pre-state, makes the call and asserts the invariant."""
-        lines = ["from cacheproof.spec import CacheSpec, EntryState, EntryView", "from cacheproof.spec.errors import CacheError"]
-        lines.append("from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step")
-        lines.append("")
+        lines = [
+            f"# {self.invariant} fails after {self.call.op} ({self.model} model)",
+            "from cacheproof.spec import CacheSpec, EntryState, EntryView",
+            "from cacheproof.spec.errors import CacheError",
+            "from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step",
+            "from cacheproof.values import value_for",
+            "",
+        ]
         if self.built_by == FROM_ENTRIES:
             lines.append(f"cache = CacheSpec.from_entries({self.capacity_bytes}, [")
             for e in self.entries:
@@ -102,11 +74,11 @@ class Counterexample:
             lines.append("])")
         else:
             lines.append(f"cache = CacheSpec({self.capacity_bytes})")
-            lines.extend(call.python() for call in self.setup)
+            lines.extend(calls.to_python(call) for call in self.setup)
         lines += [
             "before = cache.snapshot()",
             "try:",
-            f"    result = {self.call.python()}  # the model predicts: {self.outcome}",
+            f"    result = {calls.to_python(self.call)}  # the model predicts: {self.outcome}",
             "    raised = False",
             "except CacheError as error:",
             "    result, raised = error, True",
@@ -135,7 +107,7 @@ class Counterexample:
                 {"key": e.key, "state": e.state.name, "refcount": e.refcount, "nbytes": e.nbytes, "retain": e.retain}
                 for e in self.entries
             ],
-            "calls": [call.to_json() for call in self.setup + (self.call,)],
+            "calls": [calls.to_json(call) for call in self.setup + (self.call,)],
             "python": self.python(),
         }
 
@@ -152,7 +124,7 @@ def replay(counterexample: Counterexample) -> Replayed:
     cache = counterexample.build()
     before = cache.snapshot()
     try:
-        result, raised = counterexample.call.apply(cache), False
+        result, raised = calls.invoke(cache, counterexample.call), False
     except CacheError as error:
         result, raised = error, True
     step = Step(counterexample.call.op, counterexample.capacity_bytes, before, cache.snapshot(), raised)
@@ -206,11 +178,13 @@ def _recipe_for(entry: EntryView) -> ValueRecipe:
 
 
 def _value_for(entry: EntryView) -> bytes | None:
-    return _recipe_for(entry).make() if entry.state is EntryState.READY else None
+    recipe = _recipe_for(entry)
+    return value_for(None, recipe.nbytes, recipe.tag) if entry.state is EntryState.READY else None
 
 
 def _value_python(entry: EntryView) -> str:
-    return _recipe_for(entry).python() if entry.state is EntryState.READY else "None"
+    recipe = _recipe_for(entry)
+    return f"value_for(None, {recipe.nbytes}, {recipe.tag})" if entry.state is EntryState.READY else "None"
 
 
 def _tag(key: Hashable) -> int:

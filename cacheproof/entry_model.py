@@ -19,7 +19,8 @@ from typing import Any, Callable, NamedTuple
 
 import z3
 
-from cacheproof.counterexample import Call, Counterexample, concrete_counterexample, value_recipe
+from cacheproof.calls import Call
+from cacheproof.counterexample import Counterexample, concrete_counterexample, value_recipe
 from cacheproof.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
 from cacheproof.spec import rules
 from cacheproof.spec.invariants import EVICTING_OPERATIONS
@@ -114,15 +115,19 @@ def cache_bytes(cache: SlotCache) -> rules.Bytes:
 
 
 def well_formed(cache: SlotCache) -> Any:
-    """WF: capacity >= 1; every entry has nbytes >= 1, refcount >= 0 and a distinct rank below the clock.
+    """WF: capacity >= 1; every entry has nbytes >= 1 and refcount >= 0; the slots' ranks are
+    distinct and below the clock.
 
-    Not a contract invariant, but I1/I2 are not inductive without it.
+    Not a contract invariant, but I1/I2 are not inductive without it. Ranks of absent slots are
+    kept distinct too, which loses no state (any cache can be given such ranks) and keeps the
+    recency facts free of case splits on presence.
     """
     facts = [cache.capacity >= 1]
-    for i, s in enumerate(cache.slots):
-        facts.append(z3.Implies(s.present, z3.And(s.nbytes >= 1, s.refcount >= 0, s.rank < cache.clock)))
-        for t in cache.slots[i + 1 :]:
-            facts.append(z3.Implies(z3.And(s.present, t.present), s.rank != t.rank))
+    for s in cache.slots:
+        facts.append(s.rank < cache.clock)
+        facts.append(z3.Implies(s.present, z3.And(s.nbytes >= 1, s.refcount >= 0)))
+    if len(cache.slots) > 1:
+        facts.append(z3.Distinct([s.rank for s in cache.slots]))
     return z3.And(facts)
 
 
@@ -145,51 +150,50 @@ def invariant(cache: SlotCache) -> Any:
     return z3.And(list(state_invariants(cache).values()))
 
 
-def only_idle_removed_oldest_first(operation: str, before: SlotCache, after: SlotCache) -> Any:
-    """I5 as a step property of slots.
+def older_idle_pairs(cache: SlotCache) -> list[list[Any]]:
+    """[i][j]: slot j is an idle entry older than slot i (False on the diagonal)."""
+    idle = [_is_idle(s) for s in cache.slots]
+    return [
+        [z3.And(idle[j], t.rank < s.rank) if j != i else z3.BoolVal(False) for j, t in enumerate(cache.slots)]
+        for i, s in enumerate(cache.slots)
+    ]
+
+
+def only_idle_removed_oldest_first(
+    operation: str, before: SlotCache, after: SlotCache, older_idle: list[list[Any]] | None = None
+) -> Any:
+    """I5 as a step property of slots (`older_idle`: `older_idle_pairs(before)`, if already built).
 
     Every entry that a step removes was idle (READY, refcount 0), except the key's own entry on
     its last release; under commit/put/evict every idle entry older than a removed one was
     removed too (oldest first); a RESERVED entry that survives keeps its nbytes and stays
     RESERVED unless commit names it.
     """
+    older_idle = older_idle_pairs(before) if older_idle is None else older_idle
+    removed = [z3.And(s.present, z3.Not(t.present)) for s, t in zip(before.slots, after.slots)]
     facts = []
     for i, (s, t) in enumerate(zip(before.slots, after.slots)):
-        removed = z3.And(s.present, z3.Not(t.present))
-        if operation == "release" and i == KEY_SLOT:
-            allowed = s.refcount == 1
-        else:
-            allowed = _is_idle(s)
-        facts.append(z3.Implies(removed, allowed))
+        allowed = s.refcount == 1 if operation == "release" and i == KEY_SLOT else _is_idle(s)
+        facts.append(z3.Implies(removed[i], allowed))
         if operation in EVICTING_OPERATIONS:
-            for j, older in enumerate(before.slots):
-                if j != i:
-                    older_idle = z3.And(_is_idle(older), older.rank < s.rank)
-                    older_removed = z3.Not(after.slots[j].present)
-                    facts.append(z3.Implies(z3.And(removed, older_idle), older_removed))
-        stays_reserved = z3.Implies(z3.And(_is_reserved(s), t.present), t.nbytes == s.nbytes)
-        if not (operation == "commit" and i == KEY_SLOT):
-            stays_reserved = z3.And(stays_reserved, z3.Implies(z3.And(_is_reserved(s), t.present), z3.Not(t.ready)))
-        facts.append(stays_reserved)
+            facts.extend(
+                z3.Or(z3.Not(removed[i]), z3.Not(older_idle[i][j]), removed[j])
+                for j in range(len(before.slots))
+                if j != i
+            )
+        survives_reserved = z3.And(_is_reserved(s), t.present)
+        keeps = t.nbytes == s.nbytes if operation == "commit" and i == KEY_SLOT else z3.And(t.nbytes == s.nbytes, z3.Not(t.ready))
+        facts.append(z3.Implies(survives_reserved, keeps))
     return z3.And(facts)
 
 
 def unchanged(before: SlotCache, after: SlotCache) -> Any:
-    """I6: the same entries, with the same fields and the same recency order."""
-    facts = [before.capacity == after.capacity]
+    """I6: the same entries with the same fields and ranks (so the same recency order)."""
+    facts = [before.capacity == after.capacity, before.clock == after.clock]
     for s, t in zip(before.slots, after.slots):
         facts.append(s.present == t.present)
-        facts.append(
-            z3.Implies(
-                s.present,
-                z3.And(s.ready == t.ready, s.nbytes == t.nbytes, s.refcount == t.refcount, s.retain == t.retain),
-            )
-        )
-    for i, s in enumerate(before.slots):
-        for j, t in enumerate(before.slots):
-            if i != j:
-                both = z3.And(s.present, t.present)
-                facts.append(z3.Implies(both, (s.rank < t.rank) == (after.slots[i].rank < after.slots[j].rank)))
+        same = z3.And(s.ready == t.ready, s.nbytes == t.nbytes, s.refcount == t.refcount, s.retain == t.retain, s.rank == t.rank)
+        facts.append(z3.Implies(s.present, same))
     return z3.And(facts)
 
 
@@ -206,41 +210,48 @@ def _without(cache: SlotCache, removed: list[Any]) -> SlotCache:
     return cache._replace(slots=slots)
 
 
-def eviction(cache: SlotCache, incoming: Any, frontier: Any) -> tuple[list[Any], Any]:
-    """Which slots `_evict_until_room(incoming)` evicts, and the condition that says so.
+def eviction(cache: SlotCache, incoming: Any, frontier: Any) -> tuple[list[Any], Any, Callable[[], Any]]:
+    """Which slots `_evict_until_room(incoming)` evicts: (evicted flags, condition, exactness).
 
     The spec walks the entries oldest first and stops as soon as `rules.has_room`. Here the idle
-    slots older than a fresh `frontier` rank are evicted, where the frontier is pinned down by:
-    every idle slot below it was still needed (no room with only the idle bytes older than it
-    gone), and below it there is room or no idle slot is left above it. That is exactly the
-    spec's choice because `has_room` is monotone in the evicted bytes (proved in the aggregate
-    model); `prove` also proves that the condition determines the evicted slots.
+    slots older than a fresh `frontier` rank are evicted, where the condition says that below
+    the frontier there is room or no idle slot is left above it. That over-approximates the spec
+    (it may also evict more than needed), which is sound for the proofs. The exactness
+    constraints, built on demand, add that every evicted slot was still needed (the idle bytes
+    older than it did not make room): with `has_room` monotone in the evicted bytes (proved in
+    the aggregate model) that is exactly the spec's choice.
     """
     b = cache_bytes(cache)
-    evicted = [z3.And(_is_idle(s), s.rank < frontier) for s in cache.slots]
+    idle = [_is_idle(s) for s in cache.slots]
+    evicted = [z3.And(idle[i], s.rank < frontier) for i, s in enumerate(cache.slots)]
     evicted_bytes = z3.Sum([z3.If(gone, s.nbytes, 0) for s, gone in zip(cache.slots, evicted)])
-    ran_out = z3.And([z3.Implies(_is_idle(s), s.rank < frontier) for s in cache.slots])
+    ran_out = z3.And([z3.Implies(idle[i], s.rank < frontier) for i, s in enumerate(cache.slots)])
     stops = z3.Or(rules.has_room(rules.after_evict(b, evicted_bytes), incoming), ran_out)
-    needed = []
-    for i, s in enumerate(cache.slots):
-        older_idle = z3.Sum(
-            [z3.If(z3.And(_is_idle(t), t.rank < s.rank), t.nbytes, 0) for j, t in enumerate(cache.slots) if j != i]
-        )
-        still_no_room = z3.Not(rules.has_room(rules.after_evict(b, older_idle), incoming))
-        needed.append(z3.Implies(evicted[i], still_no_room))
-    return evicted, z3.And(stops, *needed)
+
+    def every_eviction_needed() -> Any:
+        needed = []
+        for i, s in enumerate(cache.slots):
+            older_idle = z3.Sum(
+                [z3.If(z3.And(idle[j], t.rank < s.rank), t.nbytes, 0) for j, t in enumerate(cache.slots) if j != i]
+            )
+            no_room_yet = z3.Not(rules.has_room(rules.after_evict(b, older_idle), incoming))
+            needed.append(z3.Implies(evicted[i], no_room_yet))
+        return z3.And(needed)
+
+    return evicted, stops, every_eviction_needed
 
 
-def _evict(cache: SlotCache, incoming: Any) -> tuple[SlotCache, Any]:
-    evicted, condition = eviction(cache, incoming, z3.Int("eviction_frontier"))
-    return _without(cache, evicted), condition
+def _evict(cache: SlotCache, incoming: Any) -> tuple[SlotCache, Any, Callable[[], Any]]:
+    evicted, stops, exact = eviction(cache, incoming, z3.Int("eviction_frontier"))
+    return _without(cache, evicted), stops, exact
 
 
 def _errors(operation: str, cache: SlotCache, cases: list[tuple[str, Any]]) -> tuple[list[Outcome], Any]:
-    """Error outcomes checked in order; returns them and the condition that none applies."""
+    """Error outcomes checked in order ("Error/detail" names the class Error); returns them and
+    the condition that none applies."""
     outcomes, none_yet = [], z3.BoolVal(True)
     for error, condition in cases:
-        outcomes.append(Outcome(operation, error, z3.And(none_yet, condition), cache, error))
+        outcomes.append(Outcome(operation, error, z3.And(none_yet, condition), cache, error.split("/")[0]))
         none_yet = z3.And(none_yet, z3.Not(condition))
     return outcomes, none_yet
 
@@ -308,9 +319,9 @@ def _commit(cache: SlotCache, p: Parameters) -> list[Outcome]:
             ("ConflictError", p.nbytes != key.nbytes),
         ],
     )
-    evicted, eviction_condition = _evict(cache, key.nbytes)
+    evicted, stops, exact = _evict(cache, key.nbytes)
     after = _with_key(evicted, key._replace(ready=z3.BoolVal(True)), newest=True)
-    return outcomes + [Outcome("commit", "evicted", z3.And(valid, eviction_condition), after)]
+    return outcomes + [Outcome("commit", "evicted", z3.And(valid, stops), after, exact=exact)]
 
 
 def _put(cache: SlotCache, p: Parameters) -> list[Outcome]:
@@ -326,10 +337,10 @@ def _put(cache: SlotCache, p: Parameters) -> list[Outcome]:
     )
     can = rules.eviction_can_make_room(b, p.nbytes)
     entry = Slot(z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(0), z3.BoolVal(True), cache.clock)
-    evicted, eviction_condition = _evict(cache, p.nbytes)
+    evicted, stops, exact = _evict(cache, p.nbytes)
     after = _with_key(evicted, entry, newest=True)
     return outcomes + [
-        Outcome("put", "True", z3.And(valid, can, eviction_condition), after),
+        Outcome("put", "True", z3.And(valid, can, stops), after, exact=exact),
         Outcome("put", "False", z3.And(valid, z3.Not(can)), cache),
     ]
 
@@ -379,8 +390,8 @@ def _evict_operation(cache: SlotCache, p: Parameters) -> list[Outcome]:
             ("CapacityError", z3.Not(rules.eviction_can_make_room(b, p.nbytes))),
         ],
     )
-    evicted, eviction_condition = _evict(cache, p.nbytes)
-    return outcomes + [Outcome("evict", "evicted", z3.And(valid, eviction_condition), evicted)]
+    evicted, stops, exact = _evict(cache, p.nbytes)
+    return outcomes + [Outcome("evict", "evicted", z3.And(valid, stops), evicted, exact=exact)]
 
 
 def _pop(cache: SlotCache, p: Parameters) -> list[Outcome]:
@@ -425,24 +436,74 @@ def outcomes(operation: str, cache: SlotCache, parameters: Parameters) -> list[O
 # Proofs ---------------------------------------------------------------------------------------
 
 
+def frame_lemma(before: SlotCache, after: SlotCache) -> Any:
+    """Slots other than the key only ever lose their presence, so each of their byte
+    contributions (reserved, pinned, idle) drops by exactly its own nbytes when removed.
+
+    Valid on its own (no assumptions); proved per outcome, then given to the solver as slot-wise
+    facts, which turns the byte sums of I1/I2 into linear arithmetic (without it the I2 proof
+    after an eviction grows exponentially with the number of slots).
+    """
+    facts = []
+    for i, (s, t) in enumerate(zip(before.slots, after.slots)):
+        if i == KEY_SLOT:
+            continue
+        removed = z3.And(s.present, z3.Not(t.present))
+        for in_class in (_is_reserved, _is_pinned, _is_idle):
+            contribution_before = z3.If(in_class(s), s.nbytes, 0)
+            dropped = z3.If(z3.And(removed, in_class(s)), s.nbytes, 0)
+            facts.append(z3.If(in_class(t), t.nbytes, 0) == contribution_before - dropped)
+    return z3.And(facts)
+
+
+def initial_cache(capacity: Any, num_slots: int) -> SlotCache:
+    """`CacheSpec(capacity)`: no entry; absent slots get distinct ranks below the clock."""
+    absent = Slot(z3.BoolVal(False), z3.BoolVal(False), z3.IntVal(0), z3.IntVal(0), z3.BoolVal(True), z3.IntVal(0))
+    return SlotCache(capacity, z3.IntVal(0), tuple(absent._replace(rank=z3.IntVal(-1 - i)) for i in range(num_slots)))
+
+
 def prove(num_slots: int = 8) -> list[ProofResult]:
-    """Prove WF, I1-I5 (and I6 on errors) for every operation and outcome over `num_slots` slots."""
+    """Prove Init => Inv, then WF, I1-I5 (and I6 on errors) for every operation and outcome over
+    `num_slots` slots, with the frame lemma those proofs use proved first for each outcome."""
     before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
-    results = []
+    inductive, older_idle = invariant(before), older_idle_pairs(before)
+    init = Outcome("init", "CacheSpec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
+    init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after).items()]
+    results = [
+        ProofResult(goal.invariant, "init", init.name, proved, seconds, counterexample, MODEL)
+        for goal, proved, seconds, counterexample in check_goals(
+            [before.capacity >= 1], init_goals, before.capacity, _explainer(init.after, parameters, init)
+        )
+    ]
     for operation in OPERATIONS:
         for outcome in outcomes(operation, before, parameters):
-            after = outcome.after
-            goals = [Goal(name, formula) for name, formula in state_invariants(after).items()]
-            goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after)))
-            if outcome.error is not None:
-                goals.append(Goal("I6", unchanged(before, after)))
             explain = _explainer(before, parameters, outcome)
-            checked = check_goals([invariant(before), outcome.guard], goals, before.capacity, explain)
-            for goal, proved, seconds, counterexample in checked:
-                results.append(
-                    ProofResult(goal.invariant, operation, outcome.name, proved, seconds, counterexample, MODEL)
-                )
+            frame = frame_lemma(before, outcome.after)
+            checks = [
+                check_goals([], [Goal("frame", frame)], before.capacity, explain),
+                check_goals(
+                    [inductive, outcome.guard, frame],
+                    _goals(operation, before, outcome, older_idle),
+                    before.capacity,
+                    explain,
+                    outcome.exact,
+                ),
+            ]
+            results.extend(
+                ProofResult(goal.invariant, operation, outcome.name, proved, seconds, counterexample, MODEL)
+                for checked in checks
+                for goal, proved, seconds, counterexample in checked
+            )
     return results
+
+
+def _goals(operation: str, before: SlotCache, outcome: Outcome, older_idle: list[list[Any]]) -> list[Goal]:
+    after = outcome.after
+    goals = [Goal(name, formula) for name, formula in state_invariants(after).items()]
+    goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after, older_idle)))
+    if outcome.error is not None:
+        goals.append(Goal("I6", unchanged(before, after)))
+    return goals
 
 
 def _explainer(before: SlotCache, parameters: Parameters, outcome: Outcome) -> Callable[[str, z3.ModelRef], Counterexample]:
@@ -485,6 +546,6 @@ def concrete_call(operation: str, nbytes: int, retain: bool) -> Call:
         return Call(operation, (key, value_recipe(nbytes)), {})
     if operation == "evict":
         return Call(operation, (nbytes,), {})
-    if operation == "clear":
-        return Call(operation, (), {})
+    if operation in ("clear", "init"):
+        return Call("clear", (), {})
     return Call(operation, (key,), {})

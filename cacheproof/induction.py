@@ -46,7 +46,9 @@ class Outcome:
     """One way an operation can end: when it happens (`guard`) and the state it leaves (`after`).
 
     Error outcomes have `error` set to the exception's class name and leave `after` = the
-    pre-state, by construction; I6 is proved on them all the same.
+    pre-state, by construction; I6 is proved on them all the same. A guard may over-approximate
+    when the outcome is possible (any result the spec can produce satisfies it); `exact` then
+    builds the constraints that make it exact, added only to confirm a counterexample.
     """
 
     operation: str
@@ -54,6 +56,7 @@ class Outcome:
     guard: Any
     after: Any
     error: str | None = None
+    exact: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,31 +72,32 @@ def check_goals(
     goals: Sequence[Goal],
     capacity: Any,
     explain: Callable[[str, z3.ModelRef], Counterexample],
+    exact: Callable[[], Any] | None = None,
 ) -> Iterator[tuple[Goal, bool, float, Counterexample | None]]:
-    """Check every goal under the shared assumptions, one incremental solver for all of them.
+    """Check every goal under the shared assumptions, a fresh solver for each (z3's incremental
+    mode skips the preprocessing that makes these proofs fast).
 
-    Yields (goal, proved, seconds, counterexample). On a counterexample the solver is asked once
-    more for one with a small capacity (not counted in `seconds`), then `explain` turns the model
-    into a concrete call.
+    Yields (goal, proved, seconds, counterexample). On a counterexample to an over-approximate
+    transition, the `exact` constraints are added and the goal checked again. A counterexample
+    that survives is asked once more for a small capacity (not counted in `seconds`), then
+    `explain` turns the model into a concrete call.
     """
-    solver = z3.SolverFor("QF_LIA")
-    solver.add(*assumptions)
     for goal in goals:
-        solver.push()
+        solver = z3.SolverFor("QF_LIA")
+        solver.add(*assumptions)
         solver.add(z3.Not(goal.formula))
         started = time.perf_counter()
         verdict = solver.check()
+        if verdict == z3.sat and exact is not None:
+            solver.add(exact())
+            verdict = solver.check()
         seconds = time.perf_counter() - started
         if verdict == z3.unsat:
-            solver.pop()
             yield goal, True, seconds, None
             continue
         if verdict != z3.sat:
-            solver.pop()
             raise RuntimeError(f"z3 answered {verdict} on {goal.invariant}: {solver.reason_unknown()}")
-        model = _smallest_model(solver, capacity)
-        solver.pop()
-        yield goal, False, seconds, explain(goal.invariant, model)
+        yield goal, False, seconds, explain(goal.invariant, _smallest_model(solver, capacity))
 
 
 def _smallest_model(solver: z3.Solver, capacity: Any) -> z3.ModelRef:

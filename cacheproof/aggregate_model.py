@@ -1,0 +1,287 @@
+"""The aggregate model: a cache as its byte counts, and the induction proofs of I1, I2 and I6.
+
+The state is `rules.Bytes(capacity, reserved, pinned, idle)` with unbounded integers and any
+number of entries. Each outcome of each operation is the spec's guard and byte update, called
+from `rules` at proof time (so a patched rule is the rule proved), plus what the entry the call
+names contributes (e.g. commit's entry of n bytes is part of `reserved`). Evicting operations
+free a symbolic `evicted` number of idle bytes, constrained the way the spec's eviction stops:
+room was reached and the last evicted entry (of `last` bytes) was still needed, or every idle
+byte is gone. Outcomes that change no byte count (errors, hits, get) may happen in any state;
+the others constrain the key's entry to its byte class. Also proved here: `has_room` is monotone in the evicted bytes (lemma M), which
+makes "stop at the first room" the same as "evict exactly the idle entries that were needed".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import z3
+
+from cacheproof.calls import Call
+from cacheproof.counterexample import Counterexample, concrete_counterexample, value_recipe
+from cacheproof.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
+from cacheproof.spec import rules
+from cacheproof.spec.types import EntryState, EntryView
+
+MODEL = "aggregate"
+KEY = "k"
+
+OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+
+
+class Parameters(NamedTuple):
+    """A call's numbers, and the numbers of the entries it touches."""
+
+    nbytes: Any  # the call's nbytes or value size; the size of the key's entry when present
+    retain: Any
+    evicted: Any  # idle bytes an evicting operation frees
+    last: Any  # nbytes of the last entry it evicts
+
+
+class KeyEntry(NamedTuple):
+    """The entry the call names, as part of one byte class: "reserved", "pinned" or "idle"."""
+
+    kind: str
+    refcount: int
+
+
+def symbolic_bytes() -> rules.Bytes:
+    return rules.Bytes(z3.Int("capacity"), z3.Int("reserved"), z3.Int("pinned"), z3.Int("idle"))
+
+
+def symbolic_parameters() -> Parameters:
+    return Parameters(z3.Int("nbytes"), z3.Bool("retain"), z3.Int("evicted"), z3.Int("last"))
+
+
+def state_invariants(b: rules.Bytes) -> dict[str, Any]:
+    """WF (non-negative counts, capacity >= 1), I1 and I2 over byte counts, by name."""
+    return {
+        "WF": z3.And(b.capacity >= 1, b.reserved >= 0, b.pinned >= 0, b.idle >= 0),
+        "I1": rules.protected(b) <= b.capacity,
+        "I2": rules.ready(b) <= b.capacity,
+    }
+
+
+def invariant(b: rules.Bytes) -> Any:
+    """Inv: WF, I1 and I2."""
+    return z3.And(list(state_invariants(b).values()))
+
+
+def eviction_stops(b: rules.Bytes, incoming: Any, p: Parameters) -> Any:
+    """`p.evicted` idle bytes are what evicting oldest first until `rules.has_room` frees, for
+    some sizes of the idle entries."""
+    room = rules.has_room(rules.after_evict(b, p.evicted), incoming)
+    last_was_needed = z3.And(
+        p.last >= 1, p.last <= p.evicted, z3.Not(rules.has_room(rules.after_evict(b, p.evicted - p.last), incoming))
+    )
+    stopped = z3.And(room, z3.Or(p.evicted == 0, last_was_needed))
+    ran_out = z3.And(p.evicted == b.idle, z3.Not(room), z3.Or(p.evicted == 0, last_was_needed))
+    return z3.And(p.evicted >= 0, p.evicted <= b.idle, z3.Or(stopped, ran_out))
+
+
+def _errors(operation: str, b: rules.Bytes, cases: list[tuple[str, Any]]) -> tuple[list[Outcome], Any]:
+    outcomes, none_yet = [], z3.BoolVal(True)
+    for error, condition in cases:
+        outcomes.append(Outcome(operation, error, z3.And(none_yet, condition), b, error))
+        none_yet = z3.And(none_yet, z3.Not(condition))
+    return outcomes, none_yet
+
+
+def _within(n: Any, total: Any) -> Any:
+    return z3.And(n >= 1, n <= total)
+
+
+def _outcomes(operation: str, b: rules.Bytes, p: Parameters) -> list[tuple[Outcome, KeyEntry | None]]:
+    n = p.nbytes
+    too_large = rules.is_too_large(b, n)
+    fits = rules.reservation_fits(b, n)
+    if operation in ("reserve", "acquire"):
+        errors, valid = _errors(operation, b, [("InvalidArgumentError", n < 1), ("TooLargeError", too_large)])
+        reserved = rules.after_reserve(b, n)
+        if operation == "reserve":
+            cases = [
+                (Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
+                (Outcome(operation, "True", z3.And(valid, fits), reserved), None),
+                (Outcome(operation, "False", z3.And(valid, z3.Not(fits)), b), None),
+            ]
+        else:
+            idle_key = z3.And(valid, _within(n, b.idle), p.retain)
+            cases = [
+                (Outcome(operation, "NEW_RESERVATION", z3.And(valid, fits), reserved), None),
+                (Outcome(operation, "BLOCKED/absent", z3.And(valid, z3.Not(fits)), b), None),
+                (Outcome(operation, "ConflictError", valid, b, "ConflictError"), None),
+                (Outcome(operation, "RESERVATION_HIT", valid, b), KeyEntry("reserved", 1)),
+                (Outcome(operation, "READY_HIT/in-use", valid, b), KeyEntry("pinned", 1)),
+                (Outcome(operation, "READY_HIT/idle", z3.And(idle_key, fits), rules.after_pin(b, n)), KeyEntry("idle", 0)),
+                (Outcome(operation, "BLOCKED/idle", z3.And(idle_key, z3.Not(fits)), b), KeyEntry("idle", 0)),
+            ]
+        return [(o, None) for o in errors] + cases
+    if operation == "commit":
+        errors, valid = _errors(operation, b, [("InvalidArgumentError", n < 1)])
+        committing = z3.And(valid, _within(n, b.reserved), eviction_stops(b, n, p))
+        cases = [
+            (Outcome(operation, "UnknownKeyError", valid, b, "UnknownKeyError"), None),
+            (Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
+            (Outcome(operation, "ConflictError", valid, b, "ConflictError"), None),
+            (Outcome(operation, "evicted", committing, rules.after_commit(b, n, p.evicted)), KeyEntry("reserved", 1)),
+        ]
+        return [(o, None) for o in errors] + cases
+    if operation == "put":
+        errors, valid = _errors(operation, b, [("InvalidArgumentError", n < 1), ("TooLargeError", too_large)])
+        can = rules.eviction_can_make_room(b, n)
+        cases = [
+            (Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
+            (Outcome(operation, "True", z3.And(valid, can, eviction_stops(b, n, p)), rules.after_put(b, n, p.evicted)), None),
+            (Outcome(operation, "False", z3.And(valid, z3.Not(can)), b), None),
+        ]
+        return [(o, None) for o in errors] + cases
+    if operation == "get":
+        return [
+            (Outcome(operation, "UnknownKeyError", z3.BoolVal(True), b, "UnknownKeyError"), None),
+            (Outcome(operation, "WrongStateError", z3.BoolVal(True), b, "WrongStateError"), None),
+            (Outcome(operation, "value", z3.BoolVal(True), b), KeyEntry("pinned", 1)),
+        ]
+    if operation == "release":
+        last_ready = _within(n, b.pinned)
+        return [
+            (Outcome(operation, "UnknownKeyError", z3.BoolVal(True), b, "UnknownKeyError"), None),
+            (Outcome(operation, "WrongStateError", z3.BoolVal(True), b, "WrongStateError"), None),
+            (Outcome(operation, "False/decrement", z3.BoolVal(True), b), KeyEntry("pinned", 2)),
+            (Outcome(operation, "True/abandon", _within(n, b.reserved), rules.after_abandon(b, n)), KeyEntry("reserved", 1)),
+            (
+                Outcome(operation, "False/idle", z3.And(last_ready, p.retain), rules.after_last_release(b, n, p.retain, Z3_LOGIC)),
+                KeyEntry("pinned", 1),
+            ),
+            (
+                Outcome(
+                    operation,
+                    "True/transient",
+                    z3.And(last_ready, z3.Not(p.retain)),
+                    rules.after_last_release(b, n, p.retain, Z3_LOGIC),
+                ),
+                KeyEntry("pinned", 1),
+            ),
+        ]
+    if operation == "evict":
+        errors, valid = _errors(
+            operation,
+            b,
+            [
+                ("InvalidArgumentError", n < 0),
+                ("TooLargeError", too_large),
+                ("CapacityError", z3.Not(rules.eviction_can_make_room(b, n))),
+            ],
+        )
+        return [(o, None) for o in errors] + [
+            (Outcome(operation, "evicted", z3.And(valid, eviction_stops(b, n, p)), rules.after_evict(b, p.evicted)), None)
+        ]
+    if operation == "pop":
+        return [
+            (Outcome(operation, "UnknownKeyError", z3.BoolVal(True), b, "UnknownKeyError"), None),
+            (Outcome(operation, "WrongStateError", z3.BoolVal(True), b, "WrongStateError"), None),
+            (Outcome(operation, "value", _within(n, b.idle), rules.after_evict(b, n)), KeyEntry("idle", 0)),
+        ]
+    busy = z3.Or(b.reserved > 0, b.pinned > 0)
+    return [
+        (Outcome(operation, "WrongStateError", busy, b, "WrongStateError"), None),
+        (Outcome(operation, "None", z3.Not(busy), rules.after_clear(b)), None),
+    ]
+
+
+def outcomes(operation: str, b: rules.Bytes, p: Parameters) -> list[Outcome]:
+    """Every way `operation` can end, as a guard over the byte counts and the call's numbers."""
+    return [outcome for outcome, _ in _outcomes(operation, b, p)]
+
+
+def prove() -> list[ProofResult]:
+    """Prove that Init implies Inv, that every outcome of every operation keeps WF, I1 and I2,
+    that error outcomes change nothing (I6), and lemma M."""
+    b, p = symbolic_bytes(), symbolic_parameters()
+    results = []
+    init = rules.empty(b.capacity)
+    explain_init = explainer(b, p, Outcome("init", "new", z3.BoolVal(True), init), None)
+    for goal, proved, seconds, cx in check_goals([b.capacity >= 1], _goals(init, None), b.capacity, explain_init):
+        results.append(ProofResult(goal.invariant, "init", "CacheSpec(capacity)", proved, seconds, cx, MODEL))
+    for operation in OPERATIONS:
+        for outcome, key in _outcomes(operation, b, p):
+            explain = explainer(b, p, outcome, key)
+            checked = check_goals([invariant(b), outcome.guard], _goals(outcome.after, b if outcome.error else None), b.capacity, explain)
+            results.extend(
+                ProofResult(goal.invariant, operation, outcome.name, proved, seconds, cx, MODEL)
+                for goal, proved, seconds, cx in checked
+            )
+    results.extend(_prove_monotone_room(b, p))
+    return results
+
+
+def _goals(after: rules.Bytes, unchanged_from: rules.Bytes | None) -> list[Goal]:
+    goals = [Goal(name, formula) for name, formula in state_invariants(after).items()]
+    if unchanged_from is not None:
+        goals.append(Goal("I6", z3.And([x == y for x, y in zip(unchanged_from, after)])))
+    return goals
+
+
+def _prove_monotone_room(b: rules.Bytes, p: Parameters) -> list[ProofResult]:
+    more = z3.Int("more_evicted")
+    room = rules.has_room(rules.after_evict(b, p.evicted), p.nbytes)
+    room_after_more = rules.has_room(rules.after_evict(b, more), p.nbytes)
+    goal = Goal("M", z3.Implies(z3.And(room, p.evicted <= more), room_after_more))
+    outcome = Outcome("evict", "lemma", z3.BoolVal(True), b)
+    explain = explainer(b, p, outcome, None)
+    return [
+        ProofResult("M", "commit/put/evict", "has_room monotone", proved, seconds, cx, MODEL)
+        for _, proved, seconds, cx in check_goals([], [goal], b.capacity, explain)
+    ]
+
+
+def explainer(
+    b: rules.Bytes, p: Parameters, outcome: Outcome, key: KeyEntry | None
+) -> Callable[[str, z3.ModelRef], Counterexample]:
+    def explain(invariant_name: str, model: z3.ModelRef) -> Counterexample:
+        def v(term: Any) -> Any:
+            return value_of(model, term)
+
+        capacity, nbytes, retain = v(b.capacity), v(p.nbytes), v(p.retain)
+        entries = concrete_entries(
+            v(b.reserved), v(b.pinned), v(b.idle), v(p.evicted), v(p.last), key, nbytes, retain
+        )
+        call = _concrete_call(outcome.operation, nbytes, retain)
+        return concrete_counterexample(invariant_name, MODEL, capacity, entries, call, outcome.name)
+
+    return explain
+
+
+def concrete_entries(
+    reserved: int, pinned: int, idle: int, evicted: int, last: int, key: KeyEntry | None, nbytes: int, retain: bool
+) -> list[EntryView]:
+    """Entries, oldest first, with these byte counts: one entry per class (less the key's part),
+    the idle bytes split so that evicting oldest first frees `evicted` bytes with a last entry
+    of `last`, and the key's entry newest."""
+    parts = {"reserved": reserved, "pinned": pinned, "idle": idle}
+    if key is not None:
+        parts[key.kind] -= nbytes
+    entries = []
+    if parts["reserved"] > 0:
+        entries.append(EntryView("reserved", EntryState.RESERVED, 1, parts["reserved"], True))
+    if parts["pinned"] > 0:
+        entries.append(EntryView("pinned", EntryState.READY, 1, parts["pinned"], True))
+    idle_sizes = [evicted - last, last, parts["idle"] - evicted] if evicted > 0 else [parts["idle"]]
+    entries += [
+        EntryView(f"idle{i}", EntryState.READY, 0, size, True) for i, size in enumerate(idle_sizes) if size > 0
+    ]
+    if key is not None:
+        state = EntryState.RESERVED if key.kind == "reserved" else EntryState.READY
+        entries.append(EntryView(KEY, state, key.refcount, nbytes, retain or key.refcount == 0))
+    return entries
+
+
+def _concrete_call(operation: str, nbytes: int, retain: bool) -> Call:
+    if operation in ("reserve", "acquire"):
+        return Call(operation, (KEY, nbytes), {"retain": retain})
+    if operation in ("commit", "put"):
+        return Call(operation, (KEY, value_recipe(nbytes)), {})
+    if operation == "evict":
+        return Call(operation, (nbytes,), {})
+    if operation in ("clear", "init"):
+        return Call("clear", (), {})
+    return Call(operation, (KEY,), {})

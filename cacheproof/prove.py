@@ -1,0 +1,100 @@
+"""`cacheproof prove`: z3 proofs that every operation keeps the invariants, from the spec's rules.
+
+Three models, all calling `cacheproof.spec.rules` at proof time: the aggregate model (byte counts,
+unbounded, any number of entries), the liveness facts L1-L3 over it, and the per-entry model of
+N symbolic slots. One line per (model, invariant, operation), summing its outcomes' times; a
+failed proof prints its counterexample as runnable Python. Exit 0 when everything is proved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from cacheproof import aggregate_model, entry_model, liveness
+from cacheproof.induction import ProofResult
+
+__all__ = ["ProofResult", "add_arguments", "prove_all", "run"]
+
+DEFAULT_SLOTS = 8
+
+
+def prove_all(slots: int = DEFAULT_SLOTS) -> list[ProofResult]:
+    """Every proof obligation: aggregate, liveness, then the per-entry model with `slots` slots."""
+    return aggregate_model.prove() + liveness.prove() + entry_model.prove(slots)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
+    parser.add_argument("--json", type=Path, help="write every result, with counterexamples, to this file")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.slots < 1:
+        print("--slots must be >= 1")
+        return 2
+    started = time.perf_counter()
+    results = prove_all(args.slots)
+    wall = time.perf_counter() - started
+    for line in summary_lines(results):
+        print(line)
+    for result in results:
+        if result.counterexample is not None:
+            print(f"\n# counterexample: {result.invariant} / {result.operation} -> {result.outcome} ({result.model})")
+            print(result.counterexample.python(), end="")
+    totals = model_seconds(results)
+    failed = sum(not r.proved for r in results)
+    print(
+        f"\n{len(results) - failed}/{len(results)} obligations proved; solver seconds: "
+        + ", ".join(f"{model} {seconds:.3f}" for model, seconds in totals.items())
+        + f" (slots={args.slots}); wall {wall:.2f} s"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(report_json(results, args.slots, wall), indent=2) + "\n")
+    return 0 if failed == 0 else 1
+
+
+def summary_lines(results: list[ProofResult]) -> list[str]:
+    """One line per (model, invariant, operation): proved, or the outcomes with a counterexample."""
+    groups: dict[tuple[str, str, str], list[ProofResult]] = {}
+    for result in results:
+        groups.setdefault((result.model, result.invariant, result.operation), []).append(result)
+    lines = []
+    for (model, invariant, operation), group in groups.items():
+        failed = [r.outcome for r in group if not r.proved]
+        verdict = "proved" if not failed else "COUNTEREXAMPLE (" + ", ".join(failed) + ")"
+        seconds = sum(r.seconds for r in group)
+        lines.append(f"{model:<10} {invariant:<6} {operation:<17} {verdict:<40} {seconds * 1000:8.1f} ms")
+    return lines
+
+
+def model_seconds(results: list[ProofResult]) -> dict[str, float]:
+    """Solver seconds per model."""
+    totals: dict[str, float] = {}
+    for result in results:
+        totals[result.model] = totals.get(result.model, 0.0) + result.seconds
+    return totals
+
+
+def report_json(results: list[ProofResult], slots: int, wall_seconds: float) -> dict:
+    """The JSON report: overall verdict, times, and every result."""
+    return {
+        "ok": all(r.proved for r in results),
+        "slots": slots,
+        "wall_seconds": round(wall_seconds, 3),
+        "solver_seconds": {model: round(s, 4) for model, s in model_seconds(results).items()},
+        "results": [
+            {
+                "model": r.model,
+                "invariant": r.invariant,
+                "operation": r.operation,
+                "outcome": r.outcome,
+                "proved": r.proved,
+                "seconds": round(r.seconds, 5),
+                "counterexample": None if r.counterexample is None else r.counterexample.to_json(),
+            }
+            for r in results
+        ],
+    }

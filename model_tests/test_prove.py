@@ -1,0 +1,265 @@
+"""The z3 proofs: they pass, they fail on a weakened rule with a counterexample that is real on
+the concrete spec (and that the Hypothesis checker also finds), and the symbolic transitions
+agree with `CacheSpec` on thousands of random concrete states."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+import z3
+
+from cacheproof import aggregate_model, entry_model, prove
+from cacheproof.cli import main
+from cacheproof.checker import run_check
+from cacheproof.counterexample import FROM_OPERATIONS, breaks_invariant
+from cacheproof.spec import CacheSpec, rules
+from cacheproof.spec.errors import CacheError
+from cacheproof.spec.types import Acquired, EntryState
+
+SLOTS = 4
+
+
+@pytest.fixture(scope="module")
+def proved_results() -> list[prove.ProofResult]:
+    return prove.prove_all(SLOTS)
+
+
+def test_every_obligation_is_proved(proved_results):
+    failed = [(r.model, r.invariant, r.operation, r.outcome) for r in proved_results if not r.proved]
+    assert failed == []
+
+
+def test_every_operation_and_invariant_is_covered(proved_results):
+    covered = {(r.model, r.invariant, r.operation) for r in proved_results}
+    for operation in entry_model.OPERATIONS:
+        for name in ("WF", "I1", "I2", "I3", "I4", "I5", "I6"):
+            assert ("entries", name, operation) in covered
+        for name in ("I1", "I2", "I6"):
+            assert ("aggregate", name, operation) in covered
+    names = {r.invariant for r in proved_results if r.model == "liveness"}
+    assert names == {"L1", "L2", "L3"}
+
+
+def test_cli_prove_writes_json_and_exits_0(tmp_path, capsys):
+    report = tmp_path / "prove.json"
+    assert main(["prove", "--slots", "3", "--json", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert data["ok"] is True and data["slots"] == 3
+    assert all(r["proved"] and r["counterexample"] is None for r in data["results"])
+    assert "proved" in capsys.readouterr().out
+
+
+# A weakened rule ------------------------------------------------------------------------------
+
+_REAL_RESERVATION_FITS = rules.reservation_fits
+
+
+def _one_byte_too_generous(b: rules.Bytes, nbytes: Any) -> Any:
+    return rules.protected(b) + nbytes <= b.capacity + 1
+
+
+@pytest.fixture()
+def weakened(monkeypatch):
+    monkeypatch.setattr(rules, "reservation_fits", _one_byte_too_generous)
+
+
+def test_weakened_guard_gives_counterexamples(weakened, tmp_path):
+    results = prove.prove_all(SLOTS)
+    broken = {(r.model, r.invariant, r.operation, r.outcome) for r in results if not r.proved}
+    for model in ("aggregate", "entries"):
+        assert {(model, "I1", "reserve", "True"), (model, "I1", "acquire", "NEW_RESERVATION")} <= broken
+        assert (model, "I1", "acquire", "READY_HIT/idle") in broken
+    assert all(invariant == "I1" for _, invariant, _, _ in broken)
+    assert all(r.counterexample is not None for r in results if not r.proved)
+    report = tmp_path / "prove.json"
+    assert main(["prove", "--slots", "3", "--json", str(report)]) == 1
+    data = json.loads(report.read_text())
+    assert data["ok"] is False
+    written = [r["counterexample"] for r in data["results"] if not r["proved"]]
+    assert written and all(cx["calls"] and cx["python"] for cx in written)
+
+
+def test_weakened_guard_counterexamples_break_the_concrete_spec(weakened):
+    failed = [r for r in prove.prove_all(SLOTS) if not r.proved and r.invariant.startswith("I")]
+    assert failed
+    for result in failed:
+        counterexample = result.counterexample
+        assert breaks_invariant(counterexample), counterexample.python()
+        with pytest.raises(AssertionError, match=f"{result.invariant} broken"):
+            exec(counterexample.python(), {})
+    assert any(r.counterexample.built_by == FROM_OPERATIONS and r.counterexample.setup for r in failed)
+
+
+def test_weakened_guard_counterexamples_hold_with_the_real_rule(weakened, monkeypatch):
+    counterexamples = [r.counterexample for r in prove.prove_all(SLOTS) if not r.proved]
+    monkeypatch.setattr(rules, "reservation_fits", _REAL_RESERVATION_FITS)
+    assert counterexamples
+    assert not any(breaks_invariant(counterexample) for counterexample in counterexamples)
+
+
+def test_weakened_guard_is_found_by_the_hypothesis_checker(weakened):
+    report = run_check(CacheSpec, examples=300, seed=0)
+    assert not report.ok
+    assert report.counterexample is not None and report.counterexample.calls
+
+
+# The model and the spec agree ---------------------------------------------------------------
+
+AGREEMENT_TRIALS = 2000
+KEYS = ("a", "b", "c", "d")
+AGREEMENT_SLOTS = len(KEYS) + 1
+
+
+class _EntryTransitions:
+    """The per-entry model's outcomes for every operation, built once over symbols."""
+
+    def __init__(self) -> None:
+        self.cache = entry_model.symbolic_cache("", AGREEMENT_SLOTS)
+        self.parameters = entry_model.symbolic_parameters()
+        self.frontier = z3.Int("eviction_frontier")
+        self.outcomes = {
+            op: [(o, z3.And(o.guard, o.exact()) if o.exact else o.guard) for o in entry_model.outcomes(op, self.cache, self.parameters)]
+            for op in entry_model.OPERATIONS
+        }
+
+
+@pytest.fixture(scope="module")
+def transitions() -> _EntryTransitions:
+    return _EntryTransitions()
+
+
+def _random_reachable_spec(rng: random.Random) -> CacheSpec:
+    capacity = rng.choice([1, 2, 3, 4, 6, 8, 12])
+    cache = CacheSpec(capacity)
+    for _ in range(rng.randrange(12)):
+        _random_call(rng, cache)
+    return cache
+
+
+def _random_call(rng: random.Random, cache: CacheSpec) -> tuple[str, tuple, dict, Any, str | None]:
+    operation = rng.choice(entry_model.OPERATIONS)
+    key = rng.choice(KEYS)
+    nbytes = rng.randrange(-1, cache.capacity_bytes + 2)
+    value_size = rng.randrange(0, cache.capacity_bytes + 2)
+    if operation in ("reserve", "acquire"):
+        args, kwargs = (key, nbytes), {"retain": rng.random() < 0.7}
+    elif operation in ("commit", "put"):
+        present = {e.key: e for e in cache.snapshot()}
+        if operation == "commit" and key in present and rng.random() < 0.8:
+            value_size = present[key].nbytes
+        args, kwargs = (key, bytes(value_size)), {}
+    elif operation == "evict":
+        args, kwargs = (nbytes,), {}
+    elif operation == "clear":
+        args, kwargs = (), {}
+    else:
+        args, kwargs = (key,), {}
+    try:
+        return operation, args, kwargs, getattr(cache, operation)(*args, **kwargs), None
+    except CacheError as error:
+        return operation, args, kwargs, None, type(error).__name__
+
+
+def _slot_values(t: _EntryTransitions, snapshot, capacity: int, key: Any) -> list[tuple[Any, Any]]:
+    """Substitution pairs putting `snapshot` into the slots, the call's key (if present) in slot 0."""
+    others = [e for e in snapshot if e.key != key]
+    entries = {e.key: e for e in snapshot}
+    order = {e.key: rank for rank, e in enumerate(snapshot)}
+    absent_ranks = iter(range(len(snapshot), AGREEMENT_SLOTS))
+    pairs = [(t.cache.capacity, z3.IntVal(capacity)), (t.cache.clock, z3.IntVal(AGREEMENT_SLOTS))]
+    slot_entries = [entries.get(key)] + others
+    slot_entries += [None] * (AGREEMENT_SLOTS - len(slot_entries))
+    for slot, entry in zip(t.cache.slots, slot_entries):
+        if entry is None:
+            values = (False, False, 0, 0, True, next(absent_ranks))
+        else:
+            values = (True, entry.state is EntryState.READY, entry.nbytes, entry.refcount, entry.retain, order[entry.key])
+        pairs += [(term, z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)) for term, v in zip(slot, values)]
+    return pairs, slot_entries
+
+
+def _evaluate(term: Any, pairs) -> Any:
+    if not z3.is_expr(term):
+        return term
+    value = z3.simplify(z3.substitute(term, *pairs))
+    if z3.is_true(value) or z3.is_false(value):
+        return z3.is_true(value)
+    return value.as_long()
+
+
+def _model_snapshot(after: entry_model.SlotCache, pairs, slot_entries, key) -> list[tuple]:
+    present = []
+    for slot, entry in zip(after.slots, slot_entries):
+        if not _evaluate(slot.present, pairs):
+            continue
+        name = entry.key if entry is not None else key
+        state = EntryState.READY if _evaluate(slot.ready, pairs) else EntryState.RESERVED
+        fields = (name, state, _evaluate(slot.refcount, pairs), _evaluate(slot.nbytes, pairs), _evaluate(slot.retain, pairs))
+        present.append((_evaluate(slot.rank, pairs), fields))
+    return [fields for _, fields in sorted(present, key=lambda ranked: ranked[0])]
+
+
+def test_entry_model_agrees_with_the_spec_on_random_states(transitions):
+    rng = random.Random(4)
+    for trial in range(AGREEMENT_TRIALS):
+        cache = _random_reachable_spec(rng)
+        before = cache.snapshot()
+        operation, args, kwargs, result, error = _random_call(rng, cache)
+        key = args[0] if operation not in ("evict", "clear") else None
+        pairs, slot_entries = _slot_values(transitions, before, cache.capacity_bytes, key)
+        size = args[1] if operation in ("reserve", "acquire") else len(args[1]) if operation in ("commit", "put") else args[0] if operation == "evict" else 0
+        pairs += [(transitions.parameters.nbytes, z3.IntVal(size)), (transitions.parameters.retain, z3.BoolVal(kwargs.get("retain", True)))]
+        frontiers = range(-1, AGREEMENT_SLOTS + 1)
+        matches = []
+        for outcome, guard in transitions.outcomes[operation]:
+            for frontier in frontiers if outcome.exact else [None]:
+                with_frontier = pairs + ([(transitions.frontier, z3.IntVal(frontier))] if frontier is not None else [])
+                if _evaluate(guard, with_frontier):
+                    matches.append((outcome, _model_snapshot(outcome.after, with_frontier, slot_entries, key)))
+        context = f"trial {trial}: {before} {operation}{args} {kwargs} -> {error or result}"
+        assert matches, context
+        assert len({m[0].name for m in matches}) == 1, context
+        outcome = matches[0][0]
+        assert outcome.error == error, context
+        if isinstance(result, Acquired):
+            assert outcome.name.startswith(result.name), context
+        for _, model_after in matches:
+            assert model_after == [tuple(e) for e in cache.snapshot()], context
+
+
+def test_aggregate_model_agrees_with_the_spec_on_random_states():
+    b, p = aggregate_model.symbolic_bytes(), aggregate_model.symbolic_parameters()
+    by_operation = {op: aggregate_model.outcomes(op, b, p) for op in aggregate_model.OPERATIONS}
+    rng = random.Random(5)
+    for trial in range(AGREEMENT_TRIALS):
+        cache = _random_reachable_spec(rng)
+        before, snapshot = cache.stats(), {e.key: e for e in cache.snapshot()}
+        operation, args, kwargs, result, error = _random_call(rng, cache)
+        after = cache.stats()
+        evicted = [snapshot[k].nbytes for k in result] if operation in ("commit", "evict") and error is None else []
+        if operation == "put" and result:
+            evicted = [e.nbytes for k, e in snapshot.items() if k not in {x.key for x in cache.snapshot()}]
+        key_entry = snapshot.get(args[0]) if args and operation not in ("evict",) else None
+        size = (
+            args[1] if operation in ("reserve", "acquire")
+            else len(args[1]) if operation in ("commit", "put")
+            else args[0] if operation == "evict"
+            else key_entry.nbytes if key_entry is not None else 0
+        )
+        values = [
+            (b.capacity, before.capacity_bytes), (b.reserved, before.reserved_bytes),
+            (b.pinned, before.pinned_bytes), (b.idle, before.idle_bytes),
+            (p.nbytes, size), (p.evicted, sum(evicted)), (p.last, evicted[-1] if evicted else 0),
+        ]
+        pairs = [(term, z3.IntVal(v)) for term, v in values]
+        pairs.append((p.retain, z3.BoolVal(kwargs.get("retain", key_entry.retain if key_entry else True))))
+        expected = (after.capacity_bytes, after.reserved_bytes, after.pinned_bytes, after.idle_bytes)
+        context = f"trial {trial}: {before} {operation}{args} -> {error or result}; evicted {evicted}"
+        candidates = [
+            o for o in by_operation[operation] if o.error == error and _evaluate(o.guard, pairs)
+        ]
+        assert candidates, context
+        assert any(tuple(_evaluate(x, pairs) for x in o.after) == expected for o in candidates), context
