@@ -15,8 +15,10 @@ import pytest
 import torch
 
 from cacheproof import lifecycle_docs
+from cacheproof.impl import tensor_lru_cache
 from cacheproof.impl.tensor_lru_cache import TensorLRUCache
 from cacheproof.spec import CacheError, CacheSpec, ConflictError, transitions
+from cacheproof.spec.invariants import InvariantViolation
 from cacheproof.spec.values import value_size
 from model_tests.test_transitions import SCENARIOS, edge_of
 
@@ -215,3 +217,128 @@ def test_error_messages_name_the_operation_the_key_and_the_sizes(
     assert message.startswith(operation), message
     for word in words:
         assert word in message, (word, message)
+
+
+# TensorLRUCache.check_valid: "Raise InvariantViolation if the counters, the recency stamps, the idle
+# heap or the stored tensors disagree with the entries, or if I1-I4 fail". These tests corrupt one of
+# those on purpose (white-box, like test_tensor_lru_cache.py's self-check tests) and expect a violation
+# whose message names what is wrong and the key; healthy states must pass.
+
+
+def _violation(cache: TensorLRUCache) -> str:
+    with pytest.raises(InvariantViolation) as raised:
+        cache.check_valid()
+    return str(raised.value)
+
+
+def test_check_valid_passes_with_two_reservations_and_after_clear() -> None:
+    # Kills check_valid's `reserved = entry.nbytes` (for `+=`): 2 + 3 reserved bytes are 5, not 3.
+    cache = _tensor_cache(10)
+    assert cache.reserve("a", 2) and cache.reserve("b", 3)
+    cache.check_valid()
+    # Kills clear's `self._idle_count = 1` (for 0): an empty cache has no idle entry.
+    cache.release("a")
+    cache.release("b")
+    assert cache.put("c", b"xy")
+    cache.clear()
+    cache.check_valid()
+    assert cache.put("d", b"xyz")
+    cache.check_valid()
+
+
+def test_check_valid_catches_two_entries_with_the_same_stamp() -> None:
+    # Kills `entry.stamp < previous_stamp` (for `<=`) and the message `InvariantViolation(None)`:
+    # recency stamps must strictly grow from oldest to newest.
+    cache = _tensor_cache(10)
+    assert cache.reserve("a", 2) and cache.reserve("b", 3)
+    cache._entries["b"].stamp = cache._entries["a"].stamp
+    message = _violation(cache)
+    assert "stamp" in message and "'b'" in message
+
+
+def test_check_valid_catches_a_reserved_entry_holding_a_value() -> None:
+    # Kills the `InvariantViolation(None)` mutant of the RESERVED-holds-a-value check.
+    cache = _tensor_cache(10)
+    assert cache.reserve("a", 2)
+    cache._entries["a"].value = torch.zeros(2, dtype=torch.uint8)
+    message = _violation(cache)
+    assert "RESERVED" in message and "'a'" in message
+
+
+def test_check_valid_names_a_corrupt_byte_counter() -> None:
+    # Kills the `InvariantViolation(None)` mutant of the byte-counter check.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._bytes = cache._bytes._replace(idle=3)
+    assert "counters" in _violation(cache)
+
+
+def test_check_valid_catches_a_duplicate_live_heap_item() -> None:
+    # Kills `len(live_items) != len(idle_keys) and {...} != idle_keys` (for `or`): one idle key with
+    # two live heap items has the right key set but one item too many. Also kills the message mutants
+    # `InvariantViolation(None)`, "XXthe idle heap ...XX" and the upper-cased message: the message
+    # opens with what it is about, the idle heap.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._idle_heap.append(cache._idle_heap[0])
+    assert _violation(cache).startswith("the idle heap")
+
+
+def test_check_valid_names_a_wrong_idle_count() -> None:
+    # Kills the `InvariantViolation(None)` mutant of the idle-count check.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._idle_count = 2
+    assert "idle count" in _violation(cache)
+
+
+def test_the_idle_heap_may_hold_exactly_its_limit() -> None:
+    # Kills `len(self._idle_heap) >= self._heap_limit()` (for `>`): with one idle entry the heap may
+    # hold 2 * 1 + _HEAP_SLACK items (the bound test_tensor_lru_cache.py checks), one item more is a
+    # violation, and that message names the idle heap (kills its `InvariantViolation(None)`).
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    limit = 2 * 1 + tensor_lru_cache._HEAP_SLACK
+    stale = [(0, f"gone-{number}") for number in range(limit - 1)]
+    cache._idle_heap.extend(stale)
+    assert len(cache._idle_heap) == limit
+    cache.check_valid()
+    cache._idle_heap.append((0, "one-too-many"))
+    assert "idle heap" in _violation(cache)
+
+
+def test_eviction_with_an_empty_heap_reports_the_broken_guard() -> None:
+    # Kills _pop_oldest_idle's message mutants (`InvariantViolation(None)`, "XX...XX", upper case):
+    # the idle entry is missing from the heap, so eviction finds nothing although its guard held.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._idle_heap.clear()
+    with pytest.raises(InvariantViolation) as raised:
+        cache.evict(10)
+    assert str(raised.value).startswith("eviction ran out of idle entries")
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        b"xy",  # not a tensor: kills `not isinstance(...) and value.device != ...` (AttributeError instead)
+        torch.zeros(2, 2, dtype=torch.uint8).t()[0],  # 2 bytes, not contiguous: kills `... and not is_contiguous()`
+    ],
+    ids=["bytes", "non-contiguous"],
+)
+def test_check_valid_catches_a_stored_value_that_is_not_a_contiguous_tensor(stored: Any) -> None:
+    # Also kills `_check_stored_value(None, entry)` and the message `InvariantViolation(None)`: the
+    # message names the key.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._entries["a"].value = stored
+    message = _violation(cache)
+    assert "'a'" in message and "READY" in message
+
+
+def test_check_valid_catches_a_stored_value_of_another_size() -> None:
+    # Kills the size check's `InvariantViolation(None)`: the message names the key.
+    cache = _tensor_cache(10)
+    assert cache.put("a", b"xy")
+    cache._entries["a"].value = torch.zeros(3, dtype=torch.uint8)
+    assert "'a'" in _violation(cache)
