@@ -167,32 +167,37 @@ class MonitoredCache:
             wanted_error = None
         except CacheError as raised:
             wanted, wanted_error = None, raised
-        if _same_outcome(op, wanted, wanted_error, result, error):
-            difference = self._state_difference_after(op, args, kwargs)
-        else:
+        difference = None
+        if not _same_outcome(op, wanted, wanted_error, result, error):
             difference = _outcome_difference(Call(op, args, kwargs), Outcome(wanted, wanted_error), Outcome(result, error))
+        entries = len(spec)
+        if difference is None:
+            self._unchecked_calls += 1
+            due = self._compares_state and self._unchecked_calls >= (
+                self._state_every or max(ADAPTIVE_MINIMUM, ADAPTIVE_CALLS_PER_ENTRY * entries)
+            )
+            difference = self._state_difference_after(op, args, kwargs, entries, due)
         if difference is not None:
             self._records.append(_record(op, args, kwargs, result, error))
             self._diverge(difference)
-        entries = len(spec)
+        record = _record(op, args, kwargs, wanted, wanted_error)
         if entries:
-            self._records.append(_record(op, args, kwargs, wanted, wanted_error))
+            self._records.append(record)
         else:
             self._records.clear()  # an empty cache replays the same from here on
         if self._log is not None:
-            self._log.write(call_line(_traced(_record(op, args, kwargs, wanted, wanted_error))) + "\n")
+            self._log.write(call_line(_traced(record)) + "\n")
 
-    def _state_difference_after(self, op: str, args: tuple, kwargs: dict) -> str | None:
-        """len() now; stats() and snapshot() when a full check is due."""
-        spec, cache = self._spec, self._cache
+    def _state_difference_after(self, op: str, args: tuple, kwargs: dict, entries: int, due: bool) -> str | None:
+        """len() now; stats() and snapshot() when a full check is `due`."""
         try:
-            if len(cache) != len(spec):
-                return f"after {to_python(Call(op, args, kwargs))}: len(): spec {len(spec)}, this cache {len(cache)}"
-            self._unchecked_calls += 1
-            if not self._compares_state or self._unchecked_calls < (self._state_every or max(ADAPTIVE_MINIMUM, ADAPTIVE_CALLS_PER_ENTRY * len(spec))):
+            cache_entries = len(self._cache)
+            if cache_entries != entries:
+                return f"after {to_python(Call(op, args, kwargs))}: len(): spec {entries}, this cache {cache_entries}"
+            if not due:
                 return None
             unchecked, self._unchecked_calls = self._unchecked_calls, 0
-            difference = _state_difference(spec, cache)
+            difference = _state_difference(self._spec, self._cache)
         except Exception as raised:  # a broken cache's len/stats/snapshot may itself fail
             return f"after {to_python(Call(op, args, kwargs))}: inspecting the cache raised {type(raised).__name__}: {raised}"
         if difference is None:
@@ -285,11 +290,13 @@ def _state_difference(spec: CacheSpec, cache: Any) -> str | None:
 
 def _record(op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> tuple:
     """What the trace keeps of a call: a value argument as its size (never the value itself)."""
+    if error is not None:
+        error = error_name(error)
     if op in _VALUE_ARGUMENT_OPERATIONS and len(args) == 2:
         size = _size(args[1])
         if size is not None:
             args = (args[0], ValueRecipe(size, 0))
-    return (op, args, kwargs, result, None if error is None else error_name(error))
+    return (op, args, kwargs, result, error)
 
 
 def _size(value: Any) -> int | None:

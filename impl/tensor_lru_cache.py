@@ -414,10 +414,11 @@ class TensorLRUCache:
             heapq.heapify(self._idle_heap)
 
     def _evict_until_room(self, incoming: int) -> tuple[list[Hashable], int]:
-        """Evict idle READY entries oldest first until `rules.has_room`. Caller ensures it can."""
+        """Evict idle READY entries oldest first until `rules.bytes_to_evict` are freed. Caller ensures it can."""
         evicted: list[Hashable] = []
         evicted_bytes = 0
-        while not rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
+        needed = rules.bytes_to_evict(self._bytes, incoming)
+        while evicted_bytes < needed:
             key, entry = self._pop_oldest_idle()
             del self._entries[key]
             evicted.append(key)

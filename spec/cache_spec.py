@@ -268,12 +268,12 @@ class CacheSpec:
         if rules.has_room(self._bytes, incoming):
             return evicted, evicted_bytes
         for key, entry in list(self._entries.items()):
-            if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
-                break
             if entry.state is READY and entry.refcount == 0:
                 del self._entries[key]
                 evicted.append(key)
                 evicted_bytes += entry.nbytes
+                if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
+                    break
         self._evictions += len(evicted)
         return evicted, evicted_bytes
 

@@ -94,12 +94,12 @@ def bytes_to_evict(b: Bytes, incoming: Any, logic: Logic = CONCRETE) -> Any:
 
 def after_reserve(b: Bytes, nbytes: Any) -> Bytes:
     """A new RESERVED entry of nbytes (reserve, acquire NEW_RESERVATION)."""
-    return b._replace(reserved=b.reserved + nbytes)
+    return Bytes(b.capacity, b.reserved + nbytes, b.pinned, b.idle)
 
 
 def after_pin(b: Bytes, nbytes: Any) -> Bytes:
     """An idle READY entry gains its first reference (acquire READY_HIT on an idle entry)."""
-    return b._replace(pinned=b.pinned + nbytes, idle=b.idle - nbytes)
+    return Bytes(b.capacity, b.reserved, b.pinned + nbytes, b.idle - nbytes)
 
 
 def after_commit(b: Bytes, nbytes: Any, evicted: Any) -> Bytes:
@@ -109,22 +109,22 @@ def after_commit(b: Bytes, nbytes: Any, evicted: Any) -> Bytes:
 
 def after_put(b: Bytes, nbytes: Any, evicted: Any) -> Bytes:
     """A new idle READY entry, after evicting idle bytes."""
-    return b._replace(idle=b.idle - evicted + nbytes)
+    return Bytes(b.capacity, b.reserved, b.pinned, b.idle - evicted + nbytes)
 
 
 def after_evict(b: Bytes, evicted: Any) -> Bytes:
     """Idle entries evicted (evict), or one idle entry removed (pop)."""
-    return b._replace(idle=b.idle - evicted)
+    return Bytes(b.capacity, b.reserved, b.pinned, b.idle - evicted)
 
 
 def after_abandon(b: Bytes, nbytes: Any) -> Bytes:
     """The last reference to a RESERVED entry is released: the reservation is dropped."""
-    return b._replace(reserved=b.reserved - nbytes)
+    return Bytes(b.capacity, b.reserved - nbytes, b.pinned, b.idle)
 
 
 def after_last_release(b: Bytes, nbytes: Any, retain: Any, logic: Logic = CONCRETE) -> Bytes:
     """The last reference to a READY entry is released: it turns idle if retained, else it is removed."""
-    return b._replace(pinned=b.pinned - nbytes, idle=b.idle + logic.choose(retain, nbytes, 0))
+    return Bytes(b.capacity, b.reserved, b.pinned - nbytes, b.idle + logic.choose(retain, nbytes, 0))
 
 
 def after_clear(b: Bytes) -> Bytes:
