@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from cacheproof import prove
+from cacheproof import entry_model, prove
 from cacheproof.induction import ProofResult
 from cacheproof.spec.invariants import INVARIANTS, Invariant
 
-_OPERATIONS = ("init",) + prove.entry_model.OPERATIONS
+_OPERATIONS = ("init",) + entry_model.OPERATIONS
 _MODELS = ("aggregate", "entries")
 _SUPPORTING = {
     "WF": "well-formed state: capacity >= 1, counts and nbytes >= 1, refcounts >= 0, distinct recency ranks",

@@ -54,25 +54,42 @@ def test_cli_prove_writes_json_and_exits_0(tmp_path, capsys):
 
 # A weakened rule ------------------------------------------------------------------------------
 
-_REAL_RESERVATION_FITS = rules.reservation_fits
 
-
-def _one_byte_too_generous(b: rules.Bytes, nbytes: Any) -> Any:
+def _reservation_fits_one_byte_over(b: rules.Bytes, nbytes: Any) -> Any:
     return rules.protected(b) + nbytes <= b.capacity + 1
 
 
-@pytest.fixture()
-def weakened(monkeypatch):
-    monkeypatch.setattr(rules, "reservation_fits", _one_byte_too_generous)
+def _has_room_one_byte_over(b: rules.Bytes, incoming: Any) -> Any:
+    return rules.ready(b) + incoming <= b.capacity + 1
 
 
-def test_weakened_guard_gives_counterexamples(weakened, tmp_path):
+WEAKENINGS = {
+    "reservation_fits": (
+        _reservation_fits_one_byte_over,
+        "I1",
+        {("reserve", "True"), ("acquire", "NEW_RESERVATION"), ("acquire", "READY_HIT/idle")},
+    ),
+    "has_room": (_has_room_one_byte_over, "I2", {("commit", "evicted"), ("put", "True")}),
+}
+
+
+@pytest.fixture(params=sorted(WEAKENINGS))
+def weakened(request, monkeypatch):
+    """(rule name, its real function, the invariant it breaks, the (operation, outcome)s that break it)."""
+    name = request.param
+    real = getattr(rules, name)
+    weaker, invariant, broken = WEAKENINGS[name]
+    monkeypatch.setattr(rules, name, weaker)
+    return name, real, invariant, broken
+
+
+def test_weakened_rule_gives_counterexamples(weakened, tmp_path):
+    _, _, invariant, expected = weakened
     results = prove.prove_all(SLOTS)
     broken = {(r.model, r.invariant, r.operation, r.outcome) for r in results if not r.proved}
     for model in ("aggregate", "entries"):
-        assert {(model, "I1", "reserve", "True"), (model, "I1", "acquire", "NEW_RESERVATION")} <= broken
-        assert (model, "I1", "acquire", "READY_HIT/idle") in broken
-    assert all(invariant == "I1" for _, invariant, _, _ in broken)
+        assert {(model, invariant, operation, outcome) for operation, outcome in expected} <= broken
+    assert {name for _, name, _, _ in broken} == {invariant}
     assert all(r.counterexample is not None for r in results if not r.proved)
     report = tmp_path / "prove.json"
     assert main(["prove", "--slots", "3", "--json", str(report)]) == 1
@@ -82,8 +99,8 @@ def test_weakened_guard_gives_counterexamples(weakened, tmp_path):
     assert written and all(cx["calls"] and cx["python"] for cx in written)
 
 
-def test_weakened_guard_counterexamples_break_the_concrete_spec(weakened):
-    failed = [r for r in prove.prove_all(SLOTS) if not r.proved and r.invariant.startswith("I")]
+def test_weakened_rule_counterexamples_break_the_concrete_spec(weakened):
+    failed = [r for r in prove.prove_all(SLOTS) if not r.proved]
     assert failed
     for result in failed:
         counterexample = result.counterexample
@@ -93,14 +110,15 @@ def test_weakened_guard_counterexamples_break_the_concrete_spec(weakened):
     assert any(r.counterexample.built_by == FROM_OPERATIONS and r.counterexample.setup for r in failed)
 
 
-def test_weakened_guard_counterexamples_hold_with_the_real_rule(weakened, monkeypatch):
+def test_weakened_rule_counterexamples_hold_with_the_real_rule(weakened, monkeypatch):
+    name, real, _, _ = weakened
     counterexamples = [r.counterexample for r in prove.prove_all(SLOTS) if not r.proved]
-    monkeypatch.setattr(rules, "reservation_fits", _REAL_RESERVATION_FITS)
+    monkeypatch.setattr(rules, name, real)
     assert counterexamples
     assert not any(breaks_invariant(counterexample) for counterexample in counterexamples)
 
 
-def test_weakened_guard_is_found_by_the_hypothesis_checker(weakened):
+def test_weakened_rule_is_found_by_the_hypothesis_checker(weakened):
     report = run_check(CacheSpec, examples=300, seed=0)
     assert not report.ok
     assert report.counterexample is not None and report.counterexample.calls
