@@ -17,7 +17,17 @@ import torch
 from cacheproof import lifecycle_docs
 from cacheproof.impl import tensor_lru_cache
 from cacheproof.impl.tensor_lru_cache import TensorLRUCache
-from cacheproof.spec import CacheError, CacheSpec, ConflictError, transitions
+from cacheproof.spec import (
+    CacheError,
+    CacheSpec,
+    ConflictError,
+    EntryState,
+    EntryView,
+    InvalidArgumentError,
+    UnknownKeyError,
+    invariants,
+    transitions,
+)
 from cacheproof.spec.invariants import InvariantViolation
 from cacheproof.spec.values import value_size
 from model_tests.test_transitions import SCENARIOS, edge_of
@@ -342,3 +352,104 @@ def test_check_valid_catches_a_stored_value_of_another_size() -> None:
     assert cache.put("a", b"xy")
     cache._entries["a"].value = torch.zeros(3, dtype=torch.uint8)
     assert "'a'" in _violation(cache)
+
+
+@pytest.mark.parametrize(("nbytes", "tag"), [(0, 1), (4, True)], ids=["nbytes-0", "bool-tag"])
+def test_make_value_rejects_a_bad_size_or_a_bool_tag_naming_itself(nbytes: Any, tag: Any) -> None:
+    # make_value(nbytes: int >= 1, tag: int); like every int argument of the contract (spec/arguments.py
+    # `_is_int`), a bool is not an int. Kills `not isinstance(tag, int) and isinstance(tag, bool)` (for
+    # `or`, which lets True through) and both `InvalidArgumentError(None)` message mutants.
+    cache = _tensor_cache(10)
+    with pytest.raises(InvalidArgumentError) as raised:
+        cache.make_value(nbytes, tag)
+    assert str(raised.value).startswith("make_value")
+
+
+_MAKE_VALUE_DTYPES = {
+    1: {torch.int8, torch.uint8},
+    2: {torch.int16, torch.float16},
+    4: {torch.int32, torch.float32},
+    8: {torch.int64, torch.float64},
+}
+
+
+@pytest.mark.parametrize("tag", [0, 5, 130, 1001])
+@pytest.mark.parametrize("nbytes", [8, 12, 24])
+def test_make_value_holds_the_documented_elements(nbytes: int, tag: int) -> None:
+    # docs/tensor_lru_cache.md: exactly nbytes bytes, a dtype among int8/uint8, int16/float16,
+    # int32/float32, int64/float64 whose element size divides nbytes, elements (31 * i + tag) mod 127.
+    # Kills the fill mutants: `... % _FILL_MODULUS` -> `/`, `+ tag` -> `- tag`, `arange / 31`, `* 32`.
+    value = _tensor_cache(64).make_value(nbytes, tag)
+    size = value.element_size()
+    assert value.dtype in _MAKE_VALUE_DTYPES[size] and nbytes % size == 0
+    assert value.numel() * size == nbytes
+    expected = [(31 * index + tag) % 127 for index in range(nbytes // size)]
+    assert value.to(torch.int64).tolist() == expected
+
+
+def test_make_value_builds_on_the_caches_device() -> None:
+    # Kills `fill.to(device=None, ...)` and `fill.to(dtype=dtype)`, which leave the tensor on the CPU.
+    # PyTorch's "meta" device needs no accelerator and is not the CPU.
+    value = TensorLRUCache(16, device="meta").make_value(4, 0)
+    assert value.device.type == "meta"
+
+
+# spec/: errors, invariants and CacheSpec internals.
+
+
+def test_an_unknown_key_error_without_a_message_prints_nothing() -> None:
+    # Like any exception built without arguments, it prints as "" (KeyError's own str would quote
+    # its argument; UnknownKeyError prints its message plainly). Kills `if (self.args) or True`
+    # (IndexError) and the "XXXX" mutant of UnknownKeyError.__str__.
+    assert str(UnknownKeyError()) == ""
+    assert str(UnknownKeyError("get('k'): the key is absent")) == "get('k'): the key is absent"
+
+
+def test_a_state_judged_alone_is_named_as_the_state() -> None:
+    # CONTRACT.md I1: protected bytes <= capacity. One in-use entry of 5 bytes in a capacity of 4
+    # breaks it. check_state judges a state with no operation, so the message must say it is the
+    # state that breaks I1 (kills check_step's `step.operation and 'the state'`, "XXthe stateXX" and
+    # "THE STATE" mutants).
+    with pytest.raises(InvariantViolation) as raised:
+        invariants.check_state(4, (EntryView("a", EntryState.READY, 1, 5, True),))
+    assert "I1 broken by the state" in str(raised.value)
+
+
+def test_from_entries_counts_every_kind_of_byte() -> None:
+    # Kills _count_bytes's `reserved = entry.nbytes` and `pinned = entry.nbytes` (for `+=`): two
+    # reservations of 1 and 2 bytes are 3 reserved bytes, two in-use entries of 1 and 3 bytes are 4
+    # pinned, two idle entries of 2 and 2 bytes are 4 idle; capacity 20.
+    entries = [
+        (EntryView("r1", EntryState.RESERVED, 1, 1, True), None),
+        (EntryView("r2", EntryState.RESERVED, 1, 2, True), None),
+        (EntryView("p1", EntryState.READY, 1, 1, True), b"a"),
+        (EntryView("p2", EntryState.READY, 2, 3, True), b"abc"),
+        (EntryView("i1", EntryState.READY, 0, 2, True), b"ab"),
+        (EntryView("i2", EntryState.READY, 0, 2, True), b"cd"),
+    ]
+    stats = CacheSpec.from_entries(20, entries).stats()
+    assert (stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes) == (3, 4, 4)
+    # CONTRACT.md stats(): free_bytes = capacity - ready, ready = pinned + idle.
+    assert (stats.ready_bytes, stats.free_bytes) == (8, 20 - 8)
+
+
+def test_check_invariants_names_a_corrupt_byte_counter() -> None:
+    # Kills CacheSpec.check_invariants's `InvariantViolation(None)`.
+    cache = CacheSpec(10)
+    assert cache.put("a", b"xy")
+    cache._bytes = cache._bytes._replace(idle=3)
+    with pytest.raises(InvariantViolation) as raised:
+        cache.check_invariants()
+    assert "counters" in str(raised.value)
+
+
+def test_the_spec_repr_shows_its_byte_counts() -> None:
+    # CacheSpec.__repr__ had no test at all (mutmut: "no tests"). Capacity 10, a reservation of 2,
+    # an idle entry of 3: two entries, reserved=2, pinned=0, idle=3.
+    cache = CacheSpec(10)
+    assert cache.reserve("a", 2)
+    assert cache.put("b", b"xyz")
+    shown = repr(cache)
+    assert shown.startswith("CacheSpec(")
+    for part in ("capacity_bytes=10", "entries=2", "reserved=2", "pinned=0", "idle=3"):
+        assert part in shown, (part, shown)
