@@ -196,15 +196,9 @@ class CacheSpec:
         )
 
     def stats(self) -> CacheStats:
-        b = self._bytes
-        return CacheStats(
-            capacity_bytes=b.capacity,
-            ready_bytes=rules.ready(b),
-            reserved_bytes=b.reserved,
-            pinned_bytes=b.pinned,
-            idle_bytes=b.idle,
-            free_bytes=rules.free(b),
-            entries=len(self._entries),
+        return CacheStats.from_bytes(
+            self._bytes,
+            len(self._entries),
             hits=self._hits,
             misses=self._misses,
             blocked=self._blocked,

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass
 from typing import Hashable, NamedTuple
 
+from cacheproof.spec import rules
+
 
 class EntryState(enum.Enum):
     """Where an entry is in its lifecycle. A missing key is ABSENT and has no entry."""
@@ -52,3 +54,22 @@ class CacheStats:
     misses: int = 0
     blocked: int = 0
     evictions: int = 0
+
+    @classmethod
+    def from_bytes(
+        cls, b: rules.Bytes, entries: int, *, hits: int, misses: int, blocked: int, evictions: int
+    ) -> "CacheStats":
+        """The stats of a cache whose byte counts are `b`."""
+        return cls(
+            capacity_bytes=b.capacity,
+            ready_bytes=rules.ready(b),
+            reserved_bytes=b.reserved,
+            pinned_bytes=b.pinned,
+            idle_bytes=b.idle,
+            free_bytes=rules.free(b),
+            entries=entries,
+            hits=hits,
+            misses=misses,
+            blocked=blocked,
+            evictions=evictions,
+        )
