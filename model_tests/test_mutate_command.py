@@ -59,6 +59,23 @@ def test_staging_places_a_mapped_folder_under_its_package_name(tmp_path: Path) -
     assert "differing_executors" in (workdir / "conftest.py").read_text()
 
 
+def test_staging_copies_docs_for_tests_that_read_committed_files(tmp_path: Path) -> None:
+    # model_tests/test_mutation_killers.py compares a rendering with the committed docs/lifecycle.md.
+    root = _write_fixture(tmp_path / "root")
+    (root / "docs").mkdir()
+    (root / "docs" / "page.md").write_text("committed\n")
+    workdir = tmp_path / "work"
+    stage_workspace(root, workdir, ["core"], ["tests/test_arith.py"])
+    assert (workdir / "docs" / "page.md").read_text() == "committed\n"
+    assert '"docs"' in (workdir / "pyproject.toml").read_text()  # mutmut copies it beside the mutants
+
+
+def test_staging_without_docs_does_not_ask_mutmut_to_copy_them(tmp_path: Path) -> None:
+    root = _write_fixture(tmp_path / "root")
+    stage_workspace(root, tmp_path / "work", ["core"], ["tests/test_arith.py"])
+    assert '"docs"' not in (tmp_path / "work" / "pyproject.toml").read_text()
+
+
 def test_staging_refuses_a_path_outside_every_package(tmp_path: Path) -> None:
     root = _write_fixture(tmp_path / "root")
     with pytest.raises(ValueError, match="not inside"):
