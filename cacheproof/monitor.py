@@ -11,6 +11,11 @@ The calls are recorded as a trace (see cacheproof.trace): a value passed to comm
 `{"nbytes": size, "tag": 0}` (its size, not its contents: the lifecycle depends on sizes only),
 a get/pop result as `{"value": true}`. The trace in memory restarts whenever the cache becomes
 empty (an empty cache replays the same from there on); `trace_path` logs every call, line-buffered.
+
+Memory: the spec beside the cache holds the value objects passed to commit/put (it returns them
+from get/pop to compare values), so a cache that copies its values, as TensorLRUCache does, is
+shadowed by the callers' originals until their entries leave. Monitor in tests and staging, or
+with values whose originals the caller drops anyway.
 """
 
 from __future__ import annotations
