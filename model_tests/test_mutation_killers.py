@@ -131,9 +131,9 @@ def test_the_rebuilt_table_renders_the_committed_lifecycle_doc(monkeypatch: pyte
 # Error messages. docs/decisions.md: "Error messages name the operation, the key, the sizes involved
 # and the rule that was broken". Each call below raises; its message must start with the operation
 # and contain the key's repr and the sizes given. These kill the mutants that pass a wrong operation
-# name to spec/arguments.py (`check_key("XXreserveXX", key)`, `check_nbytes(None, ...)`) and those
-# that drop a message (`WrongStateError(None)`, `ConflictError(None)`), in CacheSpec and in
-# TensorLRUCache alike.
+# name to spec/arguments.py (`check_key("XXreserveXX", key)`, `check_nbytes(None, ...)`), those that
+# name the wrong type (`type(None).__name__`), and those that drop a message (`WrongStateError(None)`,
+# `ConflictError(None)`), in CacheSpec and in TensorLRUCache alike.
 
 _KEY = "k"
 _UNHASHABLE = ["u"]
@@ -172,14 +172,15 @@ def _empty(make: Callable[[int], Any]) -> Any:
 # (operation, build, call, words the message must hold besides the operation)
 _FAILING_CALLS: list[tuple[str, Callable[[Callable[[int], Any]], Any], Callable[[Any], Any], tuple[str, ...]]] = [
     ("reserve", _empty, lambda c: c.reserve(_UNHASHABLE, 2), ("['u']",)),
-    ("reserve", _empty, lambda c: c.reserve(_KEY, 0), ("'k'", "0")),
+    ("reserve", _empty, lambda c: c.reserve(_KEY, 0), ("'k'", "0", "int")),
     ("reserve", _empty, lambda c: c.reserve(_KEY, 9), ("'k'", "9", "8")),
-    ("reserve", _empty, lambda c: c.reserve(_KEY, 2, retain=1), ("'k'", "1")),
+    ("reserve", _empty, lambda c: c.reserve(_KEY, 2, retain=1), ("'k'", "1", "int")),
     ("reserve", _reserved, lambda c: c.reserve(_KEY, 2), ("'k'", "RESERVED")),
     ("acquire", _empty, lambda c: c.acquire(_UNHASHABLE, 2), ("['u']",)),
-    ("acquire", _empty, lambda c: c.acquire(_KEY, -1), ("'k'", "-1")),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, -1), ("'k'", "-1", "int")),
     ("acquire", _empty, lambda c: c.acquire(_KEY, 9), ("'k'", "9", "8")),
-    ("acquire", _empty, lambda c: c.acquire(_KEY, 2, retain=None), ("'k'", "None")),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, 2, retain="yes"), ("'k'", "'yes'", "str")),
+    ("acquire", _empty, lambda c: c.acquire(_KEY, 2.0), ("'k'", "2.0", "float")),
     ("acquire", _reserved, lambda c: c.acquire(_KEY, 3), ("'k'", "3", "2")),
     ("commit", _empty, lambda c: c.commit(_UNHASHABLE, b"ab"), ("['u']",)),
     ("commit", _reserved, lambda c: c.commit(_KEY, "ab"), ("'k'", "str")),
