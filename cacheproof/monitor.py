@@ -152,46 +152,50 @@ class MonitoredCache:
         self.close()
 
     def _checked(self, op: str, args: tuple, kwargs: dict) -> Any:
+        """Call the cache, then the spec; compare and record. This is the hot path."""
         with self._lock:
             try:
                 result = args[0] in self._cache if op == "contains" else getattr(self._cache, op)(*args, **kwargs)
                 error = None
             except Exception as raised:
                 result, error = None, raised
-            if not self._diverged:
-                self._compare(op, args, kwargs, result, error)
+            if self._diverged:
+                if error is not None:
+                    raise error
+                return result
+            spec = self._spec
+            try:
+                wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*args, **kwargs)
+                wanted_error = None
+            except CacheError as raised:
+                wanted, wanted_error = None, raised
+            difference = None
+            if not (result is wanted and error is None and wanted_error is None) and not _same_outcome(
+                op, wanted, wanted_error, result, error
+            ):
+                difference = _outcome_difference(
+                    Call(op, args, kwargs), Outcome(wanted, wanted_error), Outcome(result, error)
+                )
+            entries = len(spec)
+            if difference is None:
+                self._unchecked_calls += 1
+                due = self._compares_state and self._unchecked_calls >= (
+                    self._state_every or max(ADAPTIVE_MINIMUM, ADAPTIVE_CALLS_PER_ENTRY * entries)
+                )
+                difference = self._state_difference_after(op, args, kwargs, entries, due)
+            if difference is not None:
+                self._records.append(_record(op, args, kwargs, result, error))
+                self._diverge(difference)
+            record = _record(op, args, kwargs, wanted, wanted_error)
+            if entries:
+                self._records.append(record)
+            else:
+                self._records.clear()  # an empty cache replays the same from here on
+            if self._log is not None:
+                self._log.write(call_line(_traced(record)) + "\n")
             if error is not None:
                 raise error
             return result
-
-    def _compare(self, op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> None:
-        """Make the call on the spec, compare, record; `DivergenceError` on a difference. This is the hot path."""
-        spec = self._spec
-        try:
-            wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*args, **kwargs)
-            wanted_error = None
-        except CacheError as raised:
-            wanted, wanted_error = None, raised
-        difference = None
-        if not _same_outcome(op, wanted, wanted_error, result, error):
-            difference = _outcome_difference(Call(op, args, kwargs), Outcome(wanted, wanted_error), Outcome(result, error))
-        entries = len(spec)
-        if difference is None:
-            self._unchecked_calls += 1
-            due = self._compares_state and self._unchecked_calls >= (
-                self._state_every or max(ADAPTIVE_MINIMUM, ADAPTIVE_CALLS_PER_ENTRY * entries)
-            )
-            difference = self._state_difference_after(op, args, kwargs, entries, due)
-        if difference is not None:
-            self._records.append(_record(op, args, kwargs, result, error))
-            self._diverge(difference)
-        record = _record(op, args, kwargs, wanted, wanted_error)
-        if entries:
-            self._records.append(record)
-        else:
-            self._records.clear()  # an empty cache replays the same from here on
-        if self._log is not None:
-            self._log.write(call_line(_traced(record)) + "\n")
 
     def _state_difference_after(self, op: str, args: tuple, kwargs: dict, entries: int, due: bool) -> str | None:
         """len() now; stats() and snapshot() when a full check is `due`."""

@@ -9,7 +9,7 @@ delete and re-insert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Hashable, Iterable
 
 from cacheproof.spec import arguments, invariants, rules
@@ -31,6 +31,12 @@ class _Entry:
     refcount: int
     retain: bool
     value: Any = None  # READY only
+
+    def with_refcount(self, refcount: int) -> "_Entry":
+        return _Entry(self.state, self.nbytes, refcount, self.retain, self.value)
+
+    def committed(self, value: Any) -> "_Entry":
+        return _Entry(READY, self.nbytes, self.refcount, self.retain, value)
 
 
 class CacheSpec:
@@ -92,7 +98,7 @@ class CacheSpec:
                 self._blocked += 1
                 return Acquired.BLOCKED
             self._bytes = rules.after_pin(self._bytes, nbytes)
-        self._move_to_newest(key, replace(entry, refcount=entry.refcount + 1))
+        self._move_to_newest(key, entry.with_refcount(entry.refcount + 1))
         self._hits += 1
         return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
@@ -111,7 +117,7 @@ class CacheSpec:
             )
         evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
         self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
-        self._move_to_newest(key, replace(entry, state=READY, value=value))
+        self._move_to_newest(key, entry.committed(value))
         return evicted
 
     def put(self, key: Hashable, value: Any) -> bool:
@@ -146,7 +152,7 @@ class CacheSpec:
             raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
         refcount = entry.refcount - 1
         if refcount > 0:
-            self._entries[key] = replace(entry, refcount=refcount)
+            self._entries[key] = entry.with_refcount(refcount)
             return False
         if entry.state is RESERVED:
             self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
@@ -155,7 +161,7 @@ class CacheSpec:
         if entry.state is RESERVED or not entry.retain:
             del self._entries[key]
             return True
-        self._entries[key] = replace(entry, refcount=0)
+        self._entries[key] = entry.with_refcount(0)
         return False
 
     def evict(self, nbytes: int) -> list[Hashable]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 
@@ -11,19 +12,23 @@ def value_size(value: Any) -> int | None:
     bytes/bytearray: len(); memoryview and numpy arrays: .nbytes; torch tensors:
     numel() * element_size(). numpy and torch are recognised by their type, not imported.
     """
-    if isinstance(value, (bytes, bytearray)):
+    rule = _sizing_rule(type(value))
+    if rule == "len":
         return len(value)
-    if isinstance(value, memoryview):
-        return value.nbytes
-    kind = type(value)
-    if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
+    if rule == "nbytes":
         return int(value.nbytes)
-    if _is_torch_tensor(kind):
+    if rule == "numel":
         return int(value.numel()) * int(value.element_size())
     return None
 
 
-def _is_torch_tensor(kind: type) -> bool:
-    return any(
-        base.__module__ == "torch" and base.__name__ == "Tensor" for base in kind.__mro__
-    )
+@lru_cache(maxsize=256)
+def _sizing_rule(kind: type) -> str | None:
+    """How values of type `kind` are sized (decided once per type)."""
+    if issubclass(kind, (bytes, bytearray)):
+        return "len"
+    if issubclass(kind, memoryview) or (kind.__module__ == "numpy" and kind.__name__ == "ndarray"):
+        return "nbytes"
+    if any(base.__module__ == "torch" and base.__name__ == "Tensor" for base in kind.__mro__):
+        return "numel"
+    return None
