@@ -29,6 +29,7 @@ def prove_all(slots: int = DEFAULT_SLOTS) -> list[ProofResult]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
     parser.add_argument("--json", type=Path, help="write every result, with counterexamples, to this file")
+    parser.add_argument("--quiet", action="store_true", help="print only counterexamples and the verdict")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     results = prove_all(args.slots)
     wall = time.perf_counter() - started
-    for line in summary_lines(results):
-        print(line)
+    if not args.quiet:
+        for line in summary_lines(results):
+            print(line)
     for result in results:
         if result.counterexample is not None:
             print(f"\n# counterexample: {result.invariant} / {result.operation} -> {result.outcome} ({result.model})")

@@ -4,7 +4,9 @@ proofs' total, in one run. Solver seconds are z3's own; wall seconds add buildin
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 from cacheproof import aggregate_model, entry_model, liveness
 
@@ -15,25 +17,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--slots", type=int, nargs="+", default=list(DEFAULT_SLOTS), help="slot counts (default 4 8 16 32 64)"
     )
+    parser.add_argument("--json", type=Path, help="write the rows as JSON to this path")
+    parser.add_argument("--quiet", action="store_true", help="print nothing; exit status and --json only")
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     aggregate = aggregate_model.prove() + liveness.prove()
     aggregate_wall = time.perf_counter() - started
-    all_proved = all(r.proved for r in aggregate)
-    print(f"{'model':<22} {'obligations':>11} {'solver s':>9} {'wall s':>8}  verdict")
-    print(_row("aggregate + liveness", aggregate, aggregate_wall))
+    rows = [_row("aggregate + liveness", aggregate, aggregate_wall)]
+    _print(args, f"{'model':<22} {'obligations':>11} {'solver s':>9} {'wall s':>8}  verdict")
+    _print(args, _line(rows[0]))
     for slots in args.slots:
         started = time.perf_counter()
         results = entry_model.prove(slots)
-        wall = time.perf_counter() - started
-        all_proved = all_proved and all(r.proved for r in results)
-        print(_row(f"entries, {slots} slots", results, wall), flush=True)
-    return 0 if all_proved else 1
+        rows.append(_row(f"entries, {slots} slots", results, time.perf_counter() - started))
+        _print(args, _line(rows[-1]))
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0 if all(row["failed"] == 0 for row in rows) else 1
 
 
-def _row(label: str, results: list, wall: float) -> str:
-    solver = sum(r.seconds for r in results)
-    verdict = "all proved" if all(r.proved for r in results) else f"{sum(not r.proved for r in results)} FAILED"
-    return f"{label:<22} {len(results):>11} {solver:>9.3f} {wall:>8.2f}  {verdict}"
+def _row(label: str, results: list, wall: float) -> dict:
+    return {
+        "model": label,
+        "obligations": len(results),
+        "solver_seconds": round(sum(r.seconds for r in results), 4),
+        "wall_seconds": round(wall, 3),
+        "failed": sum(not r.proved for r in results),
+    }
+
+
+def _line(row: dict) -> str:
+    verdict = "all proved" if row["failed"] == 0 else f"{row['failed']} FAILED"
+    return (
+        f"{row['model']:<22} {row['obligations']:>11} {row['solver_seconds']:>9.3f} "
+        f"{row['wall_seconds']:>8.2f}  {verdict}"
+    )
+
+
+def _print(args: argparse.Namespace, line: str) -> None:
+    if not args.quiet:
+        print(line, flush=True)
