@@ -40,6 +40,12 @@ INSTALL_HINT = "pip install 'mutmut>=3'  (or: pip install -e '.[mutate]')"
 # A mutant that deadlocks waits out its timeout: this many times its tests' clean duration, plus 1 s.
 _TIMEOUT_MULTIPLIER = 5.0
 _KILLED_STATUSES = frozenset({"killed", "timeout"})
+# mutmut runs each mutant in a child forked from a process that already ran torch; there, mutants of
+# code the tests barely touch (device resolution, CUDA-only stream hand-off) were reported as timeouts
+# although the same tests pass in seconds in a fresh process. A timeout is therefore rechecked: the
+# killer tests run once more in a new interpreter with the mutant active. Tests fail: killed. Tests
+# pass: survived. Still running after the limit: a real timeout (counted as killed).
+_RECHECK_LIMIT_S = 300.0
 # Folders of committed files that tests read, copied beside the tests when the repository has them.
 _TEST_DATA_FOLDERS = ("docs",)
 _IGNORED_WHEN_STAGING = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "mutants")
@@ -118,6 +124,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, help="stage here and keep it (default: a temporary folder)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1, help="mutants run in parallel")
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
+    parser.add_argument(
+        "--recheck-limit",
+        type=float,
+        default=_RECHECK_LIMIT_S,
+        help=f"seconds a timed-out mutant's tests may run when rechecked in a fresh process (default {_RECHECK_LIMIT_S:g})",
+    )
+    parser.add_argument(
+        "--no-recheck", action="store_true", help="trust mutmut's timeouts as kills instead of rechecking them"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the scores and the verdict")
 
 
@@ -141,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         if not _run_mutmut(path_workdir, args.max_children):
             print(f"cacheproof mutate: mutmut failed, see {path_workdir / 'mutmut.log'}", file=sys.stderr)
             return 2
-        path_report = read_report(path_workdir, staged, args.target)
+        rechecked = {} if args.no_recheck else recheck_timeouts(path_workdir, args.tests, args.recheck_limit)
+        path_report = read_report(path_workdir, staged, args.target, rechecked)
         scores.extend(path_report.scores)
         survivors.extend(path_report.survivors)
     report = MutationReport(target=args.target, scores=scores, survivors=survivors)
@@ -185,9 +201,14 @@ def stage_workspace(root: Path, workdir: Path, paths: list[str], tests: list[str
     return staged_paths
 
 
-def read_report(workdir: Path, staged_paths: dict[str, str], target: float) -> MutationReport:
-    """Score each requested path from mutmut's per-file results, and describe every survivor."""
+def read_report(
+    workdir: Path, staged_paths: dict[str, str], target: float, rechecked: dict[str, str] | None = None
+) -> MutationReport:
+    """Score each requested path from mutmut's per-file results, and describe every survivor.
+    `rechecked` maps a mutant name to the status a recheck gave it; it replaces mutmut's."""
     from mutmut.stats import status_by_exit_code
+
+    rechecked = rechecked or {}
 
     scores = {path: PathScore(path) for path in staged_paths}
     survivors: list[Survivor] = []
@@ -199,7 +220,7 @@ def read_report(workdir: Path, staged_paths: dict[str, str], target: float) -> M
         source_file = _source_path(owner, staged_paths[owner], staged_file)
         exit_codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
         for name, exit_code in sorted(exit_codes.items(), key=lambda item: _mutant_order(item[0])):
-            status = status_by_exit_code[exit_code]
+            status = rechecked.get(name, status_by_exit_code[exit_code])
             scores[owner].total += 1
             if status in _KILLED_STATUSES:
                 scores[owner].killed += 1
@@ -208,6 +229,38 @@ def read_report(workdir: Path, staged_paths: dict[str, str], target: float) -> M
             line = mutant_line(workdir / staged_file, name, diff)
             survivors.append(Survivor(name=name, path=source_file, line=line, status=status, diff=diff))
     return MutationReport(target=target, scores=list(scores.values()), survivors=survivors)
+
+
+def recheck_timeouts(workdir: Path, tests: list[str], limit_s: float = _RECHECK_LIMIT_S) -> dict[str, str]:
+    """Run the killer tests once more, in a fresh interpreter, for every mutant mutmut timed out:
+    "killed" when they fail, "survived (timed out under mutmut only)" when they pass, "timeout" when
+    they are still running after limit_s. Returns the new status by mutant name."""
+    from mutmut.stats import status_by_exit_code
+
+    rechecked: dict[str, str] = {}
+    for meta in sorted((workdir / "mutants").rglob("*.py.meta")):
+        exit_codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+        for name, exit_code in sorted(exit_codes.items(), key=lambda item: _mutant_order(item[0])):
+            if status_by_exit_code[exit_code] == "timeout":
+                rechecked[name] = _run_tests_with_mutant(workdir / "mutants", name, tests, limit_s)
+    return rechecked
+
+
+def _run_tests_with_mutant(mutants: Path, name: str, tests: list[str], limit_s: float) -> str:
+    environment = {**os.environ, "CI": "true", "PYTHONDONTWRITEBYTECODE": "1", "MUTANT_UNDER_TEST": name}
+    environment.pop("HYPOTHESIS_PROFILE", None)
+    environment["PYTHONPATH"] = str(mutants / "src")
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *tests]
+    try:
+        finished = subprocess.run(
+            command, cwd=mutants, env=environment, capture_output=True, text=True, timeout=limit_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return _RECHECK_SURVIVED if finished.returncode == 0 else "killed"
+
+
+_RECHECK_SURVIVED = "survived (timed out under mutmut only)"
 
 
 def format_report(report: MutationReport, *, quiet: bool = False) -> str:

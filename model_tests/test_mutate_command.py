@@ -123,3 +123,24 @@ def test_a_real_run_kills_one_mutant_and_reports_the_other(
     assert report["met"] is False
     assert report["scores"] == [{"path": "core", "killed": 1, "total": 2, "percent": 50.0}]
     assert [(s["path"], s["line"]) for s in report["survivors"]] == [("core/arith.py", 2)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mutmut") is None, reason="mutmut is not installed")
+def test_a_timeout_is_rechecked_in_a_fresh_process(tmp_path: Path) -> None:
+    # mutmut reported spurious timeouts for mutants whose tests pass in seconds. Mark both fixture
+    # mutants as timed out (SIGXCPU, exit code -24): the recheck finds `number / 2` killed (double(1) is
+    # 0.5) and `number * 3` surviving, and the report counts only the first as killed.
+    root = _write_fixture(tmp_path / "root")
+    workdir = tmp_path / "work"
+    argv = ["mutate", "--root", str(root), "--paths", "core", "--tests", "tests/test_arith.py"]
+    assert main([*argv, "--max-children", "1", "--workdir", str(workdir), "--quiet"]) == 1
+    meta = workdir / "0-core" / "mutants" / "src" / "tiny" / "core" / "arith.py.meta"
+    data = json.loads(meta.read_text())
+    data["exit_code_by_key"] = {name: -24 for name in data["exit_code_by_key"]}
+    meta.write_text(json.dumps(data))
+    rechecked = mutate.recheck_timeouts(workdir / "0-core", ["tests/test_arith.py"], limit_s=120)
+    assert sorted(rechecked.values()) == ["killed", "survived (timed out under mutmut only)"]
+    report = mutate.read_report(workdir / "0-core", {"core": "src/tiny/core"}, 95.0, rechecked)
+    assert [(score.killed, score.total) for score in report.scores] == [(1, 2)]
+    assert [survivor.status for survivor in report.survivors] == ["survived (timed out under mutmut only)"]
+    assert "+    return number * 3" in report.survivors[0].diff
