@@ -24,6 +24,7 @@ from cacheproof.spec import (
     EntryState,
     EntryView,
     InvalidArgumentError,
+    TooLargeError,
     UnknownKeyError,
     invariants,
     transitions,
@@ -171,36 +172,36 @@ def _empty(make: Callable[[int], Any]) -> Any:
 
 # (operation, build, call, words the message must hold besides the operation)
 _FAILING_CALLS: list[tuple[str, Callable[[Callable[[int], Any]], Any], Callable[[Any], Any], tuple[str, ...]]] = [
-    ("reserve", _empty, lambda c: c.reserve(_UNHASHABLE, 2), ("['u']",)),
+    ("reserve", _empty, lambda c: c.reserve(_UNHASHABLE, 2), ("['u']", "list")),
     ("reserve", _empty, lambda c: c.reserve(_KEY, 0), ("'k'", "0", "int")),
     ("reserve", _empty, lambda c: c.reserve(_KEY, 9), ("'k'", "9", "8")),
     ("reserve", _empty, lambda c: c.reserve(_KEY, 2, retain=1), ("'k'", "1", "int")),
     ("reserve", _reserved, lambda c: c.reserve(_KEY, 2), ("'k'", "RESERVED")),
-    ("acquire", _empty, lambda c: c.acquire(_UNHASHABLE, 2), ("['u']",)),
+    ("acquire", _empty, lambda c: c.acquire(_UNHASHABLE, 2), ("['u']", "list")),
     ("acquire", _empty, lambda c: c.acquire(_KEY, -1), ("'k'", "-1", "int")),
     ("acquire", _empty, lambda c: c.acquire(_KEY, 9), ("'k'", "9", "8")),
     ("acquire", _empty, lambda c: c.acquire(_KEY, 2, retain="yes"), ("'k'", "'yes'", "str")),
     ("acquire", _empty, lambda c: c.acquire(_KEY, 2.0), ("'k'", "2.0", "float")),
     ("acquire", _reserved, lambda c: c.acquire(_KEY, 3), ("'k'", "3", "2")),
-    ("commit", _empty, lambda c: c.commit(_UNHASHABLE, b"ab"), ("['u']",)),
+    ("commit", _empty, lambda c: c.commit(_UNHASHABLE, b"ab"), ("['u']", "list")),
     # The rule broken: CONTRACT.md's sizable types (kills the "XXbytearray, ... tensorXX" mutant).
     ("commit", _reserved, lambda c: c.commit(_KEY, "ab"), ("'k'", "str", "bytes, bytearray, memoryview")),
     ("commit", _reserved, lambda c: c.commit(_KEY, b""), ("'k'", "0")),
     ("commit", _empty, lambda c: c.commit(_KEY, b"ab"), ("'k'",)),
     ("commit", _in_use, lambda c: c.commit(_KEY, b"ab"), ("'k'", "READY")),
     ("commit", _reserved, lambda c: c.commit(_KEY, b"abc"), ("'k'", "3", "2")),
-    ("put", _empty, lambda c: c.put(_UNHASHABLE, b"ab"), ("['u']",)),
+    ("put", _empty, lambda c: c.put(_UNHASHABLE, b"ab"), ("['u']", "list")),
     ("put", _empty, lambda c: c.put(_KEY, 7), ("'k'", "int")),
     ("put", _empty, lambda c: c.put(_KEY, bytes(9)), ("'k'", "9", "8")),
     ("put", _idle, lambda c: c.put(_KEY, b"ab"), ("'k'", "READY")),
-    ("get", _empty, lambda c: c.get(_UNHASHABLE), ("['u']",)),
+    ("get", _empty, lambda c: c.get(_UNHASHABLE), ("['u']", "list")),
     ("get", _empty, lambda c: c.get(_KEY), ("'k'",)),
     ("get", _reserved, lambda c: c.get(_KEY), ("'k'", "RESERVED")),
-    ("pop", _empty, lambda c: c.pop(_UNHASHABLE), ("['u']",)),
+    ("pop", _empty, lambda c: c.pop(_UNHASHABLE), ("['u']", "list")),
     ("pop", _empty, lambda c: c.pop(_KEY), ("'k'",)),
     ("pop", _reserved, lambda c: c.pop(_KEY), ("'k'", "RESERVED")),
     ("pop", _in_use, lambda c: c.pop(_KEY), ("'k'", "1")),
-    ("release", _empty, lambda c: c.release(_UNHASHABLE), ("['u']",)),
+    ("release", _empty, lambda c: c.release(_UNHASHABLE), ("['u']", "list")),
     ("release", _empty, lambda c: c.release(_KEY), ("'k'",)),
     ("release", _idle, lambda c: c.release(_KEY), ("'k'", "0")),
     ("evict", _empty, lambda c: c.evict(-1), ("-1", "int")),
@@ -208,7 +209,7 @@ _FAILING_CALLS: list[tuple[str, Callable[[Callable[[int], Any]], Any], Callable[
     ("evict", _empty, lambda c: c.evict(9), ("9", "8")),
     ("evict", _in_use, lambda c: c.evict(7), ("7", "2", "8")),
     ("clear", _reserved, lambda c: c.clear(), ()),
-    ("in", _empty, lambda c: _UNHASHABLE in c, ("['u']",)),
+    ("in", _empty, lambda c: _UNHASHABLE in c, ("['u']", "list")),
 ]
 
 
@@ -456,3 +457,84 @@ def test_the_spec_repr_shows_its_byte_counts() -> None:
     assert shown.startswith("CacheSpec(")
     for part in ("capacity_bytes=10", "entries=2", "reserved=2", "pinned=0", "idle=3"):
         assert part in shown, (part, shown)
+
+
+# TensorLRUCache construction and devices, on a machine without CUDA. The device rules
+# (docs/tensor_lru_cache.md, _resolve_device): None means CUDA if available, else CPU; a CUDA device
+# without an index gets the current one; stream_aware only takes effect on CUDA.
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [({"stream_aware": 1}, ("stream_aware", "1", "int")), ({"device": 3}, ("device", "3"))],
+    ids=["stream_aware", "device"],
+)
+def test_construction_rejects_bad_arguments_naming_them(kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+    # Kills __init__'s `InvalidArgumentError(None)` and `type(None).__name__` message mutants for
+    # stream_aware, and _resolve_device's `InvalidArgumentError(None)`.
+    with pytest.raises(InvalidArgumentError) as raised:
+        TensorLRUCache(8, **kwargs)
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
+def test_values_are_stored_on_the_caches_device() -> None:
+    # Kills _store's `torch.empty(..., device=None)` and `torch.empty(...)` without a device, which
+    # store on the CPU. The "meta" device needs no accelerator and is not the CPU.
+    cache = TensorLRUCache(16, device="meta")
+    assert cache.put("a", b"ab")
+    assert cache.reserve("b", 4)
+    cache.commit("b", torch.zeros(4, dtype=torch.uint8))
+    assert cache.get("a").device.type == "meta"
+    assert cache.get("b").device.type == "meta"
+
+
+def test_no_device_means_cuda_when_it_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With CUDA reported available and current device 1: None resolves to cuda:1, "cuda" to cuda:1,
+    # "cuda:0" stays cuda:0, "cpu" stays cpu. Kills _resolve_device's `... and False`, "XXcudaXX" and
+    # "CUDA" for the default, `resolved.type == "XXcudaXX"`/"CUDA", `index is not None`,
+    # `resolved = None`, `torch.device(None, ...)`, `torch.device("cuda", None)`, `torch.device("cuda", )`
+    # and the "XXcudaXX"/"CUDA" device names (none of them can be told apart on the CPU otherwise).
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert tensor_lru_cache._resolve_device(None) == torch.device("cuda", 1)
+    assert tensor_lru_cache._resolve_device("cuda") == torch.device("cuda", 1)
+    assert tensor_lru_cache._resolve_device("cuda:0") == torch.device("cuda", 0)
+    assert tensor_lru_cache._resolve_device("cpu") == torch.device("cpu")
+
+
+def test_stream_awareness_is_off_by_default_and_on_only_for_cuda() -> None:
+    # Builds caches on cuda:0 without touching the device (no value is stored). Kills __init__'s
+    # default `stream_aware=True`, `self._stream_aware = None` and the `== "XXcudaXX"`/"CUDA" mutants.
+    assert TensorLRUCache(8, device="cuda:0")._stream_aware is False
+    assert TensorLRUCache(8, device="cuda:0", stream_aware=True)._stream_aware is True
+    assert TensorLRUCache(8, device="cpu", stream_aware=True)._stream_aware is False
+
+
+@pytest.mark.parametrize("make", [_spec_cache, _tensor_cache], ids=["CacheSpec", "TensorLRUCache"])
+def test_the_documented_too_large_message(make: Callable[[int], Any]) -> None:
+    # docs/decisions.md gives this exact message: `reserve('img-3'): 9 bytes exceed capacity_bytes=8;
+    # an item that can never fit is rejected`. Kills _check_fits_capacity's "XX...XX" and upper-case
+    # mutants of the rule's words.
+    with pytest.raises(TooLargeError) as raised:
+        make(8).reserve("img-3", 9)
+    assert str(raised.value) == "reserve('img-3'): 9 bytes exceed capacity_bytes=8; an item that can never fit is rejected"
+
+
+@pytest.mark.parametrize("make", [_spec_cache, _tensor_cache], ids=["CacheSpec", "TensorLRUCache"])
+@pytest.mark.parametrize(("capacity", "words"), [(0, ("capacity_bytes", "0", "int")), ("8", ("capacity_bytes", "'8'", "str"))])
+def test_a_bad_capacity_is_named_with_its_type(make: Callable[[int], Any], capacity: Any, words: tuple[str, ...]) -> None:
+    # Kills check_capacity's `InvalidArgumentError(None)` and `type(None).__name__` mutants.
+    with pytest.raises(InvalidArgumentError) as raised:
+        make(capacity)
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
+@pytest.mark.parametrize("make", [_spec_cache, _tensor_cache], ids=["CacheSpec", "TensorLRUCache"])
+def test_the_smallest_capacity_and_value_are_one_byte(make: Callable[[int], Any]) -> None:
+    # CONTRACT.md: capacity_bytes >= 1 and a value's size >= 1. Kills check_capacity's `< 2`/`<= 1`
+    # and check_value's `size < 2`/`size <= 1`.
+    cache = make(1)
+    assert cache.put("a", b"x")
+    assert cache.stats().idle_bytes == 1
