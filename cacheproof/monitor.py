@@ -186,7 +186,10 @@ class MonitoredCache:
             if difference is not None:
                 self._records.append(_record(op, args, kwargs, result, error))
                 self._diverge(difference)
-            record = _record(op, args, kwargs, wanted, wanted_error)
+            if op in _VALUE_ARGUMENT_OPERATIONS or wanted_error is not None:
+                record = _record(op, args, kwargs, wanted, wanted_error)
+            else:
+                record = (op, args, kwargs, wanted, None)
             if entries:
                 self._records.append(record)
             else:
