@@ -491,10 +491,10 @@ class MmRunLayout:
             raise ValueError(f"cu_offsets must be nondecreasing: cu_offsets[{i + 1}] = {cu[i + 1]} < {cu[i]}")
         if cu[-1] != num_runs:
             raise ValueError(f"cu_offsets must end at the number of runs {num_runs}, got {cu[-1]}")
-        for name, array in (("run_lengths", lengths), ("run_positions", positions)):
-            if array.size and int(array.min()) < 0:
-                i = int(np.argmin(array))
-                raise ValueError(f"{name}[{i}] = {array[i]} is negative")
+        for name, values in (("run_lengths", lengths), ("run_positions", positions)):
+            if values.size and int(values.min()) < 0:
+                i = int(np.argmin(values))
+                raise ValueError(f"{name}[{i}] = {values[i]} is negative")
         if lengths.size and (int(positions.max()) + int(lengths.max()) > INT64_MAX):
             raise OverflowError("run_positions + run_lengths does not fit int64")
         object.__setattr__(self, "_cu_offsets", cu)

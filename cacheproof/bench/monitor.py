@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from cacheproof.monitor import monitor
 from cacheproof.progress import summary_table
-from cacheproof.spec import Acquired, CacheError, CacheSpec, EntryState
+from cacheproof.spec import CacheError, CacheSpec, EntryState
 
 _SIZES = (64, 256, 1024)
 
