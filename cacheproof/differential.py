@@ -8,6 +8,7 @@ from typing import Any, Hashable, Iterable, NamedTuple
 
 from cacheproof.calls import Call, invoke, to_python
 from cacheproof.spec import CacheError
+from cacheproof.spec.invariants import Step, broken_invariants
 from cacheproof.values import values_equal
 
 STATS_FIELDS = (
@@ -79,6 +80,27 @@ def state_difference(spec: Any, cache: Any, keys: Iterable[Hashable]) -> str | N
         if actual_entries != expected_entries:
             return f"snapshot(): spec {expected_entries}, this cache {actual_entries}"
     return None
+
+
+def step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
+    """Make `call` on the spec and on the cache (values made by the cache's recipe); describe the
+    first problem: an invariant the spec's own step breaks, a different outcome, or a different
+    state (len, `in` over `keys`, stats, snapshot). None when the step agrees."""
+    before = spec.snapshot()
+    expected = run_spec_call(spec, call, values_from=cache)
+    actual = run_call(cache, call)
+    step = Step(call.op, spec.capacity_bytes, before, spec.snapshot(), expected.error is not None)
+    broken = broken_invariants(step)
+    if broken:
+        names = ", ".join(f"{i.name} ({i.rule})" for i in broken)
+        return f"the spec itself breaks {names} on {call.op}"
+    difference = outcome_difference(call, expected, actual)
+    if difference is not None:
+        return difference
+    try:
+        return state_difference(spec, cache, keys)
+    except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
+        return f"inspecting the cache raised {type(error).__name__}: {error}"
 
 
 def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:

@@ -6,16 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from cacheproof.calls import Call
-from cacheproof.differential import (
-    normalize_snapshot,
-    outcome_difference,
-    run_call,
-    run_spec_call,
-    state_difference,
-)
+from cacheproof.differential import normalize_snapshot, step_difference
 from cacheproof.machine import KEYS
 from cacheproof.spec import CacheSpec
-from cacheproof.spec.invariants import Step, broken_invariants
 
 
 @dataclass(frozen=True)
@@ -37,26 +30,11 @@ def first_divergence(
     cache = factory(capacity_bytes)
     keys = KEYS + tuple(_hashable_keys(calls))
     for index, call in enumerate(calls):
-        before = spec.snapshot()
-        expected = run_spec_call(spec, call, values_from=cache)
-        actual = run_call(cache, call)
-        step = Step(call.op, capacity_bytes, before, spec.snapshot(), expected.error is not None)
-        broken = broken_invariants(step)
-        message = (
-            f"the spec itself breaks {', '.join(i.name for i in broken)}" if broken
-            else outcome_difference(call, expected, actual) or _state_difference(spec, cache, keys)
-        )
+        message = step_difference(spec, cache, call, keys)
         if message is not None:
             cache_snapshot = normalize_snapshot(cache.snapshot()) if hasattr(cache, "snapshot") else None
             return SequenceDivergence(index, call, message, normalize_snapshot(spec.snapshot()), cache_snapshot)
     return None
-
-
-def _state_difference(spec: CacheSpec, cache: Any, keys: tuple) -> str | None:
-    try:
-        return state_difference(spec, cache, keys)
-    except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
-        return f"inspecting the cache raised {type(error).__name__}: {error}"
 
 
 def _hashable_keys(calls: Sequence[Call]):
