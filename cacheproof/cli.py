@@ -1,4 +1,4 @@
-"""The `cacheproof` command line: check | prove | replay | bench | docs | mutate.
+"""The `cacheproof` command line: check | prove | replay | bench | docs.
 
 Each subcommand lives in its own module, which exposes `add_arguments(parser)` and `run(args) -> int`.
 Modules are imported only when their subcommand runs, so `cacheproof check` does not load z3.
@@ -11,17 +11,25 @@ import importlib
 import sys
 
 _SUBCOMMANDS = {
-    "check": ("cacheproof.check", "run the differential checker: spec vs a cache"),
-    "prove": ("cacheproof.prove", "prove the capacity and refcount invariants with z3"),
-    "replay": ("cacheproof.replay", "replay a trace against the spec or a cache"),
+    "check": ("cacheproof.check.command", "run the differential checker: spec vs a cache"),
+    "prove": ("cacheproof.prove.command", "prove the capacity and refcount invariants with z3"),
+    "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor"),
-    "docs": ("cacheproof.docs", "regenerate the generated documents under docs/"),
-    "mutate": ("cacheproof.mutate", "mutation testing of spec/ and impl/"),
+    "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
+}
+
+
+_MOVED = {
+    "mutate": "mutation testing is a tool of the repository, not of the installed package: "
+    "run `python tools/mutate.py` in a clone of cacheproof (docs/mutation.md)",
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _MOVED:
+        print(f"cacheproof {argv[0]}: {_MOVED[argv[0]]}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="cacheproof", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = argv[0] if argv and argv[0] in _SUBCOMMANDS else None

@@ -17,10 +17,10 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from cacheproof.checker import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
-from cacheproof.differential import Divergence, run_spec_call
-from cacheproof.machine import Tally, machine_for
-from cacheproof.sequence import first_divergence, shrink
+from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
+from cacheproof.check.differential import Divergence, run_spec_call
+from cacheproof.check.machine import Tally, machine_for
+from cacheproof.check.sequence import first_divergence, shrink
 from cacheproof.spec import CacheSpec
 from cacheproof.settings import register_profiles
 

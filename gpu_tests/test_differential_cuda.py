@@ -7,9 +7,9 @@ import unittest
 
 import torch
 
-from cacheproof.checker import run_check
+from cacheproof.check.run import run_check
 from cacheproof.impl import TensorLRUCache
-from cacheproof.machine import machine_for
+from cacheproof.check.machine import machine_for
 
 _NEEDS_CUDA = unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
 

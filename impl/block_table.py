@@ -127,7 +127,7 @@ def _read_pages(page_buffers: Sequence[object], scale: object, divisor: object) 
 
 def _fits(highest: int, scale: int, divisor: int, limit: int) -> bool:
     """Arithmetic with `limit` as largest value is exact when scale, divisor and the largest
-    product max(highest, 0) * scale all fit (proved by cacheproof.prove_blocks)."""
+    product max(highest, 0) * scale all fit (proved by cacheproof.prove.block_ids)."""
     return scale <= limit and divisor <= limit and max(highest, 0) * scale <= limit
 
 
@@ -180,7 +180,7 @@ def _transform_in_place(values: np.ndarray, highest: int, scale: int, divisor: i
     (max(p, 0) is 0 for BAD_PAGE_INDEX, and 0 stays 0, so zero padding may ride along).
 
     int32 arithmetic when the largest product fits int32, int64 when it fits int64, Python
-    integers otherwise (cacheproof.prove_blocks proves the first two exact)."""
+    integers otherwise (cacheproof.prove.block_ids proves the first two exact)."""
     np.maximum(values, 0, out=values)
     if scale == 1 and divisor == 1:
         return

@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 import pytest
 from cachetools import LRUCache
 
-from cacheproof.calls import Call, ValueRecipe
-from cacheproof.checker import run_check
-from cacheproof.sequence import first_divergence
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.run import run_check
+from cacheproof.check.sequence import first_divergence
 from examples import cachetools_reserving_cache, vllm_style_encoder_cache
 from examples.vllm_style_encoder_cache import EncoderCacheManager
 

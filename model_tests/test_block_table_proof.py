@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import z3
 
-from cacheproof import prove_blocks
+from cacheproof.prove import block_ids as prove_blocks
 
 
 def test_every_block_transform_claim_is_proved():

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from cacheproof import calls as call_format
+from cacheproof.check import calls as call_format
 from cacheproof.cli import main
-from cacheproof.sequence import first_divergence
+from cacheproof.check.sequence import first_divergence
 from cacheproof.spec import CacheSpec
 from model_tests.broken_caches import BROKEN_CACHES
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cacheproof import invariant_docs
+from cacheproof.docs import invariants as invariant_docs
 from cacheproof.spec.invariants import INVARIANTS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "invariants.md"

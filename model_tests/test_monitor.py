@@ -8,9 +8,9 @@ import torch
 
 from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
-from cacheproof.monitor import DivergenceError, monitor
+from cacheproof.trace.monitor import DivergenceError, monitor
 from cacheproof.spec import Acquired, CacheSpec, UnknownKeyError, WrongStateError
-from cacheproof.trace import SOME_VALUE, read_trace
+from cacheproof.trace.format import SOME_VALUE, read_trace
 from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
 
 

@@ -1,4 +1,4 @@
-"""`cacheproof mutate`: argument parsing, the missing-tool exit, staging under the package-dir mapping,
+"""tools/mutate.py: argument parsing, the missing-tool exit, staging under the package-dir mapping,
 and one real mutmut run on a two-mutant fixture where one mutant is killed and one survives."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof import mutate
-from cacheproof.cli import main
-from cacheproof.mutate import MutationReport, PathScore, Survivor, format_report, stage_workspace
+from tools import mutate
+from tools.mutate import MutationReport, PathScore, Survivor, format_report, stage_workspace
 
 _FIXTURE_FILES = {
     "pyproject.toml": '[tool.setuptools.package-dir]\n"tiny" = "tiny"\n"tiny.core" = "core"\n',
@@ -34,7 +33,7 @@ def _write_fixture(root: Path) -> Path:
 
 
 def test_help_lists_the_options(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["mutate", "--help"]) == 0
+    assert mutate.main(["--help"]) == 0
     shown = capsys.readouterr().out
     for option in ("--paths", "--json", "--quiet", "--target"):
         assert option in shown
@@ -44,7 +43,7 @@ def test_missing_mutmut_exits_2_with_the_install_hint(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(mutate.importlib.util, "find_spec", lambda name: None)
-    assert main(["mutate"]) == 2
+    assert mutate.main([]) == 2
     assert "pip install 'mutmut>=3'" in capsys.readouterr().err
 
 
@@ -111,8 +110,8 @@ def test_a_real_run_kills_one_mutant_and_reports_the_other(
 ) -> None:
     root = _write_fixture(tmp_path / "root")
     report_path = tmp_path / "report.json"
-    argv = ["mutate", "--root", str(root), "--paths", "core", "--tests", "tests/test_arith.py"]
-    exit_code = main([*argv, "--max-children", "1", "--workdir", str(tmp_path / "work"), "--json", str(report_path)])
+    argv = ["--root", str(root), "--paths", "core", "--tests", "tests/test_arith.py"]
+    exit_code = mutate.main([*argv, "--max-children", "1", "--workdir", str(tmp_path / "work"), "--json", str(report_path)])
     shown = capsys.readouterr().out
     # `number * 2` gives two mutants: `number / 2` (double(1) == 0.5, killed) and `number * 3` (survives).
     assert exit_code == 1
@@ -132,8 +131,8 @@ def test_a_timeout_is_rechecked_in_a_fresh_process(tmp_path: Path) -> None:
     # 0.5) and `number * 3` surviving, and the report counts only the first as killed.
     root = _write_fixture(tmp_path / "root")
     workdir = tmp_path / "work"
-    argv = ["mutate", "--root", str(root), "--paths", "core", "--tests", "tests/test_arith.py"]
-    assert main([*argv, "--max-children", "1", "--workdir", str(workdir), "--quiet"]) == 1
+    argv = ["--root", str(root), "--paths", "core", "--tests", "tests/test_arith.py"]
+    assert mutate.main([*argv, "--max-children", "1", "--workdir", str(workdir), "--quiet"]) == 1
     meta = workdir / "0-core" / "mutants" / "src" / "tiny" / "core" / "arith.py.meta"
     data = json.loads(meta.read_text())
     data["exit_code_by_key"] = {name: -24 for name in data["exit_code_by_key"]}

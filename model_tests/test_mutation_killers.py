@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from cacheproof import lifecycle_docs
+from cacheproof.docs import lifecycle as lifecycle_docs
 from cacheproof.impl import tensor_lru_cache
 from cacheproof.impl.tensor_lru_cache import TensorLRUCache
 from cacheproof.spec import (

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 import z3
 
-from cacheproof import aggregate_model, entry_model, prove
+from cacheproof.prove import aggregate_model
+from cacheproof.prove import entry_model
+from cacheproof.prove import command as prove
 from cacheproof.cli import main
-from cacheproof.checker import run_check
-from cacheproof.counterexample import FROM_OPERATIONS, breaks_invariant
+from cacheproof.check.run import run_check
+from cacheproof.prove.counterexample import FROM_OPERATIONS, breaks_invariant
 from cacheproof.spec import CacheSpec, rules
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.types import Acquired, EntryState

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from cacheproof.checker import run_check
+from cacheproof.check.run import run_check
 from cacheproof.cli import main
-from cacheproof.replay import snapshot_diff
-from cacheproof.trace import write_counterexample_trace
+from cacheproof.trace.replay import snapshot_diff
+from cacheproof.trace.format import write_counterexample_trace
 from model_tests.broken_caches import GetDoesNotPromote
 
 HEADER = '{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 4}'

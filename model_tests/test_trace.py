@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from cacheproof.calls import Call, ValueRecipe
-from cacheproof.checker import run_check
-from cacheproof.trace import (
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.run import run_check
+from cacheproof.trace.format import (
     SOME_VALUE,
     TraceFormatError,
     TracedCall,
@@ -104,7 +104,7 @@ def test_counterexample_trace_holds_the_spec_outcomes(tmp_path):
 def test_schema_names_the_fields_the_writer_uses():
     from importlib.resources import files
 
-    schema = json.loads(files("cacheproof").joinpath("trace_schema.json").read_text())
+    schema = json.loads(files("cacheproof.trace").joinpath("schema.json").read_text())
     header, call = schema["$defs"]["header"], schema["$defs"]["call"]
     lines = [json.loads(line) for line in trace_text(spec_trace(8, CALLS)).splitlines()]
     assert set(lines[0]) == set(header["required"])

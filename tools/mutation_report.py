@@ -1,11 +1,11 @@
-"""Finish a `cacheproof mutate` run whose mutmut stage is done: recheck its timeouts in a fresh
+"""Finish a tools/mutate.py run whose mutmut stage is done: recheck its timeouts in a fresh
 interpreter and print (and optionally write as JSON) the report, exactly as the command would.
 
     python tools/mutation_report.py WORKDIR PATH STAGED [--tests T ...] [--json OUT]
 
 WORKDIR is the per-path staged folder (the one holding mutants/), PATH the requested path (spec,
 impl/tensor_lru_cache.py) and STAGED its staged path (src/cacheproof/spec, ...). Used when a run was
-started with an older cacheproof/mutate.py that did not recheck timeouts yet.
+started with an older tools/mutate.py that did not recheck timeouts yet.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cacheproof import mutate  # noqa: E402
+from tools import mutate  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cacheproof.checker import run_check
+from cacheproof.check.run import run_check
 from cacheproof.progress import summary_table
 from cacheproof.spec import CacheSpec
 

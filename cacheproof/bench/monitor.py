@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cacheproof.monitor import monitor
+from cacheproof.trace.monitor import monitor
 from cacheproof.progress import summary_table
 from cacheproof.spec import CacheError, CacheSpec, EntryState
 

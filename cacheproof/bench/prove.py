@@ -8,7 +8,9 @@ import json
 import time
 from pathlib import Path
 
-from cacheproof import aggregate_model, entry_model, liveness
+from cacheproof.prove import aggregate_model
+from cacheproof.prove import entry_model
+from cacheproof.prove import liveness
 
 DEFAULT_SLOTS = (4, 8, 16, 32, 64)
 

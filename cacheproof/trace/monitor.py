@@ -7,7 +7,7 @@ or the error class by name anywhere in the MRO, as the checker does) and `len()`
 are compared every `state_every` calls (1: after every call), by default every max(16, 2 * entries)
 calls, which bounds their cost per call.
 
-The calls are recorded as a trace (see cacheproof.trace): a value passed to commit/put as
+The calls are recorded as a trace (see cacheproof.trace.format): a value passed to commit/put as
 `{"nbytes": size, "tag": 0}` (its size, not its contents: the lifecycle depends on sizes only),
 a get/pop result as `{"value": true}`. The trace in memory restarts whenever the cache becomes
 empty (an empty cache replays the same from there on); `trace_path` logs every call, line-buffered.
@@ -25,11 +25,11 @@ import threading
 from pathlib import Path
 from typing import Any, Hashable, TextIO
 
-from cacheproof.calls import Call, ValueRecipe, to_python
-from cacheproof.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
+from cacheproof.check.calls import Call, ValueRecipe, to_python
+from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
 from cacheproof.spec.values import value_size
-from cacheproof.trace import SOME_VALUE, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+from cacheproof.trace.format import SOME_VALUE, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 
 _VALUE_OPERATIONS = ("get", "pop")
 _VALUE_ARGUMENT_OPERATIONS = ("commit", "put")  # the value is the second argument
@@ -44,7 +44,7 @@ class DivergenceError(AssertionError):
 
     def __init__(self, message: str, trace: Trace) -> None:
         super().__init__(
-            f"{message}\n(the trace so far holds {len(trace.calls)} calls: cacheproof.trace.write_trace("
+            f"{message}\n(the trace so far holds {len(trace.calls)} calls: cacheproof.trace.format.write_trace("
             "path, error.trace), then `cacheproof replay path --impl MODULE:FACTORY`)"
         )
         self.message = message

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
-from cacheproof import calls as call_format
-from cacheproof.calls import Call
-from cacheproof.differential import Divergence, run_spec_call
-from cacheproof.machine import Tally, machine_for
-from cacheproof.sequence import first_divergence, shrink
+from cacheproof.check import calls as call_format
+from cacheproof.check.calls import Call
+from cacheproof.check.differential import Divergence, run_spec_call
+from cacheproof.check.machine import Tally, machine_for
+from cacheproof.check.sequence import first_divergence, shrink
 from cacheproof.spec import CacheSpec
 
 DEFAULT_EXAMPLES = 200
@@ -41,7 +41,7 @@ class Counterexample:
         module, _, factory = impl.partition(":")
         lines = [
             f"# cacheproof counterexample: {self.message}",
-            "from cacheproof.values import raises, value_for",
+            "from cacheproof.check.values import raises, value_for",
             f"from {module} import {factory} as factory",
             "",
             f"cache = factory({self.capacity_bytes})",

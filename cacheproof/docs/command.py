@@ -10,8 +10,8 @@ import importlib
 from pathlib import Path
 
 GENERATED = {
-    "invariants.md": "cacheproof.invariant_docs",
-    "lifecycle.md": "cacheproof.lifecycle_docs",
+    "invariants.md": "cacheproof.docs.invariants",
+    "lifecycle.md": "cacheproof.docs.lifecycle",
 }
 
 

@@ -15,8 +15,8 @@ from typing import Any, Callable, Hashable
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from cacheproof.calls import Call, ValueRecipe
-from cacheproof.differential import Divergence, step_difference
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.differential import Divergence, step_difference
 from cacheproof.spec import CacheSpec, EntryState
 
 KEYS: tuple[Hashable, ...] = (0, 1, 2, 3, 4, 5)

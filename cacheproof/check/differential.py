@@ -6,10 +6,10 @@ from __future__ import annotations
 import enum
 from typing import Any, Hashable, Iterable, NamedTuple
 
-from cacheproof.calls import Call, invoke, to_python
+from cacheproof.check.calls import Call, invoke, to_python
 from cacheproof.spec import CacheError
 from cacheproof.spec.invariants import Step, broken_invariants
-from cacheproof.values import values_equal
+from cacheproof.check.values import values_equal
 
 STATS_FIELDS = (
     "capacity_bytes", "ready_bytes", "reserved_bytes", "pinned_bytes", "idle_bytes", "free_bytes", "entries",

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from cacheproof.checker import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckReport, run_check
-from cacheproof.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckReport, run_check
+from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.progress import Progress, summary_table
 
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     if args.trace_out is not None and report.counterexample is not None:
-        from cacheproof.trace import write_counterexample_trace
+        from cacheproof.check.record import write_counterexample_trace
 
         write_counterexample_trace(args.trace_out, report.counterexample)
     return 0 if report.ok else 1

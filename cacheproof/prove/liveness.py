@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import z3
 
-from cacheproof import aggregate_model
-from cacheproof.induction import Goal, Outcome, ProofResult, check_goals
+from cacheproof.prove import aggregate_model
+from cacheproof.prove.induction import Goal, Outcome, ProofResult, check_goals
 from cacheproof.spec import rules
 
 MODEL = "liveness"

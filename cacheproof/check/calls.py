@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cacheproof.values import value_for
+from cacheproof.check.values import value_for
 
 OPERATIONS = (
     "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains",
@@ -17,7 +17,7 @@ OPERATIONS = (
 
 
 class ValueRecipe(NamedTuple):
-    """A value of nbytes bytes made from tag (see `cacheproof.values.value_for`)."""
+    """A value of nbytes bytes made from tag (see `cacheproof.check.values.value_for`)."""
 
     nbytes: int
     tag: int

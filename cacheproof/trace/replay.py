@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cacheproof.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.differential import Outcome, normalize_snapshot, run_call, run_spec_call
-from cacheproof.factories import FactoryError, load_factory
+from cacheproof.check.calls import Call, ValueRecipe, to_json, to_python
+from cacheproof.check.differential import Outcome, normalize_snapshot, run_call, run_spec_call
+from cacheproof.check.factories import FactoryError, load_factory
 from cacheproof.progress import summary_table
-from cacheproof.sequence import first_divergence
+from cacheproof.check.sequence import first_divergence
 from cacheproof.spec import CacheSpec
-from cacheproof.trace import (
+from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
     TracedCall,
@@ -31,7 +31,7 @@ from cacheproof.trace import (
     recorded_calls,
     recorded_result,
 )
-from cacheproof.values import value_for, values_equal
+from cacheproof.check.values import value_for, values_equal
 
 SPEC = "spec"
 RECORDING = "recording"

@@ -17,9 +17,9 @@ from typing import Any, Callable, NamedTuple
 
 import z3
 
-from cacheproof.calls import Call
-from cacheproof.counterexample import Counterexample, concrete_counterexample, value_recipe
-from cacheproof.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
+from cacheproof.check.calls import Call
+from cacheproof.prove.counterexample import Counterexample, concrete_counterexample, value_recipe
+from cacheproof.prove.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
 from cacheproof.spec import rules
 from cacheproof.spec.types import EntryState, EntryView
 

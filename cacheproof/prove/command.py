@@ -13,8 +13,10 @@ import json
 import time
 from pathlib import Path
 
-from cacheproof import aggregate_model, entry_model, liveness
-from cacheproof.induction import ProofResult
+from cacheproof.prove import aggregate_model
+from cacheproof.prove import entry_model
+from cacheproof.prove import liveness
+from cacheproof.prove.induction import ProofResult
 
 __all__ = ["ProofResult", "add_arguments", "prove_all", "run"]
 

@@ -1,4 +1,8 @@
-"""`cacheproof mutate`: mutation testing of spec/ and impl/ with mutmut, the model tests as the killer.
+"""Mutation testing of spec/ and impl/ with mutmut, the model tests as the killer, for the project's
+developers (not part of the installed package):
+
+    python tools/mutate.py [--paths spec impl/tensor_lru_cache.py] [--tests T ...] [--json report.json]
+
 
 mutmut 3 names a mutant after the module its file path spells, so the sources are staged in a scratch
 workspace as `src/<package>/...` following the package-dir mapping in pyproject.toml (spec/ becomes
@@ -51,7 +55,7 @@ _TEST_DATA_FOLDERS = ("docs",)
 _IGNORED_WHEN_STAGING = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "mutants")
 _HYPOTHESIS_PROFILE_FOR_MUTANTS = '''
 
-# Added by `cacheproof mutate`: mutmut reruns the tests in one process, so each test meets new
+# Added by tools/mutate.py: mutmut reruns the tests in one process, so each test meets new
 # executors; the verdict of a mutant must not depend on a stored or random example.
 from hypothesis import HealthCheck as _HealthCheck, settings as _settings
 
@@ -138,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mutmut") is None:
-        print(f"cacheproof mutate: mutmut is not installed; {INSTALL_HINT}", file=sys.stderr)
+        print(f"tools/mutate.py: mutmut is not installed; {INSTALL_HINT}", file=sys.stderr)
         return 2
     root = args.root.resolve()
     workdir = args.workdir.resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="cacheproof-mutation-"))
@@ -149,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             staged = stage_workspace(root, path_workdir, [path], args.tests)
         except (OSError, ValueError) as error:
-            print(f"cacheproof mutate: {error}", file=sys.stderr)
+            print(f"tools/mutate.py: {error}", file=sys.stderr)
             return 2
         if not args.quiet:
-            print(f"cacheproof mutate: {path} staged in {path_workdir}; mutmut log: {path_workdir / 'mutmut.log'}")
+            print(f"tools/mutate.py: {path} staged in {path_workdir}; mutmut log: {path_workdir / 'mutmut.log'}")
         if not _run_mutmut(path_workdir, args.max_children):
-            print(f"cacheproof mutate: mutmut failed, see {path_workdir / 'mutmut.log'}", file=sys.stderr)
+            print(f"tools/mutate.py: mutmut failed, see {path_workdir / 'mutmut.log'}", file=sys.stderr)
             return 2
         rechecked = {} if args.no_recheck else recheck_timeouts(path_workdir, args.tests, args.recheck_limit)
         path_report = read_report(path_workdir, staged, args.target, rechecked)
@@ -413,3 +417,17 @@ def _function_start(staged_file: Path, mutant_name: str) -> int | None:
             return None
         scope = found.body
     return found.lineno if found is not None else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/mutate.py", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return 0 if exit_.code == 0 else 2
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

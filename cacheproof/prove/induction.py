@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import z3
 
-from cacheproof.counterexample import Counterexample
+from cacheproof.prove.counterexample import Counterexample
 from cacheproof.spec import rules
 
 Z3_LOGIC = rules.Logic(choose=z3.If, all_of=z3.And, any_of=z3.Or, negate=z3.Not)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from cacheproof.calls import Call
-from cacheproof.differential import normalize_snapshot, step_difference
-from cacheproof.machine import KEYS
+from cacheproof.check.calls import Call
+from cacheproof.check.differential import normalize_snapshot, step_difference
+from cacheproof.check.machine import KEYS
 from cacheproof.spec import CacheSpec
 
 

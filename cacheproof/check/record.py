@@ -1,12 +1,9 @@
-"""Traces: a recorded sequence of calls on one cache and what each call did, as JSON lines.
+"""A call sequence recorded with what each call did: the writing half of the trace format.
 
-Line 1 is the header `{"cacheproof_trace": 1, "version": ..., "capacity_bytes": N}`; every other
-line is one call `{"op", "args", "kwargs"}` plus either `"result"` or `"error"` (the contract name
-of the error class). Arguments follow `cacheproof.calls`' JSON rules (a value recipe is
-`{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`); anything JSON cannot hold is written as
-`{"repr": "..."}` and read back as that string. Results: an `Acquired` by name, evicted keys as
-a list, bools and null as themselves; get/pop write the value's recipe when the trace knows it,
-else `{"value": true}` ("returned a value", contents not recorded). See docs/traces.md.
+The checker writes its counterexamples as traces (`check --trace-out`) and must not import
+`cacheproof.trace`, so the data types of a trace and their JSON-lines writer live here, beside the
+calls they record; `cacheproof.trace.format` reads what this module writes and re-exports it.
+The format itself is described in `cacheproof.trace.format` and docs/traces.md.
 """
 
 from __future__ import annotations
@@ -15,13 +12,13 @@ import enum
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple
 
 import cacheproof
-from cacheproof.calls import OPERATIONS, Call, ValueRecipe, decode_value, encode_value, from_json, to_json
-from cacheproof.differential import Outcome, run_spec_call
+from cacheproof.check.calls import Call, ValueRecipe, encode_value, to_json
+from cacheproof.check.differential import Outcome, run_spec_call
+from cacheproof.check.values import value_for
 from cacheproof.spec import CacheSpec, errors
-from cacheproof.values import value_for
 
 TRACE_FORMAT = 1
 """The value of the header's "cacheproof_trace" field this module writes and reads."""
@@ -69,10 +66,6 @@ class Trace:
     capacity_bytes: int
     calls: tuple[TracedCall, ...]
     version: str = field(default_factory=lambda: cacheproof.__version__)
-
-
-class TraceFormatError(ValueError):
-    """A trace file that cannot be read; the message names the file and line."""
 
 
 def error_name(error: BaseException) -> str:
@@ -164,93 +157,3 @@ def _encoded_result(result: Any) -> Any:
 
 def _unencodable(value: Any) -> dict:
     return {"repr": repr(value)}
-
-
-# Reading ------------------------------------------------------------------------------------
-
-def read_trace(path: str | Path) -> Trace:
-    """Parse a trace file. `TraceFormatError` names the line of the first problem."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise TraceFormatError(f"{path}: cannot read the trace: {error}") from error
-    return parse_trace(text, str(path))
-
-
-def parse_trace(text: str, source: str = "<trace>") -> Trace:
-    numbered = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    if not numbered:
-        raise TraceFormatError(f"{source}: empty trace, expected a header line")
-    number, line = numbered[0]
-    capacity_bytes, version = _header(_json_object(line, source, number), source, number)
-    calls = tuple(_traced_call(_json_object(line, source, number), source, number) for number, line in numbered[1:])
-    return Trace(capacity_bytes, calls, version)
-
-
-def _json_object(line: str, source: str, number: int) -> dict:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise TraceFormatError(f"{source} line {number}: not JSON: {error.msg}") from error
-    if not isinstance(data, dict):
-        raise TraceFormatError(f"{source} line {number}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _header(data: dict, source: str, number: int) -> tuple[int, str]:
-    where = f"{source} line {number}"
-    if "cacheproof_trace" not in data:
-        raise TraceFormatError(f"{where}: expected the header {{\"cacheproof_trace\": {TRACE_FORMAT}, ...}}")
-    if data["cacheproof_trace"] != TRACE_FORMAT:
-        raise TraceFormatError(f"{where}: unsupported trace format {data['cacheproof_trace']!r}, expected {TRACE_FORMAT}")
-    capacity = data.get("capacity_bytes")
-    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-        raise TraceFormatError(f"{where}: capacity_bytes must be an int >= 1, got {capacity!r}")
-    version = data.get("version")
-    if not isinstance(version, str):
-        raise TraceFormatError(f"{where}: version must be a string, got {version!r}")
-    return capacity, version
-
-
-def _traced_call(data: dict, source: str, number: int) -> TracedCall:
-    where = f"{source} line {number}"
-    op = data.get("op")
-    if op not in OPERATIONS:
-        raise TraceFormatError(f"{where}: unknown op {op!r}; expected one of {', '.join(OPERATIONS)}")
-    if not isinstance(data.get("args", []), list):
-        raise TraceFormatError(f"{where}: args must be a list")
-    if not isinstance(data.get("kwargs", {}), dict):
-        raise TraceFormatError(f"{where}: kwargs must be an object")
-    if ("result" in data) == ("error" in data):
-        raise TraceFormatError(f"{where}: a call needs exactly one of \"result\" and \"error\"")
-    call = from_json(data)
-    call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
-    if "error" in data:
-        if not isinstance(data["error"], str) or not data["error"]:
-            raise TraceFormatError(f"{where}: error must be the name of an error class")
-        return TracedCall(call, error=data["error"])
-    return TracedCall(call, _decoded_result(data["result"]))
-
-
-def _decoded_result(data: Any) -> Any:
-    if data == {"value": True}:
-        return SOME_VALUE
-    return _unrepr(decode_value(data))
-
-
-def _unrepr(value: Any) -> Any:
-    """`{"repr": text}` (a value JSON could not hold) becomes the string `text`."""
-    if isinstance(value, dict) and set(value) == {"repr"}:
-        return value["repr"]
-    if isinstance(value, ValueRecipe):
-        return value
-    if isinstance(value, tuple):
-        return tuple(_unrepr(v) for v in value)
-    if isinstance(value, list):
-        return [_unrepr(v) for v in value]
-    return value
-
-
-def recorded_calls(trace: Trace) -> Sequence[Call]:
-    """The calls of a trace, without their outcomes."""
-    return [traced.call for traced in trace.calls]

@@ -4,7 +4,7 @@ The pre-state is rebuilt by public operations where possible (oldest entry first
 idle entry, `acquire` then `commit` then more `acquire`s for an in-use one, `acquire`s for a
 reservation), checked against the wanted snapshot, and otherwise built with the test-only
 `CacheSpec.from_entries`. A counterexample replays on the concrete spec, prints as runnable
-Python and writes as JSON in the checker's call format (`cacheproof.calls`).
+Python and writes as JSON in the checker's call format (`cacheproof.check.calls`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, NamedTuple
 
-from cacheproof import calls
-from cacheproof.calls import Call, ValueRecipe
+from cacheproof.check import calls
+from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step
 from cacheproof.spec.types import EntryState, EntryView, Snapshot
-from cacheproof.values import value_for
+from cacheproof.check.values import value_for
 
 FROM_OPERATIONS = "operations"
 FROM_ENTRIES = "from_entries"
@@ -63,7 +63,7 @@ class Counterexample:
             "from cacheproof.spec import CacheSpec, EntryState, EntryView",
             "from cacheproof.spec.errors import CacheError",
             "from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step",
-            "from cacheproof.values import value_for",
+            "from cacheproof.check.values import value_for",
             "",
         ]
         if self.built_by == FROM_ENTRIES:

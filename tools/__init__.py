@@ -1,0 +1,1 @@
+"""Developer tools of the cacheproof repository (not installed): mutation testing, the GPU check."""
