@@ -1,6 +1,6 @@
 """Tests written to kill mutants that the model tests let survive (see docs/mutation.md).
 
-Each expectation comes from the contract's sizing rule (/work/shared/CONTRACT.md, "Size of a value"):
+Each expectation comes from the contract's sizing rule (docs/contract.md, the sizing rule of values):
 `len()` for bytes/bytearray, `.nbytes` for memoryview and numpy arrays, `numel() * element_size()`
 for torch tensors, and any other type is not sizable.
 """
