@@ -3,6 +3,10 @@ call on broken ones, and a log that `cacheproof replay` accepts."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -10,7 +14,7 @@ from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.trace.monitor import DivergenceError, monitor
 from cacheproof.spec import Acquired, CacheSpec, UnknownKeyError, WrongStateError
-from cacheproof.trace.format import SOME_VALUE, read_trace
+from cacheproof.trace.format import SOME_VALUE, Observed, read_trace
 from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
 
 
@@ -21,7 +25,9 @@ def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
         cache.release("a")  # idle entry: the spec raises WrongStateError, this cache returns False
     error = raised.value
     assert "WrongStateError" in error.message and "returns False" in error.message
-    assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", False, None)]
+    # the bad call is recorded with the spec's outcome, and the cache's own as `observed`
+    assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", None, "WrongStateError")]
+    assert error.trace.calls[1].observed == Observed(False, None, error.message)
     assert error.trace.calls[0].call.args == ("a", (2, 0))  # the value recorded by size
 
 
@@ -95,3 +101,40 @@ def test_monitor_refuses_a_non_empty_cache_or_bad_period():
         monitor(cache)
     with pytest.raises(ValueError, match="state_every"):
         monitor(CacheSpec(8), state_every=0)
+
+
+_DIES_AFTER_DIVERGING = """
+import os, sys
+from cacheproof.trace.monitor import DivergenceError, monitor
+from model_tests.broken_caches import {cache}
+cache = monitor({cache}(8), trace_path=sys.argv[1], state_every=1)
+{calls}
+try:
+    {last}
+except DivergenceError:
+    os._exit(0)  # no close(), no interpreter shutdown: only what reached the file counts
+os._exit(3)
+"""
+
+
+@pytest.mark.parametrize(
+    "cache, calls, last, line",
+    [
+        ("ReleaseOfIdleIsNoop", 'cache.put("a", b"xy")', 'cache.release("a")', "cache.release('a')"),
+        ("GetDoesNotPromote", "cache.put(0, b'a'); cache.put(1, b'b')", "cache.get(0)", "cache.get(0)"),
+    ],
+)
+def test_logged_trace_holds_the_diverging_call_when_the_process_dies_right_after(tmp_path, capsys, cache, calls, last, line):
+    path = tmp_path / "live.trace"
+    script = _DIES_AFTER_DIVERGING.format(cache=cache, calls=calls, last=last)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    trace = read_trace(path)
+    assert trace.calls[-1].observed is not None and trace.calls[-1].observed.why
+    capsys.readouterr()
+    assert main(["replay", str(path), "--impl", f"model_tests.broken_caches:{cache}"]) == 1
+    out = capsys.readouterr().out
+    assert f"divergence at step {len(trace.calls)} of {len(trace.calls)}" in out and line in out
+    assert main(["replay", str(path)]) == 1  # the spec alone: the recorded divergence is reported
+    assert "recorded by the monitor" in capsys.readouterr().out

@@ -10,8 +10,11 @@ from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.check.run import run_check
 from cacheproof.trace.format import (
     SOME_VALUE,
+    Observed,
     TraceFormatError,
     TracedCall,
+    call_line,
+    header_line,
     parse_trace,
     read_trace,
     spec_trace,
@@ -111,3 +114,14 @@ def test_schema_names_the_fields_the_writer_uses():
     for line in lines[1:]:
         assert set(line) <= set(call["properties"]) and set(call["required"]) <= set(line)
         assert line["op"] in call["properties"]["op"]["enum"]
+
+
+def test_schema_names_the_fields_of_a_diverging_call():
+    from importlib.resources import files
+
+    schema = json.loads(files("cacheproof.trace").joinpath("schema.json").read_text())
+    diverging = TracedCall(Call("release", ("a",)), error="WrongStateError", observed=Observed(False, None, "why"))
+    line = json.loads(call_line(diverging))
+    assert set(line) <= set(schema["$defs"]["call"]["properties"])
+    assert set(line["observed"]) <= set(schema["$defs"]["observed"]["properties"])
+    assert parse_trace(header_line(8) + "\n" + call_line(diverging)).calls == (diverging,)

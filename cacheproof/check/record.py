@@ -42,21 +42,48 @@ SOME_VALUE = _SomeValue()
 """A get/pop result recorded as `{"value": true}`: a value was returned, its contents unknown."""
 
 
+class Observed(NamedTuple):
+    """What the cache under test did at the call where a monitor saw it diverge from the spec.
+
+    `result` or `error` (an error class name) is the cache's outcome, recorded as a call's outcome
+    is; `why` is the monitor's description of the difference (which may be in the state, with the
+    same outcome). In a trace line: `"observed": {"result": ..., "why": "..."}` or
+    `{"error": "Name", "why": "..."}`.
+    """
+
+    result: Any = None
+    error: str | None = None
+    why: str = ""
+
+    def describe(self) -> str:
+        return describe_outcome(self.result, self.error)
+
+
 class TracedCall(NamedTuple):
-    """One call and what it did: `result` (decoded from the trace), or `error` (an error class name)."""
+    """One call and what it did: `result` (decoded from the trace), or `error` (an error class name).
+
+    `observed` is set only on the call where a monitor saw the cache diverge: `result`/`error` are
+    then the spec's outcome and `observed` the cache's.
+    """
 
     call: Call
     result: Any = None
     error: str | None = None
+    observed: Observed | None = None
 
     def describe(self) -> str:
-        if self.error is not None:
-            return f"raises {self.error}"
-        if isinstance(self.result, ValueRecipe):
-            return f"returns the value of recipe (nbytes={self.result.nbytes}, tag={self.result.tag})"
-        if self.result is SOME_VALUE:
-            return "returns a value"
-        return f"returns {self.result!r}"
+        return describe_outcome(self.result, self.error)
+
+
+def describe_outcome(result: Any, error: str | None) -> str:
+    """A recorded outcome in words: "raises NAME", "returns a value", "returns [1]"."""
+    if error is not None:
+        return f"raises {error}"
+    if isinstance(result, ValueRecipe):
+        return f"returns the value of recipe (nbytes={result.nbytes}, tag={result.tag})"
+    if result is SOME_VALUE:
+        return "returns a value"
+    return f"returns {result!r}"
 
 
 @dataclass(frozen=True)
@@ -131,11 +158,14 @@ def header_line(capacity_bytes: int, version: str | None = None) -> str:
 
 def call_line(traced: TracedCall) -> str:
     data = to_json(traced.call)
-    if traced.error is not None:
-        data["error"] = traced.error
-    else:
-        data["result"] = _encoded_result(traced.result)
+    data.update(_outcome_json(traced.result, traced.error))
+    if traced.observed is not None:
+        data["observed"] = dict(_outcome_json(traced.observed.result, traced.observed.error), why=traced.observed.why)
     return json.dumps(data, default=_unencodable)
+
+
+def _outcome_json(result: Any, error: str | None) -> dict:
+    return {"error": error} if error is not None else {"result": _encoded_result(result)}
 
 
 def trace_text(trace: Trace) -> str:

@@ -6,7 +6,9 @@ of the error class). Arguments follow `cacheproof.check.calls`' JSON rules (a va
 `{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`); anything JSON cannot hold is written as
 `{"repr": "..."}` and read back as that string. Results: an `Acquired` by name, evicted keys as
 a list, bools and null as themselves; get/pop write the value's recipe when the trace knows it,
-else `{"value": true}` ("returned a value", contents not recorded). See docs/traces.md.
+else `{"value": true}` ("returned a value", contents not recorded). The call at which a monitor saw
+the cache diverge also holds `"observed"`: the cache's own outcome and why it differs (`Observed`).
+See docs/traces.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Sequence
 from cacheproof.check.calls import OPERATIONS, Call, ValueRecipe, decode_value, from_json
 from cacheproof.check.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
+    Observed,
     SOME_VALUE,
     TRACE_FORMAT,
     VALUE_OPERATIONS,
@@ -98,11 +101,30 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
         raise TraceFormatError(f"{where}: a call needs exactly one of \"result\" and \"error\"")
     call = from_json(data)
     call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
+    result, error = _outcome(data, where)
+    return TracedCall(call, result, error, _observed(data.get("observed"), where))
+
+
+def _outcome(data: dict, where: str) -> tuple[Any, str | None]:
+    """(result, None) or (None, error name) from an object with exactly one of "result" and "error"."""
     if "error" in data:
         if not isinstance(data["error"], str) or not data["error"]:
             raise TraceFormatError(f"{where}: error must be the name of an error class")
-        return TracedCall(call, error=data["error"])
-    return TracedCall(call, _decoded_result(data["result"]))
+        return None, data["error"]
+    return _decoded_result(data["result"]), None
+
+
+def _observed(data: Any, where: str) -> Observed | None:
+    """The optional "observed" object of the call where a monitor saw the cache diverge."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or ("result" in data) == ("error" in data):
+        raise TraceFormatError(f"{where}: observed must be an object with exactly one of \"result\" and \"error\"")
+    why = data.get("why", "")
+    if not isinstance(why, str):
+        raise TraceFormatError(f"{where}: observed.why must be a string, got {why!r}")
+    result, error = _outcome(data, f"{where} (observed)")
+    return Observed(result, error, why)
 
 
 def _decoded_result(data: Any) -> Any:

@@ -11,6 +11,8 @@ The calls are recorded as a trace (see cacheproof.trace.format): a value passed 
 `{"nbytes": size, "tag": 0}` (its size, not its contents: the lifecycle depends on sizes only),
 a get/pop result as `{"value": true}`. The trace in memory restarts whenever the cache becomes
 empty (an empty cache replays the same from there on); `trace_path` logs every call, line-buffered.
+The call that diverges ends both, with the spec's outcome and the cache's as `observed`; the log is
+flushed and fsync'd before `DivergenceError` propagates.
 
 Memory: the spec beside the cache holds the value objects passed to commit/put (it returns them
 from get/pop to compare values), so a cache that copies its values, as TensorLRUCache does, is
@@ -20,6 +22,7 @@ with values whose originals the caller drops anyway.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -29,7 +32,7 @@ from cacheproof.check.calls import Call, ValueRecipe, to_python
 from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
 from cacheproof.spec.values import value_size
-from cacheproof.trace.format import SOME_VALUE, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+from cacheproof.trace.format import SOME_VALUE, Observed, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 
 _VALUE_OPERATIONS = ("get", "pop")
 _VALUE_ARGUMENT_OPERATIONS = ("commit", "put")  # the value is the second argument
@@ -184,8 +187,7 @@ class MonitoredCache:
                 )
                 difference = self._state_difference_after(op, args, kwargs, entries, due)
             if difference is not None:
-                self._records.append(_record(op, args, kwargs, result, error))
-                self._diverge(difference)
+                self._diverge(difference, _diverging_call(op, args, kwargs, wanted, wanted_error, result, error, difference))
             if op in _VALUE_ARGUMENT_OPERATIONS or wanted_error is not None:
                 record = _record(op, args, kwargs, wanted, wanted_error)
             else:
@@ -224,11 +226,20 @@ class MonitoredCache:
     def _trace(self) -> Trace:
         return Trace(self._capacity_bytes, tuple(_traced(record) for record in self._records))
 
-    def _diverge(self, message: str) -> None:
+    def _diverge(self, message: str, diverging: TracedCall | None = None) -> None:
+        """Stop checking and raise. The diverging call (the spec's outcome, the cache's as `observed`)
+        ends the trace and the log, which is flushed and fsync'd first: the file replays to the
+        divergence even if the process dies right after."""
         self._diverged = True
+        trace = self._trace()
+        if diverging is not None:
+            trace = Trace(trace.capacity_bytes, trace.calls + (diverging,), trace.version)
         if self._log is not None:
+            if diverging is not None:
+                self._log.write(call_line(diverging) + "\n")
             self._log.flush()
-        raise DivergenceError(message, self._trace())
+            os.fsync(self._log.fileno())
+        raise DivergenceError(message, trace)
 
 
 def monitor(
@@ -319,6 +330,19 @@ def _size(value: Any) -> int | None:
     if type(value) is bytes:
         return len(value)
     return value_size(value)
+
+
+def _diverging_call(
+    op: str, args: tuple, kwargs: dict, wanted: Any, wanted_error: Any, result: Any, error: Any, why: str
+) -> TracedCall:
+    """The call the cache diverged at: the spec's outcome as the recorded one, the cache's as `observed`."""
+    if error is not None:
+        observed = Observed(error=error_name(error), why=why)
+    elif op in _VALUE_OPERATIONS:
+        observed = Observed(SOME_VALUE, why=why)
+    else:
+        observed = Observed(recorded_result(result), why=why)
+    return _traced(_record(op, args, kwargs, wanted, wanted_error))._replace(observed=observed)
 
 
 def _traced(record: tuple) -> TracedCall:

@@ -35,6 +35,7 @@ from cacheproof.check.values import value_for, values_equal
 
 SPEC = "spec"
 RECORDING = "recording"
+OBSERVED = "observed"
 
 _HEADER_LINES = 1
 
@@ -84,8 +85,9 @@ def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
 class ReplayDivergence:
     """The first call whose outcome or state disagrees.
 
-    `against` is "spec" when the spec disagrees (with the recording, or with the cache), and
-    "recording" when the cache matches the spec but not the recorded outcome.
+    `against` is "spec" when the spec disagrees (with the recording, or with the cache),
+    "recording" when the cache matches the spec but not the recorded outcome, and "observed" when,
+    replayed on the spec alone, the trace holds a divergence a monitor saw (`TracedCall.observed`).
     """
 
     step: int  # 1-based call number
@@ -133,6 +135,13 @@ def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
             return ReplayDivergence(
                 index + 1, traced.call, SPEC, f"spec {outcome.describe()}", f"recorded {traced.describe()}",
                 difference, normalize_snapshot(spec.snapshot()), None,
+            )
+        if traced.observed is not None:
+            return ReplayDivergence(
+                index + 1, traced.call, OBSERVED, f"spec {outcome.describe()}",
+                f"the monitored cache {traced.observed.describe()}",
+                f"{traced.observed.why} (recorded by the monitor; replay with --impl to run the cache)",
+                normalize_snapshot(spec.snapshot()), None,
             )
     return None
 
