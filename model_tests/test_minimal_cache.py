@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -107,22 +106,3 @@ def test_contract_covers_the_command(contract):
     for field in ("ok", "examples", "steps", "seconds", "steps_per_second", "counterexample"):
         assert f"| `{field}` |" in report, field
     assert "examples/minimal_cache.py" in section(contract, "## Writing a conforming cache")
-
-
-def test_no_tracked_file_points_at_the_shared_folder():
-    needle = "../" + "shared"  # spelled in two parts so this file does not match itself
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
-    if listed.returncode != 0:
-        pytest.skip("not a git checkout")
-    offenders = []
-    for name in listed.stdout.decode().split("\0"):
-        path = ROOT / name
-        if not name or not path.is_file():
-            continue
-        data = path.read_bytes()
-        if b"\0" in data:
-            continue
-        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            if needle in line:
-                offenders.append(f"{name}:{number}")
-    assert not offenders, f"tracked files refer to {needle}: {offenders}"
