@@ -2,9 +2,10 @@
 
 Each operation is written as in a TLA+ action: argument checks, then the guard on the state, then
 the updates; whatever an operation does not mention stays unchanged. Guards and byte updates come
-from `rules`, so the prover reasons about exactly the arithmetic this class runs. Entries live in
-one dict whose insertion order is the recency order (oldest first); "move to newest" is a
-delete and re-insert.
+from `rules`, what happens to one entry (its refcount, whether it is idle, whether its last release
+removes it) from `steps`, so the prover reasons about exactly the arithmetic this class runs.
+Entries live in one dict whose insertion order is the recency order (oldest first); "move to
+newest" is a delete and re-insert.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable
 
-from cacheproof.spec import arguments, invariants, rules
+from cacheproof.spec import arguments, invariants, rules, steps
 from cacheproof.spec.errors import (
     CapacityError,
     ConflictError,
@@ -31,6 +32,10 @@ class _Entry:
     refcount: int
     retain: bool
     value: Any = None  # READY only
+
+    @property
+    def ready(self) -> bool:
+        return self.state is READY
 
     def with_refcount(self, refcount: int) -> "_Entry":
         return _Entry(self.state, self.nbytes, refcount, self.retain, self.value)
@@ -93,12 +98,12 @@ class CacheSpec:
                 f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                 f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
             )
-        if entry.state is READY and entry.refcount == 0:
+        if steps.is_idle(entry.ready, entry.refcount):
             if not rules.reservation_fits(self._bytes, nbytes):
                 self._blocked += 1
                 return Acquired.BLOCKED
             self._bytes = rules.after_pin(self._bytes, nbytes)
-        self._move_to_newest(key, entry.with_refcount(entry.refcount + 1))
+        self._move_to_newest(key, entry.with_refcount(steps.acquired(entry.refcount)))
         self._hits += 1
         return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
@@ -133,7 +138,7 @@ class CacheSpec:
             return False
         _, evicted_bytes = self._evict_until_room(size)
         self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
-        self._entries[key] = _Entry(READY, size, 0, True, value)
+        self._entries[key] = _Entry(READY, size, steps.PUT_REFCOUNT, steps.PUT_RETAIN, value)
         return True
 
     def get(self, key: Hashable) -> Any:
@@ -148,20 +153,20 @@ class CacheSpec:
         entry = self._entries.get(key)
         if entry is None:
             raise UnknownKeyError(f"release({key!r}): the key is absent")
-        if entry.refcount == 0:
+        if not steps.is_referenced(entry.refcount):
             raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
-        refcount = entry.refcount - 1
-        if refcount > 0:
+        refcount = steps.released(entry.refcount)
+        if steps.is_referenced(refcount):
             self._entries[key] = entry.with_refcount(refcount)
             return False
         if entry.state is RESERVED:
             self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
         else:
             self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
-        if entry.state is RESERVED or not entry.retain:
+        if steps.removed_at_last_release(entry.ready, entry.retain):
             del self._entries[key]
             return True
-        self._entries[key] = entry.with_refcount(0)
+        self._entries[key] = entry.with_refcount(refcount)
         return False
 
     def evict(self, nbytes: int) -> list[Hashable]:
@@ -179,7 +184,7 @@ class CacheSpec:
     def pop(self, key: Hashable) -> Any:
         """Remove an idle READY entry and return its value."""
         entry = self._ready_entry("pop", key)
-        if entry.refcount > 0:
+        if steps.is_referenced(entry.refcount):
             raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
         self._bytes = rules.after_evict(self._bytes, entry.nbytes)
         del self._entries[key]
@@ -187,7 +192,7 @@ class CacheSpec:
 
     def clear(self) -> None:
         """Remove every entry; WrongStateError (nothing removed) while any is reserved or in use."""
-        busy = [key for key, entry in self._entries.items() if entry.refcount > 0]
+        busy = [key for key, entry in self._entries.items() if steps.is_referenced(entry.refcount)]
         if busy:
             raise WrongStateError(f"clear: {len(busy)} entries are reserved or in use, e.g. {busy[0]!r}")
         self._entries.clear()
@@ -245,7 +250,7 @@ class CacheSpec:
         if not rules.reservation_fits(self._bytes, nbytes):
             return False
         self._bytes = rules.after_reserve(self._bytes, nbytes)
-        self._entries[key] = _Entry(RESERVED, nbytes, 1, retain)
+        self._entries[key] = _Entry(RESERVED, nbytes, steps.RESERVATION_REFCOUNT, retain)
         return True
 
     def _ready_entry(self, operation: str, key: Hashable) -> _Entry:
@@ -268,7 +273,7 @@ class CacheSpec:
         if rules.has_room(self._bytes, incoming):
             return evicted, evicted_bytes
         for key, entry in list(self._entries.items()):
-            if entry.state is READY and entry.refcount == 0:
+            if steps.is_idle(entry.ready, entry.refcount):
                 del self._entries[key]
                 evicted.append(key)
                 evicted_bytes += entry.nbytes

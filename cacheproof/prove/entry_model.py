@@ -6,8 +6,11 @@ retain flag and recency rank (larger is newer; a `clock` above every rank gives 
 
 The key an operation names is slot 0. This loses nothing: slots are interchangeable (recency is
 the symbolic rank, not the slot index), so any state and key can be renamed so that the key is
-slot 0. Guards come from `rules` (called as `rules.<name>` at proof time, so a patched rule is
-the rule proved); the byte counts the guards read are summed from the slots.
+slot 0. Guards come from `rules` and what a step does to an entry (refcount changes, idle and
+last-release tests, the fields of a new entry) from `steps`, both called as `rules.<name>` /
+`steps.<name>` at proof time, so a patched rule or step is the one proved. The byte counts the
+guards read are summed from the slots. The invariants are stated on their own, without `steps`,
+so a wrong step cannot weaken what is proved.
 
 Out of scope: caches with more than N entries (a reservation of a new key needs a free slot),
 values (only their sizes), and the hit/miss counters.
@@ -21,8 +24,8 @@ import z3
 
 from cacheproof.check.calls import Call
 from cacheproof.prove.counterexample import Counterexample, concrete_counterexample, value_recipe
-from cacheproof.prove.induction import Goal, Outcome, ProofResult, check_goals, value_of
-from cacheproof.spec import rules
+from cacheproof.prove.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
+from cacheproof.spec import rules, steps
 from cacheproof.spec.invariants import EVICTING_OPERATIONS
 from cacheproof.spec.types import EntryState, EntryView
 
@@ -95,6 +98,11 @@ def _is_pinned(s: Slot) -> Any:
 
 def _is_idle(s: Slot) -> Any:
     return z3.And(s.present, s.ready, s.refcount == 0)
+
+
+def _is_evictable(s: Slot) -> Any:
+    """An entry the spec's eviction walk may remove: `steps.is_idle`."""
+    return z3.And(s.present, steps.is_idle(s.ready, s.refcount, Z3_LOGIC))
 
 
 def _sum_where(cache: SlotCache, selected: Callable[[Slot], Any]) -> Any:
@@ -222,7 +230,7 @@ def eviction(cache: SlotCache, incoming: Any, frontier: Any) -> tuple[list[Any],
     the aggregate model) that is exactly the spec's choice.
     """
     b = cache_bytes(cache)
-    idle = [_is_idle(s) for s in cache.slots]
+    idle = [_is_evictable(s) for s in cache.slots]
     evicted = [z3.And(idle[i], s.rank < frontier) for i, s in enumerate(cache.slots)]
     evicted_bytes = z3.Sum([z3.If(gone, s.nbytes, 0) for s, gone in zip(cache.slots, evicted)])
     ran_out = z3.And([z3.Implies(idle[i], s.rank < frontier) for i, s in enumerate(cache.slots)])
@@ -257,7 +265,7 @@ def _errors(operation: str, cache: SlotCache, cases: list[tuple[str, Any]]) -> t
 
 
 def _reservation(cache: SlotCache, p: Parameters) -> Slot:
-    return Slot(z3.BoolVal(True), z3.BoolVal(False), p.nbytes, z3.IntVal(1), p.retain, cache.clock)
+    return Slot(z3.BoolVal(True), z3.BoolVal(False), p.nbytes, z3.IntVal(steps.RESERVATION_REFCOUNT), p.retain, cache.clock)
 
 
 def _reserve(cache: SlotCache, p: Parameters) -> list[Outcome]:
@@ -289,8 +297,8 @@ def _acquire(cache: SlotCache, p: Parameters) -> list[Outcome]:
     absent = z3.And(valid, z3.Not(key.present))
     conflict = z3.And(valid, key.present, z3.Or(key.nbytes != p.nbytes, key.retain != p.retain))
     agreed = z3.And(valid, key.present, key.nbytes == p.nbytes, key.retain == p.retain)
-    idle = z3.And(agreed, key.ready, key.refcount == 0)
-    referenced = key._replace(refcount=key.refcount + 1)
+    idle = z3.And(agreed, steps.is_idle(key.ready, key.refcount, Z3_LOGIC))
+    referenced = key._replace(refcount=steps.acquired(key.refcount))
     return outcomes + [
         Outcome("acquire", "NEW_RESERVATION", z3.And(absent, fits), _with_key(cache, _reservation(cache, p), True)),
         Outcome("acquire", "BLOCKED/absent", z3.And(absent, z3.Not(fits)), cache),
@@ -299,7 +307,7 @@ def _acquire(cache: SlotCache, p: Parameters) -> list[Outcome]:
         Outcome(
             "acquire",
             "READY_HIT/in-use",
-            z3.And(agreed, key.ready, key.refcount != 0),
+            z3.And(agreed, key.ready, z3.Not(steps.is_idle(key.ready, key.refcount, Z3_LOGIC))),
             _with_key(cache, referenced, True),
         ),
         Outcome("acquire", "READY_HIT/idle", z3.And(idle, fits), _with_key(cache, referenced, True)),
@@ -336,7 +344,9 @@ def _put(cache: SlotCache, p: Parameters) -> list[Outcome]:
         ],
     )
     can = rules.eviction_can_make_room(b, p.nbytes)
-    entry = Slot(z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(0), z3.BoolVal(True), cache.clock)
+    entry = Slot(
+        z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(steps.PUT_REFCOUNT), z3.BoolVal(steps.PUT_RETAIN), cache.clock
+    )
     evicted, stops, exact = _evict(cache, p.nbytes)
     after = _with_key(evicted, entry, newest=True)
     return outcomes + [
@@ -356,26 +366,20 @@ def _get(cache: SlotCache, p: Parameters) -> list[Outcome]:
 def _release(cache: SlotCache, p: Parameters) -> list[Outcome]:
     key = cache.slots[KEY_SLOT]
     outcomes, valid = _errors(
-        "release", cache, [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", key.refcount == 0)]
+        "release",
+        cache,
+        [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", z3.Not(steps.is_referenced(key.refcount)))],
     )
-    more = key.refcount - 1 > 0
+    released = key._replace(refcount=steps.released(key.refcount))
+    more = steps.is_referenced(released.refcount)
     last = z3.And(valid, z3.Not(more))
+    gone = z3.And(last, steps.removed_at_last_release(key.ready, key.retain, Z3_LOGIC))
     removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
     return outcomes + [
-        Outcome(
-            "release",
-            "False/decrement",
-            z3.And(valid, more),
-            _with_key(cache, key._replace(refcount=key.refcount - 1), newest=False),
-        ),
-        Outcome("release", "True/abandon", z3.And(last, z3.Not(key.ready)), _without(cache, removed)),
-        Outcome(
-            "release",
-            "False/idle",
-            z3.And(last, key.ready, key.retain),
-            _with_key(cache, key._replace(refcount=z3.IntVal(0)), newest=False),
-        ),
-        Outcome("release", "True/transient", z3.And(last, key.ready, z3.Not(key.retain)), _without(cache, removed)),
+        Outcome("release", "False/decrement", z3.And(valid, more), _with_key(cache, released, newest=False)),
+        Outcome("release", "True/abandon", z3.And(gone, z3.Not(key.ready)), _without(cache, removed)),
+        Outcome("release", "False/idle", z3.And(last, z3.Not(gone)), _with_key(cache, released, newest=False)),
+        Outcome("release", "True/transient", z3.And(gone, key.ready), _without(cache, removed)),
     ]
 
 
@@ -402,7 +406,7 @@ def _pop(cache: SlotCache, p: Parameters) -> list[Outcome]:
         [
             ("UnknownKeyError", z3.Not(key.present)),
             ("WrongStateError/reserved", z3.Not(key.ready)),
-            ("WrongStateError/in-use", key.refcount > 0),
+            ("WrongStateError/in-use", steps.is_referenced(key.refcount)),
         ],
     )
     removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
@@ -410,7 +414,7 @@ def _pop(cache: SlotCache, p: Parameters) -> list[Outcome]:
 
 
 def _clear(cache: SlotCache, p: Parameters) -> list[Outcome]:
-    busy = z3.Or([z3.And(s.present, s.refcount > 0) for s in cache.slots])
+    busy = z3.Or([z3.And(s.present, steps.is_referenced(s.refcount)) for s in cache.slots])
     outcomes, valid = _errors("clear", cache, [("WrongStateError", busy)])
     return outcomes + [Outcome("clear", "None", valid, _without(cache, [z3.BoolVal(True)] * len(cache.slots)))]
 
