@@ -77,7 +77,8 @@ class TensorLRUCache:
     than a constant, so the heap stays O(idle entries). `snapshot`, `clear` and `check_valid`
     are O(n).
 
-    Threads: one lock serializes every public operation.
+    Threads: one lock serializes every public operation; `commit` and `put` copy the value with
+    the lock released, between a check and a re-check under the lock (docs/concurrency.md).
 
     Streams: with `stream_aware=True` on CUDA, `commit`/`put` record an event on the current
     stream after copying the value; `get`/`pop` make the current stream wait on that event and
@@ -149,20 +150,16 @@ class TensorLRUCache:
             return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
     def commit(self, key: Hashable, value: Any) -> list[Hashable]:
-        """Store the value of a RESERVED entry, evicting idle entries oldest first to make room."""
+        """Store the value of a RESERVED entry, evicting idle entries oldest first to make room.
+
+        The copy is made outside the lock: the call is checked under the lock, the value copied,
+        then checked again and stored under the lock (whatever changed meanwhile decides).
+        """
         with self._lock:
-            arguments.check_key("commit", key)
-            size = arguments.check_value("commit", key, value)
-            entry = self._entries.get(key)
-            if entry is None:
-                raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
-            if entry.state is READY:
-                raise WrongStateError(f"commit({key!r}): the entry is already READY")
-            if size != entry.nbytes:
-                raise ConflictError(
-                    f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}"
-                )
-            stored, ready_event = self._store(value)
+            self._commit_entry(key, value)
+        stored, ready_event = self._store(value)
+        with self._lock:
+            entry = self._commit_entry(key, value)
             evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
             self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
             entry.state, entry.value, entry.ready_event = READY, stored, ready_event
@@ -170,18 +167,19 @@ class TensorLRUCache:
             return evicted
 
     def put(self, key: Hashable, value: Any) -> bool:
-        """Insert an idle, retained READY entry without a reservation. False changes nothing."""
+        """Insert an idle, retained READY entry without a reservation. False changes nothing.
+
+        As `commit`, the copy is made between two checks under the lock, outside it.
+        """
         with self._lock:
-            arguments.check_key("put", key)
-            size = arguments.check_value("put", key, value)
-            arguments.check_put_size(key, size, self._capacity)
-            if key in self._entries:
-                raise WrongStateError(
-                    f"put({key!r}): the key is already {self._entries[key].state.name}; put never replaces"
-                )
-            if not rules.eviction_can_make_room(self._bytes, size):
+            size = self._put_size(key, value)
+            if size is None:
                 return False
-            stored, ready_event = self._store(value)
+        stored, ready_event = self._store(value)
+        with self._lock:
+            size = self._put_size(key, value)
+            if size is None:
+                return False
             _, evicted_bytes = self._evict_until_room(size)
             self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
             entry = _Entry(READY, size, 0, True, self._new_stamp())
@@ -366,6 +364,33 @@ class TensorLRUCache:
         self._bytes = rules.after_reserve(self._bytes, nbytes)
         self._entries[key] = _Entry(RESERVED, nbytes, 1, retain, self._new_stamp())
         return True
+
+    def _commit_entry(self, key: Hashable, value: Any) -> _Entry:
+        """The RESERVED entry `commit(key, value)` fills; the contract's error if there is none. Lock held."""
+        arguments.check_key("commit", key)
+        size = arguments.check_value("commit", key, value)
+        entry = self._entries.get(key)
+        if entry is None:
+            raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
+        if entry.state is READY:
+            raise WrongStateError(f"commit({key!r}): the entry is already READY")
+        if size != entry.nbytes:
+            raise ConflictError(f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}")
+        return entry
+
+    def _put_size(self, key: Hashable, value: Any) -> int | None:
+        """The size `put(key, value)` inserts, None if it cannot make room now; the contract's error
+        if the call is wrong. Lock held."""
+        arguments.check_key("put", key)
+        size = arguments.check_value("put", key, value)
+        arguments.check_put_size(key, size, self._capacity)
+        if key in self._entries:
+            raise WrongStateError(
+                f"put({key!r}): the key is already {self._entries[key].state.name}; put never replaces"
+            )
+        if not rules.eviction_can_make_room(self._bytes, size):
+            return None
+        return size
 
     def _ready_entry(self, operation: str, key: Hashable) -> _Entry:
         arguments.check_key(operation, key)

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckReport, run_check
+from cacheproof.check import concurrent_command
+from cacheproof.check.concurrent_command import thread_count
+from cacheproof.check.concurrent_run import DEFAULT_RUNS
 from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.progress import Progress, summary_table
 
@@ -27,9 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
     parser.add_argument("--trace-out", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
+                        "--examples counts scenarios (docs/concurrency.md)")
+    parser.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, help="with --threads: runs per scenario")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.threads is not None:
+        return concurrent_command.run(args)
     try:
         factory = load_factory(args.impl)
     except FactoryError as error:

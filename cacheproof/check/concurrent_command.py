@@ -1,0 +1,80 @@
+"""`cacheproof check --threads N`: hold a cache to the spec under N threads (linearizability).
+
+Exit 0: every history tried is linearizable; 1: a counterexample (printed as a runnable script,
+with the observed history and the reason); 2: a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cacheproof.check.concurrent_run import ConcurrentReport, run_concurrent_check
+from cacheproof.check.concurrent_scenarios import MAX_THREADS
+from cacheproof.check.factories import FactoryError, load_factory
+from cacheproof.progress import Progress, summary_table
+
+MIN_CLI_THREADS = 2
+
+
+def thread_count(text: str) -> int:
+    """argparse type of --threads: an int in 2..MAX_THREADS."""
+    number = int(text)
+    if not MIN_CLI_THREADS <= number <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be in {MIN_CLI_THREADS}..{MAX_THREADS}, got {number}")
+    return number
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trace_out is not None:
+        print("cacheproof check: --trace-out records sequential runs; it cannot be used with --threads",
+              file=sys.stderr)
+        return 2
+    try:
+        factory = load_factory(args.impl)
+    except FactoryError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    with Progress("check --threads", total=args.examples, quiet=args.quiet) as progress:
+        report = run_concurrent_check(
+            factory,
+            threads=args.threads,
+            scenarios=args.examples,
+            runs=args.runs,
+            seed=args.seed,
+            on_scenario=progress.update,
+        )
+    print_report(args.impl, report, quiet=args.quiet)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return 0 if report.ok else 1
+
+
+def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:
+    example = report.counterexample
+    if not quiet:
+        summary_table(
+            "cacheproof check --threads",
+            {
+                "impl": impl,
+                "threads": report.threads,
+                "scenarios": report.scenarios,
+                "runs": report.runs,
+                "seconds": f"{report.seconds:.2f}",
+                "scenarios/s": f"{report.scenarios_per_second:.1f}",
+                "result": "linearizable" if report.ok else "NOT LINEARIZABLE",
+            },
+        )
+    if example is None:
+        print(
+            f"linearizable: {report.scenarios} scenarios of {report.threads} threads, {report.runs} runs, "
+            f"{report.scenarios_per_second:.1f} scenarios/s"
+        )
+        return
+    threads, calls, prefix = example.scenario.size
+    print(f"not linearizable ({threads} threads, {calls} concurrent calls, prefix of {prefix}): {example.reason}")
+    print("observed history:")
+    for line in example.history.lines():
+        print(f"  {line}")
+    print(example.to_python(impl))

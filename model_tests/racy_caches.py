@@ -1,0 +1,123 @@
+"""Caches that are correct when called from one thread and racy under several.
+
+`LockedCacheSpec` is the spec with one lock around every public operation: linearizable by
+construction, the concurrent checker must never flag it. Each racy cache is `LockedCacheSpec` that
+drops its lock for slow work in one place (allocating, cloning a value, bookkeeping) and acts on a
+decision taken before: every sequential check passes, and so does a stress test that looks at the
+invariants at the end most of the time. `time.sleep(0)` stands for the slow work: it yields the
+interpreter to another thread, as a real copy or allocation releasing the GIL would.
+`cacheproof check --threads 3 --impl model_tests.racy_caches:NAME` must find every one (exit 1);
+model_tests/test_concurrent_check.py holds it to that.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+from cacheproof.spec import Acquired, CacheSpec
+from cacheproof.spec import arguments, rules
+from cacheproof.spec.cache_spec import READY, RESERVED, _Entry
+
+_OPERATIONS = (
+    "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",
+    "snapshot", "stats", "__len__", "__contains__",
+)
+
+
+def _locked(method):
+    @functools.wraps(method)
+    def with_lock(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return with_lock
+
+
+class LockedCacheSpec(CacheSpec):
+    """The spec with one lock held across every operation and view: correct under any interleaving."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes)
+        self._lock = threading.Lock()
+
+    def _slow_work_unlocked(self) -> None:
+        """Drop the lock for slow work, then take it again (what the racy caches do)."""
+        self._lock.release()
+        try:
+            time.sleep(0)
+        finally:
+            self._lock.acquire()
+
+
+for _name in _OPERATIONS:
+    setattr(LockedCacheSpec, _name, _locked(getattr(CacheSpec, _name)))
+
+
+class CheckThenActReservation(LockedCacheSpec):
+    """A reservation checks that it fits, allocates its slot with the lock dropped, and then
+    claims the bytes without checking again: two reservations both fit an 8-byte cache."""
+
+    def _try_reserve(self, key, nbytes, retain):
+        if not rules.reservation_fits(self._bytes, nbytes):
+            return False
+        self._slow_work_unlocked()
+        self._bytes = rules.after_reserve(self._bytes, nbytes)
+        self._entries[key] = _Entry(RESERVED, nbytes, 1, retain)
+        return True
+
+
+class LostRefcountUpdate(LockedCacheSpec):
+    """acquire of an entry that is already referenced reads the refcount, does its bookkeeping with
+    the lock dropped, and writes back what it read plus one: concurrent acquires lose increments,
+    and a later release frees an entry somebody still holds."""
+
+    def acquire(self, key, nbytes, *, retain=True):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.refcount == 0 or entry.nbytes != nbytes or entry.retain != retain:
+                return CacheSpec.acquire(self, key, nbytes, retain=retain)
+            arguments.check_key("acquire", key)
+            arguments.check_nbytes("acquire", key, nbytes, self._capacity)
+            refcount = entry.refcount
+            self._slow_work_unlocked()
+            current = self._entries.get(key)
+            if current is None:
+                return CacheSpec.acquire(self, key, nbytes, retain=retain)
+            self._move_to_newest(key, current.with_refcount(refcount + 1))
+            self._hits += 1
+            return Acquired.RESERVATION_HIT if current.state is RESERVED else Acquired.READY_HIT
+
+
+class EvictionPlanAfterUnlock(LockedCacheSpec):
+    """Eviction picks its victims (idle entries, oldest first), drops the lock to free their memory
+    and clone the incoming value, and then evicts the victims it picked, although another thread may have acquired one
+    meanwhile: an entry in use is evicted (use after evict)."""
+
+    def _evict_until_room(self, incoming):
+        plan, planned_bytes = [], 0
+        if not rules.has_room(self._bytes, incoming):
+            for key, entry in self._entries.items():
+                if entry.state is READY and entry.refcount == 0:
+                    plan.append(key)
+                    planned_bytes += entry.nbytes
+                    if rules.has_room(rules.after_evict(self._bytes, planned_bytes), incoming):
+                        break
+        if plan:
+            self._slow_work_unlocked()
+        evicted, evicted_bytes = [], 0
+        for key in plan:
+            entry = self._entries.pop(key, None)
+            if entry is None:
+                continue
+            if entry.refcount > 0:  # acquired meanwhile: its bytes leave the pinned count
+                self._bytes = self._bytes._replace(pinned=self._bytes.pinned - entry.nbytes,
+                                                   idle=self._bytes.idle + entry.nbytes)
+            evicted.append(key)
+            evicted_bytes += entry.nbytes
+        self._evictions += len(evicted)
+        return evicted, evicted_bytes
+
+
+RACY_CACHES = (CheckThenActReservation, LostRefcountUpdate, EvictionPlanAfterUnlock)

@@ -1,0 +1,172 @@
+"""The linearizability check on hand-written histories: what it accepts, what it rejects and why."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import pytest
+
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.concurrent_history import (
+    Event,
+    History,
+    Observation,
+    Observed,
+    fast_switching,
+    run_scenario,
+)
+from cacheproof.check.concurrent_scenarios import CALLS_PER_THREAD, MAX_PREFIX, Scenario, draw_scenario, smaller_scenarios
+from cacheproof.check.linearizability import check_history
+from model_tests.racy_caches import LockedCacheSpec
+
+
+def returns(kind: str, payload) -> Observed:
+    return Observed(result=(kind, payload))
+
+
+def raises(name: str, *bases: str) -> Observed:
+    return Observed(error=name, error_classes=(name, *bases, "CacheError", "Exception", "BaseException", "object"))
+
+
+def final(length: int, snapshot: tuple, capacity: int) -> Observation:
+    """A final observation without stats (a cache with snapshot() and no stats())."""
+    return Observation(length, None, snapshot, None)
+
+
+def test_two_overlapping_reservations_that_both_fill_the_cache_are_not_linearizable():
+    scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))
+    history = History(
+        (),
+        (
+            Event(0, 0, scenario.threads[0][0], 0, 2, returns("bool", True)),
+            Event(1, 0, scenario.threads[1][0], 1, 3, returns("bool", True)),
+        ),
+        final(2, ((1, "RESERVED", 1, 8, True), (2, "RESERVED", 1, 8, True)), 8),
+    )
+    verdict = check_history(scenario, history)
+    assert not verdict.ok
+    assert "cache.reserve(2, 8) returns True, but there the spec returns False" in verdict.reason
+    assert "capacity 8 bytes: reserved 8" in verdict.reason
+
+
+def test_overlapping_calls_may_take_effect_in_either_order():
+    scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))
+    # Thread 1 was invoked first but thread 0 won: only the order (0, 1) explains it.
+    history = History(
+        (),
+        (
+            Event(1, 0, scenario.threads[1][0], 0, 3, returns("bool", False)),
+            Event(0, 0, scenario.threads[0][0], 1, 2, returns("bool", True)),
+        ),
+        final(1, ((1, "RESERVED", 1, 8, True),), 8),
+    )
+    verdict = check_history(scenario, history)
+    assert verdict.ok, verdict.reason
+    assert verdict.order == ((0, 0), (1, 0))
+
+
+def test_real_time_order_is_respected():
+    # Thread 1's reserve returned before thread 0's began, so it took effect first; thread 0's
+    # reserve cannot have fitted, whatever thread 0 claims.
+    scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))
+    history = History(
+        (),
+        (
+            Event(1, 0, scenario.threads[1][0], 0, 1, returns("bool", False)),
+            Event(0, 0, scenario.threads[0][0], 2, 3, returns("bool", True)),
+        ),
+        final(1, ((1, "RESERVED", 1, 8, True),), 8),
+    )
+    assert not check_history(scenario, history).ok
+
+
+def test_a_final_state_that_no_order_leaves_is_not_linearizable():
+    scenario = Scenario(8, (Call("acquire", (1, 4)),), ((Call("acquire", (1, 4)),), (Call("acquire", (1, 4)),)))
+    hit = returns("enum", "RESERVATION_HIT")
+    history = History(
+        (returns("enum", "NEW_RESERVATION"),),
+        (
+            Event(0, 0, scenario.threads[0][0], 0, 2, hit),
+            Event(1, 0, scenario.threads[1][0], 1, 3, hit),
+        ),
+        final(1, ((1, "RESERVED", 2, 4, True),), 8),  # one increment lost
+    )
+    verdict = check_history(scenario, history)
+    assert not verdict.ok
+    assert "explains the state they left" in verdict.reason
+    assert "refcount=2" in verdict.reason and "refcount=3" in verdict.reason
+
+
+def test_errors_match_by_contract_class_anywhere_in_the_mro():
+    scenario = Scenario(8, (), ((Call("release", (1,)),), (Call("get", (1,)),)))
+    history = History(
+        (),
+        (
+            Event(0, 0, scenario.threads[0][0], 0, 1, raises("MyUnknownKey", "UnknownKeyError", "KeyError")),
+            Event(1, 0, scenario.threads[1][0], 2, 3, raises("UnknownKeyError", "KeyError")),
+        ),
+        final(0, (), 8),
+    )
+    assert check_history(scenario, history).ok
+    plain_key_error = Observed(error="KeyError", error_classes=("KeyError", "LookupError", "Exception"))
+    crashed = History((), (Event(0, 0, scenario.threads[0][0], 0, 1, plain_key_error),) + history.events[1:],
+                      history.final)
+    verdict = check_history(scenario, crashed)
+    assert not verdict.ok and "crashed" in verdict.reason and "not a contract error" in verdict.reason
+
+
+def test_values_are_compared_by_the_recipe_they_equal():
+    recipe = ValueRecipe(4, 7)
+    scenario = Scenario(8, (Call("put", (1, recipe)),), ((Call("get", (1,)),), (Call("pop", (1,)),)))
+    events = (
+        Event(0, 0, scenario.threads[0][0], 0, 1, returns("value", (recipe,))),
+        Event(1, 0, scenario.threads[1][0], 2, 3, returns("value", (recipe,))),
+    )
+    assert check_history(scenario, History((returns("bool", True),), events, final(0, (), 8))).ok
+    wrong_value = events[:1] + (Event(1, 0, scenario.threads[1][0], 2, 3, returns("value", ())),)
+    verdict = check_history(scenario, History((returns("bool", True),), wrong_value, final(0, (), 8)))
+    assert not verdict.ok and "a value unlike any the scenario stored" in verdict.reason
+
+
+def test_a_stuck_thread_and_a_diverging_prefix_fail_without_search():
+    scenario = Scenario(8, (Call("reserve", (1, 8)),), ((Call("release", (1,)),), (Call("get", (1,)),)))
+    stuck = History(
+        (returns("bool", True),),
+        (Event(0, 0, scenario.threads[0][0], 0, None, None), Event(1, 0, scenario.threads[1][0], 1, 2, raises("WrongStateError"))),
+        None,
+        (0,),
+    )
+    verdict = check_history(scenario, stuck)
+    assert not verdict.ok and "thread 0 never returned from cache.release(1)" in verdict.reason
+    diverging = History((returns("bool", False),), stuck.events[1:], final(0, (), 8))
+    verdict = check_history(scenario, diverging)
+    assert not verdict.ok and verdict.reason.startswith("the prefix alone diverges")
+
+
+def test_drawn_scenarios_have_the_documented_shape_and_depend_only_on_the_seed():
+    for number in range(50):
+        threads = 2 + number % 3
+        scenario = draw_scenario(random.Random(f"7:{number}"), threads)
+        assert scenario == draw_scenario(random.Random(f"7:{number}"), threads)
+        assert len(scenario.threads) == threads and len(scenario.prefix) <= MAX_PREFIX
+        assert all(CALLS_PER_THREAD[0] <= len(calls) <= CALLS_PER_THREAD[1] for calls in scenario.threads)
+        assert Scenario.from_json(scenario.to_json()) == scenario
+        for smaller in smaller_scenarios(scenario):
+            assert smaller.size < scenario.size
+    with pytest.raises(ValueError, match="threads must be in 1..4"):
+        draw_scenario(random.Random(0), 5)
+
+
+def test_runs_of_a_locked_cache_are_linearizable_and_the_switch_interval_is_restored():
+    before = sys.getswitchinterval()
+    with fast_switching():
+        assert sys.getswitchinterval() < before
+        for number in range(20):
+            scenario = draw_scenario(random.Random(f"3:{number}"), 3)
+            for _ in range(5):
+                history = run_scenario(LockedCacheSpec, scenario)
+                verdict = check_history(scenario, history)
+                assert verdict.ok, (scenario, history.lines(), verdict.reason)
+                assert len(verdict.order) == sum(len(calls) for calls in scenario.threads)
+    assert sys.getswitchinterval() == before
