@@ -7,6 +7,11 @@ Hypothesis profile active when the test runs (max_examples, derandomize, databas
 all apply. If no profile was loaded (Hypothesis's "default" is active), cacheproof's own profile
 for this environment is used for these tests only (see `cacheproof.settings`). Set the class
 attribute `settings` to a `hypothesis.settings` to override everything.
+
+`concurrent_cache_test_case(MyCache)` does the same for threads: it holds the cache to the spec
+under several threads (`cacheproof check --threads`; docs/concurrency.md) and fails with the
+shrunk scenario, the observed history, the reason no sequential order explains it, and a
+runnable script.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
 from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
 from cacheproof.check.differential import Divergence, run_spec_call
 from cacheproof.check.machine import Tally, machine_for
@@ -47,6 +53,43 @@ def cache_test_case(
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
     return CacheContractTest
+
+
+def concurrent_cache_test_case(
+    factory: Callable[[int], Any],
+    *,
+    threads: int = 3,
+    scenarios: int = 50,
+    runs: int = DEFAULT_RUNS,
+    seed: int | None = 0,
+    name: str | None = None,
+) -> type[unittest.TestCase]:
+    """A TestCase that checks `factory(capacity_bytes)` is linearizable w.r.t. the spec under
+    `threads` threads: `scenarios` scenarios, each run `runs` times (class attributes of the same
+    names override them). The same seed draws the same scenarios."""
+    impl = f"{getattr(factory, '__module__', 'cache')}:{getattr(factory, '__qualname__', 'factory')}"
+    name = name or getattr(factory, "__name__", "Cache")
+
+    class ConcurrentCacheTest(unittest.TestCase):
+        def runTest(self) -> None:
+            cls = type(self)
+            report = run_concurrent_check(
+                factory, threads=cls.threads, scenarios=cls.scenarios, runs=cls.runs, seed=cls.seed
+            )
+            example = report.counterexample
+            if example is not None:
+                raise AssertionError(
+                    f"not linearizable: {example.reason}\n\nobserved history:\n"
+                    + "\n".join(f"  {line}" for line in example.history.lines())
+                    + f"\n\n{example.to_python(impl)}"
+                )
+
+    ConcurrentCacheTest.threads = threads
+    ConcurrentCacheTest.scenarios = scenarios
+    ConcurrentCacheTest.runs = runs
+    ConcurrentCacheTest.seed = seed
+    ConcurrentCacheTest.__name__ = ConcurrentCacheTest.__qualname__ = f"Test{name}Concurrently"
+    return ConcurrentCacheTest
 
 
 def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:

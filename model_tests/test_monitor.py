@@ -138,3 +138,40 @@ def test_logged_trace_holds_the_diverging_call_when_the_process_dies_right_after
     assert f"divergence at step {len(trace.calls)} of {len(trace.calls)}" in out and line in out
     assert main(["replay", str(path)]) == 1  # the spec alone: the recorded divergence is reported
     assert "recorded by the monitor" in capsys.readouterr().out
+
+
+def test_monitor_is_safe_from_several_threads_and_its_logged_trace_replays(tmp_path, capsys):
+    from concurrent.futures import ThreadPoolExecutor
+    import random
+
+    path = tmp_path / "threads.jsonl"
+    cache = monitor(TensorLRUCache(512, device="cpu"), trace_path=path, state_every=1)
+
+    def worker(seed: int) -> int:
+        rng = random.Random(seed)
+        calls = 0
+        for _ in range(300):
+            key = rng.randrange(6)
+            try:
+                if rng.random() < 0.4:
+                    if cache.acquire(key, 64) is Acquired.NEW_RESERVATION:
+                        cache.commit(key, cache.make_value(64, key))
+                    cache.release(key)
+                elif rng.random() < 0.5:
+                    cache.get(key)
+                else:
+                    cache.put(key, cache.make_value(64, seed))
+            except (UnknownKeyError, WrongStateError):
+                pass
+            calls += 1
+        return calls
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert sum(pool.map(worker, range(4))) == 4 * 300
+    cache.check_state()
+    cache.close()
+    assert main(["replay", str(path), "--impl", "model_tests.test_monitor:cpu_cache", "--quiet"]) == 0, capsys.readouterr().out
+
+
+def cpu_cache(capacity_bytes: int) -> TensorLRUCache:
+    return TensorLRUCache(capacity_bytes, device="cpu")

@@ -74,3 +74,37 @@ def test_without_a_loaded_profile_cacheproofs_own_is_used_for_these_tests_only(m
         assert settings.get_current_profile_name() == "default"  # the global profile is left alone
     finally:
         settings.load_profile(previous)
+
+
+# concurrent_cache_test_case -----------------------------------------------------------------
+
+
+def test_a_racy_cache_fails_the_concurrent_test_case_with_a_runnable_script():
+    from cacheproof.testing import concurrent_cache_test_case
+    from model_tests.racy_caches import LostRefcountUpdate
+
+    test_case = concurrent_cache_test_case(LostRefcountUpdate, scenarios=100)
+    assert test_case.__name__ == "TestLostRefcountUpdateConcurrently"
+    result = _run(test_case)
+    assert len(result.failures) == 1 and not result.errors
+    report = result.failures[0][1]
+    assert "not linearizable: no order of the" in report
+    assert "observed history:" in report
+    assert "from model_tests.racy_caches import LostRefcountUpdate as factory" in report
+
+
+def test_a_locked_cache_passes_the_concurrent_test_case():
+    from cacheproof.testing import concurrent_cache_test_case
+    from model_tests.racy_caches import LockedCacheSpec
+
+    made = []
+
+    def counting_factory(capacity_bytes: int) -> LockedCacheSpec:
+        made.append(capacity_bytes)
+        return LockedCacheSpec(capacity_bytes)
+
+    test_case = concurrent_cache_test_case(counting_factory, threads=2, runs=3)
+    test_case.scenarios = 10
+    result = _run(test_case)
+    assert result.wasSuccessful() and result.testsRun == 1
+    assert len(made) == 10 * 3

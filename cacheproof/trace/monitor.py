@@ -14,6 +14,11 @@ empty (an empty cache replays the same from there on); `trace_path` logs every c
 The call that diverges ends both, with the spec's outcome and the cache's as `observed`; the log is
 flushed and fsync'd before `DivergenceError` propagates.
 
+Threads: safe to call from several threads. One lock is held across each call to the cache and
+its replay on the spec, so the spec sees the calls in the order the cache ran them and the trace is
+that order; the cache is then never called by two threads at once, so the monitor cannot expose a
+race inside it (`cacheproof check --threads` does; docs/concurrency.md).
+
 Memory: the spec beside the cache holds the value objects passed to commit/put (it returns them
 from get/pop to compare values), so a cache that copies its values, as TensorLRUCache does, is
 shadowed by the callers' originals until their entries leave. Monitor in tests and staging, or
