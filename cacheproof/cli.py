@@ -14,7 +14,7 @@ _SUBCOMMANDS = {
     "check": ("cacheproof.check.command", "run the differential checker: spec vs a cache"),
     "prove": ("cacheproof.prove.command", "prove the capacity and refcount invariants with z3"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
-    "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor"),
+    "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
 }
 

@@ -18,6 +18,7 @@ import time
 
 from cacheproof.spec import Acquired, CacheSpec
 from cacheproof.spec import arguments, rules
+from cacheproof.impl import TensorLRUCache
 from cacheproof.spec.cache_spec import READY, RESERVED, _Entry
 
 _OPERATIONS = (
@@ -120,4 +121,51 @@ class EvictionPlanAfterUnlock(LockedCacheSpec):
         return evicted, evicted_bytes
 
 
-RACY_CACHES = (CheckThenActReservation, LostRefcountUpdate, EvictionPlanAfterUnlock)
+class CommitWithoutRecheck(TensorLRUCache):
+    """TensorLRUCache (on CPU) whose commit copies the value outside the lock, as the real one does,
+    but then stores it into the entry it looked up before the copy without checking it again: a
+    reservation committed or abandoned meanwhile is committed once more."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes, device="cpu")
+
+    def commit(self, key, value):
+        with self._lock:
+            entry = self._commit_entry(key, value)
+        stored, ready_event = self._store(value)
+        time.sleep(0)
+        with self._lock:
+            evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
+            self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
+            entry.state, entry.value, entry.ready_event = READY, stored, ready_event
+            if key in self._entries:
+                self._move_to_newest(key, entry)
+            return evicted
+
+
+class LockOrderInversion(LockedCacheSpec):
+    """acquire takes the cache's lock and then the statistics lock; release takes them the other
+    way round: an acquire and a release that meet deadlock."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes)
+        self._stats_lock = threading.Lock()
+
+    def acquire(self, key, nbytes, *, retain=True):
+        with self._lock:
+            time.sleep(0)
+            with self._stats_lock:
+                return CacheSpec.acquire(self, key, nbytes, retain=retain)
+
+    def release(self, key):
+        with self._stats_lock:
+            time.sleep(0)
+            with self._lock:
+                return CacheSpec.release(self, key)
+
+
+RACY_CACHES = (CheckThenActReservation, LostRefcountUpdate, EvictionPlanAfterUnlock, CommitWithoutRecheck)
+"""Each must be found by `cacheproof check --threads 3` through an outcome or state no order explains."""
+
+DEADLOCKING_CACHES = (LockOrderInversion,)
+"""Each must be reported as a thread that never returns (tests give them a short timeout)."""

@@ -26,3 +26,19 @@ def test_check_quiet_prints_no_table(capsys):
     assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "5", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "┌" not in out and out.startswith("conforms:")
+
+
+def test_bench_concurrent_reports_throughput_side_by_side_and_finds_every_racy_cache(tmp_path, capsys):
+    from model_tests.racy_caches import RACY_CACHES
+
+    path = tmp_path / "concurrent.json"
+    arguments = ["bench", "concurrent", "--scenarios", "5", "--seeds", "1", "--shrink-seconds", "0"]
+    assert main([*arguments, "--json", str(path)]) == 0, capsys.readouterr().out
+    figures = json.loads(path.read_text())
+    assert list(figures["throughput"]) == ["LockedCacheSpec", "TensorLRUCache (cpu)"]
+    assert figures["throughput"]["LockedCacheSpec"]["ratio_to_first"] == 1.0
+    assert all(row["ok"] and row["scenarios"] == 5 for row in figures["throughput"].values())
+    assert set(figures["finding"]) == {cls.__name__ for cls in RACY_CACHES}
+    assert all(row["found"] == "1/1" and row["median_seconds_to_find"] > 0 for row in figures["finding"].values())
+    out = capsys.readouterr().out
+    assert "scenarios/s" in out and "time to find each racy cache" in out

@@ -1,5 +1,5 @@
 """Benchmarks that print ratios side by side in one run. Each kind is a module with
-`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor."""
+`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ _KINDS = {
     "blocks": "block-table paths against the reference and the memcpy floor",
     "prove": "z3 proof time by number of slots",
     "monitor": "calls per second with and without the runtime monitor",
+    "concurrent": "check --threads: scenarios per second, time to find each racy cache",
 }
 
 

@@ -5,7 +5,7 @@ comparable form, or the raised error's class names, its MRO) and, for thread cal
 invocation and of response as positions in one global order (a shared counter, taken just before
 the call starts and just after it returns). After the threads join, a final observation: len(),
 stats() (the compared fields) and snapshot() when the cache has them, else `key in cache` for every
-key. A thread still running after the timeout is recorded as stuck.
+key. A thread still running after the timeout (10 s) is recorded as stuck.
 
 A get/pop result is recorded as the recipes of the scenario whose value it equals (so the history is
 plain data, free of the cache's tensors).
@@ -30,7 +30,7 @@ from cacheproof.check.values import value_for, values_equal
 SWITCH_INTERVAL = 1e-6
 """Seconds between the interpreter's thread switches while scenarios run (Python's default: 0.005)."""
 
-DEFAULT_TIMEOUT = 5.0
+DEFAULT_TIMEOUT = 10.0
 """Seconds a scenario's threads get to finish before they count as stuck (deadlock, lost wake-up)."""
 
 _VALUE_OPERATIONS = ("get", "pop")
@@ -63,6 +63,8 @@ class Observed(NamedTuple):
             if not payload:
                 return "returns a value unlike any the scenario stored"
             return "returns the value of " + " or ".join(f"value_for(cache, {r.nbytes}, {r.tag})" for r in payload)
+        if kind == "list":
+            return f"returns {list(payload)!r}"
         return f"returns {payload!r}" if kind != "enum" else f"returns {payload}"
 
 
@@ -216,7 +218,7 @@ def run_scenario(factory: Callable[[int], Any], scenario: Scenario, *, timeout: 
     cache = factory(scenario.capacity_bytes)
     recorder = Recorder(scenario)
     recorder.run_prefix(cache)
-    barrier = threading.Barrier(len(scenario.threads), timeout=timeout)
+    barrier = threading.Barrier(len(scenario.threads))
 
     def run_thread(thread: int) -> None:
         barrier.wait()

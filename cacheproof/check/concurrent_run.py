@@ -122,6 +122,7 @@ class ConcurrentReport:
     runs: int
     seconds: float
     counterexample: ConcurrentCounterexample | None
+    seconds_to_failure: float | None = None  # from the start to the first failing history, before shrinking
 
     @property
     def runs_per_second(self) -> float:
@@ -138,6 +139,7 @@ class ConcurrentReport:
             "scenarios": self.scenarios,
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
+            "seconds_to_failure": None if self.seconds_to_failure is None else round(self.seconds_to_failure, 3),
             "scenarios_per_second": round(self.scenarios_per_second, 1),
             "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
         }
@@ -211,6 +213,7 @@ def run_concurrent_check(
     checker = _Checker(factory, timeout)
     started = time.perf_counter()
     counterexample = None
+    seconds_to_failure = None
     done = 0
     with fast_switching():
         for number in range(scenarios):
@@ -220,10 +223,13 @@ def run_concurrent_check(
             if on_scenario is not None:
                 on_scenario(done, checker.runs)
             if failure is not None:
+                seconds_to_failure = time.perf_counter() - started
                 counterexample = _shrunk(checker, scenario, failure, shrink_runs, shrink_seconds)
                 break
     seconds = time.perf_counter() - started
-    return ConcurrentReport(counterexample is None, threads, done, checker.runs, seconds, counterexample)
+    return ConcurrentReport(
+        counterexample is None, threads, done, checker.runs, seconds, counterexample, seconds_to_failure
+    )
 
 
 def _shrunk(

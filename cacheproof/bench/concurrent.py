@@ -1,0 +1,119 @@
+"""`cacheproof bench concurrent`: the concurrent checker's throughput and how fast it finds races.
+
+Throughput: scenarios (and runs) per second of `cacheproof check --threads` on the locked spec and
+on TensorLRUCache (CPU), the same seed so the same scenarios, side by side with the ratio to the
+locked spec. Finding: for each racy cache of model_tests/racy_caches.py, the seconds from the start
+to the first history that is not linearizable (before shrinking) and the seconds shrinking took,
+median over `--seeds` seeds. The racy caches live in the repository's test suite, so this part
+runs from a clone of cacheproof (it is skipped, with a note, when model_tests is not importable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from cacheproof.check.concurrent_run import SHRINK_SECONDS, run_concurrent_check
+from cacheproof.progress import summary_table
+
+RACY_MODULE = "model_tests.racy_caches"
+TARGET_SECONDS_TO_FIND = 30.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=int, default=3, help="threads per scenario (default 3)")
+    parser.add_argument("--scenarios", type=int, default=100, help="scenarios for the throughput runs (default 100)")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per racy cache (default 5)")
+    parser.add_argument("--budget", type=int, default=2000, help="scenarios allowed to find each race (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS,
+                        help=f"time allowed to shrink each race found (default {SHRINK_SECONDS:.0f})")
+    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument("--quiet", action="store_true")
+
+
+def _tensor_cache(capacity_bytes: int):
+    from cacheproof.impl import TensorLRUCache
+
+    return TensorLRUCache(capacity_bytes, device="cpu")
+
+
+def _racy_module():
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(RACY_MODULE)
+    except ImportError:
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    racy = _racy_module()
+    correct = {"TensorLRUCache (cpu)": _tensor_cache}
+    if racy is not None:
+        correct = {"LockedCacheSpec": racy.LockedCacheSpec, **correct}
+    throughput = {}
+    for name, factory in correct.items():
+        report = run_concurrent_check(factory, threads=args.threads, scenarios=args.scenarios, seed=args.seed)
+        throughput[name] = {
+            "ok": report.ok,
+            "scenarios": report.scenarios,
+            "runs": report.runs,
+            "seconds": round(report.seconds, 3),
+            "scenarios_per_second": round(report.scenarios_per_second, 1),
+            "runs_per_second": round(report.runs_per_second, 1),
+        }
+    baseline = next(iter(throughput.values()))["scenarios_per_second"]
+    for figure in throughput.values():
+        figure["ratio_to_first"] = round(figure["scenarios_per_second"] / baseline, 3) if baseline else None
+    finding = {}
+    for cache in () if racy is None else racy.RACY_CACHES:
+        to_find, shrinking, found = [], [], 0
+        for seed in range(args.seed, args.seed + args.seeds):
+            report = run_concurrent_check(
+                cache, threads=args.threads, scenarios=args.budget, seed=seed, shrink_seconds=args.shrink_seconds
+            )
+            if report.seconds_to_failure is not None:
+                found += 1
+                to_find.append(report.seconds_to_failure)
+                shrinking.append(report.seconds - report.seconds_to_failure)
+        finding[cache.__name__] = {
+            "found": f"{found}/{args.seeds}",
+            "median_seconds_to_find": round(statistics.median(to_find), 3) if to_find else None,
+            "max_seconds_to_find": round(max(to_find), 3) if to_find else None,
+            "median_seconds_to_shrink": round(statistics.median(shrinking), 3) if shrinking else None,
+            "target_seconds_to_find": TARGET_SECONDS_TO_FIND,
+        }
+    if not args.quiet:
+        summary_table(
+            f"check --threads {args.threads}: throughput (same seed, same scenarios)",
+            {
+                name: f"{f['scenarios_per_second']:.1f} scenarios/s, {f['runs_per_second']:.0f} runs/s "
+                f"({f['ratio_to_first']:.2f}x the first row, {f['scenarios']} scenarios, ok={f['ok']})"
+                for name, f in throughput.items()
+            },
+        )
+        if racy is None:
+            print(f"time to find: skipped, {RACY_MODULE} is not importable (run from a clone of cacheproof)")
+        else:
+            summary_table(
+                f"time to find each racy cache (median of {args.seeds} seeds, target {TARGET_SECONDS_TO_FIND:.0f} s)",
+                {
+                    name: f"found {f['found']}, median {_seconds(f['median_seconds_to_find'])} to find "
+                    f"(max {_seconds(f['max_seconds_to_find'])}), {_seconds(f['median_seconds_to_shrink'])} to shrink"
+                    for name, f in finding.items()
+                },
+            )
+    if args.json is not None:
+        args.json.write_text(json.dumps({"throughput": throughput, "finding": finding}, indent=2) + "\n")
+    all_found = all(f["found"] == f"{args.seeds}/{args.seeds}" for f in finding.values())
+    return 0 if all(f["ok"] for f in throughput.values()) and all_found else 1
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
