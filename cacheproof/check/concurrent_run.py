@@ -4,8 +4,8 @@ linearizability against the spec, and shrink the first failure.
 A scenario is run `runs` times, each on a fresh cache with the interpreter switching threads every
 microsecond, so its threads meet many interleavings. Histories with the same real-time order and
 outcomes get one verdict. The failing scenario is shrunk greedily (a thread fewer, a call fewer, a
-prefix call fewer) while it still fails within `shrink_runs` runs; the shrunk one is rerun up to
-`shrink_runs` times for the history that is reported.
+prefix call fewer) while it still fails within a bounded number of runs (`_rerun_budget`); the
+history reported is the smallest scenario's failing run.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ DEFAULT_RUNS = 20
 """Runs of each scenario (fresh cache each time)."""
 
 SHRINK_RUNS = 300
-"""A smaller scenario replaces the failing one if one of this many runs fails."""
+MIN_SHRINK_RUNS = 40
+"""A smaller scenario replaces the failing one if one of its runs fails: 20 times the runs the
+current failure took, between MIN_SHRINK_RUNS and SHRINK_RUNS."""
 
 SHRINK_SECONDS = 30.0
 """Shrinking stops after this long, keeping the smallest failing scenario found so far."""
@@ -240,12 +242,19 @@ def _shrunk(
     improved = True
     while improved and time.perf_counter() < deadline:
         improved = False
+        runs = _rerun_budget(failure[2], shrink_runs)
         for candidate in smaller_scenarios(scenario):
             if time.perf_counter() >= deadline:
                 break
-            found = checker.first_failure(candidate, shrink_runs)
+            found = checker.first_failure(candidate, runs)
             if found is not None:
                 scenario, failure, improved = candidate, found, True
                 break
     history, verdict, run = failure
     return ConcurrentCounterexample(scenario, history, verdict.reason, run)
+
+
+def _rerun_budget(runs_to_fail: int, most: int) -> int:
+    """Runs a smaller candidate gets: 20 times what the current failure needed, at least
+    MIN_SHRINK_RUNS, at most `most`. A race that showed at once is expected to show soon again."""
+    return min(most, max(MIN_SHRINK_RUNS, 20 * runs_to_fail))
