@@ -27,3 +27,15 @@ class TestDefaultCheckOnCuda(unittest.TestCase):
         self.assertEqual(TensorLRUCache(8).device.type, "cuda")
         report = run_check(TensorLRUCache, examples=100)
         self.assertTrue(report.ok, report.counterexample)
+
+
+@_NEEDS_CUDA
+class TestConcurrentCheckOnCuda(unittest.TestCase):
+    """Linearizability of the bookkeeping when commit/put copy device tensors outside the lock
+    (stream ordering itself is checked by test_tensor_lru_cache_cuda.py)."""
+
+    def test_stream_aware_cache_is_linearizable_under_four_threads(self) -> None:
+        from cacheproof.check.concurrent_run import run_concurrent_check
+
+        report = run_concurrent_check(_cuda_cache, threads=4, scenarios=50)
+        self.assertTrue(report.ok, None if report.counterexample is None else report.counterexample.reason)

@@ -29,7 +29,7 @@ def raises(name: str, *bases: str) -> Observed:
     return Observed(error=name, error_classes=(name, *bases, "CacheError", "Exception", "BaseException", "object"))
 
 
-def final(length: int, snapshot: tuple, capacity: int) -> Observation:
+def final(length: int, snapshot: tuple) -> Observation:
     """A final observation without stats (a cache with snapshot() and no stats())."""
     return Observation(length, None, snapshot, None)
 
@@ -42,7 +42,7 @@ def test_two_overlapping_reservations_that_both_fill_the_cache_are_not_lineariza
             Event(0, 0, scenario.threads[0][0], 0, 2, returns("bool", True)),
             Event(1, 0, scenario.threads[1][0], 1, 3, returns("bool", True)),
         ),
-        final(2, ((1, "RESERVED", 1, 8, True), (2, "RESERVED", 1, 8, True)), 8),
+        final(2, ((1, "RESERVED", 1, 8, True), (2, "RESERVED", 1, 8, True))),
     )
     verdict = check_history(scenario, history)
     assert not verdict.ok
@@ -59,7 +59,7 @@ def test_overlapping_calls_may_take_effect_in_either_order():
             Event(1, 0, scenario.threads[1][0], 0, 3, returns("bool", False)),
             Event(0, 0, scenario.threads[0][0], 1, 2, returns("bool", True)),
         ),
-        final(1, ((1, "RESERVED", 1, 8, True),), 8),
+        final(1, ((1, "RESERVED", 1, 8, True),)),
     )
     verdict = check_history(scenario, history)
     assert verdict.ok, verdict.reason
@@ -76,7 +76,7 @@ def test_real_time_order_is_respected():
             Event(1, 0, scenario.threads[1][0], 0, 1, returns("bool", False)),
             Event(0, 0, scenario.threads[0][0], 2, 3, returns("bool", True)),
         ),
-        final(1, ((1, "RESERVED", 1, 8, True),), 8),
+        final(1, ((1, "RESERVED", 1, 8, True),)),
     )
     assert not check_history(scenario, history).ok
 
@@ -90,7 +90,7 @@ def test_a_final_state_that_no_order_leaves_is_not_linearizable():
             Event(0, 0, scenario.threads[0][0], 0, 2, hit),
             Event(1, 0, scenario.threads[1][0], 1, 3, hit),
         ),
-        final(1, ((1, "RESERVED", 2, 4, True),), 8),  # one increment lost
+        final(1, ((1, "RESERVED", 2, 4, True),)),  # one increment lost
     )
     verdict = check_history(scenario, history)
     assert not verdict.ok
@@ -106,7 +106,7 @@ def test_errors_match_by_contract_class_anywhere_in_the_mro():
             Event(0, 0, scenario.threads[0][0], 0, 1, raises("MyUnknownKey", "UnknownKeyError", "KeyError")),
             Event(1, 0, scenario.threads[1][0], 2, 3, raises("UnknownKeyError", "KeyError")),
         ),
-        final(0, (), 8),
+        final(0, ()),
     )
     assert check_history(scenario, history).ok
     plain_key_error = Observed(error="KeyError", error_classes=("KeyError", "LookupError", "Exception"))
@@ -123,9 +123,9 @@ def test_values_are_compared_by_the_recipe_they_equal():
         Event(0, 0, scenario.threads[0][0], 0, 1, returns("value", (recipe,))),
         Event(1, 0, scenario.threads[1][0], 2, 3, returns("value", (recipe,))),
     )
-    assert check_history(scenario, History((returns("bool", True),), events, final(0, (), 8))).ok
+    assert check_history(scenario, History((returns("bool", True),), events, final(0, ()))).ok
     wrong_value = events[:1] + (Event(1, 0, scenario.threads[1][0], 2, 3, returns("value", ())),)
-    verdict = check_history(scenario, History((returns("bool", True),), wrong_value, final(0, (), 8)))
+    verdict = check_history(scenario, History((returns("bool", True),), wrong_value, final(0, ())))
     assert not verdict.ok and "a value unlike any the scenario stored" in verdict.reason
 
 
@@ -139,9 +139,15 @@ def test_a_stuck_thread_and_a_diverging_prefix_fail_without_search():
     )
     verdict = check_history(scenario, stuck)
     assert not verdict.ok and "thread 0 never returned from cache.release(1)" in verdict.reason
-    diverging = History((returns("bool", False),), stuck.events[1:], final(0, (), 8))
+    answered = (
+        Event(0, 0, scenario.threads[0][0], 0, 1, raises("UnknownKeyError")),
+        Event(1, 0, scenario.threads[1][0], 2, 3, raises("UnknownKeyError")),
+    )
+    diverging = History((returns("bool", False),), answered, final(0, ()))
     verdict = check_history(scenario, diverging)
     assert not verdict.ok and verdict.reason.startswith("the prefix alone diverges")
+    with pytest.raises(ValueError, match="is not one of this scenario"):
+        check_history(scenario, History((), answered, final(0, ())))
 
 
 def test_drawn_scenarios_have_the_documented_shape_and_depend_only_on_the_seed():

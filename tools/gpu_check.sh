@@ -13,6 +13,7 @@ python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA here'; prin
 status=0
 python3 -m pytest -q -p no:cacheprovider gpu_tests 2>&1 | tee "$out/gpu_tests.log" || status=1
 cacheproof check --examples 200 --json "$out/check_cuda.json" 2>&1 | tee "$out/check_cuda.log" || status=1
+cacheproof check --threads 4 --examples 100 --json "$out/check_threads_cuda.json" 2>&1 | tee "$out/check_threads_cuda.log" || status=1
 cacheproof bench blocks --json "$out/bench_blocks.json" 2>&1 | tee "$out/bench_blocks.log" || status=1
 cacheproof bench monitor --device cuda --json "$out/bench_monitor.json" 2>&1 | tee "$out/bench_monitor.log" || status=1
 exit $status

@@ -164,6 +164,7 @@ class Recorder:
         self._clock = itertools.count()
         self._prefix: list[tuple[Call, Any, BaseException | None]] = []
         self._events: list[tuple[int, int, Call, int, int | None, Any, BaseException | None]] = []
+        self._invoked: dict[tuple[int, int], int] = {}  # (thread, index) -> invocation, kept for stuck calls
 
     def run_prefix(self, cache: Any) -> None:
         """Make the prefix's calls in order, recording each outcome."""
@@ -173,7 +174,7 @@ class Recorder:
 
     def call(self, cache: Any, thread: int, index: int, call: Call) -> None:
         """Make one thread call, recording when it started and returned."""
-        invoked = next(self._clock)
+        invoked = self._invoked[thread, index] = next(self._clock)
         result, error = _call(cache, call)
         self._events.append((thread, index, call, invoked, next(self._clock), result, error))
 
@@ -189,7 +190,8 @@ class Recorder:
         for thread in stuck:
             calls = self.scenario.threads[thread]
             waiting = next(index for index in range(len(calls)) if (thread, index) not in done)
-            events.append(Event(thread, waiting, calls[waiting], sys.maxsize, None, None))
+            invoked = self._invoked.get((thread, waiting), sys.maxsize)  # maxsize: still at the barrier
+            events.append(Event(thread, waiting, calls[waiting], invoked, None, None))
         events.sort(key=lambda event: event.invoked)
         final = None if stuck else observe(cache, _keys(self.scenario))
         return History(prefix, tuple(events), final, tuple(stuck))

@@ -73,7 +73,7 @@ class Scenario:
 
     def to_python(self) -> str:
         """The scenario as a Python expression (needs Scenario, Call and ValueRecipe imported)."""
-        lines = [f"Scenario(", f"    capacity_bytes={self.capacity_bytes},", "    prefix=("]
+        lines = ["Scenario(", f"    capacity_bytes={self.capacity_bytes},", "    prefix=("]
         lines += [f"        {_call_literal(call)}," for call in self.prefix]
         lines += ["    ),", "    threads=("]
         for calls in self.threads:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Hashable
 
 from cacheproof.check import calls as call_format
 from cacheproof.check.calls import Call, ValueRecipe
@@ -36,7 +36,7 @@ from cacheproof.check.concurrent_history import (
     observed_error,
 )
 from cacheproof.check.concurrent_scenarios import Scenario
-from cacheproof.check.differential import run_spec_call
+from cacheproof.check.differential import STATS_FIELDS, run_spec_call
 from cacheproof.spec import CacheSpec, EntryState, errors
 
 CONTRACT_ERRORS = frozenset(
@@ -74,6 +74,13 @@ _SPEC_VALUES = _SpecValues()
 
 def check_history(scenario: Scenario, history: History) -> Verdict:
     """Whether `history` (a run of `scenario`) is linearizable w.r.t. `CacheSpec`; see the module doc."""
+    calls = sum(len(calls) for calls in scenario.threads)
+    complete = len(history.events) == calls or (history.stuck and len(history.events) < calls)
+    if len(history.prefix) != len(scenario.prefix) or not complete:
+        raise ValueError(
+            f"the history ({len(history.prefix)} prefix outcomes, {len(history.events)} thread calls) is not one "
+            f"of this scenario ({len(scenario.prefix)} prefix calls, {calls} thread calls)"
+        )
     failure = _failure_without_search(history)
     if failure is not None:
         return Verdict(False, failure)
@@ -140,8 +147,6 @@ def _final_difference(spec: CacheSpec, observation: Observation) -> str | None:
     if observation.length != expected.length:
         return f"len() is {observation.length}, the spec's {expected.length}"
     if observation.stats is not None and observation.stats != expected.stats:
-        from cacheproof.check.differential import STATS_FIELDS
-
         for field, seen, wanted in zip(STATS_FIELDS, observation.stats, expected.stats):
             if seen != wanted:
                 return f"stats().{field} is {seen}, the spec's {wanted}"
