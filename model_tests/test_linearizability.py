@@ -176,3 +176,35 @@ def test_runs_of_a_locked_cache_are_linearizable_and_the_switch_interval_is_rest
                 assert verdict.ok, (scenario, history.lines(), verdict.reason)
                 assert len(verdict.order) == sum(len(calls) for calls in scenario.threads)
     assert sys.getswitchinterval() == before
+
+
+def test_one_thread_that_diverges_is_reported_as_a_sequential_bug():
+    scenario = Scenario(8, (), ((Call("release", (3,)),),))
+    history = History((), (Event(0, 0, scenario.threads[0][0], 0, 1, returns("bool", False)),), final(0, ()))
+    verdict = check_history(scenario, history)
+    assert not verdict.ok
+    assert verdict.reason.startswith("one thread alone diverges from the spec")
+    assert "cache.release(3) returns False, but there the spec raises UnknownKeyError" in verdict.reason
+
+
+def test_a_crash_is_reported_with_its_message():
+    from cacheproof.check.concurrent_history import observed_error
+
+    crash = observed_error(RuntimeError("dictionary changed size during iteration"))
+    assert crash.message == "dictionary changed size during iteration"
+    assert observed_error(KeyError("k")).message == "'k'"  # a plain KeyError is not the contract's
+    from cacheproof.spec import UnknownKeyError
+
+    assert observed_error(UnknownKeyError("release(1): the key is absent")).message == ""
+    scenario = Scenario(8, (), ((Call("get", (1,)),), (Call("get", (2,)),)))
+    events = (
+        Event(0, 0, scenario.threads[0][0], 0, 1, crash),
+        Event(1, 0, scenario.threads[1][0], 2, 3, raises("UnknownKeyError")),
+    )
+    verdict = check_history(scenario, History((), events, final(0, ())))
+    assert not verdict.ok
+    assert verdict.reason == (
+        "thread 0 crashed: cache.get(1) raises RuntimeError: dictionary changed size during iteration "
+        "(RuntimeError is not a contract error)"
+    )
+    assert Observed.from_json(crash.to_json()) == crash

@@ -73,7 +73,10 @@ def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:
         )
         return
     threads, calls, prefix = example.scenario.size
-    print(f"not linearizable ({threads} threads, {calls} concurrent calls, prefix of {prefix}): {example.reason}")
+    print(
+        f"not linearizable ({threads} thread{'s' if threads != 1 else ''}, {calls} concurrent "
+        f"call{'s' if calls != 1 else ''}, prefix of {prefix}): {example.reason}"
+    )
     print("observed history:")
     for line in example.history.lines():
         print(f"  {line}")

@@ -26,6 +26,7 @@ from cacheproof.check.concurrent_scenarios import Scenario
 from cacheproof.check.differential import STATS_FIELDS, normalize_snapshot
 from cacheproof.check.machine import KEYS
 from cacheproof.check.values import value_for, values_equal
+from cacheproof.spec import errors
 
 SWITCH_INTERVAL = 1e-6
 """Seconds between the interpreter's thread switches while scenarios run (Python's default: 0.005)."""
@@ -35,6 +36,11 @@ DEFAULT_TIMEOUT = 10.0
 
 _VALUE_OPERATIONS = ("get", "pop")
 
+CONTRACT_ERRORS = frozenset(
+    name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.CacheError)
+)
+"""Class names of the contract's errors; any other exception from a cache call is a crash."""
+
 
 class Observed(NamedTuple):
     """A call's outcome as plain data: `result` = (kind, payload), or `error` with its class names."""
@@ -42,22 +48,23 @@ class Observed(NamedTuple):
     result: tuple | None = None
     error: str | None = None
     error_classes: tuple[str, ...] = ()
+    message: str = ""  # kept only for errors that are not the contract's (crashes)
 
     def to_json(self) -> dict:
         if self.error is not None:
-            return {"raises": self.error, "classes": list(self.error_classes)}
+            return {"raises": self.error, "classes": list(self.error_classes), "message": self.message}
         kind, payload = self.result
         return {"kind": kind, "returns": call_format.encode_value(payload)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Observed":
         if "raises" in data:
-            return cls(error=data["raises"], error_classes=tuple(data["classes"]))
+            return cls(error=data["raises"], error_classes=tuple(data["classes"]), message=data.get("message", ""))
         return cls(result=(data["kind"], call_format.decode_value(data["returns"])))
 
     def describe(self) -> str:
         if self.error is not None:
-            return f"raises {self.error}"
+            return f"raises {self.error}" + (f": {self.message}" if self.message else "")
         kind, payload = self.result
         if kind == "value":
             if not payload:
@@ -82,7 +89,10 @@ def comparable_result(operation: str, result: Any, value_recipes: Callable[[Any]
 
 
 def observed_error(error: BaseException) -> Observed:
-    return Observed(error=type(error).__name__, error_classes=tuple(c.__name__ for c in type(error).__mro__))
+    """The error by class names; its message too when it is not a contract error (a crash)."""
+    classes = tuple(c.__name__ for c in type(error).__mro__)
+    message = "" if CONTRACT_ERRORS.intersection(classes) else str(error)
+    return Observed(error=type(error).__name__, error_classes=classes, message=message)
 
 
 class Event(NamedTuple):

@@ -4,8 +4,8 @@ linearizability against the spec, and shrink the first failure.
 A scenario is run `runs` times, each on a fresh cache with the interpreter switching threads every
 microsecond, so its threads meet many interleavings. Histories with the same real-time order and
 outcomes get one verdict. The failing scenario is shrunk greedily (a thread fewer, a call fewer, a
-prefix call fewer) while it still fails within a bounded number of runs (`_rerun_budget`); the
-history reported is the smallest scenario's failing run.
+prefix call fewer) while it still fails within a bounded number of runs (`_rerun_budget`, then
+SHRINK_RUNS); the history reported is the smallest scenario's failing run.
 """
 
 from __future__ import annotations
@@ -242,19 +242,22 @@ def _shrunk(
     improved = True
     while improved and time.perf_counter() < deadline:
         improved = False
-        runs = _rerun_budget(failure[2], shrink_runs)
-        for candidate in smaller_scenarios(scenario):
-            if time.perf_counter() >= deadline:
-                break
-            found = checker.first_failure(candidate, runs)
-            if found is not None:
-                scenario, failure, improved = candidate, found, True
+        for runs in dict.fromkeys((_rerun_budget(failure[2], shrink_runs), shrink_runs)):
+            for candidate in smaller_scenarios(scenario):
+                if time.perf_counter() >= deadline:
+                    break
+                found = checker.first_failure(candidate, runs)
+                if found is not None:
+                    scenario, failure, improved = candidate, found, True
+                    break
+            if improved:
                 break
     history, verdict, run = failure
     return ConcurrentCounterexample(scenario, history, verdict.reason, run)
 
 
 def _rerun_budget(runs_to_fail: int, most: int) -> int:
-    """Runs a smaller candidate gets: 20 times what the current failure needed, at least
-    MIN_SHRINK_RUNS, at most `most`. A race that showed at once is expected to show soon again."""
+    """Runs a smaller candidate gets first: 20 times what the current failure needed, at least
+    MIN_SHRINK_RUNS, at most `most`; a race that showed at once is expected to show soon again.
+    When no candidate fails within that, they are all tried again with `most`."""
     return min(most, max(MIN_SHRINK_RUNS, 20 * runs_to_fail))

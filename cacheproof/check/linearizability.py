@@ -27,6 +27,7 @@ from typing import Hashable
 from cacheproof.check import calls as call_format
 from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.check.concurrent_history import (
+    CONTRACT_ERRORS,
     Event,
     History,
     Observation,
@@ -37,12 +38,8 @@ from cacheproof.check.concurrent_history import (
 )
 from cacheproof.check.concurrent_scenarios import Scenario
 from cacheproof.check.differential import STATS_FIELDS, run_spec_call
-from cacheproof.spec import CacheSpec, EntryState, errors
+from cacheproof.spec import CacheSpec, EntryState
 
-CONTRACT_ERRORS = frozenset(
-    name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.CacheError)
-)
-"""Class names of the contract's errors; any other exception from a cache call is a crash."""
 
 
 @dataclass(frozen=True)
@@ -105,13 +102,13 @@ def _failure_without_search(history: History) -> str | None:
             )
     for position, observed in enumerate(history.prefix):
         if observed.error is not None and not CONTRACT_ERRORS.intersection(observed.error_classes):
-            return f"prefix call {position + 1} crashed: it raised {observed.error}, which is not a contract error"
+            return f"prefix call {position + 1} crashed: it {observed.describe()}, which is not a contract error"
     for event in history.events:
         observed = event.observed
         if observed.error is not None and not CONTRACT_ERRORS.intersection(observed.error_classes):
             return (
-                f"thread {event.thread} crashed: {call_format.to_python(event.call)} raised {observed.error}, "
-                "which is not a contract error"
+                f"thread {event.thread} crashed: {call_format.to_python(event.call)} {observed.describe()} "
+                f"({observed.error} is not a contract error)"
             )
     if history.final is not None and history.final.error is not None:
         return f"inspecting the cache after the threads joined raised {history.final.error}"
@@ -244,16 +241,20 @@ class _Search:
     def _reason(self) -> str:
         depth, order, why = self.deepest
         count = len(self.events)
-        head = f"no order of the {count} concurrent calls that respects their real-time order explains what they returned"
         placed = ", then ".join(
             f"thread {self.events[i].thread}'s {call_format.to_python(self.events[i].call)}" for i in order
         )
+        if len(self.scenario.threads) == 1:
+            after = f"after {placed}, " if order else ""
+            state = "the cache's " if depth == count else ""
+            return f"one thread alone diverges from the spec (a sequential bug, `cacheproof check` finds it too): {after}{state}{why}"
         if depth == count:
             return (
                 f"no order of the {count} concurrent calls that respects their real-time order explains the "
                 f"state they left: the orders that explain every outcome, e.g. {placed}, leave the spec in "
                 f"another state, where the cache's {why}"
             )
+        head = f"no order of the {count} concurrent calls that respects their real-time order explains what they returned"
         if depth <= 0:
             return f"{head}: whichever call goes first, {why}"
         return f"{head}: the longest order that explains the outcomes is {placed}; after it {why}"
