@@ -48,9 +48,13 @@ def is_referenced(refcount: Any) -> Any:
 
 
 def is_idle(ready: Any, refcount: Any, logic: Logic = CONCRETE) -> Any:
-    """A READY entry nobody references: the only kind eviction and pop remove, and the kind whose
-    first acquire must pass `rules.reservation_fits` (it becomes protected)."""
-    return logic.all_of(ready, logic.negate(is_referenced(refcount)))
+    """A READY entry nobody references (refcount 0): the only kind eviction removes, and the kind
+    whose first acquire must pass `rules.reservation_fits` (it becomes protected).
+
+    Written as `refcount == 0`, the form the invariants use: with `not is_referenced(refcount)`,
+    equal for every refcount >= 0, z3 took 100 times longer on I2 after an eviction at 16 slots.
+    """
+    return logic.all_of(ready, refcount == 0)
 
 
 def removed_at_last_release(ready: Any, retain: Any, logic: Logic = CONCRETE) -> Any:
