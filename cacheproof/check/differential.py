@@ -32,10 +32,10 @@ class Divergence(AssertionError):
     """The cache under test disagrees with the spec."""
 
 
-def run_call(cache: Any, call: Call) -> Outcome:
-    """Run `call`, catching whatever it raises."""
+def run_call(cache: Any, call: Call, capacity_bytes: int | None = None) -> Outcome:
+    """Run `call`, catching whatever it raises. `capacity_bytes`: as in `invoke`."""
     try:
-        return Outcome(invoke(cache, call))
+        return Outcome(invoke(cache, call, capacity_bytes=capacity_bytes))
     except Exception as error:  # a broken cache may raise anything; it is reported, not hidden
         return Outcome(error=error)
 
