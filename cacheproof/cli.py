@@ -19,6 +19,9 @@ _SUBCOMMANDS = {
 }
 
 
+INTERRUPTED_STATUS = 130
+"""The exit status after the user's Ctrl-C (128 + SIGINT); `check` prints its partial report first."""
+
 _MOVED = {
     "mutate": "mutation testing is a tool of the repository, not of the installed package: "
     "run `python tools/mutate.py` in a clone of cacheproof (docs/mutation.md)",
@@ -45,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     module_name = _SUBCOMMANDS[args.command][0]
-    return importlib.import_module(module_name).run(args)
+    try:
+        return importlib.import_module(module_name).run(args)
+    except KeyboardInterrupt:
+        print(f"cacheproof {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
 
 
 if __name__ == "__main__":

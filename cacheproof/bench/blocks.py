@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.impl import block_table as bt
 
 DEFAULT_SIZES = "8x64,64x512,256x2048,1024x4096"
@@ -26,15 +29,15 @@ SCALE, DIVISOR = 2, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repeats", type=int, default=15, help="timed repeats per fast path (median)")
+    parser.add_argument("--repeats", type=positive_integer, default=15, help="timed repeats per fast path (median)")
     parser.add_argument(
-        "--reference-repeats", type=int, default=3, help="timed repeats of the slow reference and loops"
+        "--reference-repeats", type=positive_integer, default=3, help="timed repeats of the slow reference and loops"
     )
-    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated REQUESTSxMAX_BLOCKS")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", type=_sizes, default=DEFAULT_SIZES, help="comma-separated REQUESTSxMAX_BLOCKS")
+    parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument(
         "--torch-threads",
-        type=int,
+        type=positive_integer,
         default=1,
         help="torch intra-op threads (default 1: on a loaded 2-core host OpenMP spinning costs 10-50x)",
     )
@@ -43,9 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sizes(text: str) -> list[tuple[int, int]]:
+    """argparse type of --sizes: "8x16,64x128" as [(8, 16), (64, 128)], every number >= 1."""
     sizes = []
     for item in text.split(","):
         requests, _, blocks = item.strip().partition("x")
+        if not (requests.isdigit() and blocks.isdigit() and int(requests) >= 1 and int(blocks) >= 1):
+            raise argparse.ArgumentTypeError(
+                f"must be comma-separated REQUESTSxMAX_BLOCKS with integers >= 1, got {text!r}"
+            )
         sizes.append((int(requests), int(blocks)))
     return sizes
 
@@ -212,9 +220,13 @@ def _print(report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure everything once, print the tables, optionally write JSON."""
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench blocks: {problem}", file=sys.stderr)
+        return 2
     torch.set_num_threads(args.torch_threads)
     rng = np.random.default_rng(args.seed)
-    sizes = _sizes(args.sizes)
+    sizes = args.sizes
     cuda = torch.cuda.is_available()
     report = {
         "device": torch.cuda.get_device_name() if cuda else f"CPU ({torch.get_num_threads()} torch threads)",
@@ -226,6 +238,5 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print(report)
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(report, handle, indent=2)
+        write_atomically(args.json, json.dumps(report, indent=2))
     return 0

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check.run import run_check
 from cacheproof.progress import summary_table
 from cacheproof.spec import CacheSpec
@@ -14,8 +17,8 @@ TARGETS = {"CacheSpec": 3000, "TensorLRUCache (cpu)": 500}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--examples", type=int, default=100, help="examples per cache (default 100)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--examples", type=positive_integer, default=100, help="examples per cache (default 100)")
+    parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true")
 
@@ -27,6 +30,10 @@ def _tensor_cache(capacity_bytes: int):
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench cache: {problem}", file=sys.stderr)
+        return 2
     factories = {"CacheSpec": CacheSpec, "TensorLRUCache (cpu)": _tensor_cache}
     figures = {}
     for name, factory in factories.items():
@@ -51,5 +58,5 @@ def run(args: argparse.Namespace) -> int:
             },
         )
     if args.json is not None:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        write_atomically(args.json, json.dumps(figures, indent=2) + "\n")
     return 0 if all(f["ok"] for f in figures.values()) else 1

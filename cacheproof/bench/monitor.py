@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.trace.monitor import monitor
 from cacheproof.progress import summary_table
 from cacheproof.spec import CacheError, CacheSpec, EntryState
@@ -96,18 +98,22 @@ def time_calls(name: str, cache: Any, calls: list[tuple[str, tuple]]) -> Measure
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--calls", type=int, default=20000, help="calls in the workload")
-    parser.add_argument("--keys", type=int, default=64, help="size of the key pool (about half stay resident)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration; the best counts")
-    parser.add_argument("--state-every", type=int, default=None,
+    parser.add_argument("--calls", type=positive_integer, default=20000, help="calls in the workload")
+    parser.add_argument("--keys", type=positive_integer, default=64, help="size of the key pool (about half stay resident)")
+    parser.add_argument("--repeats", type=positive_integer, default=3, help="runs per configuration; the best counts")
+    parser.add_argument("--state-every", type=positive_integer, default=None,
                         help="also time the monitor comparing stats/snapshot every N calls")
     parser.add_argument("--device", default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the ratio line")
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench monitor: {problem}", file=sys.stderr)
+        return 2
     try:
         from cacheproof.impl import TensorLRUCache
     except ImportError as error:
@@ -149,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         summary_table("cacheproof bench monitor (TensorLRUCache)", rows)
     print("; ".join(f"{name}: {ratio:.2f}x the time per call of the bare cache" for name, ratio in ratios.items()))
     if args.json is not None:
-        args.json.write_text(json.dumps({
+        write_atomically(args.json, json.dumps({
             "device": args.device,
             "calls": args.calls,
             "mean_entries": round(workload.mean_entries, 2),

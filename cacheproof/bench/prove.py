@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
+from cacheproof.check.flag_types import positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.prove import aggregate_model
 from cacheproof.prove import entry_model
 from cacheproof.prove import liveness
@@ -17,13 +20,17 @@ DEFAULT_SLOTS = (4, 8, 16, 32, 64)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--slots", type=int, nargs="+", default=list(DEFAULT_SLOTS), help="slot counts (default 4 8 16 32 64)"
+        "--slots", type=positive_integer, nargs="+", default=list(DEFAULT_SLOTS), help="slot counts (default 4 8 16 32 64)"
     )
     parser.add_argument("--json", type=Path, help="write the rows as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print nothing; exit status and --json only")
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench prove: {problem}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     aggregate = aggregate_model.prove() + liveness.prove()
     aggregate_wall = time.perf_counter() - started
@@ -36,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(_row(f"entries, {slots} slots", results, time.perf_counter() - started))
         _print(args, _line(rows[-1]))
     if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        write_atomically(args.json, json.dumps(rows, indent=2) + "\n")
     return 0 if all(row["failed"] == 0 for row in rows) else 1
 
 

@@ -1,4 +1,5 @@
-"""`cacheproof check`: hold a cache to the spec. Exit 0 conforms, 1 counterexample, 2 usage error."""
+"""`cacheproof check`: hold a cache to the spec. Exit 0 conforms, 1 counterexample, 2 usage error,
+130 interrupted by Ctrl-C (docs/robustness.md)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,41 @@ import json
 import sys
 from pathlib import Path
 
-from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckReport, run_check
+from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckInterrupted, CheckReport, run_check
+from cacheproof.check.faults import UsageAbort
+from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
+from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check import concurrent_command
 from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import DEFAULT_RUNS
 from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.progress import Progress, summary_table
 
-
-def _positive(text: str) -> int:
-    number = int(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {number}")
-    return number
+INTERRUPTED_STATUS = 130
+"""The exit status after the user's Ctrl-C (128 + SIGINT), as shells report it."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
-    parser.add_argument("--examples", type=_positive, default=DEFAULT_EXAMPLES, help="call sequences to try")
-    parser.add_argument("--steps", type=_positive, default=DEFAULT_STEPS_PER_EXAMPLE, help="calls per sequence")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (same seed, same run)")
+    parser.add_argument("--examples", type=positive_integer, default=DEFAULT_EXAMPLES, help="call sequences to try")
+    parser.add_argument("--steps", type=positive_integer, default=DEFAULT_STEPS_PER_EXAMPLE, help="calls per sequence")
+    parser.add_argument("--seed", type=any_integer, default=0, help="random seed (same seed, same run)")
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
     parser.add_argument("--trace-out", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
+                        help=f"a call not returning within SECONDS is a counterexample (default {DEFAULT_CALL_TIMEOUT:g})")
     parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
-    parser.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, help="with --threads: runs per scenario")
+    parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help="with --threads: runs per scenario")
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
     if args.threads is not None:
         return concurrent_command.run(args)
     try:
@@ -43,22 +50,40 @@ def run(args: argparse.Namespace) -> int:
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    with Progress("check", total=args.examples, quiet=args.quiet) as progress:
-        report = run_check(
-            factory,
-            examples=args.examples,
-            seed=args.seed,
-            steps_per_example=args.steps,
-            on_example=lambda tally: progress.update(tally.examples, tally.steps),
-        )
+    try:
+        with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+            report = run_check(
+                factory,
+                examples=args.examples,
+                seed=args.seed,
+                steps_per_example=args.steps,
+                on_example=lambda tally: progress.update(tally.examples, tally.steps),
+                call_timeout=args.call_timeout,
+                impl=args.impl,
+            )
+    except UsageAbort as abort:
+        print(f"cacheproof check: {abort.message}", file=sys.stderr)
+        if abort.details:
+            print(abort.details, file=sys.stderr)
+        return 2
+    except CheckInterrupted as interrupted:
+        report = interrupted.report
+        print(f"interrupted: {report.examples} examples, {report.steps} steps in {report.seconds:.2f} s; no verdict")
+        _write_json(args, report)
+        return INTERRUPTED_STATUS
     _print_report(args, report)
-    if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    _write_json(args, report)
     if args.trace_out is not None and report.counterexample is not None:
-        from cacheproof.check.record import write_counterexample_trace
+        from cacheproof.check.record import spec_trace, trace_text
 
-        write_counterexample_trace(args.trace_out, report.counterexample)
+        example = report.counterexample
+        write_atomically(args.trace_out, trace_text(spec_trace(example.capacity_bytes, example.calls)))
     return 0 if report.ok else 1
+
+
+def _write_json(args: argparse.Namespace, report: CheckReport) -> None:
+    if args.json is not None:
+        write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
 
 
 def _print_report(args: argparse.Namespace, report: CheckReport) -> None:

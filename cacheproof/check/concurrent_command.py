@@ -13,6 +13,7 @@ import sys
 from cacheproof.check.concurrent_run import ConcurrentReport, run_concurrent_check
 from cacheproof.check.concurrent_scenarios import MAX_THREADS
 from cacheproof.check.factories import FactoryError, load_factory
+from cacheproof.check.output_paths import write_atomically
 from cacheproof.progress import Progress, summary_table
 
 MIN_CLI_THREADS = 2
@@ -43,11 +44,12 @@ def run(args: argparse.Namespace) -> int:
             scenarios=args.examples,
             runs=args.runs,
             seed=args.seed,
+            timeout=args.call_timeout,
             on_scenario=progress.update,
         )
     print_report(args.impl, report, quiet=args.quiet)
     if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
     return 0 if report.ok else 1
 
 

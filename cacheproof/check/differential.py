@@ -4,9 +4,11 @@ Conformance section lists, and describe the first difference."""
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Any, Hashable, Iterable, NamedTuple
 
 from cacheproof.check.calls import Call, invoke, to_python
+from cacheproof.check.faults import CONTROL_EXCEPTIONS, UserCodeError
 from cacheproof.spec import CacheError
 from cacheproof.spec.invariants import Step, broken_invariants
 from cacheproof.check.values import values_equal
@@ -32,11 +34,19 @@ class Divergence(AssertionError):
     """The cache under test disagrees with the spec."""
 
 
-def run_call(cache: Any, call: Call, capacity_bytes: int | None = None) -> Outcome:
-    """Run `call`, catching whatever it raises. `capacity_bytes`: as in `invoke`."""
+def run_call(cache: Any, call: Call) -> Outcome:
+    """Run `call`; whatever it raises (any BaseException: SystemExit, GeneratorExit...) is its outcome.
+
+    Only the checker's own control exceptions pass through, and a KeyboardInterrupt in the main
+    thread, where it may be the user's Ctrl-C (signals reach only the main thread).
+    """
     try:
-        return Outcome(invoke(cache, call, capacity_bytes=capacity_bytes))
-    except Exception as error:  # a broken cache may raise anything; it is reported, not hidden
+        return Outcome(invoke(cache, call))
+    except CONTROL_EXCEPTIONS:
+        raise
+    except BaseException as error:  # a broken cache may raise anything; it is reported, not hidden
+        if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise
         return Outcome(error=error)
 
 
@@ -85,7 +95,16 @@ def state_difference(spec: Any, cache: Any, keys: Iterable[Hashable]) -> str | N
 def step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
     """Make `call` on the spec and on the cache (values made by the cache's recipe); describe the
     first problem: an invariant the spec's own step breaks, a different outcome, or a different
-    state (len, `in` over `keys`, stats, snapshot). None when the step agrees."""
+    state (len, `in` over `keys`, stats, snapshot), or the user's code failing outside the call
+    (`UserCodeError`: make_value, snapshot...). None when the step agrees."""
+    try:
+        return _step_difference(spec, cache, call, keys)
+    except UserCodeError as error:
+        when = "making a value for" if error.where.startswith("make_value") else "after"
+        return f"{error}, {when} {to_python(call)}"
+
+
+def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
     before = spec.snapshot()
     expected = run_spec_call(spec, call, values_from=cache)
     actual = run_call(cache, call)
@@ -99,6 +118,8 @@ def step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable])
         return difference
     try:
         return state_difference(spec, cache, keys)
+    except UserCodeError:
+        raise
     except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
         return f"inspecting the cache raised {type(error).__name__}: {error}"
 

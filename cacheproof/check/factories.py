@@ -33,3 +33,38 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     if not callable(factory):
         raise FactoryError(f"{spec} is not callable")
     return factory
+
+
+PROBE_CAPACITY_BYTES = 64
+"""The capacity of the cache built to check a factory before any example runs."""
+
+REQUIRED_METHODS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+
+
+def missing_operations(cache: Any) -> list[str]:
+    """The operations the checker calls that `cache` lacks (methods, `len()` and `in`)."""
+    missing = [name for name in REQUIRED_METHODS if not callable(getattr(cache, name, None))]
+    kind = type(cache)
+    if not hasattr(kind, "__len__"):
+        missing.append("len()")
+    if not (hasattr(kind, "__contains__") or hasattr(kind, "__iter__")):
+        missing.append("`in` (__contains__)")
+    return missing
+
+
+def probe_factory(factory: Callable[[int], Any], impl: str) -> None:
+    """Build one cache of PROBE_CAPACITY_BYTES and check it has every checked operation.
+
+    `factory` is the guarded factory of the run (its failures are already usage errors); a cache
+    that lacks operations is one too: `UsageAbort` naming them, before any example runs.
+    """
+    from cacheproof.check.faults import UsageAbort
+
+    cache = factory(PROBE_CAPACITY_BYTES)
+    target = getattr(cache, "target", cache)
+    missing = missing_operations(target)
+    if missing:
+        raise UsageAbort(
+            f"{impl}({PROBE_CAPACITY_BYTES}) returned a {type(target).__name__}, which lacks {', '.join(missing)}: "
+            "a cache needs every operation of docs/contract.md"
+        )

@@ -46,6 +46,7 @@ class Tally:
         self.steps = 0
         self.capacity_bytes = 0
         self.calls: list[Call] = []
+        self.first_divergence: tuple[int, tuple[Call, ...], str] | None = None  # (capacity, calls, message)
         self.on_example: Callable[["Tally"], None] | None = None
 
 
@@ -212,6 +213,8 @@ class CacheMachine(RuleBasedStateMachine):
         keys = _keys_of(call) if hasattr(self.cache, "snapshot") else KEYS
         difference = step_difference(self.spec, self.cache, call, keys)
         if difference is not None:
+            if tally.first_divergence is None:
+                tally.first_divergence = (tally.capacity_bytes, tuple(tally.calls), difference)
             raise Divergence(difference)
 
 

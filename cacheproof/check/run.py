@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import Flaky
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check import calls as call_format
 from cacheproof.check.calls import Call
 from cacheproof.check.differential import Divergence, run_spec_call
+from cacheproof.check.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
+from cacheproof.check.fault_search import shrink_failure, shrink_seconds
+from cacheproof.check.faults import CacheFault
+from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, hang_message, supervised
+from cacheproof.check.factories import probe_factory
 from cacheproof.check.machine import Tally, machine_for
-from cacheproof.check.sequence import first_divergence, shrink
 from cacheproof.spec import CacheSpec
 
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS_PER_EXAMPLE = 100
+NONDETERMINISM_REPLAYS = 4
+"""Replays of a sequence Hypothesis found flaky, looking for a run that answers differently."""
+
+_INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class Counterexample:
     calls: tuple[Call, ...]
     message: str
     spec_errors: tuple[str | None, ...] = ()  # per call, the contract error the spec raised
+    ending: str = "diverges here"  # what the last call does: diverges here, does not return, ...
 
     def to_json(self) -> dict:
         return {
@@ -55,7 +65,11 @@ class Counterexample:
             elif index == last:
                 line = f"print({line})"
             lines.append(line)
-        lines[-1] += "  # <- diverges here"
+        lines[-1] += f"  # <- {self.ending}"
+        inspection = next((code for name, code in _INSPECTIONS.items() if self.message.startswith(f"{name} raised")), None)
+        if inspection is not None:
+            lines[-1] = lines[-1].replace(f"  # <- {self.ending}", "")
+            lines.append(f"{inspection}  # <- raises")
         return "\n".join(lines) + "\n"
 
 
@@ -66,12 +80,16 @@ class CheckReport:
     steps: int
     seconds: float
     counterexample: Counterexample | None
+    interrupted: bool = False  # the user's Ctrl-C stopped the run: no verdict
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict:
+        if self.interrupted:
+            return {"ok": None, "interrupted": True, "examples": self.examples, "steps": self.steps,
+                    "seconds": round(self.seconds, 3)}
         return {
             "ok": self.ok,
             "examples": self.examples,
@@ -82,6 +100,14 @@ class CheckReport:
         }
 
 
+class CheckInterrupted(KeyboardInterrupt):
+    """The user's Ctrl-C stopped `run_check`; `.report` holds the examples and steps so far (no verdict)."""
+
+    def __init__(self, report: CheckReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
 def run_check(
     factory: Callable[[int], Any],
     *,
@@ -89,15 +115,21 @@ def run_check(
     seed: int | None = 0,
     steps_per_example: int = DEFAULT_STEPS_PER_EXAMPLE,
     on_example: Callable[[Tally], None] | None = None,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    impl: str = "factory",
 ) -> CheckReport:
     """Run `examples` random call sequences on `factory(capacity)` beside `CacheSpec`.
 
     Deterministic for a given seed (None draws a random one). Hypothesis's own printing is
-    silenced; the shrunk failure comes back as `CheckReport.counterexample`.
+    silenced; the shrunk failure comes back as `CheckReport.counterexample`. A call that does not
+    return within `call_timeout` seconds (None: no limit) is a counterexample too; a factory that
+    fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
     """
     tally = Tally()
     tally.on_example = on_example
-    machine = machine_for(factory, tally)
+    watch = Watch(call_timeout)
+    guarded = GuardedFactory(factory, watch, impl)
+    machine = machine_for(guarded, tally)
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed
     run_settings = settings(
@@ -110,26 +142,76 @@ def run_check(
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
+
+    def hypothesis_run() -> None:
+        probe_factory(guarded, impl)
+        with with_reporter(lambda message: None):
+            run_state_machine_as_test(machine, settings=run_settings)
+
+    def describe_hang(name: str, args: tuple) -> str:
+        return hang_message(name, args, call_timeout, tally.calls[-1] if tally.calls else None)
+
     counterexample = None
     started = time.perf_counter()
     try:
-        with with_reporter(lambda message: None):
-            run_state_machine_as_test(machine, settings=run_settings)
-    except Divergence:
-        counterexample = _shrunk(factory, tally.capacity_bytes, tally.calls)
+        try:
+            supervised(hypothesis_run, watch, describe_hang)
+        except Divergence:
+            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None)
+        except CacheFault as fault:
+            failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
+            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure)
+        except Flaky:
+            counterexample = _not_deterministic(guarded, watch, tally)
+    except KeyboardInterrupt:
+        seconds = time.perf_counter() - started
+        raise CheckInterrupted(CheckReport(False, tally.examples, tally.steps, seconds, None, interrupted=True)) from None
     seconds = time.perf_counter() - started
     return CheckReport(counterexample is None, tally.examples, tally.steps, seconds, counterexample)
 
 
-def _shrunk(factory: Callable[[int], Any], capacity_bytes: int, calls: list[Call]) -> Counterexample:
-    """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter."""
-    calls = shrink(factory, capacity_bytes, calls)
-    divergence = first_divergence(factory, capacity_bytes, calls)
+def _shrunk(
+    factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None
+) -> Counterexample:
+    """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter.
+
+    `failure` is given for a hang or crash (the sequence ends at the call that caused it); a
+    divergence is found again by replaying. A sequence that no longer fails on replay is reported
+    as not deterministic.
+    """
+    def attempt(candidate: list[Call]) -> Failure | None:
+        return first_failure(factory, capacity_bytes, candidate, watch)
+
+    first = failure
+    if first is None:
+        first = attempt(calls)
+        if first is None:
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None))
+    calls, found, cut_short = shrink_failure(attempt, calls, first, shrink_seconds(watch.timeout))
+    message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
+    ending = {DIVERGENCE: "diverges here", HANG: "does not return"}.get(found.kind, "kills the process")
+    return _counterexample(capacity_bytes, calls, message, ending)
+
+
+def _not_deterministic(factory: Callable[[int], Any], watch: Watch, tally: Tally) -> Counterexample:
+    """Hypothesis saw a failure it could not reproduce: name the cache as not deterministic."""
+    if tally.first_divergence is None:
+        return _counterexample(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None))
+    capacity_bytes, calls, message = tally.first_divergence
+    for _ in range(NONDETERMINISM_REPLAYS):
+        again = first_failure(factory, capacity_bytes, calls, watch)
+        if again is None or again.message != message:
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, message, again))
+    return _shrunk(factory, watch, capacity_bytes, list(calls), again)
+
+
+def _counterexample(capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here") -> Counterexample:
     spec = CacheSpec(capacity_bytes)
     spec_errors = tuple(run_spec_call(spec, call).error for call in calls)
     return Counterexample(
         capacity_bytes,
         tuple(calls),
-        divergence.message if divergence is not None else "diverged only inside the state machine",
+        message,
         tuple(None if error is None else type(error).__name__ for error in spec_errors),
+        ending,
     )

@@ -23,18 +23,35 @@ class SequenceDivergence:
 
 
 def first_divergence(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call]
+    factory: Callable[[int], Any],
+    capacity_bytes: int,
+    calls: Sequence[Call],
+    on_step: Callable[[int], None] | None = None,
 ) -> SequenceDivergence | None:
-    """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None."""
+    """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None.
+
+    `on_step(index)` is told the index of each call before it is made.
+    """
     spec = CacheSpec(capacity_bytes)
     cache = factory(capacity_bytes)
     keys = KEYS + tuple(_hashable_keys(calls))
     for index, call in enumerate(calls):
+        if on_step is not None:
+            on_step(index)
         message = step_difference(spec, cache, call, keys)
         if message is not None:
-            cache_snapshot = normalize_snapshot(cache.snapshot()) if hasattr(cache, "snapshot") else None
-            return SequenceDivergence(index, call, message, normalize_snapshot(spec.snapshot()), cache_snapshot)
+            return SequenceDivergence(index, call, message, normalize_snapshot(spec.snapshot()), _snapshot_of(cache))
     return None
+
+
+def _snapshot_of(cache: Any) -> tuple | None:
+    """The cache's normalized snapshot; None when it has none or its snapshot() fails."""
+    if not hasattr(cache, "snapshot"):
+        return None
+    try:
+        return normalize_snapshot(cache.snapshot())
+    except Exception:  # the divergence is reported all the same
+        return None
 
 
 def _hashable_keys(calls: Sequence[Call]):

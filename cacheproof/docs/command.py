@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from pathlib import Path
+
+from cacheproof.check.output_paths import first_problem, write_atomically
 
 GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",
@@ -26,6 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out.exists() and not args.out.is_dir():
+        print(f"cacheproof docs: --out: {str(args.out)!r} is a file, not a folder", file=sys.stderr)
+        return 2
+    if not args.check:
+        problem = first_problem({"--out": args.out / name for name in GENERATED}) if args.out.is_dir() else None
+        if problem is not None:
+            print(f"cacheproof docs: {problem}", file=sys.stderr)
+            return 2
     stale = []
     for name in GENERATED:
         path = args.out / name
@@ -34,8 +45,12 @@ def run(args: argparse.Namespace) -> int:
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path))
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            print(f"cacheproof docs: --out: cannot create the folder {str(path.parent)!r}: {error.strerror}", file=sys.stderr)
+            return 2
+        write_atomically(path, text)
         print(f"wrote {path}")
     for path in stale:
         print(f"out of date: {path} (run `cacheproof docs`)")

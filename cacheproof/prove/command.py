@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
+from cacheproof.check.flag_types import positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.prove import aggregate_model
 from cacheproof.prove import entry_model
 from cacheproof.prove import liveness
@@ -29,14 +32,15 @@ def prove_all(slots: int = DEFAULT_SLOTS) -> list[ProofResult]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
+    parser.add_argument("--slots", type=positive_integer, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
     parser.add_argument("--json", type=Path, help="write every result, with counterexamples, to this file")
     parser.add_argument("--quiet", action="store_true", help="print only counterexamples and the verdict")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.slots < 1:
-        print("--slots must be >= 1")
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof prove: {problem}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     results = prove_all(args.slots)
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         + f" (slots={args.slots}); wall {wall:.2f} s"
     )
     if args.json is not None:
-        args.json.write_text(json.dumps(report_json(results, args.slots, wall), indent=2) + "\n")
+        write_atomically(args.json, json.dumps(report_json(results, args.slots, wall), indent=2) + "\n")
     return 0 if failed == 0 else 1
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Hashable, TextIO
 
 from cacheproof.check.calls import Call, ValueRecipe, to_python
+from cacheproof.check.output_paths import check_output_path
 from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
 from cacheproof.spec.values import value_size
@@ -81,6 +82,7 @@ class MonitoredCache:
         self._lock = threading.Lock()
         self._log: TextIO | None = None
         if trace_path is not None:
+            check_output_path(trace_path, "monitor: trace_path")
             self._log = open(trace_path, "w", buffering=1)
             self._log.write(header_line(capacity_bytes) + "\n")
 

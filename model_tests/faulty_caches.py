@@ -1,0 +1,157 @@
+"""Caches that misbehave the way engines' caches do under faults, not by breaking a rule.
+
+Each is the spec with one fault. The checker must survive every one: a hang, an exit, a crash
+(under --isolate) or the user's code failing outside the call is a counterexample (exit 1); a
+factory that cannot make a usable cache is a usage error (exit 2). model_tests/test_robustness.py
+holds the checker to that.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from pathlib import Path
+
+from cacheproof.spec import CacheSpec
+
+_NEVER = threading.Event()
+"""Never set: waiting on it is a deadlock (bounded at 10 minutes so a test process can still end)."""
+
+
+class EvictHangs(CacheSpec):
+    """evict with entries present never returns (a deadlock on a lock its caller holds)."""
+
+    def evict(self, nbytes):
+        if len(self):
+            _NEVER.wait(600)
+        return super().evict(nbytes)
+
+
+class PopExits(CacheSpec):
+    """pop calls sys.exit(3) (a fatal-error path that ends the interpreter)."""
+
+    def pop(self, key):
+        if key in self:
+            sys.exit(3)
+        return super().pop(key)
+
+
+class ClearRaisesKeyboardInterrupt(CacheSpec):
+    """clear of a non-empty cache raises KeyboardInterrupt itself (not the user's Ctrl-C)."""
+
+    def clear(self):
+        if len(self):
+            raise KeyboardInterrupt("raised by the cache")
+        return super().clear()
+
+
+class GetSegfaults(CacheSpec):
+    """get of a present key dereferences a null pointer (an extension's crash); check it with --isolate only."""
+
+    def get(self, key):
+        if key in self:
+            ctypes.string_at(0)
+        return super().get(key)
+
+
+class PutExitsHard(CacheSpec):
+    """put leaves the process with os._exit(7) (no cleanup, no exception); check it with --isolate only."""
+
+    def put(self, key, value):
+        if len(self) >= 1:
+            os._exit(7)
+        return super().put(key, value)
+
+
+class SnapshotRaises(CacheSpec):
+    """snapshot() raises once the cache holds two entries (an inspection path that breaks)."""
+
+    def snapshot(self):
+        if len(self) >= 2:
+            raise RuntimeError("snapshot lost its iterator")
+        return super().snapshot()
+
+
+class MakeValueRaises(CacheSpec):
+    """make_value refuses values of more than 4 bytes."""
+
+    def make_value(self, nbytes, tag):
+        if nbytes > 4:
+            raise MemoryError(f"cannot allocate {nbytes} bytes")
+        return bytes([tag % 256]) * nbytes
+
+
+class ReleaseFlips(CacheSpec):
+    """Every other release of the process returns the wrong answer (a race-dependent result)."""
+
+    releases = 0
+
+    def release(self, key):
+        result = super().release(key)
+        ReleaseFlips.releases += 1
+        return (not result) if ReleaseFlips.releases % 2 else result
+
+
+class NoEvict:
+    """A cache without evict, pop or clear (an adapter that forgot them)."""
+
+    def __init__(self, capacity_bytes):
+        self._spec = CacheSpec(capacity_bytes)
+
+    def __len__(self):
+        return len(self._spec)
+
+    def __contains__(self, key):
+        return key in self._spec
+
+    def __getattr__(self, name):
+        if name in ("evict", "pop", "clear"):
+            raise AttributeError(name)
+        return getattr(self._spec, name)
+
+
+class SlowCache(CacheSpec):
+    """Every call takes 20 ms; the first writes the file named by $CACHEPROOF_SLOW_MARKER (for Ctrl-C tests)."""
+
+    def reserve(self, *args, **kwargs):
+        _slow()
+        return super().reserve(*args, **kwargs)
+
+    def put(self, key, value):
+        _slow()
+        return super().put(key, value)
+
+
+def _slow():
+    marker = os.environ.get("CACHEPROOF_SLOW_MARKER")
+    if marker and not Path(marker).exists():
+        Path(marker).write_text("started\n")
+    threading.Event().wait(0.02)
+
+
+def returns_none(capacity_bytes):
+    """A factory that returns None."""
+    return None
+
+
+def raises_on_construction(capacity_bytes):
+    """A factory that always raises (the device is not there)."""
+    raise RuntimeError(f"no device for a cache of {capacity_bytes} bytes")
+
+
+class _FailsOnFifthCall:
+    """A factory that raises on its fifth call only (a resource running out, then freed)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, capacity_bytes):
+        self.calls += 1
+        if self.calls == 5:
+            raise OSError("out of device handles")
+        return CacheSpec(capacity_bytes)
+
+
+fails_on_fifth_call = _FailsOnFifthCall()

@@ -1,0 +1,237 @@
+"""No traceback of cacheproof's own, whatever the input; no cache, however broken, takes the checker down.
+
+Every command is driven with each class of bad input (bad numbers, unwritable output paths,
+missing files, factories that fail) and must exit with the documented status (docs/robustness.md)
+without an internal traceback. Every fault of model_tests/faulty_caches.py must be found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cacheproof.check import output_paths
+from cacheproof.check.output_paths import OutputPathError, write_atomically
+from cacheproof.cli import main
+from cacheproof.spec import CacheSpec
+from cacheproof.trace.monitor import monitor
+from model_tests import faulty_caches
+
+FAULTY = "model_tests.faulty_caches"
+SPEC = "cacheproof.spec:CacheSpec"
+REPOSITORY = Path(__file__).resolve().parents[1]
+INTERNAL_FRAME = re.compile(r'File "[^"]*(cacheproof|hypothesis)/[^"]*", line \d+')
+
+
+def assert_no_internal_traceback(text: str) -> None:
+    assert not ("Traceback" in text and INTERNAL_FRAME.search(text)), text
+
+
+def run_main(argv, capsys) -> tuple[int, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert_no_internal_traceback(output)
+    return status, output
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "a_folder").mkdir()
+    trace = tmp_path / "ok.trace"
+    trace.write_text('{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 8}\n')
+    (tmp_path / "bad.trace").write_text("not json\n")
+    return tmp_path
+
+
+BAD_INPUTS = [
+    (["check", "--examples", "abc"], "must be an integer >= 1, got 'abc'"),
+    (["check", "--examples", "0"], "must be an integer >= 1, got '0'"),
+    (["check", "--steps", "-3"], "must be an integer >= 1, got '-3'"),
+    (["check", "--seed", "x"], "must be an integer, got 'x'"),
+    (["check", "--call-timeout", "0"], "must be a number of seconds > 0"),
+    (["check", "--call-timeout", "nan"], "must be a number of seconds > 0"),
+    (["check", "--impl", SPEC, "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["check", "--impl", SPEC, "--json", "{tmp}/missing/dir/x.json"], "does not exist"),
+    (["check", "--impl", SPEC, "--trace-out", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["check", "--impl", "no_such_module_at_all:factory"], "cannot import module"),
+    (["check", "--impl", f"{FAULTY}:returns_none"], "returned None"),
+    (["check", "--impl", f"{FAULTY}:raises_on_construction"], "raised RuntimeError: no device"),
+    (["check", "--impl", f"{FAULTY}:NoEvict"], "lacks evict, pop, clear"),
+    (["replay", "{tmp}/a_folder"], "cannot read the trace"),
+    (["replay", "{tmp}/no_such.trace"], "cannot read the trace"),
+    (["replay", "{tmp}/bad.trace"], "bad.trace"),
+    (["replay", "{tmp}/ok.trace", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["replay", "{tmp}/ok.trace", "--call-timeout", "soon"], "must be a number of seconds > 0, got 'soon'"),
+    (["replay", "{tmp}/ok.trace", "--impl", f"{FAULTY}:returns_none"], "returned None"),
+    (["prove", "--slots", "abc"], "must be an integer >= 1, got 'abc'"),
+    (["prove", "--json", "{tmp}/missing/x.json"], "does not exist"),
+    (["docs", "--out", "{tmp}/ok.trace"], "is a file, not a folder"),
+    (["bench", "cache", "--examples", "many"], "must be an integer >= 1, got 'many'"),
+    (["bench", "cache", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["bench", "monitor", "--calls", "0"], "must be an integer >= 1, got '0'"),
+    (["bench", "monitor", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["bench", "prove", "--slots", "4", "x"], "must be an integer >= 1, got 'x'"),
+    (["bench", "prove", "--json", "{tmp}/missing/x.json"], "does not exist"),
+    (["bench", "blocks", "--sizes", "abc"], "REQUESTSxMAX_BLOCKS"),
+    (["bench", "blocks", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["bench", "no-such-kind"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_INPUTS, ids=lambda item: " ".join(item) if isinstance(item, list) else "")
+def test_bad_input_is_a_usage_error_in_plain_words(argv, message, folder, capsys):
+    argv = [part.replace("{tmp}", str(folder)) for part in argv]
+    status, output = run_main(argv, capsys)
+    assert status == 2, output
+    assert message in output
+
+
+def test_a_bad_output_path_is_reported_before_any_work(folder, capsys, monkeypatch):
+    import cacheproof.check.command as command
+
+    monkeypatch.setattr(command, "run_check", lambda *a, **k: pytest.fail("the run started"))
+    status, output = run_main(["check", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
+    assert status == 2
+    assert output.strip().count("\n") == 0, "one line naming the path and the problem"
+    assert f"{folder}/missing/r.json" in output
+
+
+def test_reports_are_written_atomically(tmp_path, monkeypatch):
+    target = tmp_path / "report.json"
+    target.write_text("the previous report\n")
+
+    def failing_replace(source, destination):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(output_paths.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(target, "half")
+    assert target.read_text() == "the previous report\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no temporary file left behind"
+
+
+def test_written_report_is_readable_by_others(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    status, _ = run_main(["check", "--impl", SPEC, "--examples", "3", "--quiet", "--json", str(path)], capsys)
+    assert status == 0
+    assert json.loads(path.read_text())["ok"] is True
+    assert path.stat().st_mode & 0o044, "group/other may read it, as with a plain write"
+
+
+def test_monitor_refuses_an_unwritable_trace_path(tmp_path):
+    with pytest.raises(OutputPathError, match=re.escape(str(tmp_path / "no" / "t.trace"))):
+        monitor(CacheSpec(8), trace_path=tmp_path / "no" / "t.trace")
+    with pytest.raises(OutputPathError, match="is a folder"):
+        monitor(CacheSpec(8), trace_path=tmp_path)
+
+
+# Faulty caches --------------------------------------------------------------------------
+
+FOUND = [
+    ("EvictHangs", "cache.evict(", "did not return within 0.5 s"),
+    ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
+    ("ClearRaisesKeyboardInterrupt", "cache.clear()", "this cache raises KeyboardInterrupt"),
+    ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
+    ("MakeValueRaises", "make_value(", "raised MemoryError"),
+    ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
+]
+
+
+@pytest.mark.parametrize("name, start, detail", FOUND, ids=[item[0] for item in FOUND])
+def test_each_fault_is_a_counterexample(name, start, detail, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    argv = ["check", "--impl", f"{FAULTY}:{name}", "--examples", "60", "--call-timeout", "0.5", "--json", str(path)]
+    status, output = run_main(argv, capsys)
+    assert status == 1, output
+    line = next(line for line in output.splitlines() if line.startswith("counterexample ("))
+    message = line.partition("): ")[2]
+    assert message.startswith(start) and detail in message, message
+    assert json.loads(path.read_text())["counterexample"]["calls"]
+
+
+def test_a_hang_is_shrunk_to_the_calls_that_hang(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    argv = ["check", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5", "--json", str(path), "--quiet"]
+    status, output = run_main(argv, capsys)
+    assert status == 1
+    calls = json.loads(path.read_text())["counterexample"]["calls"]
+    assert [call["op"] for call in calls][-1] == "evict"
+    assert len(calls) == 2, "one call to make the cache non-empty, then the evict that hangs"
+
+
+def _snippet(output: str) -> str:
+    return output[output.index("# cacheproof counterexample"):]
+
+
+def _run_snippet(snippet: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", snippet], cwd=REPOSITORY, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_snippet_of_a_hang_hangs(capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5"], capsys)
+    with pytest.raises(subprocess.TimeoutExpired):
+        _run_snippet(_snippet(output), timeout=3)
+
+
+def test_the_snippet_of_an_exit_exits(capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:PopExits", "--call-timeout", "0.5"], capsys)
+    assert _run_snippet(_snippet(output), timeout=60).returncode == 3
+
+
+def test_the_snippet_of_a_failing_snapshot_raises(capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:SnapshotRaises"], capsys)
+    with pytest.raises(RuntimeError, match="snapshot lost its iterator"):
+        exec(compile(_snippet(output), "<counterexample>", "exec"), {})
+
+
+def test_a_factory_failing_on_its_fifth_call_is_a_usage_error_with_the_users_traceback(capsys, monkeypatch):
+    monkeypatch.setattr(faulty_caches.fails_on_fifth_call, "calls", 0)
+    status, output = run_main(["check", "--impl", f"{FAULTY}:fails_on_fifth_call"], capsys)
+    assert status == 2
+    assert "raised OSError: out of device handles (on its call number 5; the 4 before it succeeded)" in output
+    assert "faulty_caches.py" in output and "Flaky" not in output
+
+
+def test_replay_reports_a_hang_as_a_divergence(tmp_path, capsys):
+    trace = tmp_path / "hang.trace"
+    trace.write_text(
+        '{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 8}\n'
+        '{"op": "put", "args": [1, {"nbytes": 2, "tag": 0}], "kwargs": {}, "result": null}\n'
+        '{"op": "evict", "args": [8], "kwargs": {}, "result": [1]}\n'
+    )
+    argv = ["replay", str(trace), "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5"]
+    status, output = run_main(argv, capsys)
+    assert status == 1
+    assert "divergence at step 2" in output and "cache.evict(8) did not return within 0.5 s" in output
+
+
+def test_ctrl_c_stops_check_with_a_partial_report(tmp_path):
+    marker = tmp_path / "started"
+    environment = dict(os.environ, CACHEPROOF_SLOW_MARKER=str(marker))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cacheproof", "check", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json")],
+        cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        for _ in range(600):
+            if marker.exists() or process.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert_no_internal_traceback(out + err)
+    assert process.returncode == 130, out + err
+    assert re.search(r"interrupted: \d+ examples, \d+ steps in [\d.]+ s; no verdict", out)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["interrupted"] is True and report["ok"] is None
