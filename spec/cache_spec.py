@@ -272,13 +272,14 @@ class CacheSpec:
         evicted_bytes = 0
         if rules.has_room(self._bytes, incoming):
             return evicted, evicted_bytes
-        for key, entry in list(self._entries.items()):
+        for key, entry in self._entries.items():  # no copy: the walk stops at the last victim
             if steps.is_idle(entry.ready, entry.refcount):
-                del self._entries[key]
                 evicted.append(key)
                 evicted_bytes += entry.nbytes
                 if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
                     break
+        for key in evicted:
+            del self._entries[key]
         self._evictions += len(evicted)
         return evicted, evicted_bytes
 

@@ -1,5 +1,5 @@
 """Benchmarks that print ratios side by side in one run. Each kind is a module with
-`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent."""
+`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ _KINDS = {
     "prove": "z3 proof time by number of slots",
     "monitor": "calls per second with and without the runtime monitor",
     "concurrent": "check --threads: scenarios per second, time to find each racy cache",
+    "trace": "cost per call of writing and replaying traces, 1e3 to 1e6 calls",
 }
 
 

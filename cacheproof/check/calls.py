@@ -11,16 +11,29 @@ from typing import Any, NamedTuple
 
 from cacheproof.check.values import value_for
 
-OPERATIONS = (
-    "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains",
-)
-
 
 class ValueRecipe(NamedTuple):
     """A value of nbytes bytes made from tag (see `cacheproof.check.values.value_for`)."""
 
     nbytes: int
     tag: int
+
+
+SIGNATURES: dict[str, tuple[int, frozenset[str]]] = {
+    "reserve": (2, frozenset({"retain"})),
+    "acquire": (2, frozenset({"retain"})),
+    "commit": (2, frozenset()),
+    "put": (2, frozenset()),
+    "get": (1, frozenset()),
+    "release": (1, frozenset()),
+    "evict": (1, frozenset()),
+    "pop": (1, frozenset()),
+    "clear": (0, frozenset()),
+    "contains": (1, frozenset()),
+}
+"""Each operation's positional argument count and the keyword arguments it takes."""
+
+OPERATIONS = tuple(SIGNATURES)
 
 
 class Call(NamedTuple):
@@ -31,23 +44,26 @@ class Call(NamedTuple):
     kwargs: dict = {}
 
 
-def invoke(cache: Any, call: Call, values_from: Any = None) -> Any:
+def invoke(cache: Any, call: Call, values_from: Any = None, capacity_bytes: int | None = None) -> Any:
     """Run `call` on `cache` and return its result (exceptions propagate).
 
     Value recipes are made by `values_from` (default: `cache` itself), so the spec can be handed
-    values equal to those the cache under test gets.
+    values equal to those the cache under test gets; a recipe above `capacity_bytes` (default:
+    `cache.capacity_bytes`, if it has one) is never built (see `value_for`).
     """
     maker = cache if values_from is None else values_from
-    args = tuple(_concrete(maker, a) for a in call.args)
-    kwargs = {name: _concrete(maker, a) for name, a in call.kwargs.items()}
+    if capacity_bytes is None:
+        capacity_bytes = getattr(cache, "capacity_bytes", None)
+    args = tuple(_concrete(maker, a, capacity_bytes) for a in call.args)
+    kwargs = {name: _concrete(maker, a, capacity_bytes) for name, a in call.kwargs.items()}
     if call.op == "contains":
         return args[0] in cache
     return getattr(cache, call.op)(*args, **kwargs)
 
 
-def _concrete(cache: Any, argument: Any) -> Any:
+def _concrete(cache: Any, argument: Any, capacity_bytes: int | None) -> Any:
     if isinstance(argument, ValueRecipe):
-        return value_for(cache, argument.nbytes, argument.tag)
+        return value_for(cache, argument.nbytes, argument.tag, capacity_bytes)
     return argument
 
 

@@ -34,14 +34,15 @@ class Divergence(AssertionError):
     """The cache under test disagrees with the spec."""
 
 
-def run_call(cache: Any, call: Call) -> Outcome:
+def run_call(cache: Any, call: Call, capacity_bytes: int | None = None) -> Outcome:
     """Run `call`; whatever it raises (any BaseException: SystemExit, GeneratorExit...) is its outcome.
+    `capacity_bytes`: as in `invoke`.
 
     Only the checker's own control exceptions pass through, and a KeyboardInterrupt in the main
     thread, where it may be the user's Ctrl-C (signals reach only the main thread).
     """
     try:
-        return Outcome(invoke(cache, call))
+        return Outcome(invoke(cache, call, capacity_bytes=capacity_bytes))
     except CONTROL_EXCEPTIONS:
         raise
     except BaseException as error:  # a broken cache may raise anything; it is reported, not hidden

@@ -17,7 +17,6 @@ from typing import Any, Iterable, NamedTuple
 import cacheproof
 from cacheproof.check.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.check.differential import Outcome, run_spec_call
-from cacheproof.check.values import value_for
 from cacheproof.spec import CacheSpec, errors
 
 TRACE_FORMAT = 1
@@ -25,6 +24,9 @@ TRACE_FORMAT = 1
 
 VALUE_OPERATIONS = ("get", "pop")
 """Operations whose result is a cached value."""
+
+STORING_OPERATIONS = ("commit", "put")
+"""Operations that store their second argument (put only when it returns True)."""
 
 CONTRACT_ERRORS = frozenset(
     cls.__name__ for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.CacheError)
@@ -122,25 +124,25 @@ def recorded_result(result: Any) -> Any:
 
 
 def spec_trace(capacity_bytes: int, calls: Iterable[Call]) -> Trace:
-    """Run `calls` on a fresh `CacheSpec` and record its outcomes, get/pop values as their recipes."""
+    """Run `calls` on a fresh `CacheSpec` and record its outcomes, get/pop values as their recipes.
+
+    O(1) per call: the recipe of a get/pop result is the one the key's latest stored value was
+    made from, kept per key. (Looking the value up by identity would be ambiguous: equal small
+    values such as `b"\\x05"` are one object in CPython, whatever recipe made them.)
+    """
     spec = CacheSpec(capacity_bytes)
-    recipes: list[tuple[Any, ValueRecipe]] = []  # (value object, its recipe); identity lookup
+    stored: dict[Any, ValueRecipe | None] = {}  # key -> recipe of its latest stored value
     traced = []
     for call in calls:
-        concrete = Call(call.op, tuple(_made(spec, a, recipes) for a in call.args),
-                        {name: _made(spec, a, recipes) for name, a in call.kwargs.items()})
-        outcome = run_spec_call(spec, concrete)
-        recipe = next((r for value, r in recipes if value is outcome.result), None)
+        outcome = run_spec_call(spec, call)
+        recipe = None
+        if outcome.error is None and call.op in STORING_OPERATIONS and outcome.result is not False:
+            value = call.args[1]
+            stored[call.args[0]] = value if isinstance(value, ValueRecipe) else None
+        elif outcome.error is None and call.op in VALUE_OPERATIONS:
+            recipe = stored.get(call.args[0])
         traced.append(traced_call(call, outcome, recipe))
     return Trace(capacity_bytes, tuple(traced))
-
-
-def _made(spec: CacheSpec, argument: Any, recipes: list[tuple[Any, ValueRecipe]]) -> Any:
-    if not isinstance(argument, ValueRecipe):
-        return argument
-    value = value_for(spec, argument.nbytes, argument.tag)
-    recipes.append((value, argument))
-    return value
 
 
 def write_counterexample_trace(path: str | Path, counterexample: Any) -> None:

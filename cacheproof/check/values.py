@@ -1,7 +1,10 @@
 """The checker's value recipe and value comparison.
 
 A value is described by `(nbytes, tag)`: a cache with `make_value(nbytes, tag)` makes it itself,
-any other cache gets `bytes` of length nbytes filled with `tag % 256`.
+any other cache gets `bytes` of length nbytes filled with `tag % 256`. A recipe larger than the
+cache's capacity is never built: every operation that takes a value refuses it whatever its
+contents (put: too large; commit: no reservation is that large), so such a call gets a
+`storage_free_value` of the same size instead, which holds one byte.
 """
 
 from __future__ import annotations
@@ -10,12 +13,28 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 
-def value_for(cache: Any, nbytes: int, tag: int) -> Any:
-    """The value the checker passes to `cache` for the recipe (nbytes, tag)."""
+def value_for(cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None) -> Any:
+    """The value the checker passes to `cache` for the recipe (nbytes, tag).
+
+    Above `capacity_bytes` (default: the cache's `capacity_bytes` attribute, if any) the value is a
+    `storage_free_value`: make_value is never asked for what the spec's size rules refuse.
+    """
+    if capacity_bytes is None:
+        capacity_bytes = getattr(cache, "capacity_bytes", None)
+    if isinstance(capacity_bytes, int) and nbytes > capacity_bytes:
+        return storage_free_value(nbytes)
     make_value = getattr(cache, "make_value", None)
     if make_value is not None and nbytes > 0:
         return make_value(nbytes, tag)
     return bytes([tag % 256]) * nbytes
+
+
+def storage_free_value(nbytes: int) -> Any:
+    """A value of nbytes bytes by the contract's sizing rule that holds a single byte: a read-only
+    numpy uint8 array repeating one zero byte (stride 0). Only for values every cache must refuse."""
+    import numpy
+
+    return numpy.broadcast_to(numpy.zeros(1, dtype=numpy.uint8), (nbytes,))
 
 
 def values_equal(expected: Any, actual: Any) -> bool:

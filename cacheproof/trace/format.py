@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from cacheproof.check.calls import OPERATIONS, Call, ValueRecipe, decode_value, from_json
+from cacheproof.check.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
 from cacheproof.check.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
     Observed,
@@ -68,6 +68,10 @@ def _json_object(line: str, source: str, number: int) -> dict:
         data = json.loads(line)
     except json.JSONDecodeError as error:
         raise TraceFormatError(f"{source} line {number}: not JSON: {error.msg}") from error
+    except RecursionError:
+        raise TraceFormatError(f"{source} line {number}: nested too deeply to be a call") from None
+    except ValueError as error:  # e.g. an integer with more digits than Python converts
+        raise TraceFormatError(f"{source} line {number}: not JSON: {error}") from None
     if not isinstance(data, dict):
         raise TraceFormatError(f"{source} line {number}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -77,7 +81,7 @@ def _header(data: dict, source: str, number: int) -> tuple[int, str]:
     where = f"{source} line {number}"
     if "cacheproof_trace" not in data:
         raise TraceFormatError(f"{where}: expected the header {{\"cacheproof_trace\": {TRACE_FORMAT}, ...}}")
-    if data["cacheproof_trace"] != TRACE_FORMAT:
+    if type(data["cacheproof_trace"]) is not int or data["cacheproof_trace"] != TRACE_FORMAT:
         raise TraceFormatError(f"{where}: unsupported trace format {data['cacheproof_trace']!r}, expected {TRACE_FORMAT}")
     capacity = data.get("capacity_bytes")
     if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
@@ -99,10 +103,43 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
         raise TraceFormatError(f"{where}: kwargs must be an object")
     if ("result" in data) == ("error" in data):
         raise TraceFormatError(f"{where}: a call needs exactly one of \"result\" and \"error\"")
-    call = from_json(data)
-    call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
-    result, error = _outcome(data, where)
-    return TracedCall(call, result, error, _observed(data.get("observed"), where))
+    positional, keywords = SIGNATURES[op]
+    if len(data.get("args", [])) != positional:
+        raise TraceFormatError(f"{where}: {op} takes {positional} positional arguments, got {len(data['args'])}")
+    unknown = sorted(set(data.get("kwargs", {})) - keywords)
+    if unknown:
+        raise TraceFormatError(f"{where}: {op} takes no keyword argument {', '.join(map(repr, unknown))}")
+    try:
+        call = from_json(data)
+        call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
+        result, error = _outcome(data, where)
+        observed = _observed(data.get("observed"), where)
+        bad_recipe = _bad_recipe((call.args, tuple(call.kwargs.values()), result, observed and observed.result))
+    except RecursionError:
+        raise TraceFormatError(f"{where}: nested too deeply to be a call") from None
+    except TypeError as error:  # e.g. {"tuple": 3}
+        raise TraceFormatError(f"{where}: malformed argument or result: {error}") from None
+    if bad_recipe is not None:
+        raise TraceFormatError(
+            f"{where}: a value recipe needs an int nbytes >= 0 and an int tag, got "
+            f"nbytes={bad_recipe.nbytes!r}, tag={bad_recipe.tag!r}"
+        )
+    return TracedCall(call, result, error, observed)
+
+
+def _bad_recipe(value: Any) -> ValueRecipe | None:
+    """The first value recipe inside `value` whose nbytes or tag is not a valid int, or None."""
+    if isinstance(value, ValueRecipe):
+        nbytes, tag = value
+        if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
+            return value
+        return None
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            bad = _bad_recipe(item)
+            if bad is not None:
+                return bad
+    return None
 
 
 def _outcome(data: dict, where: str) -> tuple[Any, str | None]:

@@ -2,9 +2,10 @@
 
 A trace is a claim about what happened. Without --impl the claim is checked against the spec: every
 recorded outcome must be the one `CacheSpec` gives. With --impl the cache runs beside the spec
-(`sequence.first_divergence`: outcomes, len, `in`, stats, snapshot, invariants) and its outcomes
-must also match the recorded ones. Exit 0 no divergence, 1 divergence, 2 usage error (bad flag,
-unreadable or malformed trace, factory not importable).
+(`lockstep`: outcomes, len and `in` after every call, stats, snapshot and the spec's I1-I4
+periodically, the call that broke the state located by bisection) and its outcomes must also match
+the recorded ones. Both are O(1) amortized per call. Exit 0 no divergence, 1 divergence, 2 usage
+error (bad flag, unreadable or malformed trace, factory not importable).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cacheproof.check.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.check.differential import Outcome, normalize_snapshot, run_call, run_spec_call
+from cacheproof.check.differential import Outcome, normalize_snapshot, outcome_difference, run_spec_call
 from cacheproof.check.factories import FactoryError, load_factory, probe_factory
 from cacheproof.check.fault_search import first_failure
 from cacheproof.check.faults import CacheFault, UsageAbort
@@ -25,8 +26,9 @@ from cacheproof.check.flag_types import positive_seconds
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.progress import summary_table
-from cacheproof.check.sequence import first_divergence
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.values import value_size
+from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
@@ -152,26 +154,67 @@ def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
 
 
 def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayDivergence | None:
-    """The first call where `factory(capacity)` disagrees with the spec or with the recording, or None."""
+    """The first call where `factory(capacity)` disagrees with the spec or with the recording, or None.
+
+    One pass, O(1) amortized per call (see `cacheproof.trace.lockstep`): outcomes and the recording
+    after every call, the whole state periodically and at the end; a state difference is traced
+    back to the call after which it first appears.
+    """
     calls = recorded_calls(trace)
-    beside_spec = first_divergence(factory, trace.capacity_bytes, calls)
-    last = len(calls) if beside_spec is None else beside_spec.step + 1
-    spec, cache = CacheSpec(trace.capacity_bytes), factory(trace.capacity_bytes)
-    for index, traced in enumerate(trace.calls[:last]):
-        expected = run_spec_call(spec, traced.call)
-        actual = run_call(cache, traced.call)
-        if beside_spec is not None and index == beside_spec.step:
-            return ReplayDivergence(
-                index + 1, traced.call, SPEC, f"spec {expected.describe()}", f"cache {actual.describe()}",
-                beside_spec.message, beside_spec.spec_snapshot, beside_spec.cache_snapshot,
-            )
-        difference = recorded_difference(traced, actual, cache)
+    lockstep = Lockstep(factory, trace.capacity_bytes)
+    for traced in trace.calls:
+        expected, actual = lockstep.step(traced.call)
+        found = _step_divergence(lockstep, traced, expected, actual)
+        if found is not None:
+            return _earliest(lockstep, calls, found)
+    if lockstep.steps > lockstep.matched_at:
+        difference = lockstep.full_difference()
         if difference is not None:
-            return ReplayDivergence(
-                index + 1, traced.call, RECORDING, f"recorded {traced.describe()}", f"cache {actual.describe()}",
-                difference, normalize_snapshot(spec.snapshot()), _cache_snapshot(cache),
+            found = ReplayDivergence(
+                lockstep.steps, calls[-1], SPEC, "spec state", "cache state", difference, *lockstep.snapshots()
             )
+            return _earliest(lockstep, calls, found)
     return None
+
+
+def _step_divergence(lockstep: Lockstep, traced: TracedCall, expected: Outcome, actual: Outcome) -> ReplayDivergence | None:
+    """This step's outcome against the spec, then against the recording, then the quick state check."""
+    step, call = lockstep.steps, traced.call
+    difference = outcome_difference(call, expected, actual)
+    if difference is not None:
+        return _beside_spec(step, call, expected, actual, difference, lockstep)
+    difference = recorded_difference(traced, actual, lockstep.cache)
+    if difference is not None:
+        return ReplayDivergence(
+            step, call, RECORDING, f"recorded {traced.describe()}", f"cache {actual.describe()}", difference,
+            *lockstep.snapshots(),
+        )
+    difference = lockstep.quick_difference(call)
+    if difference is not None:
+        return _beside_spec(step, call, expected, actual, difference, lockstep)
+    return None
+
+
+def _beside_spec(
+    step: int, call: Call, expected: Outcome, actual: Outcome, difference: str, lockstep: Lockstep
+) -> ReplayDivergence:
+    return ReplayDivergence(
+        step, call, SPEC, f"spec {expected.describe()}", f"cache {actual.describe()}", difference, *lockstep.snapshots()
+    )
+
+
+def _earliest(lockstep: Lockstep, calls: Sequence[Call], found: ReplayDivergence) -> ReplayDivergence:
+    """`found` (at the lockstep's last call), unless the state already differed after an earlier call
+    that no full check had looked at yet: then that call, located by re-running, is the divergence."""
+    if lockstep.steps - lockstep.matched_at <= 1 or lockstep.full_difference() is None:
+        return found
+    state = first_state_divergence(lockstep.factory, lockstep.capacity_bytes, calls, lockstep.matched_at, lockstep.steps)
+    if state is None or state.step == found.step:
+        return found
+    return ReplayDivergence(
+        state.step, calls[state.step - 1], SPEC, f"spec {state.expected.describe()}",
+        f"cache {state.actual.describe()}", state.message, state.spec_snapshot, state.cache_snapshot,
+    )
 
 
 def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> str | None:
@@ -192,19 +235,12 @@ def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> st
 def _result_matches(recorded: Any, result: Any, target: Any) -> bool:
     if recorded is SOME_VALUE:
         return True
-    if isinstance(recorded, ValueRecipe):
-        return values_equal(value_for(target, recorded.nbytes, recorded.tag), result)
+    if isinstance(recorded, ValueRecipe):  # sizes first: a recorded recipe is built only if it can match
+        return value_size(result) == recorded.nbytes and values_equal(
+            value_for(target, recorded.nbytes, recorded.tag), result
+        )
     replayed = recorded_result(result)
     return type(replayed) is type(recorded) and replayed == recorded
-
-
-def _cache_snapshot(cache: Any) -> tuple | None:
-    if not hasattr(cache, "snapshot"):
-        return None
-    try:
-        return normalize_snapshot(cache.snapshot())
-    except Exception:  # a broken cache's snapshot may itself fail; the divergence is still reported
-        return None
 
 
 # Command line -------------------------------------------------------------------------------
