@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from cacheproof.check import output_paths
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.record import spec_trace, trace_text
 from cacheproof.check.output_paths import OutputPathError, write_atomically
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
@@ -203,11 +205,8 @@ def test_a_factory_failing_on_its_fifth_call_is_a_usage_error_with_the_users_tra
 
 def test_replay_reports_a_hang_as_a_divergence(tmp_path, capsys):
     trace = tmp_path / "hang.trace"
-    trace.write_text(
-        '{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 8}\n'
-        '{"op": "put", "args": [1, {"nbytes": 2, "tag": 0}], "kwargs": {}, "result": null}\n'
-        '{"op": "evict", "args": [8], "kwargs": {}, "result": [1]}\n'
-    )
+    calls = [Call("put", (1, ValueRecipe(2, 0))), Call("evict", (8,))]
+    trace.write_text(trace_text(spec_trace(8, calls)))
     argv = ["replay", str(trace), "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5"]
     status, output = run_main(argv, capsys)
     assert status == 1
