@@ -84,6 +84,11 @@ BAD_INPUTS = [
     (["bench", "prove", "--json", "{tmp}/missing/x.json"], "does not exist"),
     (["bench", "blocks", "--sizes", "abc"], "REQUESTSxMAX_BLOCKS"),
     (["bench", "blocks", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["bench", "trace", "--lengths", "100", "0"], "must be an integer >= 1, got '0'"),
+    (["bench", "trace", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["bench", "concurrent", "--scenarios", "x"], "must be an integer >= 1, got 'x'"),
+    (["bench", "concurrent", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
+    (["check", "--threads", "two"], "must be an integer in 2..4, got 'two'"),
     (["bench", "no-such-kind"], "invalid choice"),
 ]
 

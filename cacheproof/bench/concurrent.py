@@ -18,7 +18,10 @@ import statistics
 import sys
 from pathlib import Path
 
+from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import SHRINK_SECONDS, run_concurrent_check
+from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.progress import summary_table
 
 RACY_MODULE = "model_tests.racy_caches"
@@ -26,12 +29,12 @@ TARGET_SECONDS_TO_FIND = 30.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threads", type=int, default=3, help="threads per scenario (default 3)")
-    parser.add_argument("--scenarios", type=int, default=100, help="scenarios for the throughput runs (default 100)")
-    parser.add_argument("--seeds", type=int, default=5, help="seeds per racy cache (default 5)")
-    parser.add_argument("--budget", type=int, default=2000, help="scenarios allowed to find each race (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="first seed")
-    parser.add_argument("--shrink-seconds", type=float, default=SHRINK_SECONDS,
+    parser.add_argument("--threads", type=thread_count, default=3, help="threads per scenario (default 3)")
+    parser.add_argument("--scenarios", type=positive_integer, default=100, help="scenarios for the throughput runs (default 100)")
+    parser.add_argument("--seeds", type=positive_integer, default=5, help="seeds per racy cache (default 5)")
+    parser.add_argument("--budget", type=positive_integer, default=2000, help="scenarios allowed to find each race (default 2000)")
+    parser.add_argument("--seed", type=any_integer, default=0, help="first seed")
+    parser.add_argument("--shrink-seconds", type=positive_seconds, default=SHRINK_SECONDS,
                         help=f"time allowed to shrink each race found (default {SHRINK_SECONDS:.0f})")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true")
@@ -53,6 +56,10 @@ def _racy_module():
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench concurrent: {problem}", file=sys.stderr)
+        return 2
     racy = _racy_module()
     correct = {"TensorLRUCache (cpu)": _tensor_cache}
     if racy is not None:
@@ -110,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
     if args.json is not None:
-        args.json.write_text(json.dumps({"throughput": throughput, "finding": finding}, indent=2) + "\n")
+        write_atomically(args.json, json.dumps({"throughput": throughput, "finding": finding}, indent=2) + "\n")
     all_found = all(f["found"] == f"{args.seeds}/{args.seeds}" for f in finding.values())
     return 0 if all(f["ok"] for f in throughput.values()) and all_found else 1
 

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check.record import spec_trace
 from cacheproof.progress import summary_table
 from cacheproof.spec import Acquired, CacheError, CacheSpec
@@ -165,17 +167,18 @@ def measure(calls: int, seed: int, device: str, folder: Path) -> Row:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS),
+    parser.add_argument("--lengths", type=positive_integer, nargs="+", default=list(DEFAULT_LENGTHS),
                         help="trace lengths in calls (default 1000 10000 100000 1000000)")
     parser.add_argument("--device", default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
 
 
 def run(args: argparse.Namespace) -> int:
-    if min(args.lengths) < 1:
-        print("cacheproof bench trace: every length must be >= 1", file=sys.stderr)
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof bench trace: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as folder:
         rows = [measure(calls, args.seed, args.device, Path(folder)) for calls in sorted(args.lengths)]
@@ -197,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"cost per call at {last.calls:,} calls vs {first.calls:,}: "
           + "; ".join(f"{name} {ratio:.2f}x" for name, ratio in growth.items()))
     if args.json is not None:
-        args.json.write_text(json.dumps({
+        write_atomically(args.json, json.dumps({
             "device": args.device,
             "rows": [{
                 "calls": row.calls,

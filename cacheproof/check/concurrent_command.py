@@ -21,7 +21,10 @@ MIN_CLI_THREADS = 2
 
 def thread_count(text: str) -> int:
     """argparse type of --threads: an int in 2..MAX_THREADS."""
-    number = int(text)
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in {MIN_CLI_THREADS}..{MAX_THREADS}, got {text!r}") from None
     if not MIN_CLI_THREADS <= number <= MAX_THREADS:
         raise argparse.ArgumentTypeError(f"must be in {MIN_CLI_THREADS}..{MAX_THREADS}, got {number}")
     return number
