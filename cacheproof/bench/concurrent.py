@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import SHRINK_SECONDS, run_concurrent_check
-from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
+from cacheproof.check.flag_types import any_integer, non_negative_seconds, positive_integer
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.progress import summary_table
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=positive_integer, default=5, help="seeds per racy cache (default 5)")
     parser.add_argument("--budget", type=positive_integer, default=2000, help="scenarios allowed to find each race (default 2000)")
     parser.add_argument("--seed", type=any_integer, default=0, help="first seed")
-    parser.add_argument("--shrink-seconds", type=positive_seconds, default=SHRINK_SECONDS,
+    parser.add_argument("--shrink-seconds", type=non_negative_seconds, default=SHRINK_SECONDS,
                         help=f"time allowed to shrink each race found (default {SHRINK_SECONDS:.0f})")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true")

@@ -45,5 +45,16 @@ def positive_seconds(text: str) -> float:
     return seconds
 
 
+def non_negative_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return seconds
+
+
 positive_integer = integer_at_least(1)
 """An argparse type: an integer >= 1."""
