@@ -12,14 +12,18 @@ def test_bench_prove_writes_one_row_per_model(tmp_path, capsys):
     assert main(["bench", "prove", "--slots", "2", "3", "--json", str(path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     rows = json.loads(path.read_text())
-    assert [row["model"] for row in rows] == ["aggregate + liveness", "entries, 2 slots", "entries, 3 slots"]
-    assert all(row["failed"] == 0 and row["obligations"] > 0 for row in rows)
+    assert [row["model"] for row in rows] == [
+        "aggregate + liveness", "spec refines model", "entries, 2 slots", "entries, 3 slots"
+    ]
+    assert all(row["failed"] == 0 and row["obligations"] > 0 and row["cpu_seconds"] > 0 for row in rows)
+    assert rows[1]["states"] > 0 and "capacities 1..3" in rows[1]["bound"]
 
 
-def test_prove_quiet_prints_only_the_verdict(capsys):
-    assert main(["prove", "--slots", "2", "--quiet"]) == 0
+def test_prove_quiet_prints_only_the_verdicts(capsys):
+    assert main(["prove", "--slots", "2", "--quiet", "--refine-capacity", "2", "--refine-entries", "2"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
-    assert len(lines) == 1 and "obligations proved" in lines[0]
+    assert len(lines) == 2 and "obligations proved" in lines[0]
+    assert lines[1].startswith("spec refines model: ") and ", agree (" in lines[1]
 
 
 def test_check_quiet_prints_no_table(capsys):

@@ -11,10 +11,10 @@ import itertools
 
 import pytest
 import z3
+from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView, rules, steps
 
 from cacheproof.prove import entry_model
 from cacheproof.prove.induction import Z3_LOGIC
-from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView, rules, steps
 
 FLAGS = (False, True)
 REFCOUNTS = (0, 1, 2, 3)
