@@ -14,8 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheproof.spec import Acquired, CacheError, CacheSpec, EntryState, EntryView, rules
-from cacheproof.spec.transitions import OPERATIONS, TRANSITIONS, AbstractState, Transition, abstract_state
+from cacheproof.spec import Acquired, CacheError, CacheSpec, EntryState, EntryView, rules, steps
+from cacheproof.spec.transitions import (
+    OPERATIONS,
+    TRANSITIONS,
+    AbstractState,
+    Transition,
+    abstract_state,
+    transition_table,
+)
 
 ABSENT, RESERVED = AbstractState.ABSENT, AbstractState.RESERVED
 IN_USE, IDLE = AbstractState.READY_IN_USE, AbstractState.READY_IDLE
@@ -323,3 +330,43 @@ def test_random_runs_take_only_listed_edges(capacity: int, steps: int, data: st.
         for key in RANDOM_KEYS:
             edge = observed_edge(key, operation, named, before, after, result, error)
             assert edge is None or edge in TABLE_EDGES, f"{operation}{args}: unlisted edge {edge} for {key!r}"
+
+
+# The table follows the spec's per-entry steps ------------------------------------------------------
+
+
+def _changed_edges(monkeypatch, name: str, replacement: Any) -> set[tuple]:
+    monkeypatch.setattr(steps, name, replacement)
+    rebuilt = transition_table()
+    return {edge_of(t) for t in rebuilt} ^ TABLE_EDGES
+
+
+def test_the_table_is_built_from_the_steps_as_they_are() -> None:
+    assert transition_table() == TRANSITIONS
+
+
+def test_a_step_that_keeps_transient_entries_moves_the_release_edge(monkeypatch) -> None:
+    keeps_transients = lambda ready, retain, logic=rules.CONCRETE: logic.negate(ready)  # noqa: E731
+    changed = _changed_edges(monkeypatch, "removed_at_last_release", keeps_transients)
+    assert changed == {(IN_USE, "release", ABSENT, "True", False), (IN_USE, "release", IDLE, "True", False)}
+
+
+def test_a_put_that_pins_its_entry_moves_the_put_edge(monkeypatch) -> None:
+    changed = _changed_edges(monkeypatch, "PUT_REFCOUNT", 1)
+    assert changed == {(ABSENT, "put", IDLE, "True", False), (ABSENT, "put", IN_USE, "True", False)}
+
+
+def test_an_idle_test_that_picks_in_use_entries_moves_the_eviction_edges(monkeypatch) -> None:
+    in_use_is_idle = lambda ready, refcount, logic=rules.CONCRETE: logic.all_of(ready, refcount == 1)  # noqa: E731
+    changed = _changed_edges(monkeypatch, "is_idle", in_use_is_idle)
+    assert (IN_USE, "evict", ABSENT, "evicted keys, with this key", False) in changed
+    assert (IDLE, "commit", ABSENT, "evicted keys, with this key", True) in changed
+    assert (IDLE, "acquire", IDLE, "READY_HIT", False) in changed  # 0 + 1 references: "idle" now
+
+
+def test_the_generated_lifecycle_doc_follows_a_changed_step(monkeypatch) -> None:
+    from cacheproof.docs.lifecycle import render
+
+    committed = render()
+    monkeypatch.setattr(steps, "PUT_REFCOUNT", 1)
+    assert render() != committed

@@ -2,12 +2,13 @@
 
 The Mermaid diagram draws every edge that does not raise (successes and refusals such as BLOCKED);
 error edges are self-loops that change nothing (I6), so they are listed in a table instead of
-drawn. The output depends only on the table: same table, same text.
+drawn. The output depends only on the table (built from spec/steps.py when rendered): same
+table, same text.
 """
 
 from __future__ import annotations
 
-from cacheproof.spec.transitions import OPERATIONS, TRANSITIONS, AbstractState, Guard, Transition
+from cacheproof.spec.transitions import OPERATIONS, AbstractState, Guard, Transition, transition_table
 
 _STATE_LABELS = {
     AbstractState.ABSENT: "ABSENT",
@@ -26,8 +27,9 @@ _STATE_MEANINGS = {
 
 def render() -> str:
     """The full text of docs/lifecycle.md."""
-    drawn = [t for t in TRANSITIONS if not t.is_error]
-    errors = [t for t in TRANSITIONS if t.is_error]
+    table = transition_table()
+    drawn = [t for t in table if not t.is_error]
+    errors = [t for t in table if t.is_error]
     lines = [
         "# Lifecycle of one key",
         "",
@@ -35,7 +37,10 @@ def render() -> str:
         "",
         "Every key of a cache is in one of four abstract states. The table below is the spec's",
         "transition table (`cacheproof.spec.transitions.TRANSITIONS`); model_tests/test_transitions.py",
-        "runs every edge on `CacheSpec` and checks that random runs take no other edge.",
+        "runs every edge on `CacheSpec` and checks that random runs take no other edge. Where a key",
+        "lands after a step that changes its refcount or state, and which states eviction and pop",
+        "remove, are computed from the spec's per-entry steps (spec/steps.py), which `CacheSpec` and",
+        "the prover run too.",
         "",
         "| state | meaning |",
         "|---|---|",
