@@ -89,6 +89,7 @@ BAD_INPUTS = [
     (["bench", "concurrent", "--scenarios", "x"], "must be an integer >= 1, got 'x'"),
     (["bench", "concurrent", "--json", "{tmp}/a_folder"], "is a folder, not a file"),
     (["check", "--threads", "two"], "must be an integer in 2..4, got 'two'"),
+    (["check", "--threads", "2", "--isolate"], "cannot be used with --threads"),
     (["bench", "no-such-kind"], "invalid choice"),
 ]
 
@@ -239,3 +240,66 @@ def test_ctrl_c_stops_check_with_a_partial_report(tmp_path):
     assert re.search(r"interrupted: \d+ examples, \d+ steps in [\d.]+ s; no verdict", out)
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["interrupted"] is True and report["ok"] is None
+
+
+# --isolate ------------------------------------------------------------------------------
+
+ISOLATED = [
+    ("GetSegfaults", "cache.get(", "killed the process running the cache (signal SIGSEGV, segmentation fault)"),
+    ("PutExitsHard", "cache.put(", "killed the process running the cache (exit status 7)"),
+    ("EvictHangs", "cache.evict(", "did not return within 0.5 s (its process was killed)"),
+    ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
+    ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
+]
+
+
+@pytest.mark.parametrize("name, start, detail", ISOLATED, ids=[item[0] for item in ISOLATED])
+def test_each_fault_is_a_counterexample_under_isolation(name, start, detail, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    argv = ["check", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40", "--call-timeout", "0.5",
+            "--json", str(path)]
+    status, output = run_main(argv, capsys)
+    assert status == 1, output
+    line = next(line for line in output.splitlines() if line.startswith("counterexample ("))
+    message = line.partition("): ")[2]
+    assert message.startswith(start) and detail in message, message
+    assert len(json.loads(path.read_text())["counterexample"]["calls"]) == 2, "shrunk, each attempt in a fresh child"
+
+
+def test_the_snippet_of_a_crash_crashes(capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:GetSegfaults", "--isolate", "--examples", "40"], capsys)
+    assert _run_snippet(_snippet(output), timeout=60).returncode == -signal.SIGSEGV
+
+
+@pytest.mark.parametrize("impl", [SPEC, "cacheproof.bench.cache:tensor_cache_on_cpu"])
+def test_a_correct_cache_conforms_under_isolation(impl, capsys):
+    status, output = run_main(["check", "--impl", impl, "--isolate", "--examples", "15", "--quiet"], capsys)
+    assert status == 0, output
+
+
+def test_a_broken_cache_is_found_under_isolation_and_its_counterexample_replays(tmp_path, capsys):
+    from cacheproof.check import calls as call_format
+    from cacheproof.check.sequence import first_divergence
+    from model_tests.broken_caches import GetDoesNotPromote
+
+    path = tmp_path / "r.json"
+    argv = ["check", "--impl", "model_tests.broken_caches:GetDoesNotPromote", "--isolate", "--json", str(path)]
+    status, output = run_main(argv, capsys)
+    assert status == 1, output
+    counterexample = json.loads(path.read_text())["counterexample"]
+    calls = [call_format.from_json(call) for call in counterexample["calls"]]
+    found = first_divergence(GetDoesNotPromote, counterexample["capacity_bytes"], calls)
+    assert found is not None and found.step == len(calls) - 1
+    assert first_divergence(CacheSpec, counterexample["capacity_bytes"], calls) is None
+
+
+@pytest.mark.parametrize("impl, message", [
+    (f"{FAULTY}:returns_none", "returned None"),
+    (f"{FAULTY}:NoEvict", "returned a NoEvict, which lacks evict, pop, clear"),
+    ("no_such_module_at_all:factory", "cannot import module 'no_such_module_at_all'"),
+    ("missing-colon", "must look like MODULE:FACTORY"),
+])
+def test_factory_problems_are_usage_errors_under_isolation(impl, message, capsys):
+    status, output = run_main(["check", "--impl", impl, "--isolate"], capsys)
+    assert status == 2, output
+    assert message in output

@@ -16,7 +16,7 @@ from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check import concurrent_command
 from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import DEFAULT_RUNS
-from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
 from cacheproof.progress import Progress, summary_table
 
 INTERRUPTED_STATUS = 130
@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
     parser.add_argument("--trace-out", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument("--isolate", action="store_true",
+                        help="run the cache in a child process: crashes and hangs become counterexamples")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
                         help=f"a call not returning within SECONDS is a counterexample (default {DEFAULT_CALL_TIMEOUT:g})")
     parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
@@ -43,10 +45,13 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
+    if args.threads is not None and args.isolate:
+        print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
+        return 2
     if args.threads is not None:
         return concurrent_command.run(args)
     try:
-        factory = load_factory(args.impl)
+        factory = check_impl_syntax(args.impl) if args.isolate else load_factory(args.impl)
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
@@ -60,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 on_example=lambda tally: progress.update(tally.examples, tally.steps),
                 call_timeout=args.call_timeout,
                 impl=args.impl,
+                isolate=args.isolate,
             )
     except UsageAbort as abort:
         print(f"cacheproof check: {abort.message}", file=sys.stderr)

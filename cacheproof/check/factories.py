@@ -14,11 +14,17 @@ class FactoryError(Exception):
     """The factory could not be loaded (a usage error: exit status 2)."""
 
 
-def load_factory(spec: str) -> Callable[[int], Any]:
-    """Import `module:attribute` and return it; it must be callable as `factory(capacity_bytes)`."""
+def check_impl_syntax(spec: str) -> str:
+    """`spec` itself when it looks like MODULE:FACTORY, else `FactoryError` (nothing is imported)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise FactoryError(f"--impl must look like MODULE:FACTORY, got {spec!r}")
+    return spec
+
+
+def load_factory(spec: str) -> Callable[[int], Any]:
+    """Import `module:attribute` and return it; it must be callable as `factory(capacity_bytes)`."""
+    module_name, _, attribute = check_impl_syntax(spec).partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
     try:
@@ -62,9 +68,11 @@ def probe_factory(factory: Callable[[int], Any], impl: str) -> None:
 
     cache = factory(PROBE_CAPACITY_BYTES)
     target = getattr(cache, "target", cache)
-    missing = missing_operations(target)
+    missing = getattr(cache, "lacking", None)  # an isolated cache's, found in its process
+    missing = missing_operations(target) if missing is None else missing
+    type_name = getattr(cache, "type_name", type(target).__name__)
     if missing:
         raise UsageAbort(
-            f"{impl}({PROBE_CAPACITY_BYTES}) returned a {type(target).__name__}, which lacks {', '.join(missing)}: "
+            f"{impl}({PROBE_CAPACITY_BYTES}) returned a {type_name}, which lacks {', '.join(missing)}: "
             "a cache needs every operation of docs/contract.md"
         )

@@ -43,7 +43,11 @@ def shrink_seconds(call_timeout: float | None) -> float:
 def first_failure(
     factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], watch: Watch
 ) -> Failure | None:
-    """Replay `calls` on `factory(capacity_bytes)` beside the spec, supervised: the first failure, or None."""
+    """Replay `calls` on `factory(capacity_bytes)` beside the spec, supervised: the first failure, or None.
+
+    `factory` is a `GuardedFactory` or an `IsolatedFactory`; its `for_attempt()` serves this replay
+    alone (under isolation, a fresh child process).
+    """
     progress = [0]
 
     def on_step(index: int) -> None:
@@ -52,10 +56,14 @@ def first_failure(
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, watch.timeout, calls[progress[0]] if calls else None)
 
+    attempt = factory.for_attempt()
+    watch.last_call = lambda: calls[progress[0]] if calls else None
     try:
-        found = supervised(lambda: first_divergence(factory, capacity_bytes, calls, on_step), watch, describe_hang)
+        found = supervised(lambda: first_divergence(attempt, capacity_bytes, calls, on_step), watch, describe_hang)
     except CacheFault as fault:
         return Failure(progress[0], fault.message, fault.kind)
+    finally:
+        attempt.close()
     if found is None:
         return None
     return Failure(found.step, found.message, DIVERGENCE)

@@ -45,6 +45,7 @@ class Watch:
         self.current: tuple[float, str, tuple] | None = None
         self.stop_requested = False
         self.factory_calls = 0
+        self.last_call: Callable[[], Call | None] = lambda: None  # the sequence's call being made
 
     def begin(self, name: str, args: tuple) -> None:
         if self.stop_requested:
@@ -120,7 +121,7 @@ def _guarded(name: str, method: Callable, watch: Watch) -> Callable:
         except BaseException as error:
             if operation:
                 raise
-            raise UserCodeError(f"{name}({', '.join(map(_short, args))})", error) from error
+            raise UserCodeError(f"{name}({', '.join(map(short_argument, args))})", error) from error
         finally:
             watch.end()
 
@@ -139,6 +140,13 @@ class GuardedFactory:
         self.factory = factory
         self.watch = watch
         self.impl = impl
+
+    def for_attempt(self) -> "GuardedFactory":
+        """The factory for one replay attempt while shrinking: this one (a fresh cache each call)."""
+        return self
+
+    def close(self) -> None:
+        """Nothing to release in-process."""
 
     def __call__(self, capacity_bytes: int) -> GuardedCache:
         watch = self.watch
@@ -207,25 +215,30 @@ def supervised(work: Callable[[], T], watch: Watch, describe_hang: Callable[[str
 
 
 def hang_message(name: str, args: tuple, timeout: float | None, last_call: Call | None = None) -> str:
-    """"cache.evict(1) did not return within 10 s": the hung user code, written as the call of the
-    sequence (`last_call`) when it is that call, else by name with short arguments and the call it
-    followed ("snapshot() did not return within 10 s, after cache.put(1, ...)")."""
+    """"cache.evict(1) did not return within 10 s" (see `fault_message`)."""
     seconds = "" if timeout is None else f" within {timeout:g} s"
+    return fault_message(name, args, f"did not return{seconds}", last_call)
+
+
+def fault_message(name: str, args: tuple, what: str, last_call: Call | None = None) -> str:
+    """"<user code> <what>": the user code written as the call of the sequence (`last_call`) when it
+    is that call, else by name with short arguments and the call it followed ("snapshot() did not
+    return within 10 s, after cache.put(1, ...)")."""
     if last_call is not None and (name == last_call.op or (name, last_call.op) == ("__contains__", "contains")):
-        return f"{to_python(last_call)} did not return{seconds}"
+        return f"{to_python(last_call)} {what}"
     if name == "factory":
-        code = f"factory({_short(args[0])})"
+        code = f"factory({short_argument(args[0])})"
     elif name == "__contains__":
-        code = f"{_short(args[0])} in cache"
+        code = f"{short_argument(args[0])} in cache"
     elif name == "len":
         code = "len(cache)"
     else:
-        code = f"cache.{name}({', '.join(map(_short, args))})"
+        code = f"cache.{name}({', '.join(map(short_argument, args))})"
     after = "" if last_call is None else f", after {to_python(last_call)}"
-    return f"{code} did not return{seconds}{after}"
+    return f"{code} {what}{after}"
 
 
-def _short(argument: Any) -> str:
+def short_argument(argument: Any) -> str:
     """An argument as the message shows it: a value by its size, anything else by its repr."""
     if isinstance(argument, (bool, int, float, str, type(None))):
         return repr(argument)

@@ -19,6 +19,7 @@ from cacheproof.check.fault_search import shrink_failure, shrink_seconds
 from cacheproof.check.faults import CacheFault
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, hang_message, supervised
 from cacheproof.check.factories import probe_factory
+from cacheproof.check.isolation import IsolatedFactory
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.spec import CacheSpec
 
@@ -100,6 +101,20 @@ class CheckReport:
         }
 
 
+def check_settings(examples: int, steps_per_example: int) -> settings:
+    """The Hypothesis settings of a run: no deadline, no database, no health checks, no blob."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps_per_example,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
 class CheckInterrupted(KeyboardInterrupt):
     """The user's Ctrl-C stopped `run_check`; `.report` holds the examples and steps so far (no verdict)."""
 
@@ -117,6 +132,7 @@ def run_check(
     on_example: Callable[[Tally], None] | None = None,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     impl: str = "factory",
+    isolate: bool = False,
 ) -> CheckReport:
     """Run `examples` random call sequences on `factory(capacity)` beside `CacheSpec`.
 
@@ -124,24 +140,18 @@ def run_check(
     silenced; the shrunk failure comes back as `CheckReport.counterexample`. A call that does not
     return within `call_timeout` seconds (None: no limit) is a counterexample too; a factory that
     fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
+    `isolate=True` runs the cache in a child process built from `impl` ("module:factory"; `factory`
+    is then unused), so that crashes are counterexamples too.
     """
     tally = Tally()
     tally.on_example = on_example
     watch = Watch(call_timeout)
-    guarded = GuardedFactory(factory, watch, impl)
+    watch.last_call = lambda: tally.calls[-1] if tally.calls else None
+    guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
     machine = machine_for(guarded, tally)
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed
-    run_settings = settings(
-        max_examples=examples,
-        stateful_step_count=steps_per_example,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
+    run_settings = check_settings(examples, steps_per_example)
 
     def hypothesis_run() -> None:
         probe_factory(guarded, impl)
@@ -166,6 +176,8 @@ def run_check(
     except KeyboardInterrupt:
         seconds = time.perf_counter() - started
         raise CheckInterrupted(CheckReport(False, tally.examples, tally.steps, seconds, None, interrupted=True)) from None
+    finally:
+        guarded.close()
     seconds = time.perf_counter() - started
     return CheckReport(counterexample is None, tally.examples, tally.steps, seconds, counterexample)
 
