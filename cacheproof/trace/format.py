@@ -114,7 +114,7 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
         call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
         result, error = _outcome(data, where)
         observed = _observed(data.get("observed"), where)
-        bad_recipe = _bad_recipe((call.args, tuple(call.kwargs.values()), result, observed and observed.result))
+        bad_recipe = _bad_recipe((*call.args, *call.kwargs.values(), result, observed and observed.result))
     except RecursionError:
         raise TraceFormatError(f"{where}: nested too deeply to be a call") from None
     except TypeError as error:  # e.g. {"tuple": 3}
@@ -127,18 +127,18 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
     return TracedCall(call, result, error, observed)
 
 
-def _bad_recipe(value: Any) -> ValueRecipe | None:
-    """The first value recipe inside `value` whose nbytes or tag is not a valid int, or None."""
-    if isinstance(value, ValueRecipe):
-        nbytes, tag = value
-        if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
-            return value
-        return None
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            bad = _bad_recipe(item)
-            if bad is not None:
-                return bad
+def _bad_recipe(values: tuple) -> ValueRecipe | None:
+    """The first value recipe in `values` or inside their tuples and lists whose nbytes or tag is
+    not a valid int, or None."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, ValueRecipe):
+            nbytes, tag = value
+            if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
+                return value
+        elif isinstance(value, (tuple, list)):
+            pending.extend(value)
     return None
 
 

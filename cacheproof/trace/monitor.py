@@ -1,7 +1,7 @@
 """`monitor(cache)`: run `CacheSpec` beside a live cache and raise `DivergenceError` at the first mismatch.
 
 Every operation on the `MonitoredCache` (`key in cache` included) goes to the cache and then to the
-spec, with the same argument objects. After each call the monitor compares the outcome (the result,
+spec, with the same arguments (a commit/put value as a stand-in of its size, see "Values" below). After each call the monitor compares the outcome (the result,
 or the error class by name anywhere in the MRO, as the checker does) and `len()`.
 `stats()` and the full `snapshot()`, when the cache has them, cost O(entries) on both sides, so they
 are compared every `state_every` calls (1: after every call), by default every max(16, 2 * entries)
@@ -19,10 +19,11 @@ its replay on the spec, so the spec sees the calls in the order the cache ran th
 that order; the cache is then never called by two threads at once, so the monitor cannot expose a
 race inside it (`cacheproof check --threads` does; docs/concurrency.md).
 
-Memory: the spec beside the cache holds the value objects passed to commit/put (it returns them
-from get/pop to compare values), so a cache that copies its values, as TensorLRUCache does, is
-shadowed by the callers' originals until their entries leave. Monitor in tests and staging, or
-with values whose originals the caller drops anyway.
+Values: the spec beside the cache holds what the cache is obliged to hold, the value as it was at
+commit/put, not the caller's object (which an engine reuses): a storage-free stand-in of the
+value's size, and per key a digest of its bytes at call time, which a get/pop result must match
+(`cacheproof.trace.held_values`). So the monitor keeps 16 bytes per entry, not the callers' values;
+it costs a digest of the value's bytes per commit/put and get/pop (`cacheproof bench monitor`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from cacheproof.check.output_paths import check_output_path
 from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
 from cacheproof.spec.values import value_size
+from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, Observed, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 
 _VALUE_OPERATIONS = ("get", "pop")
@@ -78,6 +80,7 @@ class MonitoredCache:
         self._unchecked_calls = 0
         self._compares_state = hasattr(cache, "stats") or hasattr(cache, "snapshot")
         self._records: list[tuple] = []  # (op, args, kwargs, result, error name): see `_traced`
+        self._held = HeldValues()  # the digest of each stored value, for get/pop
         self._diverged = False
         self._lock = threading.Lock()
         self._log: TextIO | None = None
@@ -175,15 +178,19 @@ class MonitoredCache:
                 return result
             spec = self._spec
             try:
-                wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*args, **kwargs)
+                spec_args = self._held.spec_arguments(op, args)
+                wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*spec_args, **kwargs)
                 wanted_error = None
             except CacheError as raised:
                 wanted, wanted_error = None, raised
+            self._held.note(op, args, wanted_error is None and wanted is not False, spec)
             difference = None
-            if not (result is wanted and error is None and wanted_error is None) and not _same_outcome(
-                op, wanted, wanted_error, result, error
+            if op in _VALUE_OPERATIONS and error is None and wanted_error is None:
+                difference = self._held.difference(Call(op, args, kwargs), result)
+            elif not (result is wanted and error is None and wanted_error is None) and not _same_outcome(
+                wanted, wanted_error, result, error
             ):
-                difference = _outcome_difference(
+                difference = outcome_difference(
                     Call(op, args, kwargs), Outcome(wanted, wanted_error), Outcome(result, error)
                 )
             entries = len(spec)
@@ -275,36 +282,11 @@ def monitor(
     return MonitoredCache(cache, capacity_bytes, trace_path=trace_path, state_every=state_every)
 
 
-def _same_outcome(op: str, wanted: Any, wanted_error: Any, result: Any, error: Any) -> bool:
+def _same_outcome(wanted: Any, wanted_error: Any, result: Any, error: Any) -> bool:
     """The common cases of a matching outcome, decided without building a message; False means "look closer"."""
     if wanted_error is not None or error is not None:
         return type(error) is type(wanted_error)
-    if result is wanted:
-        return True
-    if op in _VALUE_OPERATIONS:
-        return _tensors_equal(wanted, result)
-    return type(result) is type(wanted) and result == wanted
-
-
-def _tensors_equal(expected: Any, actual: Any) -> bool:
-    """torch.equal for two tensors of one dtype on one device; False for anything else (compared later)."""
-    torch = sys.modules.get("torch")
-    if torch is None or type(expected) is not torch.Tensor or type(actual) is not torch.Tensor:
-        return False
-    try:
-        return expected.dtype == actual.dtype and torch.equal(expected, actual)
-    except RuntimeError:  # tensors on different devices
-        return False
-
-
-def _outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
-    """As the checker compares, except that a get/pop value stored in another form (bytes kept as a
-    uint8 tensor, say) also matches when its raw bytes do."""
-    if call.op in _VALUE_OPERATIONS and expected.error is None and actual.error is None:
-        expected_bytes = _raw_bytes(expected.result)
-        if expected_bytes is not None and expected_bytes == _raw_bytes(actual.result):
-            return None
-    return outcome_difference(call, expected, actual)
+    return result is wanted or (type(result) is type(wanted) and result == wanted)
 
 
 def _state_difference(spec: CacheSpec, cache: Any) -> str | None:
@@ -360,16 +342,3 @@ def _traced(record: tuple) -> TracedCall:
     if op in _VALUE_OPERATIONS:
         return TracedCall(call, SOME_VALUE)
     return TracedCall(call, recorded_result(result))
-
-
-def _raw_bytes(value: Any) -> bytes | None:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    kind = type(value)
-    if kind.__module__ == "numpy" and kind.__name__ == "ndarray":
-        return value.tobytes()
-    if any(base.__module__ == "torch" and base.__name__ == "Tensor" for base in kind.__mro__):
-        import torch
-
-        return value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-    return None
