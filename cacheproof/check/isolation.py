@@ -32,7 +32,7 @@ from typing import Any
 from cacheproof.check.calls import OPERATIONS
 from cacheproof.check.differential import STATS_FIELDS, normalize_snapshot
 from cacheproof.check.faults import CacheFault, StopRequested, UsageAbort, UserCodeError, one_line, user_traceback
-from cacheproof.check.guarded_call import Watch, fault_message, short_argument
+from cacheproof.check.guarded_call import Watch, fault_message
 from cacheproof.check.values import value_for, values_equal
 
 _CALLED = frozenset(OPERATIONS) - {"contains"}
@@ -127,8 +127,8 @@ def _answer(cache: Any, made: list, request: tuple) -> tuple:
     try:
         args = tuple(_made_value(cache, made, a) for a in args)
         kwargs = {key: _made_value(cache, made, a) for key, a in kwargs.items()}
-    except BaseException as error:  # make_value failed: the user's code outside the call
-        return ("user", f"make_value({', '.join(map(short_argument, request[2]))})", _error_data(error))
+    except _MakeValueFailed as failed:  # the user's code outside the call
+        return ("user", failed.where, _error_data(failed.error))
     try:
         if name == "__contains__":
             result = args[0] in cache
@@ -143,10 +143,21 @@ def _answer(cache: Any, made: list, request: tuple) -> tuple:
         return ("user", f"{name}()", _error_data(error))
 
 
+class _MakeValueFailed(Exception):
+    def __init__(self, where: str, error: BaseException) -> None:
+        super().__init__(where)
+        self.where = where
+        self.error = error
+
+
 def _made_value(cache: Any, made: list, argument: Any) -> Any:
+    """The real value of a `RemoteValue` argument, made by the cache's recipe and remembered."""
     if not isinstance(argument, RemoteValue):
         return argument
-    value = value_for(cache, *argument.recipe)
+    try:
+        value = value_for(cache, *argument.recipe)
+    except BaseException as error:  # whatever make_value raises is reported
+        raise _MakeValueFailed("make_value({}, {})".format(*argument.recipe), error) from None
     made.append((value, argument.recipe))
     return value
 
