@@ -94,6 +94,21 @@ class ReleaseFlips(CacheSpec):
         return (not result) if ReleaseFlips.releases % 2 else result
 
 
+class _Uncomparable:
+    def __eq__(self, other):
+        raise TypeError("a lazy tensor cannot be compared")
+
+    __hash__ = None
+
+
+class GetReturnsUncomparable(CacheSpec):
+    """get returns an object whose == raises (a lazy handle instead of the value)."""
+
+    def get(self, key):
+        super().get(key)
+        return _Uncomparable()
+
+
 class NoEvict:
     """A cache without evict, pop or clear (an adapter that forgot them)."""
 

@@ -150,6 +150,7 @@ FOUND = [
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(", "raised MemoryError"),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
+    ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
 ]
 
 

@@ -114,7 +114,10 @@ def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]
     if broken:
         names = ", ".join(f"{i.name} ({i.rule})" for i in broken)
         return f"the spec itself breaks {names} on {call.op}"
-    difference = outcome_difference(call, expected, actual)
+    try:
+        difference = outcome_difference(call, expected, actual)
+    except Exception as error:  # the cache's result (its ==, its repr) or its error (its str) may fail
+        return f"{to_python(call)}: comparing this cache's outcome with the spec's raised {type(error).__name__}: {error}"
     if difference is not None:
         return difference
     try:
