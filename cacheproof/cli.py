@@ -53,6 +53,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"cacheproof {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED_STATUS
+    except Exception as error:
+        return _users_error(args.command, error)
+
+
+def _users_error(command: str, error: Exception) -> int:
+    """Last resort: an exception raised in the user's code where no check attributes it is a usage
+    error (exit 2) shown with the user's frames only; anything else is a bug of cacheproof's, re-raised."""
+    from cacheproof.check.faults import raised_in_users_code, one_line, user_traceback
+
+    if not raised_in_users_code(error):
+        raise error
+    print(f"cacheproof {command}: your code raised {one_line(error)}", file=sys.stderr)
+    print(user_traceback(error), file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

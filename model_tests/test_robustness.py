@@ -220,6 +220,19 @@ def test_replay_reports_a_hang_as_a_divergence(tmp_path, capsys):
     assert "divergence at step 2" in output and "cache.evict(8) did not return within 0.5 s" in output
 
 
+@pytest.mark.parametrize("name, message", [
+    ("GetReturnsUncomparable", "cache.get(1): comparing this cache's outcome with the spec's raised TypeError"),
+    ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator"),
+])
+def test_replay_reports_the_users_code_failing_as_a_divergence(name, message, tmp_path, capsys):
+    trace = tmp_path / "t.trace"
+    calls = [Call("put", (1, ValueRecipe(1, 0))), Call("put", (2, ValueRecipe(1, 0))), Call("get", (1,))]
+    trace.write_text(trace_text(spec_trace(8, calls)))
+    status, output = run_main(["replay", str(trace), "--impl", f"{FAULTY}:{name}"], capsys)
+    assert status == 1
+    assert message in output
+
+
 def test_ctrl_c_stops_check_with_a_partial_report(tmp_path):
     marker = tmp_path / "started"
     environment = dict(os.environ, CACHEPROOF_SLOW_MARKER=str(marker))

@@ -63,7 +63,17 @@ def run_spec_call(spec: Any, call: Call, values_from: Any = None) -> Outcome:
 
 
 def outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
-    """Why `actual` does not match the spec's `expected`, or None when it does."""
+    """Why `actual` does not match the spec's `expected`, or None when it does.
+
+    A cache's result whose ==, or repr, or an error whose str, itself raises is a difference too.
+    """
+    try:
+        return _outcome_difference(call, expected, actual)
+    except Exception as error:  # the cache's result or error object may fail to compare or print
+        return f"{to_python(call)}: comparing this cache's outcome with the spec's raised {type(error).__name__}: {error}"
+
+
+def _outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
     if expected.error is not None:
         wanted = type(expected.error).__name__
         if actual.error is not None and any(c.__name__ == wanted for c in type(actual.error).__mro__):
@@ -114,10 +124,7 @@ def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]
     if broken:
         names = ", ".join(f"{i.name} ({i.rule})" for i in broken)
         return f"the spec itself breaks {names} on {call.op}"
-    try:
-        difference = outcome_difference(call, expected, actual)
-    except Exception as error:  # the cache's result (its ==, its repr) or its error (its str) may fail
-        return f"{to_python(call)}: comparing this cache's outcome with the spec's raised {type(error).__name__}: {error}"
+    difference = outcome_difference(call, expected, actual)
     if difference is not None:
         return difference
     try:
@@ -125,7 +132,14 @@ def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]
     except UserCodeError:
         raise
     except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
-        return f"inspecting the cache raised {type(error).__name__}: {error}"
+        return inspection_failure(error)
+
+
+def inspection_failure(error: Exception) -> str:
+    """The message for len/in/stats/snapshot failing: the user's code by name when it is known."""
+    if isinstance(error, UserCodeError):
+        return str(error)
+    return f"inspecting the cache raised {type(error).__name__}: {error}"
 
 
 def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:

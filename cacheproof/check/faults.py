@@ -80,6 +80,12 @@ def user_traceback(error: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
+def raised_in_users_code(error: BaseException) -> bool:
+    """Whether the innermost frame of `error`'s traceback is the user's (not cacheproof's, not Hypothesis's)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and not _is_ours(frames[-1].filename)
+
+
 def _is_ours(filename: str) -> bool:
     resolved = str(Path(filename).resolve()) if filename and not filename.startswith("<") else filename
     return resolved.startswith(_OUR_FOLDERS) or resolved in _OUR_FILES

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
 from cacheproof.check.calls import Call
-from cacheproof.check.differential import Outcome, normalize_snapshot, run_call, run_spec_call, state_difference
+from cacheproof.check.differential import Outcome, inspection_failure, normalize_snapshot, run_call, run_spec_call
+from cacheproof.check.differential import state_difference
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.invariants import Step, broken_invariants
 
@@ -57,7 +58,7 @@ class Lockstep:
                 if (key in self.cache) != (key in self.spec):
                     return f"{key!r} in cache: spec {key in self.spec}, this cache {key in self.cache}"
         except Exception as error:  # a broken cache's len/in may itself fail
-            return f"inspecting the cache raised {type(error).__name__}: {error}"
+            return inspection_failure(error)
         if self.steps - self.matched_at >= max(FULL_CHECK_MINIMUM, FULL_CHECK_CALLS_PER_ENTRY * len(self.spec)):
             return self.full_difference()
         return None
@@ -71,7 +72,7 @@ class Lockstep:
         try:
             difference = state_difference(self.spec, self.cache, self._named + [entry.key for entry in snapshot])
         except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
-            return f"inspecting the cache raised {type(error).__name__}: {error}"
+            return inspection_failure(error)
         if difference is None:
             self.matched_at, self._named = self.steps, []
         return difference

@@ -224,12 +224,15 @@ def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> st
     a recorded value recipe is made for `target` and compared with `values_equal`.
     """
     call = traced.call
-    if traced.error is not None:
-        if outcome.error is not None and any(c.__name__ == traced.error for c in type(outcome.error).__mro__):
+    try:
+        if traced.error is not None:
+            if outcome.error is not None and any(c.__name__ == traced.error for c in type(outcome.error).__mro__):
+                return None
+        elif outcome.error is None and _result_matches(traced.result, outcome.result, target):
             return None
-    elif outcome.error is None and _result_matches(traced.result, outcome.result, target):
-        return None
-    return f"{to_python(call)}: recorded {traced.describe()}; replayed {outcome.describe()}"
+        return f"{to_python(call)}: recorded {traced.describe()}; replayed {outcome.describe()}"
+    except Exception as error:  # the cache's result or error object may fail to compare or print
+        return f"{to_python(call)}: comparing the replayed outcome with the recording raised {type(error).__name__}: {error}"
 
 
 def _result_matches(recorded: Any, result: Any, target: Any) -> bool:
