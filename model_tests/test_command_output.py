@@ -36,7 +36,10 @@ def test_bench_concurrent_reports_throughput_side_by_side_and_finds_every_racy_c
     from model_tests.racy_caches import RACY_CACHES
 
     path = tmp_path / "concurrent.json"
-    arguments = ["bench", "concurrent", "--scenarios", "5", "--seeds", "1", "--shrink-seconds", "0"]
+    arguments = [
+        "bench", "concurrent", "--scenarios", "5", "--seeds", "1", "--shrink-seconds", "0",
+        "--copy-commits", "5", "--copy-bytes", "65536",
+    ]
     assert main([*arguments, "--json", str(path)]) == 0, capsys.readouterr().out
     figures = json.loads(path.read_text())
     assert list(figures["throughput"]) == ["LockedCacheSpec", "TensorLRUCache (cpu)"]
@@ -44,5 +47,7 @@ def test_bench_concurrent_reports_throughput_side_by_side_and_finds_every_racy_c
     assert all(row["ok"] and row["scenarios"] == 5 for row in figures["throughput"].values())
     assert set(figures["finding"]) == {cls.__name__ for cls in RACY_CACHES}
     assert all(row["found"] == "1/1" and row["median_seconds_to_find"] > 0 for row in figures["finding"].values())
+    assert list(figures["commit_copies"]) == ["copy outside the lock", "copy under the lock"]
+    assert all(row["commits_per_second"] > 0 and row["get_p99_microseconds"] > 0 for row in figures["commit_copies"].values())
     out = capsys.readouterr().out
-    assert "scenarios/s" in out and "time to find each racy cache" in out
+    assert "scenarios/s" in out and "time to find each racy cache" in out and "scheduler get" in out

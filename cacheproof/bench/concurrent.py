@@ -4,7 +4,9 @@ Throughput: scenarios (and runs) per second of `cacheproof check --threads` on t
 on TensorLRUCache (CPU), the same seed so the same scenarios, side by side with the ratio to the
 locked spec. Finding: for each racy cache of model_tests/racy_caches.py, the seconds from the start
 to the first history that is not linearizable (before shrinking) and the seconds shrinking took,
-median over `--seeds` seeds. The racy caches live in the repository's test suite, so this part
+median over `--seeds` seeds. Copies: producers commit large values into TensorLRUCache while a
+scheduler thread calls get(); commits/s and the latency of the scheduler's gets with the copy
+outside the lock (as TensorLRUCache does) and under it (as it did), side by side. The racy caches live in the repository's test suite, so this part
 runs from a clone of cacheproof (it is skipped, with a note, when model_tests is not importable).
 """
 
@@ -16,6 +18,8 @@ import json
 import os
 import statistics
 import sys
+import threading
+import time
 from pathlib import Path
 
 from cacheproof.check.concurrent_command import thread_count
@@ -26,6 +30,8 @@ from cacheproof.progress import summary_table
 
 RACY_MODULE = "model_tests.racy_caches"
 TARGET_SECONDS_TO_FIND = 30.0
+SCHEDULER_PAUSE = 1e-4
+"""Seconds the scheduler thread of the copy benchmark waits between two gets."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=any_integer, default=0, help="first seed")
     parser.add_argument("--shrink-seconds", type=non_negative_seconds, default=SHRINK_SECONDS,
                         help=f"time allowed to shrink each race found (default {SHRINK_SECONDS:.0f})")
+    parser.add_argument("--copy-threads", type=positive_integer, default=2, help="producers in the copy benchmark (default 2)")
+    parser.add_argument("--copy-commits", type=positive_integer, default=50, help="commits per producer (default 50)")
+    parser.add_argument("--copy-bytes", type=positive_integer, default=4 << 20, help="bytes per committed value (default 4 MiB)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true")
 
@@ -53,6 +62,64 @@ def _racy_module():
         return importlib.import_module(RACY_MODULE)
     except ImportError:
         return None
+
+
+def _copy_under_lock_cache(capacity_bytes: int):
+    """TensorLRUCache whose value copy holds the cache's lock, as it did before the copy moved out."""
+    from cacheproof.impl import TensorLRUCache
+
+    class CopyUnderLock(TensorLRUCache):
+        def _store(self, value):
+            with self._lock:
+                return super()._store(value)
+
+    return CopyUnderLock(capacity_bytes, device="cpu")
+
+
+def lock_contention(make_cache, *, producers: int, commits: int, nbytes: int) -> dict:
+    """Producers reserve, commit (values of `nbytes`, made before timing) and release fresh keys
+    while a scheduler thread calls get() on a small hot entry every SCHEDULER_PAUSE seconds:
+    commits/s and the latency of the scheduler's gets (median and 99th percentile)."""
+    cache = make_cache((producers * commits + 1) * nbytes + 1)
+    cache.put("hot", cache.make_value(1, 0))
+    values = [[cache.make_value(nbytes, thread) for _ in range(commits)] for thread in range(producers)]
+    barrier = threading.Barrier(producers + 2)
+    done = threading.Event()
+    latencies: list[float] = []
+
+    def produce(thread: int) -> None:
+        barrier.wait()
+        for index, value in enumerate(values[thread]):
+            key = (thread, index)
+            cache.reserve(key, nbytes, retain=False)
+            cache.commit(key, value)
+            cache.release(key)
+
+    def schedule() -> None:
+        barrier.wait()
+        while not done.is_set():
+            started = time.perf_counter()
+            cache.get("hot")
+            latencies.append(time.perf_counter() - started)
+            time.sleep(SCHEDULER_PAUSE)
+
+    workers = [threading.Thread(target=produce, args=(thread,)) for thread in range(producers)]
+    scheduler = threading.Thread(target=schedule)
+    for thread in [*workers, scheduler]:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    seconds = time.perf_counter() - started
+    done.set()
+    scheduler.join()
+    latencies.sort()
+    return {
+        "commits_per_second": producers * commits / seconds,
+        "get_p50_microseconds": 1e6 * latencies[len(latencies) // 2],
+        "get_p99_microseconds": 1e6 * latencies[int(len(latencies) * 0.99)],
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +163,28 @@ def run(args: argparse.Namespace) -> int:
             "median_seconds_to_shrink": round(statistics.median(shrinking), 3) if shrinking else None,
             "target_seconds_to_find": TARGET_SECONDS_TO_FIND,
         }
+    copies = {}
+    for name, make_cache in {"copy outside the lock": _tensor_cache, "copy under the lock": _copy_under_lock_cache}.items():
+        runs = [
+            lock_contention(make_cache, producers=args.copy_threads, commits=args.copy_commits, nbytes=args.copy_bytes)
+            for _ in range(3)
+        ]
+        copies[name] = {field: round(statistics.median(run[field] for run in runs), 1) for field in runs[0]}
+    under = copies["copy under the lock"]
+    for figure in copies.values():
+        figure["commits_ratio"] = round(figure["commits_per_second"] / under["commits_per_second"], 3)
+        figure["get_p99_ratio"] = round(figure["get_p99_microseconds"] / under["get_p99_microseconds"], 5)
     if not args.quiet:
+        summary_table(
+            f"TensorLRUCache (cpu): {args.copy_threads} producers committing {args.copy_bytes} byte values, "
+            "a scheduler thread calling get() (median of 3)",
+            {
+                name: f"{f['commits_per_second']:.0f} commits/s ({f['commits_ratio']:.2f}x); scheduler get "
+                f"p50 {f['get_p50_microseconds']:.0f} us, p99 {f['get_p99_microseconds']:.0f} us "
+                f"({f['get_p99_ratio']:.3g}x)"
+                for name, f in copies.items()
+            },
+        )
         summary_table(
             f"check --threads {args.threads}: throughput (same seed, same scenarios)",
             {
@@ -117,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
     if args.json is not None:
-        write_atomically(args.json, json.dumps({"throughput": throughput, "finding": finding}, indent=2) + "\n")
+        figures = {"throughput": throughput, "finding": finding, "commit_copies": copies}
+        write_atomically(args.json, json.dumps(figures, indent=2) + "\n")
     all_found = all(f["found"] == f"{args.seeds}/{args.seeds}" for f in finding.values())
     return 0 if all(f["ok"] for f in throughput.values()) and all_found else 1
 
