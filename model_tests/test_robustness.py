@@ -233,11 +233,13 @@ def test_replay_reports_the_users_code_failing_as_a_divergence(name, message, tm
     assert message in output
 
 
-def test_ctrl_c_stops_check_with_a_partial_report(tmp_path):
+@pytest.mark.parametrize("isolation", [[], ["--isolate"]], ids=["in-process", "isolated"])
+def test_ctrl_c_stops_check_with_a_partial_report(isolation, tmp_path):
     marker = tmp_path / "started"
     environment = dict(os.environ, CACHEPROOF_SLOW_MARKER=str(marker))
     process = subprocess.Popen(
-        [sys.executable, "-m", "cacheproof", "check", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json")],
+        [sys.executable, "-m", "cacheproof", "check", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json"),
+         *isolation],
         cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -318,3 +320,30 @@ def test_factory_problems_are_usage_errors_under_isolation(impl, message, capsys
     status, output = run_main(["check", "--impl", impl, "--isolate"], capsys)
     assert status == 2, output
     assert message in output
+
+
+def _users_helper_that_fails():
+    raise LookupError("a registry the user's module reads at run time")
+
+
+def test_an_exception_from_the_users_code_that_nothing_attributes_is_a_usage_error(capsys):
+    from cacheproof.cli import _users_error
+
+    try:
+        _users_helper_that_fails()
+    except LookupError as error:
+        assert _users_error("check", error) == 2
+    err = capsys.readouterr().err
+    assert "cacheproof check: your code raised LookupError: a registry the user's module reads" in err
+    assert "_users_helper_that_fails" in err
+    assert_no_internal_traceback(err)
+
+
+def test_an_exception_from_cacheproofs_own_code_is_not_hidden():
+    from cacheproof.check.flag_types import any_integer
+    from cacheproof.cli import _users_error
+
+    with pytest.raises(Exception) as caught:
+        any_integer("x")
+    with pytest.raises(type(caught.value)):
+        _users_error("check", caught.value)
