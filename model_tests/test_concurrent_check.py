@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,39 @@ def cpu_tensor_cache(capacity_bytes: int):
 @pytest.mark.parametrize("arguments", [["--threads", "5"], ["--threads", "1"], ["--threads", "2", "--trace-out", "t.jsonl"]])
 def test_usage_errors_exit_2(arguments, capsys):
     assert main(["check", "--impl", "model_tests.racy_caches:LockedCacheSpec", *arguments]) == 2
+
+
+class _ExitsInGet(LockedCacheSpec):
+    """get from a thread raises SystemExit: a BaseException from a thread call is a crash, not a lost thread."""
+
+    def get(self, key):
+        if threading.current_thread() is not threading.main_thread():
+            raise SystemExit(3)
+        return super().get(key)
+
+
+def test_a_base_exception_in_a_thread_is_reported_as_a_crash():
+    report = run_concurrent_check(_ExitsInGet, threads=2, scenarios=200, runs=2, shrink_seconds=0)
+    assert not report.ok
+    assert report.counterexample.reason.startswith("thread ")
+    assert "raises SystemExit: 3 (SystemExit is not a contract error)" in report.counterexample.reason
+
+
+def test_ctrl_c_stops_with_status_130_and_restores_the_switch_interval(monkeypatch, capsys):
+    from cacheproof.check import concurrent_history
+
+    before = sys.getswitchinterval()
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 30:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    original = concurrent_history.run_scenario
+    monkeypatch.setattr("cacheproof.check.concurrent_run.run_scenario", interrupted)
+    status = main(["check", "--threads", "2", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--quiet"])
+    assert status == 130
+    assert "interrupted: 1 scenarios, 20 runs; no verdict" in capsys.readouterr().out
+    assert sys.getswitchinterval() == before

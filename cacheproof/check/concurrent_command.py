@@ -1,7 +1,7 @@
 """`cacheproof check --threads N`: hold a cache to the spec under N threads (linearizability).
 
 Exit 0: every history tried is linearizable; 1: a counterexample (printed as a runnable script,
-with the observed history and the reason); 2: a usage error.
+with the observed history and the reason); 2: a usage error; 130: interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from cacheproof.check.output_paths import write_atomically
 from cacheproof.progress import Progress, summary_table
 
 MIN_CLI_THREADS = 2
+INTERRUPTED_STATUS = 130
+"""The exit status after the user's Ctrl-C, as `cacheproof check` without --threads returns."""
 
 
 def thread_count(text: str) -> int:
@@ -40,16 +42,26 @@ def run(args: argparse.Namespace) -> int:
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    with Progress("check --threads", total=args.examples, quiet=args.quiet) as progress:
-        report = run_concurrent_check(
-            factory,
-            threads=args.threads,
-            scenarios=args.examples,
-            runs=args.runs,
-            seed=args.seed,
-            timeout=args.call_timeout,
-            on_scenario=progress.update,
-        )
+    done = [0, 0]
+
+    def on_scenario(scenarios: int, runs: int) -> None:
+        done[:] = [scenarios, runs]
+        progress.update(scenarios, runs)
+
+    try:
+        with Progress("check --threads", total=args.examples, quiet=args.quiet) as progress:
+            report = run_concurrent_check(
+                factory,
+                threads=args.threads,
+                scenarios=args.examples,
+                runs=args.runs,
+                seed=args.seed,
+                timeout=args.call_timeout,
+                on_scenario=on_scenario,
+            )
+    except KeyboardInterrupt:
+        print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
+        return INTERRUPTED_STATUS
     print_report(args.impl, report, quiet=args.quiet)
     if args.json is not None:
         write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")

@@ -5,7 +5,7 @@ comparable form, or the raised error's class names, its MRO) and, for thread cal
 invocation and of response as positions in one global order (a shared counter, taken just before
 the call starts and just after it returns). After the threads join, a final observation: len(),
 stats() (the compared fields) and snapshot() when the cache has them, else `key in cache` for every
-key. A thread still running after the timeout (10 s) is recorded as stuck.
+key. A thread still running after the timeout (DEFAULT_TIMEOUT, or `--call-timeout`) is recorded as stuck.
 
 A get/pop result is recorded as the recipes of the scenario whose value it equals (so the history is
 plain data, free of the cache's tensors).
@@ -85,7 +85,10 @@ def comparable_result(operation: str, result: Any, value_recipes: Callable[[Any]
         return ("list", tuple(result))
     if result is None or isinstance(result, (bool, int, str)):
         return (type(result).__name__, result)
-    return ("object", repr(result))
+    try:
+        return ("object", repr(result))
+    except Exception as error:  # the cache's own result type may fail to print
+        return ("object", f"<a {type(result).__name__} whose repr raised {type(error).__name__}>")
 
 
 def observed_error(error: BaseException) -> Observed:
@@ -265,7 +268,7 @@ class fast_switching:
 def _call(cache: Any, call: Call) -> tuple[Any, BaseException | None]:
     try:
         return invoke(cache, call), None
-    except Exception as error:  # a broken cache may raise anything; it is recorded, not hidden
+    except BaseException as error:  # a broken cache may raise anything (SystemExit too); it is recorded, not hidden
         return None, error
 
 
