@@ -93,7 +93,7 @@ def test_correctly_locked_caches_are_never_flagged(impl, tmp_path, capsys):
     status = main(["check", "--threads", "4", "--impl", impl, "--examples", "40", "--quiet", "--json", str(path)])
     assert status == 0, capsys.readouterr().out
     report = json.loads(path.read_text())
-    assert report["ok"] and report["scenarios"] == 40 and report["runs"] == 40 * 20
+    assert report["ok"] and report["scenarios"] == 40 and report["runs"] == 40 * 20 and report["seed"] == 0
     assert report["counterexample"] is None
 
 

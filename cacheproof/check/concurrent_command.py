@@ -76,6 +76,7 @@ def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:
             {
                 "impl": impl,
                 "threads": report.threads,
+                "seed": report.seed,
                 "scenarios": report.scenarios,
                 "runs": report.runs,
                 "seconds": f"{report.seconds:.2f}",

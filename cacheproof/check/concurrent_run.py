@@ -125,6 +125,7 @@ class ConcurrentReport:
     seconds: float
     counterexample: ConcurrentCounterexample | None
     seconds_to_failure: float | None = None  # from the start to the first failing history, before shrinking
+    seed: int | None = None  # the seed the scenarios were drawn from (drawn at random when None was asked)
 
     @property
     def runs_per_second(self) -> float:
@@ -138,6 +139,7 @@ class ConcurrentReport:
         return {
             "ok": self.ok,
             "threads": self.threads,
+            "seed": self.seed,
             "scenarios": self.scenarios,
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
@@ -230,7 +232,7 @@ def run_concurrent_check(
                 break
     seconds = time.perf_counter() - started
     return ConcurrentReport(
-        counterexample is None, threads, done, checker.runs, seconds, counterexample, seconds_to_failure
+        counterexample is None, threads, done, checker.runs, seconds, counterexample, seconds_to_failure, seed
     )
 
 
