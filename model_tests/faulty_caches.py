@@ -74,6 +74,25 @@ class SnapshotRaises(CacheSpec):
         return super().snapshot()
 
 
+class StatsRaises(CacheSpec):
+    """stats() raises once an entry is pinned (a counter read under a lock it does not hold)."""
+
+    def stats(self):
+        if any(entry.refcount for entry in super().snapshot()):
+            raise ValueError("pinned counter out of sync")
+        return super().stats()
+
+
+class LenRaises(CacheSpec):
+    """len() raises on a cache holding three entries."""
+
+    def __len__(self):
+        count = super().__len__()
+        if count == 3:
+            raise OverflowError("entry count overflowed")
+        return count
+
+
 class MakeValueRaises(CacheSpec):
     """make_value refuses values of more than 4 bytes."""
 

@@ -149,6 +149,8 @@ FOUND = [
     ("ClearRaisesKeyboardInterrupt", "cache.clear()", "this cache raises KeyboardInterrupt"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(", "raised MemoryError"),
+    ("StatsRaises", "stats() raised ValueError: pinned counter out of sync, after cache.", ""),
+    ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
     ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
 ]
