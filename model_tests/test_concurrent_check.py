@@ -142,3 +142,16 @@ def test_ctrl_c_stops_with_status_130_and_restores_the_switch_interval(monkeypat
     assert status == 130
     assert "interrupted: 1 scenarios, 20 runs; no verdict" in capsys.readouterr().out
     assert sys.getswitchinterval() == before
+
+
+def test_check_then_act_admits_two_reservations_past_the_capacity():
+    from cacheproof.check.calls import Call
+    from model_tests.racy_caches import CheckThenActReservation
+
+    scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))
+    with fast_switching():
+        verdicts = (check_history(scenario, run_scenario(CheckThenActReservation, scenario)) for _ in range(500))
+        failure = next((verdict for verdict in verdicts if not verdict.ok), None)
+    assert failure is not None, "both reservations never fitted at once in 500 runs"
+    assert "cache.reserve(" in failure.reason and "returns True, but there the spec returns False" in failure.reason
+    assert "capacity 8 bytes: reserved 8" in failure.reason
