@@ -164,8 +164,20 @@ class LockOrderInversion(LockedCacheSpec):
                 return CacheSpec.release(self, key)
 
 
+class ReentersItsLock(LockedCacheSpec):
+    """release of an entry's last reference calls the locked `len()` to log the cache's size: the
+    lock is not re-entrant, so it waits for itself, with one thread as with many."""
+
+    def release(self, key):
+        with self._lock:
+            removed = CacheSpec.release(self, key)
+            if removed:
+                len(self)
+            return removed
+
+
 RACY_CACHES = (CheckThenActReservation, LostRefcountUpdate, EvictionPlanAfterUnlock, CommitWithoutRecheck)
 """Each must be found by `cacheproof check --threads 3` through an outcome or state no order explains."""
 
-DEADLOCKING_CACHES = (LockOrderInversion,)
+DEADLOCKING_CACHES = (LockOrderInversion, ReentersItsLock)
 """Each must be reported as a thread that never returns (tests give them a short timeout)."""

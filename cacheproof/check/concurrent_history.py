@@ -146,6 +146,7 @@ class History:
     events: tuple[Event, ...]  # in order of invocation
     final: Observation | None  # None when a thread was stuck
     stuck: tuple[int, ...] = ()  # threads that had not returned at the timeout
+    prefix_stuck: bool = False  # the prefix call after the recorded ones never returned (no thread ran)
 
     def to_json(self) -> dict:
         return {
@@ -153,6 +154,7 @@ class History:
             "events": [event.to_json() for event in self.events],
             "final": None if self.final is None else self.final.to_json(),
             "stuck": list(self.stuck),
+            "prefix_stuck": self.prefix_stuck,
         }
 
     def lines(self) -> list[str]:
@@ -191,10 +193,14 @@ class Recorder:
         result, error = _call(cache, call)
         self._events.append((thread, index, call, invoked, next(self._clock), result, error))
 
-    def finish(self, cache: Any, stuck: tuple[int, ...] = ()) -> History:
-        """The history, with the final observation (none if a thread is stuck: the cache is still in use)."""
+    def finish(
+        self, cache: Any, stuck: tuple[int, ...] = (), *, prefix_stuck: bool = False, timeout: float = DEFAULT_TIMEOUT
+    ) -> History:
+        """The history, with the final observation (none if a call is stuck: the cache is still in use)."""
         recipes = _recipe_matcher(cache, self.scenario.recipes())
         prefix = tuple(_observed(call, result, error, recipes) for call, result, error in self._prefix)
+        if prefix_stuck:
+            return History(prefix, (), None, (), prefix_stuck=True)
         events = [
             Event(thread, index, call, invoked, responded, _observed(call, result, error, recipes))
             for thread, index, call, invoked, responded, result, error in self._events
@@ -206,7 +212,7 @@ class Recorder:
             invoked = self._invoked.get((thread, waiting), sys.maxsize)  # maxsize: still at the barrier
             events.append(Event(thread, waiting, calls[waiting], invoked, None, None))
         events.sort(key=lambda event: event.invoked)
-        final = None if stuck else observe(cache, _keys(self.scenario))
+        final = None if stuck else _observe_within(timeout, cache, _keys(self.scenario))
         return History(prefix, tuple(events), final, tuple(stuck))
 
 
@@ -232,7 +238,11 @@ def run_scenario(factory: Callable[[int], Any], scenario: Scenario, *, timeout: 
     """
     cache = factory(scenario.capacity_bytes)
     recorder = Recorder(scenario)
-    recorder.run_prefix(cache)
+    prefix = threading.Thread(target=recorder.run_prefix, args=(cache,), daemon=True)
+    prefix.start()
+    prefix.join(timeout)
+    if prefix.is_alive():
+        return recorder.finish(cache, prefix_stuck=True)
     barrier = threading.Barrier(len(scenario.threads))
 
     def run_thread(thread: int) -> None:
@@ -246,7 +256,18 @@ def run_scenario(factory: Callable[[int], Any], scenario: Scenario, *, timeout: 
     for thread in threads:
         thread.join(timeout)
     stuck = tuple(index for index, thread in enumerate(threads) if thread.is_alive())
-    return recorder.finish(cache, stuck)
+    return recorder.finish(cache, stuck, timeout=timeout)
+
+
+def _observe_within(timeout: float, cache: Any, keys: tuple[Hashable, ...]) -> Observation:
+    """`observe`, in a thread of its own: views that never return are recorded as an error."""
+    observed: list[Observation] = []
+    inspector = threading.Thread(target=lambda: observed.append(observe(cache, keys)), daemon=True)
+    inspector.start()
+    inspector.join(timeout)
+    if not observed:
+        return Observation(None, None, None, None, f"len/stats/snapshot did not return within {timeout:g} s")
+    return observed[0]
 
 
 class fast_switching:

@@ -81,7 +81,11 @@ class ConcurrentCounterexample:
             "def attempt():",
             "    cache = factory(SCENARIO.capacity_bytes)",
             "    recorder = Recorder(SCENARIO)",
-            "    recorder.run_prefix(cache)",
+            "    prefix = threading.Thread(target=recorder.run_prefix, args=(cache,), daemon=True)",
+            "    prefix.start()",
+            f"    prefix.join({DEFAULT_TIMEOUT})",
+            "    if prefix.is_alive():",
+            "        return recorder.finish(cache, prefix_stuck=True)",
             "    barrier = threading.Barrier(len(SCENARIO.threads))",
             "    threads = [",
             "        threading.Thread(target=run_thread, args=(cache, barrier, recorder, thread), daemon=True)",
@@ -193,6 +197,7 @@ def _shape(history: History) -> tuple:
         precedence,
         history.final,
         history.stuck,
+        history.prefix_stuck,
     )
 
 

@@ -73,12 +73,16 @@ def check_history(scenario: Scenario, history: History) -> Verdict:
     """Whether `history` (a run of `scenario`) is linearizable w.r.t. `CacheSpec`; see the module doc."""
     calls = sum(len(calls) for calls in scenario.threads)
     complete = len(history.events) == calls or (history.stuck and len(history.events) < calls)
-    if len(history.prefix) != len(scenario.prefix) or not complete:
+    if history.prefix_stuck:
+        complete = len(history.prefix) < len(scenario.prefix) and not history.events
+    elif len(history.prefix) != len(scenario.prefix):
+        complete = False
+    if not complete:
         raise ValueError(
             f"the history ({len(history.prefix)} prefix outcomes, {len(history.events)} thread calls) is not one "
             f"of this scenario ({len(scenario.prefix)} prefix calls, {calls} thread calls)"
         )
-    failure = _failure_without_search(history)
+    failure = _failure_without_search(scenario, history)
     if failure is not None:
         return Verdict(False, failure)
     spec = CacheSpec(scenario.capacity_bytes)
@@ -93,7 +97,13 @@ def check_history(scenario: Scenario, history: History) -> Verdict:
     return _Search(scenario, history, spec, values).run()
 
 
-def _failure_without_search(history: History) -> str | None:
+def _failure_without_search(scenario: Scenario, history: History) -> str | None:
+    if history.prefix_stuck:
+        position = len(history.prefix)
+        return (
+            f"prefix call {position + 1}, {call_format.to_python(scenario.prefix[position])}, never returned "
+            "(a deadlock, or a call that never returns, with no other thread running)"
+        )
     for event in history.events:
         if event.responded is None:
             return (
