@@ -144,3 +144,11 @@ def test_prove_exits_1_and_writes_the_disagreement(monkeypatch, tmp_path, capsys
     data = json.loads(report.read_text())
     assert data["ok"] is False and data["refinement"]["agrees"] is False
     assert data["refinement"]["disagreements"][0]["python"].startswith("# The spec and the per-entry model part")
+
+
+@pytest.mark.parametrize("flags", [["--refine-capacity", "0"], ["--refine-entries", "-1"], ["--refine-capacity", "x"]])
+def test_prove_refuses_a_bound_out_of_range(flags, capsys):
+    from cacheproof.cli import main
+
+    assert main(["prove", *flags]) == 2
+    assert f"argument {flags[0]}: must be an integer >= " in capsys.readouterr().err

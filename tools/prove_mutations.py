@@ -24,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -226,6 +227,8 @@ class Verdict:
     crashed: str | None  # a walk raised something other than a CacheError
     prove_exit: int | None  # None: timed out
     prove_verdict: bool  # the proof's verdict line was printed (exit 1 is a verdict, not a crash)
+    obligations_failed: bool  # a proof obligation failed
+    refinement_disagrees: bool  # the refinement check found the spec and the model apart
     first_break: str | None
     seconds: float
 
@@ -270,13 +273,19 @@ def run_one(site: Path, mutation: Mutation, args: argparse.Namespace) -> Verdict
                 env=environment, capture_output=True, text=True, timeout=args.timeout, cwd=site,
             )
             prove_exit, verdict = proof.returncode, "obligations proved" in proof.stdout
+            proved = re.search(r"(\d+)/(\d+) obligations proved", proof.stdout)
+            obligations_failed = proved is not None and proved.group(1) != proved.group(2)
+            disagrees = "spec refines model: " in proof.stdout and "DISAGREE" in proof.stdout
         except subprocess.TimeoutExpired:
-            prove_exit, verdict = None, False
+            prove_exit, verdict, obligations_failed, disagrees = None, False, False, False
     finally:
         target.write_text(original)
     broken = sorted(walked["broken"])
     first = next((walked["broken"][name] for name in broken if name in _INVARIANTS_BROKEN), None)
-    return Verdict(mutation, broken, walked["crashed"], prove_exit, verdict, first, time.perf_counter() - started)
+    return Verdict(
+        mutation, broken, walked["crashed"], prove_exit, verdict, obligations_failed, disagrees, first,
+        time.perf_counter() - started,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -326,15 +335,20 @@ def _verdict_line(verdict: Verdict) -> str:
     return f"{broke:<22} {caught:<12} {verdict.seconds:6.1f} s  {verdict.mutation.describe()}"
 
 
+_COLUMNS = ("tried", "broke", "caught", "broke_and_caught", "by_proof", "by_refinement")
+
+
 def summarize(verdicts: list[Verdict], args: argparse.Namespace, wall: float) -> dict[str, Any]:
     files: dict[str, dict[str, int]] = {}
     for v in verdicts:
-        row = files.setdefault(v.mutation.path, {"tried": 0, "broke": 0, "caught": 0, "broke_and_caught": 0})
+        row = files.setdefault(v.mutation.path, dict.fromkeys(_COLUMNS, 0))
         row["tried"] += 1
         row["broke"] += v.breaks_invariant
         row["caught"] += v.caught
         row["broke_and_caught"] += v.breaks_invariant and v.caught
-    total = {key: sum(row[key] for row in files.values()) for key in ("tried", "broke", "caught", "broke_and_caught")}
+        row["by_proof"] += v.caught and v.obligations_failed
+        row["by_refinement"] += v.caught and v.refinement_disagrees
+    total = {key: sum(row[key] for row in files.values()) for key in _COLUMNS}
     return {
         "command": "python tools/prove_mutations.py " + " ".join(sys.argv[1:]),
         "slots": args.slots,
@@ -350,6 +364,7 @@ def summarize(verdicts: list[Verdict], args: argparse.Namespace, wall: float) ->
         "verdicts": [
             asdict(v.mutation) | {
                 "broken": v.broken, "crashed": v.crashed, "prove_exit": v.prove_exit, "caught": v.caught,
+                "obligations_failed": v.obligations_failed, "refinement_disagrees": v.refinement_disagrees,
                 "seconds": round(v.seconds, 2),
             }
             for v in verdicts
@@ -358,9 +373,15 @@ def summarize(verdicts: list[Verdict], args: argparse.Namespace, wall: float) ->
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = ["", f"{'file':<22} {'tried':>6} {'broke I1-I4':>12} {'caught':>7} {'broke+caught':>13}"]
+    lines = [
+        "",
+        f"{'file':<22} {'tried':>6} {'broke I1-I4':>12} {'caught':>7} {'broke+caught':>13} {'by proof':>9} {'by refinement':>14}",
+    ]
     for path, row in [*report["files"].items(), ("total", report["total"])]:
-        lines.append(f"{path:<22} {row['tried']:>6} {row['broke']:>12} {row['caught']:>7} {row['broke_and_caught']:>13}")
+        lines.append(
+            f"{path:<22} {row['tried']:>6} {row['broke']:>12} {row['caught']:>7} {row['broke_and_caught']:>13}"
+            f" {row['by_proof']:>9} {row['by_refinement']:>14}"
+        )
     lines.append(
         f"caught without breaking I1-I4: {report['caught_without_break']}; walks that crashed: "
         f"{report['crashed_walks']}; prove timeouts: {report['prove_timeouts']}; wall {report['wall_seconds']} s"

@@ -5,12 +5,13 @@ The induction proofs (entry_model.py) are about the model, which calls the spec'
 between outcomes), which slots change, the recency order and the eviction walk. This check ties
 that statement to the spec as written. Within a `Bound` it takes every state that satisfies
 I1-I4 (capacities 1..C; at most E entries, each RESERVED or READY with every nbytes up to the
-capacity, every refcount up to R and both retain flags where I3/I4 allow; entries in every recency
-order; keys "a", "b", ... oldest first, since keys are interchangeable) and every call of the
-bounded domain (each operation on every present key and on one absent key; nbytes -1..C+1, value
-sizes 0..C+1, retain True and False). For each it runs the spec (error class, result, snapshot
-and byte counters after the call) and evaluates the model's outcomes on the same values, over
-N = E + 1 slots: exactly one outcome must apply, with the spec's error or result, and its
+capacity, refcounts up to R (up to 1 in states of more than `deep_entries` entries) and both
+retain flags where I3/I4 allow; entries in every recency order; keys "a", "b", ... oldest first,
+since keys are interchangeable) and every call of the bounded domain (each operation on every
+present key and on one absent key; nbytes 0..C+1 for reserve and acquire, -1..C+1 for evict,
+value sizes 0..C+1, retain True and False). For each it runs the spec (error class, result,
+snapshot and byte counters after the call) and evaluates the model's outcomes on the same values,
+over N = E + 1 slots: exactly one outcome must apply, with the spec's error or result, and its
 post-state must be the spec's (same entries, fields, recency order and byte counts). An outcome
 with an eviction frontier must give that post-state for every frontier its guard allows.
 
