@@ -20,6 +20,7 @@ from cacheproof.spec.errors import (
     UnknownKeyError,
     WrongStateError,
 )
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
@@ -45,24 +46,29 @@ class _Entry:
 
 
 class CacheSpec:
-    """The executable spec of a byte-bounded, ref-counted LRU cache with reservations."""
+    """The executable spec of a byte-bounded, ref-counted LRU cache with reservations.
 
-    def __init__(self, capacity_bytes: int) -> None:
+    `semantics` picks the design choices on which real caches differ (spec/semantics.py); each is
+    one visible `if` in the operation it changes, and the default is the contract.
+    """
+
+    def __init__(self, capacity_bytes: int, semantics: Semantics = CONTRACT) -> None:
         self._capacity = arguments.check_capacity(capacity_bytes)
+        self.semantics = semantics
         self._entries: dict[Hashable, _Entry] = {}
         self._bytes = rules.empty(capacity_bytes)
         self._hits = self._misses = self._blocked = self._evictions = 0
 
     @classmethod
     def from_entries(
-        cls, capacity_bytes: int, entries: Iterable[tuple[EntryView, Any]]
+        cls, capacity_bytes: int, entries: Iterable[tuple[EntryView, Any]], semantics: Semantics = CONTRACT
     ) -> "CacheSpec":
         """Test-only constructor: a cache holding `(view, value)` pairs, oldest first.
 
         It exists so a prover's counterexample state can be built directly. Values of RESERVED
         entries are ignored. The state must satisfy I1-I4 (`InvariantViolation` otherwise).
         """
-        cache = cls(capacity_bytes)
+        cache = cls(capacity_bytes, semantics)
         for view, value in entries:
             entry = _Entry(view.state, view.nbytes, view.refcount, view.retain, value if view.state is READY else None)
             cache._entries[view.key] = entry
@@ -75,8 +81,9 @@ class CacheSpec:
     def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> bool:
         """Claim nbytes for a value to come. False (nothing changes) if protected bytes would overflow."""
         arguments.check_key("reserve", key)
-        arguments.check_nbytes("reserve", key, nbytes, self._capacity)
-        arguments.check_retain("reserve", key, retain)
+        if self.semantics.argument_checks == "checked":
+            arguments.check_nbytes("reserve", key, nbytes, self._capacity)
+            arguments.check_retain("reserve", key, retain)
         if key in self._entries:
             raise WrongStateError(f"reserve({key!r}): the key is already {self._entries[key].state.name}")
         return self._try_reserve(key, nbytes, retain)
@@ -84,8 +91,9 @@ class CacheSpec:
     def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Acquired:
         """Take a reference to key, reserving it if absent. BLOCKED changes nothing."""
         arguments.check_key("acquire", key)
-        arguments.check_nbytes("acquire", key, nbytes, self._capacity)
-        arguments.check_retain("acquire", key, retain)
+        if self.semantics.argument_checks == "checked":
+            arguments.check_nbytes("acquire", key, nbytes, self._capacity)
+            arguments.check_retain("acquire", key, retain)
         entry = self._entries.get(key)
         if entry is None:
             if self._try_reserve(key, nbytes, retain):
@@ -93,7 +101,7 @@ class CacheSpec:
                 return Acquired.NEW_RESERVATION
             self._blocked += 1
             return Acquired.BLOCKED
-        if entry.nbytes != nbytes or entry.retain != retain:
+        if (entry.nbytes != nbytes or entry.retain != retain) and self.semantics.acquire_conflict == "error":
             raise ConflictError(
                 f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                 f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
@@ -103,14 +111,18 @@ class CacheSpec:
                 self._blocked += 1
                 return Acquired.BLOCKED
             self._bytes = rules.after_pin(self._bytes, nbytes)
-        self._move_to_newest(key, entry.with_refcount(steps.acquired(entry.refcount)))
+        acquired = entry.with_refcount(steps.acquired(entry.refcount))
+        if self.semantics.refreshes("reservation_hit" if entry.state is RESERVED else "ready_hit"):
+            self._move_to_newest(key, acquired)
+        else:
+            self._entries[key] = acquired
         self._hits += 1
         return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
     def commit(self, key: Hashable, value: Any) -> list[Hashable]:
         """Store the value of a RESERVED entry, evicting idle entries oldest first to make room."""
         arguments.check_key("commit", key)
-        size = arguments.check_value("commit", key, value)
+        size = self._value_size("commit", key, value)
         entry = self._entries.get(key)
         if entry is None:
             raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
@@ -120,7 +132,10 @@ class CacheSpec:
             raise ConflictError(
                 f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}"
             )
-        evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
+        if self.semantics.eviction_time == "reservation":
+            evicted, evicted_bytes = [], 0  # the reservation made the room already
+        else:
+            evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
         self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
         self._move_to_newest(key, entry.committed(value))
         return evicted
@@ -128,14 +143,25 @@ class CacheSpec:
     def put(self, key: Hashable, value: Any) -> bool:
         """Insert an idle, retained READY entry without a reservation. False changes nothing."""
         arguments.check_key("put", key)
-        size = arguments.check_value("put", key, value)
-        arguments.check_put_size(key, size, self._capacity)
-        if key in self._entries:
-            raise WrongStateError(
-                f"put({key!r}): the key is already {self._entries[key].state.name}; put never replaces"
-            )
-        if not rules.eviction_can_make_room(self._bytes, size):
+        size = self._value_size("put", key, value)
+        if rules.is_too_large(self._bytes, size):
+            if self.semantics.put_too_large == "false":
+                return False
+            arguments.check_put_size(key, size, self._capacity)
+        present = self._entries.get(key)
+        if present is not None:
+            if self.semantics.put_present == "keep":
+                return True
+            if self.semantics.put_present == "error" or not steps.is_idle(present.ready, present.refcount):
+                raise WrongStateError(
+                    f"put({key!r}): the key is already {present.state.name} (refcount {present.refcount}); "
+                    + ("put never replaces" if self.semantics.put_present == "error" else "only an idle entry is replaced")
+                )
+        if not self._room_can_be_made(size):
             return False
+        if present is not None:  # an idle entry to replace: it goes first, as if evicted
+            del self._entries[key]
+            self._bytes = rules.after_evict(self._bytes, present.nbytes)
         _, evicted_bytes = self._evict_until_room(size)
         self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
         self._entries[key] = _Entry(READY, size, steps.PUT_REFCOUNT, steps.PUT_RETAIN, value)
@@ -144,13 +170,18 @@ class CacheSpec:
     def get(self, key: Hashable) -> Any:
         """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
         entry = self._ready_entry("get", key)
-        self._move_to_newest(key, entry)
+        if entry is None:
+            return None
+        if self.semantics.refreshes("get"):
+            self._move_to_newest(key, entry)
         return entry.value
 
     def release(self, key: Hashable) -> bool:
         """Drop one reference. True if that removed the entry (abandoned reservation or transient)."""
         arguments.check_key("release", key)
         entry = self._entries.get(key)
+        if self.semantics.release_missing == "noop" and (entry is None or not steps.is_referenced(entry.refcount)):
+            return False
         if entry is None:
             raise UnknownKeyError(f"release({key!r}): the key is absent")
         if not steps.is_referenced(entry.refcount):
@@ -166,13 +197,17 @@ class CacheSpec:
         if steps.removed_at_last_release(entry.ready, entry.retain):
             del self._entries[key]
             return True
-        self._entries[key] = entry.with_refcount(refcount)
+        if self.semantics.refreshes("release") and entry.ready:
+            self._move_to_newest(key, entry.with_refcount(refcount))
+        else:
+            self._entries[key] = entry.with_refcount(refcount)
         return False
 
     def evict(self, nbytes: int) -> list[Hashable]:
         """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
-        arguments.check_evict_nbytes(nbytes, self._capacity)
-        if not rules.eviction_can_make_room(self._bytes, nbytes):
+        if self.semantics.argument_checks == "checked":
+            arguments.check_evict_nbytes(nbytes, self._capacity)
+        if not self._room_can_be_made(nbytes):
             raise CapacityError(
                 f"evict({nbytes}): pinned_bytes={self._bytes.pinned} + {nbytes} > "
                 f"capacity_bytes={self._capacity}; evicting every idle entry is not enough"
@@ -184,6 +219,8 @@ class CacheSpec:
     def pop(self, key: Hashable) -> Any:
         """Remove an idle READY entry and return its value."""
         entry = self._ready_entry("pop", key)
+        if entry is None:
+            return None
         if steps.is_referenced(entry.refcount):
             raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
         self._bytes = rules.after_evict(self._bytes, entry.nbytes)
@@ -193,7 +230,7 @@ class CacheSpec:
     def clear(self) -> None:
         """Remove every entry; WrongStateError (nothing removed) while any is reserved or in use."""
         busy = [key for key, entry in self._entries.items() if steps.is_referenced(entry.refcount)]
-        if busy:
+        if busy and self.semantics.clear_busy == "error":
             raise WrongStateError(f"clear: {len(busy)} entries are reserved or in use, e.g. {busy[0]!r}")
         self._entries.clear()
         self._bytes = rules.after_clear(self._bytes)
@@ -249,18 +286,40 @@ class CacheSpec:
     def _try_reserve(self, key: Hashable, nbytes: int, retain: bool) -> bool:
         if not rules.reservation_fits(self._bytes, nbytes):
             return False
+        if self.semantics.eviction_time == "reservation":
+            _, evicted_bytes = self._evict_until_room(nbytes)
+            self._bytes = rules.after_evict(self._bytes, evicted_bytes)
+        if not self.semantics.transient_entries:
+            retain = True
         self._bytes = rules.after_reserve(self._bytes, nbytes)
         self._entries[key] = _Entry(RESERVED, nbytes, steps.RESERVATION_REFCOUNT, retain)
         return True
 
-    def _ready_entry(self, operation: str, key: Hashable) -> _Entry:
+    def _ready_entry(self, operation: str, key: Hashable) -> _Entry | None:
+        """The READY entry of key; None where get_missing is "none" and it is absent or RESERVED."""
         arguments.check_key(operation, key)
         entry = self._entries.get(key)
+        if self.semantics.get_missing == "none" and (entry is None or entry.state is RESERVED):
+            return None
         if entry is None:
             raise UnknownKeyError(f"{operation}({key!r}): the key is absent")
         if entry.state is RESERVED:
             raise WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
         return entry
+
+    def _value_size(self, operation: str, key: Hashable, value: Any) -> int:
+        """The value's size; with trusted arguments an unsizable value is the caller's fault (size 0)."""
+        if self.semantics.argument_checks == "checked":
+            return arguments.check_value(operation, key, value)
+        return arguments.value_size(value) or 0
+
+    def _used(self, incoming: int) -> int:
+        """`incoming` plus the reserved bytes where they count as used (eviction at reservation)."""
+        return incoming + (self._bytes.reserved if self.semantics.eviction_time == "reservation" else 0)
+
+    def _room_can_be_made(self, incoming: int) -> bool:
+        """Evicting every idle entry would make room for `incoming` more bytes."""
+        return rules.eviction_can_make_room(self._bytes, self._used(incoming))
 
     def _move_to_newest(self, key: Hashable, entry: _Entry) -> None:
         del self._entries[key]
@@ -270,6 +329,7 @@ class CacheSpec:
         """Evict idle READY entries oldest first until `rules.has_room`. Caller ensures it can."""
         evicted: list[Hashable] = []
         evicted_bytes = 0
+        incoming = self._used(incoming)
         if rules.has_room(self._bytes, incoming):
             return evicted, evicted_bytes
         for key, entry in self._entries.items():  # no copy: the walk stops at the last victim

@@ -1,0 +1,145 @@
+"""Semantics and profiles: each option changes exactly what it names; the default is the contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from cacheproof.spec import CacheSpec, ConflictError, InvalidArgumentError, TooLargeError, UnknownKeyError, WrongStateError
+from cacheproof.spec.profiles import PROFILES, check_operations, profile_named
+from cacheproof.spec.semantics import CONTRACT, Semantics
+
+
+def keys(spec: CacheSpec) -> list:
+    return [entry.key for entry in spec.snapshot()]
+
+
+def test_default_is_the_contract():
+    assert CacheSpec(4).semantics == CONTRACT == profile_named("contract").semantics
+    assert CONTRACT.differences() == {}
+
+
+def test_bad_semantics_values_are_rejected_with_the_valid_ones():
+    with pytest.raises(InvalidArgumentError, match="replace"):
+        Semantics(put_present="overwrite")
+    with pytest.raises(InvalidArgumentError, match="ready_hit"):
+        Semantics(refresh_on={"acquire"})
+    with pytest.raises(InvalidArgumentError, match="put_present"):
+        CONTRACT.with_overrides("no_such_field=1")
+    with pytest.raises(InvalidArgumentError, match="commit, reservation"):
+        CONTRACT.with_overrides("eviction_time=never")
+    assert CONTRACT.with_overrides("refresh_on=get,clear_busy=drop").differences() == {
+        "refresh_on": frozenset({"get"}), "clear_busy": "drop"}
+
+
+def test_put_present():
+    for choice, expected_value in (("replace", b"bb"), ("keep", b"a")):
+        spec = CacheSpec(4, Semantics(put_present=choice))
+        spec.put("k", b"a")
+        spec.put("j", b"c")
+        assert spec.put("k", b"bb") is True
+        assert spec.get("k") == expected_value
+    spec = CacheSpec(4, Semantics(put_present="replace"))
+    spec.reserve("r", 1)
+    with pytest.raises(WrongStateError):
+        spec.put("r", b"x")
+    contract = CacheSpec(4)
+    contract.put("k", b"a")
+    with pytest.raises(WrongStateError, match="never replaces"):
+        contract.put("k", b"b")
+
+
+def test_put_too_large_false_changes_nothing():
+    spec = CacheSpec(2, Semantics(put_too_large="false"))
+    spec.put("a", b"x")
+    assert spec.put("b", b"xyz") is False
+    assert keys(spec) == ["a"]
+    with pytest.raises(TooLargeError):
+        CacheSpec(2).put("b", b"xyz")
+
+
+def test_get_missing_none_for_absent_and_reserved():
+    spec = CacheSpec(4, Semantics(get_missing="none"))
+    spec.reserve("r", 1)
+    assert spec.get("absent") is None and spec.get("r") is None and spec.pop("r") is None
+    assert keys(spec) == ["r"]
+    with pytest.raises(UnknownKeyError):
+        CacheSpec(4).get("absent")
+
+
+def test_release_missing_noop():
+    spec = CacheSpec(4, Semantics(release_missing="noop"))
+    spec.put("idle", b"x")
+    assert spec.release("absent") is False and spec.release("idle") is False
+    assert spec.snapshot()[0].refcount == 0
+
+
+def test_eviction_at_reservation_counts_reserved_bytes_as_used():
+    spec = CacheSpec(2, Semantics(eviction_time="reservation"))
+    spec.put("old", b"xx")
+    assert spec.reserve("new", 1) is True
+    assert keys(spec) == ["new"]  # the reservation evicted "old"
+    assert spec.commit("new", b"y") == []
+    contract = CacheSpec(2)
+    contract.put("old", b"xx")
+    contract.reserve("new", 1)
+    assert keys(contract) == ["old", "new"] and contract.commit("new", b"y") == ["old"]
+
+
+def test_refresh_on():
+    spec = CacheSpec(8, Semantics(refresh_on=frozenset({"ready_hit"})))
+    spec.put("a", b"x")
+    spec.put("b", b"x")
+    spec.get("a")
+    assert keys(spec) == ["a", "b"]  # get does not refresh
+    spec.reserve("r", 1)
+    spec.put("c", b"x")
+    spec.acquire("r", 1)
+    assert keys(spec) == ["a", "b", "r", "c"]  # a reservation hit does not either
+    spec.acquire("a", 1)
+    assert keys(spec) == ["b", "r", "c", "a"]
+    by_release = CacheSpec(8, Semantics(refresh_on=frozenset({"release"})))
+    by_release.put("a", b"x")
+    by_release.put("b", b"x")
+    by_release.acquire("a", 1)
+    assert keys(by_release) == ["a", "b"]
+    by_release.release("a")
+    assert keys(by_release) == ["b", "a"]
+
+
+def test_acquire_conflict_hit_and_transient_kept():
+    spec = CacheSpec(8, Semantics(acquire_conflict="hit", transient_entries=False))
+    spec.reserve("k", 2, retain=False)
+    assert spec.acquire("k", 3).name == "RESERVATION_HIT"
+    spec.commit("k", b"xy")
+    spec.release("k")
+    spec.release("k")
+    assert keys(spec) == ["k"] and spec.snapshot()[0].nbytes == 2
+    contract = CacheSpec(8)
+    contract.reserve("k", 2)
+    with pytest.raises(ConflictError):
+        contract.acquire("k", 3)
+
+
+def test_clear_busy_drop():
+    spec = CacheSpec(4, Semantics(clear_busy="drop"))
+    spec.reserve("r", 1)
+    spec.clear()
+    assert len(spec) == 0 and spec.stats().reserved_bytes == 0
+    spec.check_invariants()
+
+
+def test_trusted_arguments_skip_type_checks():
+    spec = CacheSpec(4, Semantics(argument_checks="trusted"))
+    assert spec.reserve("k", 1, retain=1) is True
+    with pytest.raises(InvalidArgumentError):
+        CacheSpec(4).reserve("k", 1, retain=1)
+
+
+def test_profiles_and_operations():
+    assert {"contract", "trtllm-tensor-lru", "plain-lru", "vllm-encoder-cache"} <= set(PROFILES)
+    assert profile_named("plain-lru").operations == ("put", "get", "pop", "clear", "contains")
+    with pytest.raises(InvalidArgumentError, match="plain-lru"):
+        profile_named("lru")
+    assert check_operations(["get", "put"]) == ("put", "get")
+    with pytest.raises(InvalidArgumentError, match="reserve"):
+        check_operations(["put", "fetch"])

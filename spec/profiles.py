@@ -1,0 +1,86 @@
+"""Named `Semantics`: the contract, and the designs real engines ship (docs/profiles.md says,
+per field, what each peer's code does and where).
+
+A profile may also name the operations its caches have (`operations`); the checker makes no
+other calls when it is checked under that profile and no `--ops` is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.semantics import Semantics
+
+ALL_OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains")
+"""Every operation of the contract, in the order the checker lists them."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    semantics: Semantics
+    operations: tuple[str, ...]
+    summary: str
+
+
+PROFILES: dict[str, Profile] = {
+    profile.name: profile
+    for profile in (
+        Profile("contract", Semantics(), ALL_OPERATIONS, "the contract of docs/contract.md (default)"),
+        Profile(
+            "trtllm-tensor-lru",
+            Semantics(
+                put_present="replace",
+                get_missing="none",
+                argument_checks="trusted",
+                refresh_on=frozenset({"ready_hit", "get"}),
+            ),
+            ALL_OPERATIONS,
+            "TensorRT-LLM TensorLRUCache with reservations (PR #17876 design, seed 003)",
+        ),
+        Profile(
+            "plain-lru",
+            Semantics(put_present="replace", put_too_large="false", get_missing="none", argument_checks="trusted"),
+            ("put", "get", "pop", "clear", "contains"),
+            "plain LRU: TensorRT-LLM upstream TensorLRUCache, SGLang MultiModalStaticCache",
+        ),
+        Profile(
+            "vllm-encoder-cache",
+            Semantics(
+                release_missing="noop",
+                eviction_time="reservation",
+                refresh_on=frozenset({"ready_hit", "reservation_hit", "release"}),
+                acquire_conflict="hit",
+                transient_entries=False,
+                clear_busy="drop",
+                argument_checks="trusted",
+                snapshot_order="idle",
+            ),
+            ("acquire", "commit", "get", "release", "evict", "clear", "contains"),
+            "vLLM EncoderCacheManager (check_and_update_cache, can_allocate, free_encoder_input, reset)",
+        ),
+    )
+}
+"""Every named profile, by name."""
+
+DEFAULT_PROFILE = "contract"
+
+
+def profile_named(name: str) -> Profile:
+    """The profile called `name`; InvalidArgumentError listing the names otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise InvalidArgumentError(f"unknown profile {name!r}; profiles: {', '.join(PROFILES)}") from None
+
+
+def check_operations(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Operation names as given to --ops, validated (InvalidArgumentError lists the valid ones)."""
+    unknown = [name for name in names if name not in ALL_OPERATIONS]
+    if unknown or not names:
+        raise InvalidArgumentError(
+            f"--ops {','.join(names) or '(empty)'}: unknown {', '.join(unknown) or 'empty list'}; "
+            f"operations: {', '.join(ALL_OPERATIONS)}"
+        )
+    return tuple(name for name in ALL_OPERATIONS if name in names)

@@ -1,0 +1,146 @@
+"""`Semantics`: the design choices on which real caches differ from the contract, as plain data.
+
+Each field names one choice; its default is the contract's (docs/contract.md), so
+`CacheSpec(capacity)` is the contract and `CacheSpec(capacity, semantics=Semantics(...))` the
+cache an engine ships. `OPTIONS` lists every field's valid values; `Semantics(...)` rejects any
+other value with `InvalidArgumentError`. What each peer does, per field: docs/profiles.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from cacheproof.spec.errors import InvalidArgumentError
+
+REFRESHING_CALLS = ("ready_hit", "reservation_hit", "get", "release")
+"""Calls that may move an entry to newest: acquire of a READY entry, acquire of a RESERVED entry,
+get, and the release that leaves a READY entry idle (LRU by release time, as vLLM's freeable list)."""
+
+OPTIONS: dict[str, tuple[Any, ...]] = {
+    "put_present": ("error", "replace", "keep"),
+    "put_too_large": ("error", "false"),
+    "get_missing": ("error", "none"),
+    "release_missing": ("error", "noop"),
+    "eviction_time": ("commit", "reservation"),
+    "acquire_conflict": ("error", "hit"),
+    "transient_entries": (True, False),
+    "clear_busy": ("error", "drop"),
+    "argument_checks": ("checked", "trusted"),
+    "snapshot_order": ("full", "idle", "membership"),
+}
+"""The valid values of every field but `refresh_on`, whose value is a subset of `REFRESHING_CALLS`."""
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """One cache's design choices; every default is the contract's.
+
+    - put_present: put of a present key raises WrongStateError ("error"); "replace": an idle READY
+      entry is replaced by the new value (newest), a reserved or in-use one still raises; "keep":
+      put returns True and the old entry stays as it was.
+    - put_too_large: put of a value larger than the capacity raises TooLargeError ("error") or
+      returns False, changing nothing ("false").
+    - get_missing: get/pop of an absent or RESERVED key raise ("error") or return None ("none").
+    - release_missing: release of an absent or unreferenced key raises ("error") or does nothing
+      and returns False ("noop").
+    - eviction_time: idle entries are evicted when a value is stored, commit or put ("commit"), or
+      when space is reserved ("reservation": reserved bytes count as used, reserve/acquire evict,
+      commit never does).
+    - refresh_on: the calls that move an entry to newest (subset of REFRESHING_CALLS).
+    - acquire_conflict: an acquire whose nbytes/retain disagree with the entry raises
+      ConflictError ("error") or is a hit on the entry as it is ("hit").
+    - transient_entries: retain=False entries are removed at their last release (True) or kept
+      like any other (False).
+    - clear_busy: clear with reserved or in-use entries raises WrongStateError ("error") or drops
+      every entry ("drop"; a later release of a dropped key follows release_missing).
+    - argument_checks: wrong types and out-of-range sizes raise InvalidArgumentError ("checked")
+      or are the caller's fault, outside the contract ("trusted": the checker never makes them).
+    - snapshot_order: which part of snapshot() the checker compares: every entry in order
+      ("full"), the order of idle entries and the set of all ("idle"), the set only ("membership").
+    """
+
+    put_present: str = "error"
+    put_too_large: str = "error"
+    get_missing: str = "error"
+    release_missing: str = "error"
+    eviction_time: str = "commit"
+    refresh_on: frozenset = frozenset({"ready_hit", "reservation_hit", "get"})
+    acquire_conflict: str = "error"
+    transient_entries: bool = True
+    clear_busy: str = "error"
+    argument_checks: str = "checked"
+    snapshot_order: str = "full"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "refresh_on", frozenset(self.refresh_on))
+        unknown = sorted(self.refresh_on - set(REFRESHING_CALLS))
+        if unknown:
+            raise InvalidArgumentError(
+                f"Semantics.refresh_on: {', '.join(unknown)} not among {', '.join(REFRESHING_CALLS)}"
+            )
+        for name, valid in OPTIONS.items():
+            value = getattr(self, name)
+            if not any(value is choice or (type(value) is type(choice) and value == choice) for choice in valid):
+                raise InvalidArgumentError(
+                    f"Semantics.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
+                )
+
+    def refreshes(self, call: str) -> bool:
+        """Whether `call` (one of REFRESHING_CALLS) moves its entry to newest."""
+        return call in self.refresh_on
+
+    def differences(self) -> dict[str, Any]:
+        """The fields that differ from the contract's choice, by name."""
+        contract = Semantics()
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(contract, f.name)}
+
+    def with_overrides(self, text: str) -> "Semantics":
+        """These semantics with `FIELD=VALUE,...` applied (refresh_on takes `a+b`, or `none`).
+
+        Unknown fields or values raise InvalidArgumentError listing the valid ones.
+        """
+        changes: dict[str, Any] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if not sep:
+                raise InvalidArgumentError(f"--semantics {item!r}: write FIELD=VALUE")
+            changes[name] = parse_value(name, raw.strip())
+        return replace(self, **changes)
+
+
+CONTRACT = Semantics()
+"""The contract's semantics."""
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Semantics))
+
+
+def parse_value(name: str, raw: str) -> Any:
+    """The value of field `name` written as `raw` on a command line."""
+    if name == "refresh_on":
+        calls = frozenset() if raw in ("", "none") else frozenset(part.strip() for part in raw.split("+"))
+        unknown = sorted(calls - set(REFRESHING_CALLS))
+        if unknown:
+            raise InvalidArgumentError(
+                f"refresh_on={raw!r}: {', '.join(unknown)} not among {', '.join(REFRESHING_CALLS)} "
+                "(join with +, or none)"
+            )
+        return calls
+    if name not in OPTIONS:
+        raise InvalidArgumentError(f"unknown semantics field {name!r}; fields: {', '.join(field_names())}")
+    for choice in OPTIONS[name]:
+        if str(choice).lower() == raw.lower():
+            return choice
+    raise InvalidArgumentError(
+        f"{name}={raw!r}: valid values are {', '.join(str(choice).lower() for choice in OPTIONS[name])}"
+    )
+
+
+def describe_value(value: Any) -> str:
+    """A field's value as written on a command line."""
+    if isinstance(value, frozenset):
+        return "+".join(call for call in REFRESHING_CALLS if call in value) or "none"
+    return str(value).lower()
