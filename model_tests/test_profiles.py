@@ -143,3 +143,105 @@ def test_profiles_and_operations():
     assert check_operations(["get", "put"]) == ("put", "get")
     with pytest.raises(InvalidArgumentError, match="reserve"):
         check_operations(["put", "fetch"])
+
+
+# The checker under profiles -----------------------------------------------------------------------
+
+from cacheproof.check.run import run_check  # noqa: E402
+from cacheproof.cli import main  # noqa: E402
+from examples.plain_lru_cache import PlainLRUCache  # noqa: E402
+from examples.trtllm_tensor_lru_cache import TrtllmTensorLRUCache  # noqa: E402
+from examples.vllm_style_encoder_cache import profile_factory as vllm_profile_factory  # noqa: E402
+from model_tests import broken_profile_caches as broken  # noqa: E402
+
+BUDGET = 60
+
+
+def check(factory, profile: str, seed: int = 0):
+    chosen = profile_named(profile)
+    return run_check(factory, examples=BUDGET, seed=seed, semantics=chosen.semantics, operations=chosen.operations)
+
+
+@pytest.mark.parametrize(
+    "factory, profile",
+    [(TrtllmTensorLRUCache, "trtllm-tensor-lru"), (PlainLRUCache, "plain-lru"), (vllm_profile_factory, "vllm-encoder-cache")],
+    ids=["trtllm", "plain-lru", "vllm"],
+)
+def test_each_example_conforms_to_its_profile_and_not_to_the_contract(factory, profile):
+    report = check(factory, profile)
+    assert report.ok, report.counterexample and report.counterexample.message
+    if profile != "plain-lru":  # plain-lru lacks reserve...: a usage error under the contract, tested below
+        assert not run_check(factory, examples=BUDGET, seed=0).ok
+
+
+def test_trtllm_put_that_evicts_itself_is_found():
+    example = check(broken.PutEvictsItselfCache, "trtllm-tensor-lru").counterexample
+    assert example is not None and example.calls[-1].op == "put"
+    assert "spec returns False; this cache returns True" in example.message
+
+
+def test_sglang_oversized_set_that_evicts_everything_is_found():
+    example = check(broken.OversizedSetEvictsAllCache, "plain-lru").counterexample
+    assert example is not None and example.calls[-1].op == "put"
+    assert example.message.startswith("len(): spec")
+
+
+def test_a_get_that_does_not_refresh_is_found_by_plain_lru():
+    assert not check(broken.GetRefreshesCache, "plain-lru").ok
+
+
+def test_calls_outside_the_subset_are_never_made():
+    made: set = set()
+
+    class Recording(PlainLRUCache):
+        def put(self, key, value):
+            made.add("put")
+            return super().put(key, value)
+
+        def get(self, key):
+            made.add("get")
+            return super().get(key)
+
+        def pop(self, key):
+            made.add("pop")
+            return super().pop(key)
+
+        def clear(self):
+            made.add("clear")
+            super().clear()
+
+    report = run_check(Recording, examples=20, seed=1, semantics=profile_named("plain-lru").semantics, operations=("put", "get"))
+    assert report.ok and made == {"put", "get"}
+
+
+def run_cli(*args: str) -> int:
+    return main(["check", "--examples", "20", "--quiet", *args])
+
+
+def test_cli_profile_conforms_and_finds(capsys):
+    assert run_cli("--impl", "examples.plain_lru_cache:PlainLRUCache", "--profile", "plain-lru") == 0
+    assert run_cli("--impl", "model_tests.broken_profile_caches:OversizedSetEvictsAllCache", "--profile", "plain-lru",
+                   "--examples", "200") == 1
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("--profile", "lru"), "plain-lru"),
+        (("--semantics", "put_present=overwrite"), "replace"),
+        (("--semantics", "colour=red"), "put_present"),
+        (("--ops", "put,fetch"), "reserve"),
+        (("--impl", "examples.plain_lru_cache:PlainLRUCache"), "lacks reserve, acquire, commit, release, evict"),
+        (("--impl", "examples.plain_lru_cache:PlainLRUCache", "--profile", "plain-lru", "--ops", "put,release"), "lacks release"),
+    ],
+)
+def test_cli_usage_errors(capsys, args, named):
+    assert run_cli(*args) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_default_profile_is_unchanged():
+    from examples.minimal_cache import MinimalCache
+
+    assert run_check(MinimalCache, examples=BUDGET, seed=0).ok
+    assert run_check(MinimalCache, examples=BUDGET, seed=0, semantics=profile_named("contract").semantics).ok

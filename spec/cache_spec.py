@@ -107,10 +107,10 @@ class CacheSpec:
                 f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
             )
         if steps.is_idle(entry.ready, entry.refcount):
-            if not rules.reservation_fits(self._bytes, nbytes):
+            if not rules.reservation_fits(self._bytes, entry.nbytes):
                 self._blocked += 1
                 return Acquired.BLOCKED
-            self._bytes = rules.after_pin(self._bytes, nbytes)
+            self._bytes = rules.after_pin(self._bytes, entry.nbytes)
         acquired = entry.with_refcount(steps.acquired(entry.refcount))
         if self.semantics.refreshes("reservation_hit" if entry.state is RESERVED else "ready_hit"):
             self._move_to_newest(key, acquired)

@@ -18,6 +18,9 @@ from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import DEFAULT_RUNS
 from cacheproof.check.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
 from cacheproof.progress import Progress, summary_table
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 INTERRUPTED_STATUS = 130
 """The exit status after the user's Ctrl-C (128 + SIGINT), as shells report it."""
@@ -37,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a call not returning within SECONDS is a counterexample (default {DEFAULT_CALL_TIMEOUT:g})")
     parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
+                        help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}; "
+                        "`cacheproof profiles` lists them)")
+    parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
+                        help="override fields of the profile's semantics (docs/profiles.md)")
+    parser.add_argument("--ops", metavar="OP,...",
+                        help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
+    parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
     parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help="with --threads: runs per scenario")
 
 
@@ -48,7 +59,16 @@ def run(args: argparse.Namespace) -> int:
     if args.threads is not None and args.isolate:
         print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
         return 2
+    try:
+        semantics, operations = chosen_semantics(args)
+    except InvalidArgumentError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
     if args.threads is not None:
+        if semantics != CONTRACT or operations != ALL_OPERATIONS or args.no_bad_arguments:
+            print("cacheproof check: --threads checks the contract only; drop --profile/--semantics/--ops",
+                  file=sys.stderr)
+            return 2
         return concurrent_command.run(args)
     try:
         factory = check_impl_syntax(args.impl) if args.isolate else load_factory(args.impl)
@@ -66,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
                 call_timeout=args.call_timeout,
                 impl=args.impl,
                 isolate=args.isolate,
+                semantics=semantics,
+                operations=operations,
+                bad_arguments=not args.no_bad_arguments,
             )
     except UsageAbort as abort:
         print(f"cacheproof check: {abort.message}", file=sys.stderr)
@@ -83,8 +106,18 @@ def run(args: argparse.Namespace) -> int:
         from cacheproof.check.record import spec_trace, trace_text
 
         example = report.counterexample
-        write_atomically(args.trace_out, trace_text(spec_trace(example.capacity_bytes, example.calls)))
+        write_atomically(args.trace_out, trace_text(spec_trace(example.capacity_bytes, example.calls, semantics)))
     return 0 if report.ok else 1
+
+
+def chosen_semantics(args: argparse.Namespace) -> tuple[Semantics, tuple[str, ...]]:
+    """The semantics and operations of --profile, --semantics and --ops (InvalidArgumentError if bad)."""
+    profile = profile_named(args.profile)
+    semantics = profile.semantics.with_overrides(args.semantics)
+    operations = profile.operations if args.ops is None else check_operations(
+        [name.strip() for name in args.ops.split(",") if name.strip()]
+    )
+    return semantics, operations
 
 
 def _write_json(args: argparse.Namespace, report: CheckReport) -> None:
@@ -99,6 +132,7 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
             "cacheproof check",
             {
                 "impl": args.impl,
+                "profile": args.profile + (f" + {args.semantics}" if args.semantics else ""),
                 "examples": report.examples,
                 "steps": report.steps,
                 "seconds": f"{report.seconds:.2f}",

@@ -10,7 +10,8 @@ from typing import Any, Hashable, Iterable, NamedTuple
 from cacheproof.check.calls import Call, invoke, to_python
 from cacheproof.check.faults import CONTROL_EXCEPTIONS, UserCodeError
 from cacheproof.spec import CacheError
-from cacheproof.spec.invariants import Step, broken_invariants
+from cacheproof.spec.invariants import InvariantViolation, Step, broken_invariants
+from cacheproof.spec.semantics import CONTRACT
 from cacheproof.check.values import values_equal
 
 STATS_FIELDS = (
@@ -96,11 +97,27 @@ def state_difference(spec: Any, cache: Any, keys: Iterable[Hashable]) -> str | N
             if getattr(actual, field) != getattr(expected, field):
                 return f"stats().{field}: spec {getattr(expected, field)}, this cache {getattr(actual, field)}"
     if hasattr(cache, "snapshot"):
-        expected_entries = normalize_snapshot(spec.snapshot())
-        actual_entries = normalize_snapshot(cache.snapshot())
+        order, flags = spec.semantics.snapshot_order, spec.semantics.transient_entries
+        expected_entries = comparable_snapshot(normalize_snapshot(spec.snapshot()), order, flags)
+        actual_entries = comparable_snapshot(normalize_snapshot(cache.snapshot()), order, flags)
         if actual_entries != expected_entries:
-            return f"snapshot(): spec {expected_entries}, this cache {actual_entries}"
+            level = "" if order == "full" else f" ({order} order)"
+            return f"snapshot(){level}: spec {expected_entries}, this cache {actual_entries}"
     return None
+
+
+def comparable_snapshot(entries: tuple, order: str, retain_flags: bool = True) -> tuple:
+    """What of a normalized snapshot is compared under `snapshot_order`: every entry in order
+    ("full"); the idle entries in order, then the others sorted ("idle"); all sorted ("membership").
+    Without transient entries (`retain_flags` False) the retain flag has no effect and is not compared."""
+    if not retain_flags:
+        entries = tuple(entry[:4] + (None,) for entry in entries)
+    if order == "full":
+        return entries
+    if order == "idle":
+        idle = tuple(e for e in entries if e[1] == "READY" and e[2] == 0)
+        return idle + tuple(sorted((e for e in entries if e not in idle), key=repr))
+    return tuple(sorted(entries, key=repr))
 
 
 def step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
@@ -119,8 +136,11 @@ def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]
     before = spec.snapshot()
     expected = run_spec_call(spec, call, values_from=cache)
     actual = run_call(cache, call)
-    step = Step(call.op, spec.capacity_bytes, before, spec.snapshot(), expected.error is not None)
-    broken = broken_invariants(step)
+    if spec.semantics == CONTRACT:
+        step = Step(call.op, spec.capacity_bytes, before, spec.snapshot(), expected.error is not None)
+        broken = broken_invariants(step)
+    else:  # the step invariants (I5, I6) are the contract's; the state invariants hold under every option
+        broken = state_invariants_broken(spec)
     if broken:
         names = ", ".join(f"{i.name} ({i.rule})" for i in broken)
         return f"the spec itself breaks {names} on {call.op}"
@@ -133,6 +153,20 @@ def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]
         raise
     except Exception as error:  # a broken cache's len/in/stats/snapshot may itself fail
         return inspection_failure(error)
+
+
+def state_invariants_broken(spec: Any) -> tuple:
+    """I1-I4 and the byte counters on the spec's state, as a one-item tuple naming the failure, or ()."""
+    try:
+        spec.check_invariants()
+    except InvariantViolation as violation:
+        return (_Named("I1-I4", str(violation)),)
+    return ()
+
+
+class _Named(NamedTuple):
+    name: str
+    rule: str
 
 
 def inspection_failure(error: Exception) -> str:

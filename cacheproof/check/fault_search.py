@@ -17,6 +17,7 @@ from cacheproof.check.calls import Call
 from cacheproof.check.faults import CacheFault
 from cacheproof.check.guarded_call import Watch, hang_message, supervised
 from cacheproof.check.sequence import first_divergence
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 DIVERGENCE = "divergence"
 HANG = "hang"
@@ -41,7 +42,8 @@ def shrink_seconds(call_timeout: float | None) -> float:
 
 
 def first_failure(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], watch: Watch
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], watch: Watch,
+    semantics: Semantics = CONTRACT,
 ) -> Failure | None:
     """Replay `calls` on `factory(capacity_bytes)` beside the spec, supervised: the first failure, or None.
 
@@ -59,7 +61,7 @@ def first_failure(
     attempt = factory.for_attempt()
     watch.last_call = lambda: calls[progress[0]] if calls else None
     try:
-        found = supervised(lambda: first_divergence(attempt, capacity_bytes, calls, on_step), watch, describe_hang)
+        found = supervised(lambda: first_divergence(attempt, capacity_bytes, calls, on_step, semantics), watch, describe_hang)
     except CacheFault as fault:
         return Failure(progress[0], fault.message, fault.kind)
     finally:

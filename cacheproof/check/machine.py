@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.check.differential import Divergence, step_difference
 from cacheproof.spec import CacheSpec, EntryState
+from cacheproof.spec.profiles import ALL_OPERATIONS
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 KEYS: tuple[Hashable, ...] = (0, 1, 2, 3, 4, 5)
 """The key universe: small, so that operations keep meeting the same entries."""
@@ -55,6 +57,9 @@ class CacheMachine(RuleBasedStateMachine):
 
     factory: Callable[[int], Any]
     tally: Tally
+    semantics: Semantics = CONTRACT
+    operations: tuple[str, ...] = ALL_OPERATIONS
+    bad_arguments: bool = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -70,18 +75,20 @@ class CacheMachine(RuleBasedStateMachine):
     @initialize(capacity=capacities)
     def new_cache(self, capacity: int) -> None:
         self.capacity = capacity
-        self.spec = CacheSpec(capacity)
+        self.spec = CacheSpec(capacity, type(self).semantics)
         self.cache = type(self).factory(capacity)
         self.tally.capacity_bytes = capacity
 
     # Rules --------------------------------------------------------------------------------
 
     @rule(pick=key_picks, size=size_picks, retain=st.integers(0, 9))
+    @precondition(lambda self: "reserve" in self.operations)
     def reserve(self, pick, size, retain) -> None:
         key = self._key(pick, self._absent())
         self._step(Call("reserve", (key, self._size(size)), self._retain_kwargs(retain)))
 
     @rule(pick=key_picks, size=size_picks, retain=st.integers(0, 9), agree=st.integers(0, 9))
+    @precondition(lambda self: "acquire" in self.operations)
     def acquire(self, pick, size, retain, agree) -> None:
         key = self._key(pick, self._in_state(idle=True) or self._present())
         entry = self._entry(key)
@@ -91,6 +98,7 @@ class CacheMachine(RuleBasedStateMachine):
             self._step(Call("acquire", (key, self._size(size)), self._retain_kwargs(retain)))
 
     @rule(pick=key_picks, size=size_picks, tag=tags, agree=st.integers(0, 9))
+    @precondition(lambda self: "commit" in self.operations)
     def commit(self, pick, size, tag, agree) -> None:
         key = self._key(pick, self._in_state(state=EntryState.RESERVED))
         entry = self._entry(key)
@@ -100,31 +108,38 @@ class CacheMachine(RuleBasedStateMachine):
         self._step(Call("commit", (key, ValueRecipe(nbytes, tag))))
 
     @rule(pick=key_picks, size=size_picks, tag=tags)
+    @precondition(lambda self: "put" in self.operations)
     def put(self, pick, size, tag) -> None:
         key = self._key(pick, self._absent())
         self._step(Call("put", (key, ValueRecipe(self._size(size), tag))))
 
     @rule(pick=key_picks)
+    @precondition(lambda self: "get" in self.operations)
     def get(self, pick) -> None:
         self._step(Call("get", (self._key(pick, self._in_state(state=EntryState.READY)),)))
 
     @rule(pick=key_picks)
+    @precondition(lambda self: "release" in self.operations)
     def release(self, pick) -> None:
         self._step(Call("release", (self._key(pick, self._in_state(in_use=True)),)))
 
     @rule(size=size_picks, zero=st.booleans())
+    @precondition(lambda self: "evict" in self.operations)
     def evict(self, size, zero) -> None:
         self._step(Call("evict", (0 if zero else self._size(size),)))
 
     @rule(pick=key_picks)
+    @precondition(lambda self: "pop" in self.operations)
     def pop(self, pick) -> None:
         self._step(Call("pop", (self._key(pick, self._in_state(idle=True)),)))
 
     @rule()
+    @precondition(lambda self: "clear" in self.operations)
     def clear(self) -> None:
         self._step(Call("clear"))
 
     @rule(pick=key_picks)
+    @precondition(lambda self: "contains" in self.operations)
     def contains(self, pick) -> None:
         self._step(Call("contains", (self._key(pick, self._present()),)))
 
@@ -134,7 +149,13 @@ class CacheMachine(RuleBasedStateMachine):
         pick=key_picks,
         tag=tags,
     )
-    def bad_arguments(self, operation, bad, pick, tag) -> None:
+    @precondition(lambda self: self.bad_arguments)
+    def bad_argument(self, operation, bad, pick, tag) -> None:
+        """Only operations in the subset; with trusted arguments only oversized puts (put_too_large)."""
+        if operation not in self.operations:
+            return
+        if self.semantics.argument_checks == "trusted" and (operation, bad) != ("put", "too_large"):
+            return
         key = self._key(pick, self._present())
         self._step(self._bad_call(operation, bad, key, tag))
 
@@ -229,10 +250,27 @@ def _keys_of(call: Call) -> tuple[Hashable, ...]:
     return (key,)
 
 
-def machine_for(factory: Callable[[int], Any], tally: Tally | None = None) -> type[CacheMachine]:
-    """A `CacheMachine` subclass bound to `factory`; its `.TestCase` runs under pytest/unittest."""
+def machine_for(
+    factory: Callable[[int], Any],
+    tally: Tally | None = None,
+    *,
+    semantics: Semantics = CONTRACT,
+    operations: tuple[str, ...] = ALL_OPERATIONS,
+    bad_arguments: bool = True,
+) -> type[CacheMachine]:
+    """A `CacheMachine` subclass bound to `factory`; its `.TestCase` runs under pytest/unittest.
+
+    The spec runs with `semantics`; no call outside `operations` is ever made; `bad_arguments=False`
+    drops the bad-argument rule.
+    """
     return type(
         "CacheMachine",
         (CacheMachine,),
-        {"factory": staticmethod(factory), "tally": tally or Tally()},
+        {
+            "factory": staticmethod(factory),
+            "tally": tally or Tally(),
+            "semantics": semantics,
+            "operations": tuple(operations),
+            "bad_arguments": bad_arguments,
+        },
     )

@@ -18,6 +18,7 @@ import cacheproof
 from cacheproof.check.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.check.differential import Outcome, run_spec_call
 from cacheproof.spec import CacheSpec, errors
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 TRACE_FORMAT = 1
 """The value of the header's "cacheproof_trace" field this module writes and reads."""
@@ -123,14 +124,14 @@ def recorded_result(result: Any) -> Any:
     return result
 
 
-def spec_trace(capacity_bytes: int, calls: Iterable[Call]) -> Trace:
+def spec_trace(capacity_bytes: int, calls: Iterable[Call], semantics: Semantics = CONTRACT) -> Trace:
     """Run `calls` on a fresh `CacheSpec` and record its outcomes, get/pop values as their recipes.
 
     O(1) per call: the recipe of a get/pop result is the one the key's latest stored value was
     made from, kept per key. (Looking the value up by identity would be ambiguous: equal small
     values such as `b"\\x05"` are one object in CPython, whatever recipe made them.)
     """
-    spec = CacheSpec(capacity_bytes)
+    spec = CacheSpec(capacity_bytes, semantics)
     stored: dict[Any, ValueRecipe | None] = {}  # key -> recipe of its latest stored value
     traced = []
     for call in calls:

@@ -22,6 +22,8 @@ from cacheproof.check.factories import probe_factory
 from cacheproof.check.isolation import IsolatedFactory
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.profiles import ALL_OPERATIONS
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS_PER_EXAMPLE = 100
@@ -133,6 +135,9 @@ def run_check(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     impl: str = "factory",
     isolate: bool = False,
+    semantics: Semantics = CONTRACT,
+    operations: tuple[str, ...] | None = None,
+    bad_arguments: bool = True,
 ) -> CheckReport:
     """Run `examples` random call sequences on `factory(capacity)` beside `CacheSpec`.
 
@@ -142,19 +147,23 @@ def run_check(
     fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
     `isolate=True` runs the cache in a child process built from `impl` ("module:factory"; `factory`
     is then unused), so that crashes are counterexamples too.
+    The spec runs with `semantics` (spec/semantics.py); only calls in `operations` (None: all) are
+    made, and a cache lacking one of them is `UsageAbort`; `bad_arguments=False` makes no bad calls.
     """
     tally = Tally()
     tally.on_example = on_example
     watch = Watch(call_timeout)
     watch.last_call = lambda: tally.calls[-1] if tally.calls else None
     guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
-    machine = machine_for(guarded, tally)
+    machine = machine_for(
+        guarded, tally, semantics=semantics, operations=operations or ALL_OPERATIONS, bad_arguments=bad_arguments
+    )
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed
     run_settings = check_settings(examples, steps_per_example)
 
     def hypothesis_run() -> None:
-        probe_factory(guarded, impl)
+        probe_factory(guarded, impl, operations)
         with with_reporter(lambda message: None):
             run_state_machine_as_test(machine, settings=run_settings)
 
@@ -167,12 +176,12 @@ def run_check(
         try:
             supervised(hypothesis_run, watch, describe_hang)
         except Divergence:
-            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None)
+            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None, semantics)
         except CacheFault as fault:
             failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
-            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure)
+            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure, semantics)
         except Flaky:
-            counterexample = _not_deterministic(guarded, watch, tally)
+            counterexample = _not_deterministic(guarded, watch, tally, semantics)
     except KeyboardInterrupt:
         seconds = time.perf_counter() - started
         raise CheckInterrupted(CheckReport(False, tally.examples, tally.steps, seconds, None, interrupted=True)) from None
@@ -183,7 +192,8 @@ def run_check(
 
 
 def _shrunk(
-    factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None
+    factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None,
+    semantics: Semantics = CONTRACT,
 ) -> Counterexample:
     """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter.
 
@@ -192,33 +202,38 @@ def _shrunk(
     as not deterministic.
     """
     def attempt(candidate: list[Call]) -> Failure | None:
-        return first_failure(factory, capacity_bytes, candidate, watch)
+        return first_failure(factory, capacity_bytes, candidate, watch, semantics)
 
     first = failure
     if first is None:
         first = attempt(calls)
         if first is None:
-            return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None))
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
     calls, found, cut_short = shrink_failure(attempt, calls, first, shrink_seconds(watch.timeout))
     message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
     ending = {DIVERGENCE: "diverges here", HANG: "does not return"}.get(found.kind, "kills the process")
-    return _counterexample(capacity_bytes, calls, message, ending)
+    return _counterexample(capacity_bytes, calls, message, ending, semantics)
 
 
-def _not_deterministic(factory: Callable[[int], Any], watch: Watch, tally: Tally) -> Counterexample:
+def _not_deterministic(
+    factory: Callable[[int], Any], watch: Watch, tally: Tally, semantics: Semantics = CONTRACT
+) -> Counterexample:
     """Hypothesis saw a failure it could not reproduce: name the cache as not deterministic."""
     if tally.first_divergence is None:
-        return _counterexample(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None))
+        return _counterexample(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None), semantics=semantics)
     capacity_bytes, calls, message = tally.first_divergence
     for _ in range(NONDETERMINISM_REPLAYS):
-        again = first_failure(factory, capacity_bytes, calls, watch)
+        again = first_failure(factory, capacity_bytes, calls, watch, semantics)
         if again is None or again.message != message:
-            return _counterexample(capacity_bytes, calls, not_deterministic(calls, message, again))
-    return _shrunk(factory, watch, capacity_bytes, list(calls), again)
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, message, again), semantics=semantics)
+    return _shrunk(factory, watch, capacity_bytes, list(calls), again, semantics)
 
 
-def _counterexample(capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here") -> Counterexample:
-    spec = CacheSpec(capacity_bytes)
+def _counterexample(
+    capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here",
+    semantics: Semantics = CONTRACT,
+) -> Counterexample:
+    spec = CacheSpec(capacity_bytes, semantics)
     spec_errors = tuple(run_spec_call(spec, call).error for call in calls)
     return Counterexample(
         capacity_bytes,

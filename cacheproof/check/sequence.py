@@ -9,6 +9,7 @@ from cacheproof.check.calls import Call
 from cacheproof.check.differential import normalize_snapshot, step_difference
 from cacheproof.check.machine import KEYS
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,13 @@ def first_divergence(
     capacity_bytes: int,
     calls: Sequence[Call],
     on_step: Callable[[int], None] | None = None,
+    semantics: Semantics = CONTRACT,
 ) -> SequenceDivergence | None:
     """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None.
 
     `on_step(index)` is told the index of each call before it is made.
     """
-    spec = CacheSpec(capacity_bytes)
+    spec = CacheSpec(capacity_bytes, semantics)
     cache = factory(capacity_bytes)
     keys = KEYS + tuple(_hashable_keys(calls))
     for index, call in enumerate(calls):
