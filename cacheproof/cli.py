@@ -1,4 +1,4 @@
-"""The `cacheproof` command line: check | prove | replay | bench | docs.
+"""The `cacheproof` command line: check | prove | replay | bench | docs | profiles.
 
 Each subcommand lives in its own module, which exposes `add_arguments(parser)` and `run(args) -> int`.
 Modules are imported only when their subcommand runs, so `cacheproof check` does not load z3.
@@ -16,6 +16,7 @@ _SUBCOMMANDS = {
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
+    "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of shipped caches"),
 }
 
 

@@ -17,7 +17,7 @@ runnable script.
 from __future__ import annotations
 
 import unittest
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -28,18 +28,34 @@ from cacheproof.check.differential import Divergence, run_spec_call
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.sequence import first_divergence, shrink
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.semantics import Semantics
 from cacheproof.settings import register_profiles
 
 
 def cache_test_case(
-    factory: Callable[[int], Any], *, steps: int = DEFAULT_STEPS_PER_EXAMPLE, name: str | None = None
+    factory: Callable[[int], Any],
+    *,
+    steps: int = DEFAULT_STEPS_PER_EXAMPLE,
+    name: str | None = None,
+    profile: str = DEFAULT_PROFILE,
+    ops: Sequence[str] | None = None,
+    semantics: Semantics | None = None,
 ) -> type[unittest.TestCase]:
-    """A TestCase that holds `factory(capacity_bytes)` to the spec; `steps` calls per example."""
+    """A TestCase that holds `factory(capacity_bytes)` to the spec; `steps` calls per example.
+
+    `profile` names the semantics (docs/profiles.md; `semantics` overrides it whole); only the
+    calls in `ops` (default: the profile's operations) are made. A bad name raises
+    InvalidArgumentError here, when the test case is made.
+    """
+    chosen = profile_named(profile)
+    semantics = semantics or chosen.semantics
+    operations = chosen.operations if ops is None else check_operations(list(ops))
     tally = Tally()
     impl = f"{getattr(factory, '__module__', 'cache')}:{getattr(factory, '__qualname__', 'factory')}"
     name = name or getattr(factory, "__name__", "Cache")
     # A class name of its own gives each factory its own key in Hypothesis's example database.
-    machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally),), {"__module__": __name__})
+    machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally, semantics=semantics, operations=operations),), {"__module__": __name__})
 
     class CacheContractTest(unittest.TestCase):
         settings: settings | None = None
@@ -49,7 +65,7 @@ def cache_test_case(
             try:
                 run_state_machine_as_test(machine, settings=run_settings)
             except Divergence as error:
-                raise AssertionError(_explained(factory, impl, tally, error)) from error
+                raise AssertionError(_explained(factory, impl, tally, error, semantics)) from error
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
     return CacheContractTest
@@ -106,13 +122,13 @@ def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence) -> str:
+def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence, semantics: Semantics) -> str:
     """The divergence with the failing example's calls, shrunk, as Python that reproduces it."""
-    calls = shrink(factory, tally.capacity_bytes, tally.calls)
-    found = first_divergence(factory, tally.capacity_bytes, calls)
+    calls = shrink(factory, tally.capacity_bytes, tally.calls, semantics)
+    found = first_divergence(factory, tally.capacity_bytes, calls, semantics=semantics)
     if found is None:
         return str(error)
-    spec = CacheSpec(tally.capacity_bytes)
+    spec = CacheSpec(tally.capacity_bytes, semantics)
     errors = tuple(run_spec_call(spec, call).error for call in calls)
     counterexample = Counterexample(
         tally.capacity_bytes, tuple(calls), found.message,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import unittest
+
 import pytest
 
 from cacheproof.spec import CacheSpec, ConflictError, InvalidArgumentError, TooLargeError, UnknownKeyError, WrongStateError
@@ -245,3 +248,27 @@ def test_default_profile_is_unchanged():
 
     assert run_check(MinimalCache, examples=BUDGET, seed=0).ok
     assert run_check(MinimalCache, examples=BUDGET, seed=0, semantics=profile_named("contract").semantics).ok
+
+
+def test_cache_test_case_takes_a_profile_and_ops():
+    from hypothesis import settings
+
+    from cacheproof.testing import cache_test_case
+
+    conforming = cache_test_case(PlainLRUCache, steps=20, profile="plain-lru", ops=["put", "get", "pop"])
+    broken_case = cache_test_case(broken.OversizedSetEvictsAllCache, steps=20, profile="plain-lru")
+    for case in (conforming, broken_case):
+        case.settings = settings(max_examples=150, deadline=None, database=None)
+    assert unittest.TextTestRunner(stream=io.StringIO()).run(conforming()).wasSuccessful()
+    result = unittest.TextTestRunner(stream=io.StringIO()).run(broken_case())
+    assert len(result.failures) == 1 and "len(): spec" in result.failures[0][1]
+    with pytest.raises(InvalidArgumentError, match="plain-lru"):
+        cache_test_case(PlainLRUCache, profile="lru")
+
+
+def test_profiles_command_lists_every_profile_with_its_fields(capsys):
+    assert main(["profiles"]) == 0
+    out = capsys.readouterr().out
+    for name in PROFILES:
+        assert f"{name}:" in out
+    assert "put_too_large=false" in out and "eviction_time=reservation" in out

@@ -69,16 +69,18 @@ def _hashable_keys(calls: Sequence[Call]):
                 continue
 
 
-def shrink(factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call]) -> list[Call]:
+def shrink(
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], semantics: Semantics = CONTRACT
+) -> list[Call]:
     """Drop calls one at a time while the sequence still diverges; the result diverges at its last call."""
-    divergence = first_divergence(factory, capacity_bytes, calls)
+    divergence = first_divergence(factory, capacity_bytes, calls, semantics=semantics)
     if divergence is None:
         return list(calls)
     current = list(calls[: divergence.step + 1])
     index = len(current) - 2
     while index >= 0:
         candidate = current[:index] + current[index + 1:]
-        found = first_divergence(factory, capacity_bytes, candidate)
+        found = first_divergence(factory, capacity_bytes, candidate, semantics=semantics)
         if found is not None:
             current = candidate[: found.step + 1]
             index = min(index, len(current) - 1)
