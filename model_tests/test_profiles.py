@@ -272,3 +272,17 @@ def test_profiles_command_lists_every_profile_with_its_fields(capsys):
     for name in PROFILES:
         assert f"{name}:" in out
     assert "put_too_large=false" in out and "eviction_time=reservation" in out
+
+
+def test_monitor_takes_a_profile():
+    import cacheproof
+
+    monitored = cacheproof.monitor(PlainLRUCache(4), capacity_bytes=4, profile="plain-lru")
+    assert monitored.put("a", b"xy") is True and monitored.put("a", b"z") is True  # replaces under plain-lru
+    assert monitored.get("absent") is None
+    strict = cacheproof.monitor(PlainLRUCache(4), capacity_bytes=4)
+    strict.put("a", b"xy")
+    with pytest.raises(cacheproof.DivergenceError):
+        strict.put("a", b"z")
+    with pytest.raises(InvalidArgumentError, match="plain-lru"):
+        cacheproof.monitor(PlainLRUCache(4), capacity_bytes=4, profile="lru")

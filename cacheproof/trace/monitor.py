@@ -38,6 +38,8 @@ from cacheproof.check.calls import Call, ValueRecipe, to_python
 from cacheproof.check.output_paths import check_output_path
 from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
+from cacheproof.spec.profiles import DEFAULT_PROFILE, profile_named
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.values import value_size
 from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, Observed, Trace, TracedCall, call_line, error_name, header_line, recorded_result
@@ -71,10 +73,11 @@ class MonitoredCache:
     """
 
     def __init__(
-        self, cache: Any, capacity_bytes: int, *, trace_path: str | Path | None, state_every: int | None
+        self, cache: Any, capacity_bytes: int, *, trace_path: str | Path | None, state_every: int | None,
+        semantics: Semantics = CONTRACT,
     ) -> None:
         self._cache = cache
-        self._spec = CacheSpec(capacity_bytes)
+        self._spec = CacheSpec(capacity_bytes, semantics)
         self._capacity_bytes = capacity_bytes
         self._state_every = state_every
         self._unchecked_calls = 0
@@ -185,7 +188,7 @@ class MonitoredCache:
                 wanted, wanted_error = None, raised
             self._held.note(op, args, wanted_error is None and wanted is not False, spec)
             difference = None
-            if op in _VALUE_OPERATIONS and error is None and wanted_error is None:
+            if op in _VALUE_OPERATIONS and error is None and wanted_error is None and wanted is not None:
                 difference = self._held.difference(Call(op, args, kwargs), result)
             elif not (result is wanted and error is None and wanted_error is None) and not _same_outcome(
                 wanted, wanted_error, result, error
@@ -262,13 +265,16 @@ def monitor(
     trace_path: str | Path | None = None,
     capacity_bytes: int | None = None,
     state_every: int | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> MonitoredCache:
     """Wrap an empty `cache` so that every call is checked against `CacheSpec`.
 
     The capacity is `capacity_bytes`, else `cache.capacity_bytes`, else `cache.stats().capacity_bytes`.
     `trace_path` logs every call as a trace that `cacheproof replay` reads. `state_every=n` compares
     stats() and snapshot() after every n-th call; None: every max(16, 2 * entries) calls.
+    `profile` names the semantics the spec runs with (docs/profiles.md; InvalidArgumentError if unknown).
     """
+    semantics = profile_named(profile).semantics
     if state_every is not None and (not isinstance(state_every, int) or isinstance(state_every, bool) or state_every < 1):
         raise ValueError(f"monitor: state_every must be an int >= 1 or None, got {state_every!r}")
     if capacity_bytes is None:
@@ -279,7 +285,7 @@ def monitor(
         raise ValueError("monitor: pass capacity_bytes=; the cache has neither capacity_bytes nor stats()")
     if len(cache):
         raise ValueError(f"monitor: the cache already holds {len(cache)} entries; monitor it from empty")
-    return MonitoredCache(cache, capacity_bytes, trace_path=trace_path, state_every=state_every)
+    return MonitoredCache(cache, capacity_bytes, trace_path=trace_path, state_every=state_every, semantics=semantics)
 
 
 def _same_outcome(wanted: Any, wanted_error: Any, result: Any, error: Any) -> bool:
