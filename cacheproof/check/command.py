@@ -106,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
         from cacheproof.check.record import spec_trace, trace_text
 
         example = report.counterexample
-        write_atomically(args.trace_out, trace_text(spec_trace(example.capacity_bytes, example.calls, semantics)))
+        trace = spec_trace(
+            example.capacity_bytes, example.calls, semantics, profile=args.profile, operations=operations
+        )
+        write_atomically(args.trace_out, trace_text(trace))
     return 0 if report.ok else 1
 
 

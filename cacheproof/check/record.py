@@ -18,7 +18,8 @@ import cacheproof
 from cacheproof.check.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.check.differential import Outcome, run_spec_call
 from cacheproof.spec import CacheSpec, errors
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
+from cacheproof.spec.semantics import CONTRACT, Semantics, describe_value
 
 TRACE_FORMAT = 1
 """The value of the header's "cacheproof_trace" field this module writes and reads."""
@@ -91,11 +92,15 @@ def describe_outcome(result: Any, error: str | None) -> str:
 
 @dataclass(frozen=True)
 class Trace:
-    """The calls made on a cache of `capacity_bytes`, from empty, in order."""
+    """The calls made on a cache of `capacity_bytes`, from empty, in order, under `semantics` with
+    only `operations` callable; `profile` names the profile the semantics started from."""
 
     capacity_bytes: int
     calls: tuple[TracedCall, ...]
     version: str = field(default_factory=lambda: cacheproof.__version__)
+    profile: str = DEFAULT_PROFILE
+    semantics: Semantics = CONTRACT
+    operations: tuple[str, ...] = ALL_OPERATIONS
 
 
 def error_name(error: BaseException) -> str:
@@ -124,8 +129,12 @@ def recorded_result(result: Any) -> Any:
     return result
 
 
-def spec_trace(capacity_bytes: int, calls: Iterable[Call], semantics: Semantics = CONTRACT) -> Trace:
-    """Run `calls` on a fresh `CacheSpec` and record its outcomes, get/pop values as their recipes.
+def spec_trace(
+    capacity_bytes: int, calls: Iterable[Call], semantics: Semantics = CONTRACT, *,
+    profile: str = DEFAULT_PROFILE, operations: tuple[str, ...] = ALL_OPERATIONS,
+) -> Trace:
+    """Run `calls` on a fresh `CacheSpec(capacity_bytes, semantics)` and record its outcomes, get/pop
+    values as their recipes; the header records `profile`, `semantics` and `operations`.
 
     O(1) per call: the recipe of a get/pop result is the one the key's latest stored value was
     made from, kept per key. (Looking the value up by identity would be ambiguous: equal small
@@ -143,7 +152,7 @@ def spec_trace(capacity_bytes: int, calls: Iterable[Call], semantics: Semantics 
         elif outcome.error is None and call.op in VALUE_OPERATIONS:
             recipe = stored.get(call.args[0])
         traced.append(traced_call(call, outcome, recipe))
-    return Trace(capacity_bytes, tuple(traced))
+    return Trace(capacity_bytes, tuple(traced), profile=profile, semantics=semantics, operations=operations)
 
 
 def write_counterexample_trace(path: str | Path, counterexample: Any) -> None:
@@ -153,10 +162,27 @@ def write_counterexample_trace(path: str | Path, counterexample: Any) -> None:
 
 # Writing ------------------------------------------------------------------------------------
 
-def header_line(capacity_bytes: int, version: str | None = None) -> str:
-    """The header; `version` defaults to the running cacheproof's."""
+def header_line(
+    capacity_bytes: int, version: str | None = None, *, profile: str = DEFAULT_PROFILE,
+    semantics: Semantics = CONTRACT, operations: tuple[str, ...] = ALL_OPERATIONS,
+) -> str:
+    """The header; `version` defaults to the running cacheproof's.
+
+    Rule: what the trace is checked under travels with it. Beside a profile other than the default,
+    or semantics or operations other than the contract's, the header holds all three: `profile`,
+    `semantics` as the fields that differ from the contract (all of them, whatever the profile says
+    today, so the trace replays the same if a profile is redefined) and `ops`. A contract trace
+    keeps the three-field header.
+    """
     version = cacheproof.__version__ if version is None else version
-    return json.dumps({"cacheproof_trace": TRACE_FORMAT, "version": version, "capacity_bytes": capacity_bytes})
+    header: dict[str, Any] = {"cacheproof_trace": TRACE_FORMAT, "version": version, "capacity_bytes": capacity_bytes}
+    if profile != DEFAULT_PROFILE or semantics != CONTRACT or tuple(operations) != ALL_OPERATIONS:
+        header["profile"] = profile
+    if profile != DEFAULT_PROFILE or semantics != CONTRACT:
+        header["semantics"] = {name: describe_value(value) for name, value in semantics.differences().items()}
+    if profile != DEFAULT_PROFILE or tuple(operations) != ALL_OPERATIONS:
+        header["ops"] = list(operations)
+    return json.dumps(header)
 
 
 def call_line(traced: TracedCall) -> str:
@@ -173,7 +199,8 @@ def _outcome_json(result: Any, error: str | None) -> dict:
 
 def trace_text(trace: Trace) -> str:
     """The whole trace as JSON lines, newline-terminated."""
-    lines = [header_line(trace.capacity_bytes, trace.version)]
+    lines = [header_line(trace.capacity_bytes, trace.version, profile=trace.profile, semantics=trace.semantics,
+                         operations=trace.operations)]
     lines += [call_line(traced) for traced in trace.calls]
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,8 @@
 """Traces: a recorded sequence of calls on one cache and what each call did, as JSON lines.
 
-Line 1 is the header `{"cacheproof_trace": 1, "version": ..., "capacity_bytes": N}`; every other
+Line 1 is the header `{"cacheproof_trace": 1, "version": ..., "capacity_bytes": N}`, plus what the
+trace is checked under where that is not the contract: `"profile"`, `"semantics"` (the fields that
+differ from the contract, values as `--semantics` writes them) and `"ops"`; every other
 line is one call `{"op", "args", "kwargs"}` plus either `"result"` or `"error"` (the contract name
 of the error class). Arguments follow `cacheproof.check.calls`' JSON rules (a value recipe is
 `{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`); anything JSON cannot hold is written as
@@ -18,6 +20,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cacheproof.check.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.semantics import Semantics, parse_value
 from cacheproof.check.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
     Observed,
@@ -58,9 +63,16 @@ def parse_trace(text: str, source: str = "<trace>") -> Trace:
     if not numbered:
         raise TraceFormatError(f"{source}: empty trace, expected a header line")
     number, line = numbered[0]
-    capacity_bytes, version = _header(_json_object(line, source, number), source, number)
+    header = _json_object(line, source, number)
+    capacity_bytes, version = _header(header, source, number)
+    profile, semantics, operations = _checked_under(header, f"{source} line {number}")
     calls = tuple(_traced_call(_json_object(line, source, number), source, number) for number, line in numbered[1:])
-    return Trace(capacity_bytes, calls, version)
+    for number, traced in zip((number for number, _ in numbered[1:]), calls):
+        if traced.call.op not in operations:
+            raise TraceFormatError(
+                f"{source} line {number}: {traced.call.op} is outside the trace's ops ({','.join(operations)})"
+            )
+    return Trace(capacity_bytes, calls, version, profile, semantics, operations)
 
 
 def _json_object(line: str, source: str, number: int) -> dict:
@@ -90,6 +102,32 @@ def _header(data: dict, source: str, number: int) -> tuple[int, str]:
     if not isinstance(version, str):
         raise TraceFormatError(f"{where}: version must be a string, got {version!r}")
     return capacity, version
+
+
+def _checked_under(data: dict, where: str) -> tuple[str, Semantics, tuple[str, ...]]:
+    """The header's profile, semantics and operations. Without "semantics" the profile's are used,
+    without "ops" the profile's operations; no field at all is the contract with every operation."""
+    profile_name = data.get("profile", DEFAULT_PROFILE)
+    fields = data.get("semantics")
+    operations = data.get("ops")
+    try:
+        if not isinstance(profile_name, str):
+            raise InvalidArgumentError(f"profile must be a string, got {profile_name!r}")
+        profile = profile_named(profile_name)
+        semantics = profile.semantics
+        if fields is not None:
+            if not isinstance(fields, dict) or not all(isinstance(value, str) for value in fields.values()):
+                raise InvalidArgumentError(f"semantics must be an object of FIELD: \"VALUE\" strings, got {fields!r}")
+            semantics = Semantics(**{name: parse_value(name, value) for name, value in fields.items()})
+        if operations is None:
+            operations = profile.operations if "profile" in data else ALL_OPERATIONS
+        elif not isinstance(operations, list) or not all(isinstance(name, str) for name in operations):
+            raise InvalidArgumentError(f"ops must be a list of operation names, got {operations!r}")
+        else:
+            operations = check_operations(operations)
+    except InvalidArgumentError as error:
+        raise TraceFormatError(f"{where}: {error}") from None
+    return profile_name, semantics, tuple(operations)
 
 
 def _traced_call(data: dict, source: str, number: int) -> TracedCall:

@@ -19,6 +19,7 @@ from cacheproof.check.differential import Outcome, inspection_failure, normalize
 from cacheproof.check.differential import state_difference
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.invariants import Step, broken_invariants
+from cacheproof.spec.semantics import CONTRACT, Semantics
 
 FULL_CHECK_MINIMUM = 16
 FULL_CHECK_CALLS_PER_ENTRY = 2
@@ -29,12 +30,13 @@ _NO_KEY = object()
 
 
 class Lockstep:
-    """`factory(capacity_bytes)` and `CacheSpec(capacity_bytes)`, fresh, made to take the same calls."""
+    """`factory(capacity_bytes)` and `CacheSpec(capacity_bytes, semantics)`, fresh, made to take the same calls."""
 
-    def __init__(self, factory: Callable[[int], Any], capacity_bytes: int) -> None:
+    def __init__(self, factory: Callable[[int], Any], capacity_bytes: int, semantics: Semantics = CONTRACT) -> None:
         self.factory = factory
         self.capacity_bytes = capacity_bytes
-        self.spec = CacheSpec(capacity_bytes)
+        self.semantics = semantics
+        self.spec = CacheSpec(capacity_bytes, semantics)
         self.cache = factory(capacity_bytes)
         self.steps = 0  # calls made
         self.matched_at = 0  # calls made when the last full check passed
@@ -101,18 +103,19 @@ class StateDivergence:
 
 
 def first_state_divergence(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], matched: int, diverged: int
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], matched: int, diverged: int,
+    semantics: Semantics = CONTRACT,
 ) -> StateDivergence | None:
     """The first step in (matched, diverged] after which the state differs, given that it matched
     after `matched` calls and differs after `diverged`; None if a re-run does not reproduce that."""
     low, high = matched, diverged
     while high - low > 1:
         middle = (low + high) // 2
-        if _rerun(factory, capacity_bytes, calls, middle)[0].full_difference() is None:
+        if _rerun(factory, capacity_bytes, calls, middle, semantics)[0].full_difference() is None:
             low = middle
         else:
             high = middle
-    lockstep, expected, actual = _rerun(factory, capacity_bytes, calls, high)
+    lockstep, expected, actual = _rerun(factory, capacity_bytes, calls, high, semantics)
     message = lockstep.full_difference()
     if message is None:
         return None
@@ -120,10 +123,10 @@ def first_state_divergence(
 
 
 def _rerun(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], count: int
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], count: int, semantics: Semantics
 ) -> tuple[Lockstep, Outcome, Outcome]:
     """A fresh lockstep after the first `count` calls (count >= 1), with the outcomes of the last."""
-    lockstep = Lockstep(factory, capacity_bytes)
+    lockstep = Lockstep(factory, capacity_bytes, semantics)
     for call in calls[:count]:
         expected, actual = lockstep.step(call)
     return lockstep, expected, actual

@@ -31,14 +31,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Hashable, TextIO
+from typing import Any, Hashable, Sequence, TextIO
 
 from cacheproof.check.calls import Call, ValueRecipe, to_python
 from cacheproof.check.output_paths import check_output_path
 from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError, CacheSpec
-from cacheproof.spec.profiles import DEFAULT_PROFILE, profile_named
+from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.values import value_size
 from cacheproof.trace.held_values import HeldValues
@@ -74,9 +75,11 @@ class MonitoredCache:
 
     def __init__(
         self, cache: Any, capacity_bytes: int, *, trace_path: str | Path | None, state_every: int | None,
-        semantics: Semantics = CONTRACT,
+        semantics: Semantics = CONTRACT, profile: str = DEFAULT_PROFILE, operations: tuple[str, ...] = ALL_OPERATIONS,
     ) -> None:
         self._cache = cache
+        self._profile = profile
+        self._operations = operations
         self._spec = CacheSpec(capacity_bytes, semantics)
         self._capacity_bytes = capacity_bytes
         self._state_every = state_every
@@ -90,7 +93,7 @@ class MonitoredCache:
         if trace_path is not None:
             check_output_path(trace_path, "monitor: trace_path")
             self._log = open(trace_path, "w", buffering=1)
-            self._log.write(header_line(capacity_bytes) + "\n")
+            self._log.write(header_line(capacity_bytes, profile=profile, semantics=semantics, operations=operations) + "\n")
 
     # Operations ---------------------------------------------------------------------------
 
@@ -122,6 +125,8 @@ class MonitoredCache:
         return self._checked("clear", (), {})
 
     def __contains__(self, key: object) -> bool:
+        if "contains" not in self._operations:  # outside the subset: answered by the cache, unchecked
+            return key in self._cache
         return self._checked("contains", (key,), {})
 
     def __len__(self) -> int:
@@ -169,6 +174,11 @@ class MonitoredCache:
 
     def _checked(self, op: str, args: tuple, kwargs: dict) -> Any:
         """Call the cache, then the spec; compare and record. This is the hot path."""
+        if op not in self._operations:
+            raise AttributeError(
+                f"monitor: {op} is outside the monitored operations ({','.join(self._operations)}); "
+                "pass ops= to monitor() to include it"
+            )
         with self._lock:
             try:
                 result = args[0] in self._cache if op == "contains" else getattr(self._cache, op)(*args, **kwargs)
@@ -180,13 +190,15 @@ class MonitoredCache:
                     raise error
                 return result
             spec = self._spec
+            kept = False  # a put the spec answers True without storing (put_present="keep")
             try:
                 spec_args = self._held.spec_arguments(op, args)
+                kept = op == "put" and spec.semantics.put_present == "keep" and args[0] in spec
                 wanted = args[0] in spec if op == "contains" else getattr(spec, op)(*spec_args, **kwargs)
                 wanted_error = None
             except CacheError as raised:
                 wanted, wanted_error = None, raised
-            self._held.note(op, args, wanted_error is None and wanted is not False, spec)
+            self._held.note(op, args, wanted_error is None and wanted is not False and not kept, spec)
             difference = None
             if op in _VALUE_OPERATIONS and error is None and wanted_error is None and wanted is not None:
                 difference = self._held.difference(Call(op, args, kwargs), result)
@@ -241,7 +253,10 @@ class MonitoredCache:
         )
 
     def _trace(self) -> Trace:
-        return Trace(self._capacity_bytes, tuple(_traced(record) for record in self._records))
+        return Trace(
+            self._capacity_bytes, tuple(_traced(record) for record in self._records), profile=self._profile,
+            semantics=self._spec.semantics, operations=self._operations,
+        )
 
     def _diverge(self, message: str, diverging: TracedCall | None = None) -> None:
         """Stop checking and raise. The diverging call (the spec's outcome, the cache's as `observed`)
@@ -250,7 +265,7 @@ class MonitoredCache:
         self._diverged = True
         trace = self._trace()
         if diverging is not None:
-            trace = Trace(trace.capacity_bytes, trace.calls + (diverging,), trace.version)
+            trace = replace(trace, calls=trace.calls + (diverging,))
         if self._log is not None:
             if diverging is not None:
                 self._log.write(call_line(diverging) + "\n")
@@ -266,15 +281,26 @@ def monitor(
     capacity_bytes: int | None = None,
     state_every: int | None = None,
     profile: str = DEFAULT_PROFILE,
+    semantics: str | Semantics = "",
+    ops: Sequence[str] | None = None,
 ) -> MonitoredCache:
     """Wrap an empty `cache` so that every call is checked against `CacheSpec`.
 
     The capacity is `capacity_bytes`, else `cache.capacity_bytes`, else `cache.stats().capacity_bytes`.
     `trace_path` logs every call as a trace that `cacheproof replay` reads. `state_every=n` compares
     stats() and snapshot() after every n-th call; None: every max(16, 2 * entries) calls.
-    `profile` names the semantics the spec runs with (docs/profiles.md; InvalidArgumentError if unknown).
+    `profile` names the semantics the spec runs with (docs/profiles.md; InvalidArgumentError if unknown);
+    `semantics` overrides fields of it, as `--semantics` does ("FIELD=VALUE,..."), or replaces it
+    whole (a `Semantics`); `ops` names the operations the cache has (default: the profile's): calling
+    another on the monitored cache raises AttributeError. The trace header records all three, so
+    the trace file replays under them with no flags.
     """
-    semantics = profile_named(profile).semantics
+    chosen = profile_named(profile)
+    if isinstance(semantics, Semantics):
+        spec_semantics = semantics
+    else:
+        spec_semantics = chosen.semantics.with_overrides(semantics)
+    operations = chosen.operations if ops is None else check_operations(list(ops))
     if state_every is not None and (not isinstance(state_every, int) or isinstance(state_every, bool) or state_every < 1):
         raise ValueError(f"monitor: state_every must be an int >= 1 or None, got {state_every!r}")
     if capacity_bytes is None:
@@ -285,7 +311,10 @@ def monitor(
         raise ValueError("monitor: pass capacity_bytes=; the cache has neither capacity_bytes nor stats()")
     if len(cache):
         raise ValueError(f"monitor: the cache already holds {len(cache)} entries; monitor it from empty")
-    return MonitoredCache(cache, capacity_bytes, trace_path=trace_path, state_every=state_every, semantics=semantics)
+    return MonitoredCache(
+        cache, capacity_bytes, trace_path=trace_path, state_every=state_every, semantics=spec_semantics,
+        profile=profile, operations=operations,
+    )
 
 
 def _same_outcome(wanted: Any, wanted_error: Any, result: Any, error: Any) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -27,6 +27,9 @@ from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, 
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.progress import summary_table
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.profiles import PROFILES, check_operations, profile_named
+from cacheproof.spec.semantics import describe_value, field_names
 from cacheproof.spec.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace.format import (
@@ -133,8 +136,8 @@ class ReplayDivergence:
 
 
 def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
-    """The first call whose recorded outcome is not the spec's, or None."""
-    spec = CacheSpec(trace.capacity_bytes)
+    """The first call whose recorded outcome is not the spec's (under `trace.semantics`), or None."""
+    spec = CacheSpec(trace.capacity_bytes, trace.semantics)
     for index, traced in enumerate(trace.calls):
         outcome = run_spec_call(spec, traced.call)
         difference = recorded_difference(traced, outcome, spec)
@@ -161,7 +164,7 @@ def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayD
     back to the call after which it first appears.
     """
     calls = recorded_calls(trace)
-    lockstep = Lockstep(factory, trace.capacity_bytes)
+    lockstep = Lockstep(factory, trace.capacity_bytes, trace.semantics)
     for traced in trace.calls:
         expected, actual = lockstep.step(traced.call)
         found = _step_divergence(lockstep, traced, expected, actual)
@@ -208,7 +211,9 @@ def _earliest(lockstep: Lockstep, calls: Sequence[Call], found: ReplayDivergence
     that no full check had looked at yet: then that call, located by re-running, is the divergence."""
     if lockstep.steps - lockstep.matched_at <= 1 or lockstep.full_difference() is None:
         return found
-    state = first_state_divergence(lockstep.factory, lockstep.capacity_bytes, calls, lockstep.matched_at, lockstep.steps)
+    state = first_state_divergence(
+        lockstep.factory, lockstep.capacity_bytes, calls, lockstep.matched_at, lockstep.steps, lockstep.semantics
+    )
     if state is None or state.step == found.step:
         return found
     return ReplayDivergence(
@@ -248,12 +253,33 @@ def _result_matches(recorded: Any, result: Any, target: Any) -> bool:
 
 # Command line -------------------------------------------------------------------------------
 
+def checked_under(trace: Trace, profile: str | None, overrides: str = "", ops: str | None = None) -> Trace:
+    """`trace` with the semantics and operations of the flags: `profile` (None: the header's) replaces
+    the header's profile, its semantics and operations; `overrides` (FIELD=VALUE,...) then applies;
+    `ops` (OP,...) replaces the operations. InvalidArgumentError for a bad name or a call outside them."""
+    if profile is not None:
+        chosen = profile_named(profile)
+        trace = replace(trace, profile=profile, semantics=chosen.semantics, operations=chosen.operations)
+    if overrides:
+        trace = replace(trace, semantics=trace.semantics.with_overrides(overrides))
+    if ops is not None:
+        trace = replace(trace, operations=check_operations([name.strip() for name in ops.split(",") if name.strip()]))
+    for step, traced in enumerate(trace.calls, start=1):
+        if traced.call.op not in trace.operations:
+            raise InvalidArgumentError(
+                f"step {step} (trace line {step + _HEADER_LINES}) calls {traced.call.op}, outside the replayed "
+                f"operations {','.join(trace.operations)}"
+            )
+    return trace
+
+
 @dataclass(frozen=True)
 class ReplayReport:
     trace: str
     impl: str | None
     calls: int
     divergence: ReplayDivergence | None
+    profile: str = "contract"  # with the semantics overrides, as the summary table shows it
 
     @property
     def ok(self) -> bool:
@@ -265,6 +291,7 @@ class ReplayReport:
             "trace": self.trace,
             "impl": self.impl,
             "calls": self.calls,
+            "profile": self.profile,
             "divergence": None if self.divergence is None else self.divergence.to_json(),
         }
 
@@ -276,6 +303,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
                         help=f"a call not returning within SECONDS is a divergence (default {DEFAULT_CALL_TIMEOUT:g})")
+    parser.add_argument("--profile", metavar="NAME",
+                        help=f"replay under this profile, of {', '.join(PROFILES)} (default: the trace header's)")
+    parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
+                        help="override fields of the semantics (docs/profiles.md)")
+    parser.add_argument("--ops", metavar="OP,...", help="the operations the cache has (default: the trace header's)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -284,10 +316,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
         return 2
     try:
-        trace = read_trace(args.trace)
+        trace = checked_under(read_trace(args.trace), args.profile, args.semantics, args.ops)
         factory = None if args.impl is None else load_factory(args.impl)
         divergence = replay_against_spec(trace) if factory is None else _guarded_replay(trace, factory, args)
-    except (TraceFormatError, FactoryError) as error:
+    except (TraceFormatError, FactoryError, InvalidArgumentError) as error:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
     except UsageAbort as abort:
@@ -295,7 +327,11 @@ def run(args: argparse.Namespace) -> int:
         if abort.details:
             print(abort.details, file=sys.stderr)
         return 2
-    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence)
+    named = profile_named(trace.profile).semantics
+    differences = ",".join(f"{name}={describe_value(getattr(trace.semantics, name))}" for name in field_names()
+                           if getattr(trace.semantics, name) != getattr(named, name))
+    profile = trace.profile + (f" + {differences}" if differences else "")
+    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile)
     _print_report(args, report)
     if args.json is not None:
         write_atomically(args.json, json.dumps(report.to_json(), indent=2, default=repr) + "\n")
@@ -306,11 +342,11 @@ def _guarded_replay(trace: Trace, factory: Callable[[int], Any], args: argparse.
     """`replay_against_cache` with the cache guarded (docs/robustness.md): a call that hangs is a divergence."""
     watch = Watch(args.call_timeout)
     guarded = GuardedFactory(factory, watch, args.impl)
-    supervised(lambda: probe_factory(guarded, args.impl), watch)
+    supervised(lambda: probe_factory(guarded, args.impl, trace.operations), watch)
     try:
         return supervised(lambda: replay_against_cache(trace, guarded), watch)
     except CacheFault:
-        failure = first_failure(guarded, trace.capacity_bytes, recorded_calls(trace), watch)
+        failure = first_failure(guarded, trace.capacity_bytes, recorded_calls(trace), watch, trace.semantics)
     if failure is None:
         return ReplayDivergence(len(trace.calls), trace.calls[-1].call, SPEC, "the same run twice",
                                 "a hang once, then none", "not deterministic: the replay hung once, then did not", (), None)
@@ -327,6 +363,7 @@ def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
             {
                 "trace": report.trace,
                 "against": against,
+                "profile": report.profile,
                 "calls": report.calls,
                 "result": "no divergence" if divergence is None else f"DIVERGES at step {divergence.step}",
             },
