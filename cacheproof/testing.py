@@ -16,21 +16,26 @@ runnable script.
 
 from __future__ import annotations
 
+import functools
+import re
+import sys
 import unittest
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
-from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
 from cacheproof.check.differential import Divergence, run_spec_call
 from cacheproof.check.machine import Tally, machine_for
+from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
 from cacheproof.check.sequence import first_divergence, shrink
+from cacheproof.settings import register_profiles
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics
-from cacheproof.settings import register_profiles
 
 
 def cache_test_case(
@@ -52,8 +57,8 @@ def cache_test_case(
     semantics = semantics or chosen.semantics
     operations = chosen.operations if ops is None else check_operations(list(ops))
     tally = Tally()
-    impl = f"{getattr(factory, '__module__', 'cache')}:{getattr(factory, '__qualname__', 'factory')}"
-    name = name or getattr(factory, "__name__", "Cache")
+    impl = impl_name(factory)
+    name = name or cache_name(factory)
     # A class name of its own gives each factory its own key in Hypothesis's example database.
     machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally, semantics=semantics, operations=operations),), {"__module__": __name__})
 
@@ -61,13 +66,12 @@ def cache_test_case(
         settings: settings | None = None
 
         def runTest(self) -> None:
-            run_settings = type(self).settings or active_settings(steps)
-            try:
-                run_state_machine_as_test(machine, settings=run_settings)
-            except Divergence as error:
-                raise AssertionError(_explained(factory, impl, tally, error, semantics)) from error
+            failure = _failure(machine, type(self).settings or active_settings(steps), factory, impl, tally, semantics)
+            if failure is not None:
+                raise AssertionError(failure)
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
+    CacheContractTest.__module__ = _callers_module()
     return CacheContractTest
 
 
@@ -83,8 +87,8 @@ def concurrent_cache_test_case(
     """A TestCase that checks `factory(capacity_bytes)` is linearizable w.r.t. the spec under
     `threads` threads: `scenarios` scenarios, each run `runs` times (class attributes of the same
     names override them). The same seed draws the same scenarios."""
-    impl = f"{getattr(factory, '__module__', 'cache')}:{getattr(factory, '__qualname__', 'factory')}"
-    name = name or getattr(factory, "__name__", "Cache")
+    impl = impl_name(factory)
+    name = name or cache_name(factory)
 
     class ConcurrentCacheTest(unittest.TestCase):
         def runTest(self) -> None:
@@ -105,6 +109,7 @@ def concurrent_cache_test_case(
     ConcurrentCacheTest.runs = runs
     ConcurrentCacheTest.seed = seed
     ConcurrentCacheTest.__name__ = ConcurrentCacheTest.__qualname__ = f"Test{name}Concurrently"
+    ConcurrentCacheTest.__module__ = _callers_module()
     return ConcurrentCacheTest
 
 
@@ -120,6 +125,49 @@ def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
         settings.load_profile("default")
         parent = settings.get_profile(chosen)
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def cache_name(factory: Callable[[int], Any]) -> str:
+    """The name of the cache `factory` makes, for the test class: a class's own name, a function's
+    name, the wrapped callable of a `functools.partial`; "Cache" for a lambda or a nameless callable."""
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    name = getattr(factory, "__name__", None) or type(factory).__name__
+    name = re.sub(r"\W", "", name.replace("<lambda>", ""))
+    return name[:1].upper() + name[1:] or "Cache"
+
+
+def impl_name(factory: Callable[[int], Any]) -> str:
+    """"module:qualname" of `factory` (of the wrapped callable for a `functools.partial`)."""
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    return f"{getattr(factory, '__module__', None) or 'cache'}:{getattr(factory, '__qualname__', None) or 'factory'}"
+
+
+def _callers_module() -> str:
+    """The module that called `cache_test_case` (two frames up), so that reports name the user's file."""
+    return sys._getframe(2).f_globals.get("__name__", __name__)
+
+
+def _failure(
+    machine: type, run_settings: settings, factory: Callable[[int], Any], impl: str, tally: Tally, semantics: Semantics
+) -> str | None:
+    """Run the state machine; None if the cache conforms, else the divergence and its snippet.
+
+    Hypothesis's own report (its rule-by-rule listing of the failing example) is dropped: the
+    snippet says the same in the cache's own calls. Its step printing stays on only for a
+    verbosity of `verbose` or more, which a user asks for explicitly.
+    """
+    reporter = None if run_settings.verbosity >= Verbosity.verbose else (lambda message: None)
+    try:
+        if reporter is None:
+            run_state_machine_as_test(machine, settings=run_settings)
+        else:
+            with with_reporter(reporter):
+                run_state_machine_as_test(machine, settings=run_settings)
+    except Divergence as error:
+        return f"{impl} diverges from the spec: {_explained(factory, impl, tally, error, semantics)}"
+    return None
 
 
 def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence, semantics: Semantics) -> str:

@@ -3,13 +3,19 @@ under the active Hypothesis profile."""
 
 from __future__ import annotations
 
+import functools
 import io
+import os
+import re
+import subprocess
+import sys
 import unittest
+from pathlib import Path
 
 import pytest
+from cacheproof.spec import CacheSpec
 from hypothesis import settings
 
-from cacheproof.spec import CacheSpec
 from cacheproof.testing import active_settings, cache_test_case
 from model_tests.broken_caches import ReleaseOfIdleIsNoop
 
@@ -108,3 +114,59 @@ def test_a_locked_cache_passes_the_concurrent_test_case():
     result = _run(test_case)
     assert result.wasSuccessful() and result.testsRun == 1
     assert len(made) == 10 * 3
+
+
+# What pytest shows a user ---------------------------------------------------------------------
+
+_USERS_TEST_FILE = """
+from hypothesis import settings
+from cacheproof.testing import cache_test_case
+from model_tests.broken_caches import GetTakesReference
+
+settings.register_profile("tiny", max_examples=30, derandomize=True, database=None)
+settings.load_profile("tiny")
+TestMyCache = cache_test_case(GetTakesReference, steps=20)
+"""
+
+
+def test_pytest_shows_the_snippet_and_the_divergence_only(tmp_path):
+    (tmp_path / "test_users_cache.py").write_text(_USERS_TEST_FILE)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("CI", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "test_users_cache.py"],
+        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    lines = out.splitlines()
+    assert not [line for line in lines if re.match(r"^E?\s*state\.", line)], out  # Hypothesis's rule dump
+    assert "Falsifying example" not in out and "Failing test case" not in out, out
+    assert "from model_tests.broken_caches import GetTakesReference as factory" in out
+    assert "# <- diverges here" in out
+    assert "model_tests.broken_caches:GetTakesReference diverges from the spec" in out
+    assert "TestGetTakesReference" in out
+    assert len(lines) < 40, out
+
+
+def _make_cache(capacity_bytes: int) -> CacheSpec:
+    return CacheSpec(capacity_bytes)
+
+
+@pytest.mark.parametrize(
+    "factory, expected",
+    [
+        (ReleaseOfIdleIsNoop, "TestReleaseOfIdleIsNoop"),
+        (CacheSpec, "TestCacheSpec"),
+        (_make_cache, "Test_make_cache"),
+        (functools.partial(ReleaseOfIdleIsNoop), "TestReleaseOfIdleIsNoop"),
+        (lambda capacity: CacheSpec(capacity), "TestCache"),
+    ],
+)
+def test_each_class_is_named_after_the_cache_it_tests(factory, expected):
+    first = cache_test_case(CacheSpec)
+    made = cache_test_case(factory)
+    assert made.__name__ == made.__qualname__ == expected
+    assert made.__module__ == __name__  # reports name the user's test file, not cacheproof.testing
+    assert first.__name__ == "TestCacheSpec"
