@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 _SUBCOMMANDS = {
@@ -22,6 +23,10 @@ _SUBCOMMANDS = {
 
 INTERRUPTED_STATUS = 130
 """The exit status after the user's Ctrl-C (128 + SIGINT); `check` prints its partial report first."""
+
+CLOSED_OUTPUT_STATUS = 141
+"""The exit status when the reader of the output went away (`cacheproof check | head`): 128 + SIGPIPE,
+as a shell reports a program the closed pipe stopped. Report files are written before any printing."""
 
 _MOVED = {
     "mutate": "mutation testing is a tool of the repository, not of the installed package: "
@@ -54,8 +59,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"cacheproof {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED_STATUS
+    except BrokenPipeError:
+        _discard_output()
+        return CLOSED_OUTPUT_STATUS
     except Exception as error:
         return _users_error(args.command, error)
+
+
+def _discard_output() -> None:
+    """Point stdout at the null device, so that the interpreter's final flush into the closed pipe
+    does not print an error of its own."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def _users_error(command: str, error: Exception) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -63,6 +64,43 @@ class PutExitsHard(CacheSpec):
         if len(self) >= 1:
             os._exit(7)
         return super().put(key, value)
+
+
+class GetAborts(CacheSpec):
+    """get of a present key calls abort() (a failed assertion in C++): SIGABRT; check it with --isolate only."""
+
+    def get(self, key):
+        if key in self:
+            os.abort()
+        return super().get(key)
+
+
+class PutKilled(CacheSpec):
+    """put into a non-empty cache kills its own process with SIGKILL, as the kernel's out-of-memory
+    killer would; check it with --isolate only."""
+
+    def put(self, key, value):
+        if len(self) >= 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().put(key, value)
+
+
+class SnapshotHangs(CacheSpec):
+    """snapshot() never returns once the cache holds two entries (it waits for a lock a call leaked)."""
+
+    def snapshot(self):
+        if len(self) >= 2:
+            _NEVER.wait(600)
+        return super().snapshot()
+
+
+class ContainsRaises(CacheSpec):
+    """`key in cache` raises once the cache holds two entries (a lookup that breaks under load)."""
+
+    def __contains__(self, key):
+        if super().__len__() >= 2:
+            raise RuntimeError("lookup table corrupted")
+        return super().__contains__(key)
 
 
 class SnapshotRaises(CacheSpec):
@@ -173,6 +211,11 @@ def returns_none(capacity_bytes):
 def raises_on_construction(capacity_bytes):
     """A factory that always raises (the device is not there)."""
     raise RuntimeError(f"no device for a cache of {capacity_bytes} bytes")
+
+
+def hangs_on_construction(capacity_bytes):
+    """A factory that never returns (it waits for a device that never frees)."""
+    _NEVER.wait(600)
 
 
 class _FailsOnFifthCall:

@@ -91,6 +91,12 @@ BAD_INPUTS = [
     (["check", "--threads", "two"], "must be an integer in 2..4, got 'two'"),
     (["check", "--threads", "2", "--isolate"], "cannot be used with --threads"),
     (["bench", "no-such-kind"], "invalid choice"),
+    (["bench", "monitor", "--device", "nope"], "must be a torch device this machine has, got 'nope'"),
+    (["check", "--threads", "2", "--impl", f"{FAULTY}:returns_none"], "returns_none(64) returned None"),
+    (["check", "--threads", "2", "--impl", f"{FAULTY}:raises_on_construction"], "raised RuntimeError: no device"),
+    (["check", "--threads", "2", "--impl", f"{FAULTY}:NoEvict"], "lacks evict, pop, clear"),
+    (["check", "--threads", "2", "--impl", f"{FAULTY}:hangs_on_construction", "--call-timeout", "0.2"],
+     "hangs_on_construction(64) did not return within 0.2 s"),
 ]
 
 
@@ -151,6 +157,8 @@ FOUND = [
     ("MakeValueRaises", "make_value(", "raised MemoryError"),
     ("StatsRaises", "stats() raised ValueError: pinned counter out of sync, after cache.", ""),
     ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
+    ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
+    ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
     ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
 ]
@@ -198,10 +206,26 @@ def test_the_snippet_of_an_exit_exits(capsys):
     assert _run_snippet(_snippet(output), timeout=60).returncode == 3
 
 
-def test_the_snippet_of_a_failing_snapshot_raises(capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:SnapshotRaises"], capsys)
-    with pytest.raises(RuntimeError, match="snapshot lost its iterator"):
-        exec(compile(_snippet(output), "<counterexample>", "exec"), {})
+@pytest.mark.parametrize("name, error, ending", [
+    ("SnapshotRaises", "snapshot lost its iterator", "cache.snapshot()  # <- raises"),
+    ("ContainsRaises", "lookup table corrupted", "0 in cache  # <- raises"),
+])
+def test_the_snippet_of_a_failing_inspection_raises_there(name, error, ending, capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:{name}"], capsys)
+    snippet = _snippet(output)
+    assert snippet.rstrip().endswith(ending), snippet
+    with pytest.raises(RuntimeError, match=error):
+        exec(compile(snippet, "<counterexample>", "exec"), {})
+
+
+def test_the_snippet_of_a_hanging_inspection_hangs_there(capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:SnapshotHangs", "--call-timeout", "0.5"], capsys)
+    snippet = _snippet(output)
+    assert snippet.rstrip().endswith("cache.snapshot()  # <- does not return"), snippet
+    with pytest.raises(subprocess.TimeoutExpired):
+        _run_snippet(snippet, timeout=3)
+    calls_only = snippet.rstrip().rpartition("\n")[0] + "\n"
+    assert _run_snippet(calls_only, timeout=60).returncode == 0, "the calls alone return: the inspection hangs"
 
 
 def test_a_factory_failing_on_its_fifth_call_is_a_usage_error_with_the_users_traceback(capsys, monkeypatch):
@@ -264,6 +288,10 @@ def test_ctrl_c_stops_check_with_a_partial_report(isolation, tmp_path):
 
 ISOLATED = [
     ("GetSegfaults", "cache.get(", "killed the process running the cache (signal SIGSEGV, segmentation fault)"),
+    ("GetAborts", "cache.get(", "killed the process running the cache (signal SIGABRT, aborted)"),
+    ("PutKilled", "cache.put(", "killed the process running the cache (signal SIGKILL, killed; an out-of-memory kill"),
+    ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s (its process was killed), after cache.", ""),
+    ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
     ("PutExitsHard", "cache.put(", "killed the process running the cache (exit status 7)"),
     ("EvictHangs", "cache.evict(", "did not return within 0.5 s (its process was killed)"),
     ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
@@ -285,9 +313,13 @@ def test_each_fault_is_a_counterexample_under_isolation(name, start, detail, tmp
     assert len(json.loads(path.read_text())["counterexample"]["calls"]) <= 2, "shrunk, each attempt in a fresh child"
 
 
-def test_the_snippet_of_a_crash_crashes(capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:GetSegfaults", "--isolate", "--examples", "40"], capsys)
-    assert _run_snippet(_snippet(output), timeout=60).returncode == -signal.SIGSEGV
+@pytest.mark.parametrize("name, ending", [
+    ("GetSegfaults", -signal.SIGSEGV), ("GetAborts", -signal.SIGABRT), ("PutKilled", -signal.SIGKILL),
+    ("PutExitsHard", 7),
+])
+def test_the_snippet_of_a_crash_crashes(name, ending, capsys):
+    _, output = run_main(["check", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40"], capsys)
+    assert _run_snippet(_snippet(output), timeout=60).returncode == ending
 
 
 @pytest.mark.parametrize("impl", [SPEC, "cacheproof.bench.cache:tensor_cache_on_cpu"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.flag_types import any_integer, positive_integer, torch_device
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.trace.monitor import monitor
 from cacheproof.progress import summary_table
@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=positive_integer, default=3, help="runs per configuration; the best counts")
     parser.add_argument("--state-every", type=positive_integer, default=None,
                         help="also time the monitor comparing stats/snapshot every N calls")
-    parser.add_argument("--device", default="cpu", help="TensorLRUCache device (default cpu)")
+    parser.add_argument("--device", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
     parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the ratio line")

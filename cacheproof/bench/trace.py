@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.flag_types import any_integer, positive_integer, torch_device
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check.record import spec_trace
 from cacheproof.progress import summary_table
@@ -172,7 +172,7 @@ def measure(calls: int, seed: int, device: str, folder: Path) -> Row:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lengths", type=positive_integer, nargs="+", default=list(DEFAULT_LENGTHS),
                         help="trace lengths in calls (default 1000 10000 100000 1000000)")
-    parser.add_argument("--device", default="cpu", help="TensorLRUCache device (default cpu)")
+    parser.add_argument("--device", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
     parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")

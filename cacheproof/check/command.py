@@ -100,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"interrupted: {report.examples} examples, {report.steps} steps in {report.seconds:.2f} s; no verdict")
         _write_json(args, report)
         return INTERRUPTED_STATUS
-    _print_report(args, report)
-    _write_json(args, report)
+    _write_json(args, report)  # the files first: a closed output pipe cannot lose them
     if args.trace_out is not None and report.counterexample is not None:
         from cacheproof.check.record import spec_trace, trace_text
 
@@ -110,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             example.capacity_bytes, example.calls, semantics, profile=args.profile, operations=operations
         )
         write_atomically(args.trace_out, trace_text(trace))
+    _print_report(args, report)
     return 0 if report.ok else 1
 
 

@@ -12,7 +12,8 @@ import sys
 
 from cacheproof.check.concurrent_run import ConcurrentReport, run_concurrent_check
 from cacheproof.check.concurrent_scenarios import MAX_THREADS
-from cacheproof.check.factories import FactoryError, load_factory
+from cacheproof.check.factories import FactoryError, TimedFactory, load_factory, probe_factory
+from cacheproof.check.faults import UsageAbort
 from cacheproof.check.output_paths import write_atomically
 from cacheproof.progress import Progress, summary_table
 
@@ -38,10 +39,13 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        factory = load_factory(args.impl)
+        factory = TimedFactory(load_factory(args.impl), args.impl, args.call_timeout)
+        probe_factory(factory, args.impl)
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    except UsageAbort as abort:
+        return _usage_abort(abort)
     done = [0, 0]
 
     def on_scenario(scenarios: int, runs: int) -> None:
@@ -59,13 +63,22 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.call_timeout,
                 on_scenario=on_scenario,
             )
+    except UsageAbort as abort:
+        return _usage_abort(abort)
     except KeyboardInterrupt:
         print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
         return INTERRUPTED_STATUS
-    print_report(args.impl, report, quiet=args.quiet)
-    if args.json is not None:
+    if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+    print_report(args.impl, report, quiet=args.quiet)
     return 0 if report.ok else 1
+
+
+def _usage_abort(abort: UsageAbort) -> int:
+    print(f"cacheproof check: {abort.message}", file=sys.stderr)
+    if abort.details:
+        print(abort.details, file=sys.stderr)
+    return 2
 
 
 def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:

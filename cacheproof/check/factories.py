@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 from typing import Any, Callable
 
 from cacheproof.spec.profiles import ALL_OPERATIONS
@@ -91,3 +92,44 @@ def _checked(name: str, operations: tuple[str, ...]) -> bool:
     if name == "len()" or name.startswith("`in`"):
         return True
     return name in operations
+
+
+class TimedFactory:
+    """`factory(capacity)` run in a thread of its own for at most `timeout` seconds, for `check --threads`
+    (whose calls run in many threads at once, where the sequential run's watch serves one).
+
+    A factory that raises, does not return in time or returns None is a usage error, `UsageAbort`, as
+    in the sequential run: no call sequence reproduces it. A hung factory's thread is abandoned.
+    """
+
+    def __init__(self, factory: Callable[[int], Any], impl: str, timeout: float) -> None:
+        self.factory = factory
+        self.impl = impl
+        self.timeout = timeout
+        self.calls = 0
+
+    def __call__(self, capacity_bytes: int) -> Any:
+        from cacheproof.check.faults import UsageAbort, one_line, user_traceback
+        from cacheproof.check.guarded_call import nth_call
+
+        self.calls += 1
+        built: dict[str, Any] = {}
+
+        def build() -> None:
+            try:
+                built["cache"] = self.factory(capacity_bytes)
+            except BaseException as error:  # the factory's failure is reported by the caller's thread
+                built["error"] = error
+
+        thread = threading.Thread(target=build, name="cacheproof-factory", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        call = f"{self.impl}({capacity_bytes})"
+        if thread.is_alive():
+            raise UsageAbort(f"{call} did not return within {self.timeout:g} s{nth_call(self.calls)}")
+        if "error" in built:
+            error = built["error"]
+            raise UsageAbort(f"{call} raised {one_line(error)}{nth_call(self.calls)}", user_traceback(error))
+        if built["cache"] is None:
+            raise UsageAbort(f"{call} returned None{nth_call(self.calls)}")
+        return built["cache"]

@@ -58,3 +58,15 @@ def non_negative_seconds(text: str) -> float:
 
 positive_integer = integer_at_least(1)
 """An argparse type: an integer >= 1."""
+
+
+def torch_device(text: str) -> str:
+    """An argparse type: a torch device that this machine can allocate on ("cpu", "cuda", "cuda:1")."""
+    import torch
+
+    try:
+        torch.empty(1, device=torch.device(text))
+    except (RuntimeError, AssertionError, ValueError) as error:  # an unknown name, or a device not here
+        reason = " ".join(str(error).split()).split(". ")[0]
+        raise argparse.ArgumentTypeError(f"must be a torch device this machine has, got {text!r} ({reason})") from None
+    return text

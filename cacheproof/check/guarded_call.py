@@ -68,7 +68,8 @@ class GuardedCache:
 
     An operation's errors (any BaseException: SystemExit, KeyboardInterrupt, GeneratorExit...) are
     its outcome and pass through unchanged; errors of anything else (make_value, snapshot, stats,
-    len) are the user's code failing outside the call under test and become `UserCodeError`.
+    len, `in`) are the user's code failing outside the call under test and become `UserCodeError`
+    (`run_call` turns an `in` error back into the outcome when `in` is the call under test).
     """
 
     def __init__(self, cache: Any, watch: Watch) -> None:
@@ -105,6 +106,10 @@ class GuardedCache:
         watch.begin("__contains__", (key,))
         try:
             return key in self._cache
+        except CONTROL_EXCEPTIONS:
+            raise
+        except BaseException as error:  # the outcome of a `contains` call; else an inspection failing
+            raise UserCodeError(contains_code(key), error) from error
         finally:
             watch.end()
 
@@ -158,17 +163,18 @@ class GuardedFactory:
             raise
         except BaseException as error:
             raise UsageAbort(
-                f"{self.impl}({capacity_bytes}) raised {one_line(error)}{_nth(watch.factory_calls)}",
+                f"{self.impl}({capacity_bytes}) raised {one_line(error)}{nth_call(watch.factory_calls)}",
                 user_traceback(error),
             ) from None
         finally:
             watch.end()
         if cache is None:
-            raise UsageAbort(f"{self.impl}({capacity_bytes}) returned None{_nth(watch.factory_calls)}")
+            raise UsageAbort(f"{self.impl}({capacity_bytes}) returned None{nth_call(watch.factory_calls)}")
         return GuardedCache(cache, watch)
 
 
-def _nth(calls: int) -> str:
+def nth_call(calls: int) -> str:
+    """" (on its call number 5; the 4 before it succeeded)" for a factory failing on a later call; "" on its first."""
     return "" if calls == 1 else f" (on its call number {calls}; the {calls - 1} before it succeeded)"
 
 
@@ -229,13 +235,18 @@ def fault_message(name: str, args: tuple, what: str, last_call: Call | None = No
     if name == "factory":
         code = f"factory({short_argument(args[0])})"
     elif name == "__contains__":
-        code = f"{short_argument(args[0])} in cache"
+        code = contains_code(args[0])
     elif name == "len":
         code = "len(cache)"
     else:
         code = f"cache.{name}({', '.join(map(short_argument, args))})"
     after = "" if last_call is None else f", after {to_python(last_call)}"
     return f"{code} {what}{after}"
+
+
+def contains_code(key: Any) -> str:
+    """How a message writes the check `key in cache`: "3 in cache"."""
+    return f"{short_argument(key)} in cache"
 
 
 def short_argument(argument: Any) -> str:

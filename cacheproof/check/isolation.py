@@ -32,7 +32,7 @@ from typing import Any
 from cacheproof.check.calls import OPERATIONS
 from cacheproof.check.differential import STATS_FIELDS, normalize_snapshot
 from cacheproof.check.faults import CacheFault, StopRequested, UsageAbort, UserCodeError, one_line, user_traceback
-from cacheproof.check.guarded_call import Watch, fault_message
+from cacheproof.check.guarded_call import Watch, contains_code, fault_message
 from cacheproof.check.values import value_for, values_equal
 
 _CALLED = frozenset(OPERATIONS) - {"contains"}
@@ -333,7 +333,10 @@ class IsolatedCache:
         return self._call("len", (), {})
 
     def __contains__(self, key: Any) -> bool:
-        return self._call("__contains__", (key,), {})
+        try:
+            return self._call("__contains__", (key,), {})
+        except RemoteError as error:  # as in-process: the outcome of a `contains` call, else an inspection
+            raise UserCodeError(contains_code(key), error) from None
 
     def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
         reply = self._factory.request(name, args, kwargs)

@@ -17,6 +17,7 @@ from typing import Any, Iterable, NamedTuple
 import cacheproof
 from cacheproof.check.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.check.differential import Outcome, run_spec_call
+from cacheproof.check.output_paths import write_atomically
 from cacheproof.spec import CacheSpec, errors
 from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
 from cacheproof.spec.semantics import CONTRACT, Semantics, describe_value
@@ -206,7 +207,8 @@ def trace_text(trace: Trace) -> str:
 
 
 def write_trace(path: str | Path, trace: Trace) -> None:
-    Path(path).write_text(trace_text(trace))
+    """Write `trace` to `path` atomically (a temporary file renamed over it: never half a trace)."""
+    write_atomically(path, trace_text(trace))
 
 
 def _encoded_result(result: Any) -> Any:

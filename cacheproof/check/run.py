@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -31,6 +32,21 @@ NONDETERMINISM_REPLAYS = 4
 """Replays of a sequence Hypothesis found flaky, looking for a run that answers differently."""
 
 _INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
+_FAILED_INSPECTION = re.compile(
+    r"(?P<code>cache\.snapshot\(\)|cache\.stats\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
+    r"(?P<what>raised|did not return|killed the process)\b.*, after "
+)
+_ENDINGS = {"raised": "raises", "did not return": "does not return", "killed the process": "kills the process"}
+
+
+def failed_inspection(message: str) -> tuple[str, str] | None:
+    """(code, ending) when `message` says an inspection after the last call failed ("snapshot() raised
+    ..., after cache.put(...)", "3 in cache did not return within 10 s, after ..."): the line the
+    snippet ends with, e.g. ("cache.snapshot()", "raises"); None when the call itself failed."""
+    found = _FAILED_INSPECTION.match(message)
+    if found is None:
+        return None
+    return _INSPECTIONS.get(found["code"], found["code"]), _ENDINGS[found["what"]]
 
 
 @dataclass(frozen=True)
@@ -68,11 +84,11 @@ class Counterexample:
             elif index == last:
                 line = f"print({line})"
             lines.append(line)
-        lines[-1] += f"  # <- {self.ending}"
-        inspection = next((code for name, code in _INSPECTIONS.items() if self.message.startswith(f"{name} raised")), None)
-        if inspection is not None:
-            lines[-1] = lines[-1].replace(f"  # <- {self.ending}", "")
-            lines.append(f"{inspection}  # <- raises")
+        inspection = failed_inspection(self.message)
+        if inspection is None:
+            lines[-1] += f"  # <- {self.ending}"
+        else:
+            lines.append(f"{inspection[0]}  # <- {inspection[1]}")
         return "\n".join(lines) + "\n"
 
 

@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     bound = refinement.DEFAULT_BOUND._replace(max_capacity=args.refine_capacity, max_entries=args.refine_entries)
     refined = None if args.no_refine else refinement.check_refinement(bound)
     wall = time.perf_counter() - started
+    if args.json is not None:  # the file first: a closed output pipe cannot lose it
+        write_atomically(args.json, json.dumps(report_json(results, args.slots, wall, refined), indent=2) + "\n")
     if not args.quiet:
         for line in summary_lines(results):
             print(line)
@@ -84,8 +86,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if refined is not None:
         print(refined.line())
-    if args.json is not None:
-        write_atomically(args.json, json.dumps(report_json(results, args.slots, wall, refined), indent=2) + "\n")
     return 0 if failed == 0 and (refined is None or refined.agrees) else 1
 
 

@@ -332,9 +332,9 @@ def run(args: argparse.Namespace) -> int:
                            if getattr(trace.semantics, name) != getattr(named, name))
     profile = trace.profile + (f" + {differences}" if differences else "")
     report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile)
-    _print_report(args, report)
-    if args.json is not None:
+    if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_atomically(args.json, json.dumps(report.to_json(), indent=2, default=repr) + "\n")
+    _print_report(args, report)
     return 0 if report.ok else 1
 
 
