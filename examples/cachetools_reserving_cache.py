@@ -18,6 +18,7 @@ from typing import Any, Hashable
 
 from cachetools import LRUCache
 
+from cacheproof.adapt import stats_from_snapshot
 from cacheproof.spec import (
     Acquired,
     CacheStats,
@@ -175,17 +176,8 @@ class ReservingLRUCache:
         return tuple(sorted(views, key=lambda view: self._last_used[view.key]))
 
     def stats(self) -> CacheStats:
-        pinned = self._pinned_bytes()
-        ready = pinned + self._idle.currsize
-        return CacheStats(
-            capacity_bytes=self._capacity,
-            ready_bytes=ready,
-            reserved_bytes=self._protected_bytes() - pinned,
-            pinned_bytes=pinned,
-            idle_bytes=self._idle.currsize,
-            free_bytes=self._capacity - ready,
-            entries=len(self),
-        )
+        """The contract's byte counts, from snapshot() (cacheproof.adapt.stats_from_snapshot)."""
+        return stats_from_snapshot(self._capacity, self.snapshot())
 
     def __len__(self) -> int:
         return len(self._held) + len(self._idle)

@@ -4,7 +4,8 @@ MultiModalStaticCache are: put/get/pop/clear only, no reservations, no reference
 Written from their public descriptions (docs/profiles.md cites the files): one OrderedDict, oldest
 first; `put` of a present key replaces it and makes it newest; a value larger than the whole cache
 is refused with False and changes nothing; `get`/`pop` of an absent key return None; `get` makes
-the entry newest; eviction drops the oldest entries until the new value fits.
+the entry newest; eviction drops the oldest entries until the new value fits. snapshot() reads the
+table with `cacheproof.adapt.snapshot_from_table`, so the checker compares the LRU order too.
 
 It conforms to the `plain-lru` profile:
 
@@ -14,16 +15,22 @@ It conforms to the `plain-lru` profile:
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Hashable
+from typing import Any, Hashable, NamedTuple
 
+from cacheproof.adapt import snapshot_from_table
+from cacheproof.spec import EntryView
 from cacheproof.spec.values import value_size
+
+
+class _Item(NamedTuple):
+    value: Any
+    nbytes: int
 
 
 class PlainLRUCache:
     def __init__(self, capacity_bytes: int) -> None:
         self.capacity_bytes = capacity_bytes
-        self._values: OrderedDict[Hashable, Any] = OrderedDict()
-        self._sizes: dict[Hashable, int] = {}
+        self._items: OrderedDict[Hashable, _Item] = OrderedDict()
         self._used = 0
 
     def put(self, key: Hashable, value: Any) -> bool:
@@ -31,39 +38,40 @@ class PlainLRUCache:
         size = value_size(value)
         if size > self.capacity_bytes:
             return False  # checked before anything is evicted
-        if key in self._values:
+        if key in self._items:
             self._remove(key)
         while self._used + size > self.capacity_bytes:
-            self._remove(next(iter(self._values)))
-        self._values[key] = value
-        self._sizes[key] = size
+            self._remove(next(iter(self._items)))
+        self._items[key] = _Item(value, size)
         self._used += size
         return True
 
     def get(self, key: Hashable) -> Any:
-        if key not in self._values:
+        if key not in self._items:
             return None
-        self._values.move_to_end(key)
-        return self._values[key]
+        self._items.move_to_end(key)
+        return self._items[key].value
 
     def pop(self, key: Hashable) -> Any:
-        if key not in self._values:
+        if key not in self._items:
             return None
-        value = self._values[key]
-        self._remove(key)
-        return value
+        return self._remove(key)
 
     def clear(self) -> None:
-        self._values.clear()
-        self._sizes.clear()
+        self._items.clear()
         self._used = 0
 
+    def snapshot(self) -> tuple[EntryView, ...]:
+        """Every entry, oldest first: idle, READY, retained (a plain LRU has no references)."""
+        return snapshot_from_table(self._items, nbytes="nbytes")
+
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._items)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._values
+        return key in self._items
 
-    def _remove(self, key: Hashable) -> None:
-        del self._values[key]
-        self._used -= self._sizes.pop(key)
+    def _remove(self, key: Hashable) -> Any:
+        item = self._items.pop(key)
+        self._used -= item.nbytes
+        return item.value

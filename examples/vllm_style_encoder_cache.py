@@ -8,7 +8,8 @@ reference it; entries whose set is empty sit in `freeable` in the order they bec
 slot is one byte. The values themselves live in a plain dict on the "worker" side.
 
 `EncoderCacheAdapter` exposes the contract's operations on top of it, changing the design only
-where the contract's interface forces it: each reference is a synthetic request id, argument
+where the contract's interface forces it: each reference is a synthetic request id
+(`cacheproof.adapt.References`), stats() is computed from snapshot() (`stats_from_snapshot`), argument
 checks are the contract's, and operations the design has no name for (put, pop, evict) are
 composed from its calls. Where the design trusts its caller (a free of an unknown request, a hit
 with another size) the adapter trusts too. `cacheproof check` reports where this diverges.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Hashable
 
+from cacheproof.adapt import References, stats_from_snapshot
 from cacheproof.spec import (
     Acquired,
     CacheStats,
@@ -122,8 +124,7 @@ class EncoderCacheAdapter:
         self._outputs: dict[Hashable, Any] = {}  # the worker's encoder outputs: no size accounting
         self._sizes: dict[Hashable, int] = {}  # each item's size, as its request's feature knows it
         self._retain: dict[Hashable, bool] = {}
-        self._holders: dict[Hashable, list[RequestId]] = {}
-        self._requests_made = 0
+        self._refs = References()  # the request ids holding each key
 
     def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> bool:
         arguments.check_key("reserve", key)
@@ -137,13 +138,10 @@ class EncoderCacheAdapter:
         arguments.check_key("acquire", key)
         arguments.check_nbytes("acquire", key, nbytes, self._capacity)
         arguments.check_retain("acquire", key, retain)
-        request_id = self._new_request_id()
-        if self._manager.check_and_update_cache(request_id, key):
-            self._holders[key].append(request_id)
+        if key in self._manager.cached:
+            self._manager.check_and_update_cache(self._refs.take(key), key)
             return Acquired.READY_HIT if key in self._outputs else Acquired.RESERVATION_HIT
-        if self._allocate(key, nbytes, retain, request_id):
-            return Acquired.NEW_RESERVATION
-        return Acquired.BLOCKED
+        return Acquired.NEW_RESERVATION if self._allocate(key, nbytes, retain) else Acquired.BLOCKED
 
     def commit(self, key: Hashable, value: Any) -> list[Hashable]:
         """The encoder ran for a scheduled item: the worker stores its output. Evictions happened at allocation."""
@@ -163,12 +161,10 @@ class EncoderCacheAdapter:
         arguments.check_put_size(key, size, self._capacity)
         if key in self._manager.cached:
             raise WrongStateError(f"put({key!r}): the key is already cached")
-        request_id = self._new_request_id()
-        if not self._allocate(key, size, True, request_id):
+        if not self._allocate(key, size, True):
             return False
         self._outputs[key] = value
-        self._holders[key].remove(request_id)
-        self._manager.free_encoder_input(request_id, key, size)
+        self._manager.free_encoder_input(self._refs.give_back(key), key, size)
         return True
 
     def get(self, key: Hashable) -> Any:
@@ -183,9 +179,8 @@ class EncoderCacheAdapter:
     def release(self, key: Hashable) -> bool:
         """Free one request's reference. The design never removes an entry here, so this is always False."""
         arguments.check_key("release", key)
-        holders = self._holders.get(key)
-        request_id = holders.pop() if holders else self._new_request_id()
-        self._manager.free_encoder_input(request_id, key, self._sizes.get(key, 0))
+        holder = self._refs.give_back(key) or "a request holding nothing"
+        self._manager.free_encoder_input(holder, key, self._sizes.get(key, 0))
         return False
 
     def evict(self, nbytes: int) -> list[Hashable]:
@@ -218,18 +213,7 @@ class EncoderCacheAdapter:
         return tuple(self._view(key) for key in idle + referenced)
 
     def stats(self) -> CacheStats:
-        views = self.snapshot()
-        ready = sum(v.nbytes for v in views if v.state is EntryState.READY)
-        pinned = sum(v.nbytes for v in views if v.state is EntryState.READY and v.refcount > 0)
-        return CacheStats(
-            capacity_bytes=self._capacity,
-            ready_bytes=ready,
-            reserved_bytes=sum(v.nbytes for v in views if v.state is EntryState.RESERVED),
-            pinned_bytes=pinned,
-            idle_bytes=ready - pinned,
-            free_bytes=self._capacity - ready,
-            entries=len(views),
-        )
+        return stats_from_snapshot(self._capacity, self.snapshot())
 
     def __len__(self) -> int:
         return len(self._manager.cached)
@@ -238,17 +222,12 @@ class EncoderCacheAdapter:
         arguments.check_key("in", key)
         return key in self._manager.cached
 
-    def _new_request_id(self) -> RequestId:
-        self._requests_made += 1
-        return f"req-{self._requests_made}"
-
-    def _allocate(self, key: Hashable, size: int, retain: bool, request_id: RequestId | None = None) -> bool:
+    def _allocate(self, key: Hashable, size: int, retain: bool) -> bool:
         if not self._manager.can_allocate(size, self._capacity, 0):
             return False
-        request_id = request_id or self._new_request_id()
         self._drop_freed()
-        self._manager.allocate(request_id, key, size)
-        self._sizes[key], self._retain[key], self._holders[key] = size, retain, [request_id]
+        self._manager.allocate(self._refs.take(key), key, size)
+        self._sizes[key], self._retain[key] = size, retain
         return True
 
     def _drop_freed(self) -> list[Hashable]:
@@ -259,8 +238,9 @@ class EncoderCacheAdapter:
         return freed
 
     def _forget(self, key: Hashable) -> None:
-        for table in (self._outputs, self._sizes, self._retain, self._holders):
+        for table in (self._outputs, self._sizes, self._retain):
             table.pop(key, None)
+        self._refs.forget(key)
 
     def _view(self, key: Hashable) -> EntryView:
         state = EntryState.READY if key in self._outputs else EntryState.RESERVED

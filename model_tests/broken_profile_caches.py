@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
+from cacheproof.adapt import References
 from cacheproof.spec import EntryState
 from cacheproof.spec.values import value_size
 from examples.minimal_cache import _Entry
 from examples.plain_lru_cache import PlainLRUCache
 from examples.trtllm_tensor_lru_cache import TrtllmTensorLRUCache
+from examples.vllm_style_encoder_cache import ProfileEncoderCacheAdapter
 
 
 class PutEvictsItselfCache(TrtllmTensorLRUCache):
@@ -44,4 +46,30 @@ class GetRefreshesCache(PlainLRUCache):
     """A plain LRU whose get forgets to make the entry newest."""
 
     def get(self, key: Hashable) -> Any:
-        return self._values.get(key)
+        item = self._items.get(key)
+        return None if item is None else item.value
+
+
+class _OneRequestReferences(References):
+    """Every acquire of a key comes from one request: vLLM holds a set of request ids per entry."""
+
+    def take(self, key: Hashable) -> str:
+        super().take(key)
+        return "req-same"
+
+    def give_back(self, key: Hashable) -> str | None:
+        return None if super().give_back(key) is None else "req-same"
+
+
+class SameRequestTwiceAdapter(ProfileEncoderCacheAdapter):
+    """vLLM #54284: the same image twice in one request. The reference is "request id in the entry's
+    set", so the second occurrence adds nothing and freeing the first drops the only reference:
+    after acquire, acquire, release the entry is idle (evictable) while one user still reads it."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes)
+        self._refs = _OneRequestReferences()
+
+
+def same_request_twice(capacity_bytes: int) -> SameRequestTwiceAdapter:
+    return SameRequestTwiceAdapter(capacity_bytes)

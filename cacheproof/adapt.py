@@ -1,0 +1,280 @@
+"""The adapter kit: what adapters over an engine's cache keep writing by hand, written once.
+
+An adapter gives a peer's cache the contract's interface (docs/contract.md) so that
+`cacheproof check --impl` can run it. Most of one is translation, and these helpers are that
+translation, each with its rule stated in its docstring:
+
+- results: `value_or_missing` (a peer's None for a miss becomes the contract's UnknownKeyError),
+  `evicted_keys` (whatever a peer returns for its victims becomes the list of evicted keys) and
+  `keys_removed` (the victims of a peer that does not report them, from its keys before and after);
+- errors: `ErrorRule` and `translated_errors` (a peer's exceptions become contract errors by type
+  and message);
+- state: `snapshot_from_table` (snapshot() from a peer's internal ordered table) and
+  `stats_from_snapshot` (stats() from that snapshot);
+- sizes: `SizeUnit` (sizes a peer counts in slots, tokens or pages, as bytes);
+- references: `References` (a peer that refers to holders by request id gets one per acquire).
+
+docs/adapters.md walks through an adapter built from them. Only `cacheproof.spec` is imported:
+an adapter module stays importable without the checker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from cacheproof.spec import CacheError, CacheStats, EntryState, EntryView, InvalidArgumentError, UnknownKeyError
+from cacheproof.spec.values import value_size
+
+# Results ------------------------------------------------------------------------------------------
+
+
+def value_or_missing(operation: str, key: Hashable, value: Any) -> Any:
+    """`value`, unless it is None: then UnknownKeyError naming the operation and the key.
+
+    Rule: for a peer whose get/pop answer a miss with None, under the contract's get_missing=error.
+    (Under get_missing=none, return the peer's None as it is.) A cached None cannot be told from a
+    miss this way; a peer that may cache None needs a membership test instead.
+    """
+    if value is None:
+        raise UnknownKeyError(f"{operation}({key!r}): the key is absent")
+    return value
+
+
+def evicted_keys(victims: Any) -> list[Hashable]:
+    """The evicted keys a peer reported, as the contract's list, in the peer's order.
+
+    Rule: None (nothing evicted) is []; a mapping gives its keys in order (a peer returning
+    {key: value}); a list, tuple or generator of keys is listed as it is; a list of (key, value)
+    pairs gives the first item of each. A set is refused with TypeError: its order is arbitrary and
+    the contract's order (oldest first) is compared.
+    """
+    if victims is None:
+        return []
+    if isinstance(victims, Mapping):
+        return list(victims)
+    if isinstance(victims, (set, frozenset)):
+        raise TypeError("evicted_keys: a set has no order; the contract lists evicted keys oldest first")
+    listed = list(victims)
+    if listed and all(isinstance(item, tuple) and len(item) == 2 for item in listed):
+        return [item[0] for item in listed]
+    return listed
+
+
+def keys_removed(before: Iterable[Hashable], after: Iterable[Hashable], *, keep: Hashable = None) -> list[Hashable]:
+    """The keys of `before` missing from `after`, in `before`'s order, `keep` (the key just stored) aside.
+
+    Rule: for a peer that evicts silently (a put that pops its oldest entries and returns a bool),
+    list its keys (oldest first) before the call and after it; the keys that left are its victims.
+    O(len(before) + len(after)).
+    """
+    remaining = set(after)
+    return [key for key in before if key not in remaining and key != keep]
+
+
+# Errors -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorRule:
+    """A peer's exception that stands for a contract error.
+
+    `raised`: the peer's exception class (or a tuple of them), matched with isinstance;
+    `error`: the contract error class it becomes (UnknownKeyError, WrongStateError, ...);
+    `message`: None (any message) or a regular expression searched in str(exception), for a peer
+    that raises one class (ValueError, RuntimeError, AssertionError) for several reasons.
+    """
+
+    raised: type[BaseException] | tuple[type[BaseException], ...]
+    error: type[CacheError]
+    message: str | None = None
+
+    def matches(self, exception: BaseException) -> bool:
+        if not isinstance(exception, self.raised):
+            return False
+        return self.message is None or re.search(self.message, str(exception)) is not None
+
+
+@contextmanager
+def translated_errors(rules: Iterable[ErrorRule], operation: str, key: Any = None) -> Iterator[None]:
+    """Run the block; an exception the first matching rule names is raised as that rule's contract
+    error, its message "operation(key): peer's ClassName: peer's message", chained to the original.
+
+    Rule: rules are tried in order and the first match wins, so list a message-specific rule before
+    a catch-all of the same class. An exception no rule matches propagates unchanged (the checker
+    reports it as the cache's outcome); contract errors raised inside the block pass through as
+    they are.
+    """
+    rules = tuple(rules)
+    try:
+        yield
+    except CacheError:
+        raise
+    except Exception as exception:
+        for rule in rules:
+            if rule.matches(exception):
+                where = operation if key is None else f"{operation}({key!r})"
+                raise rule.error(f"{where}: {type(exception).__name__}: {exception}") from exception
+        raise
+
+
+# State --------------------------------------------------------------------------------------------
+
+Field = str | Callable[[Any], Any] | Any
+"""How to read one field of a peer's record: an attribute name (str), a function of the record,
+or, for anything else, a constant."""
+
+
+def snapshot_from_table(
+    table: Mapping[Hashable, Any] | Iterable[tuple[Hashable, Any]],
+    *,
+    nbytes: Field,
+    refcount: Field = 0,
+    state: Field = EntryState.READY,
+    retain: Field = True,
+    newest_first: bool = False,
+) -> tuple[EntryView, ...]:
+    """The contract's snapshot() (EntryViews, oldest first) from a peer's internal table.
+
+    `table` is an ordered mapping key -> record (an OrderedDict, a dict in insertion order), or
+    (key, record) pairs, oldest first unless `newest_first`. Each field is read by `Field` rules:
+    `nbytes="size_bytes"` reads record.size_bytes, `refcount=len` counts a set of request ids,
+    `state=lambda r: EntryState.READY if r.value is not None else EntryState.RESERVED`; a constant
+    is used for every entry (a plain LRU: refcount 0, READY, retained). `state` reads as an
+    EntryState or a bool (True: READY, False: RESERVED). Rule: the record is read, never changed, and
+    the table is walked once: O(entries).
+    """
+    items = table.items() if isinstance(table, Mapping) else table
+    views = tuple(
+        EntryView(key, _state(_read(state, record)), _read(refcount, record), _read(nbytes, record),
+                  _read(retain, record))
+        for key, record in items
+    )
+    return tuple(reversed(views)) if newest_first else views
+
+
+def stats_from_snapshot(capacity_bytes: int, snapshot: Iterable[EntryView]) -> CacheStats:
+    """The contract's stats() byte counts computed from a snapshot, by the contract's definitions.
+
+    Rule: reserved = RESERVED entries' bytes; pinned = READY entries with refcount > 0; idle =
+    READY with refcount 0; ready = pinned + idle; free = capacity - ready; entries = the count. The
+    counters (hits, misses, ...) are 0: the checker does not compare them. A peer whose own counters
+    disagree with its table is then checked only through the table.
+    """
+    reserved = pinned = idle = entries = 0
+    for view in snapshot:
+        entries += 1
+        if view.state is EntryState.RESERVED:
+            reserved += view.nbytes
+        elif view.refcount > 0:
+            pinned += view.nbytes
+        else:
+            idle += view.nbytes
+    return CacheStats(
+        capacity_bytes=capacity_bytes, ready_bytes=pinned + idle, reserved_bytes=reserved, pinned_bytes=pinned,
+        idle_bytes=idle, free_bytes=capacity_bytes - pinned - idle, entries=entries,
+    )
+
+
+def _read(field: Field, record: Any) -> Any:
+    if isinstance(field, str):
+        return getattr(record, field)
+    if callable(field) and not isinstance(field, type):
+        return field(record)
+    return field
+
+
+def _state(value: Any) -> EntryState:
+    if isinstance(value, EntryState):
+        return value
+    if isinstance(value, bool):
+        return EntryState.READY if value else EntryState.RESERVED
+    raise TypeError(f"snapshot_from_table: state {value!r} is not an EntryState or a bool (True: READY)")
+
+
+# Sizes --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SizeUnit:
+    """A peer's unit of capacity (an encoder slot, a token, a page) worth `nbytes` bytes.
+
+    Rule: exact. A byte count converts to units only when it is a whole number of them; otherwise
+    InvalidArgumentError names the key, the bytes and the unit, and nothing is called on the peer.
+    The checker draws small byte sizes, so check with `SizeUnit(1)` (one unit per byte) and run
+    the engine with its real unit (hidden size x element size for an embedding slot).
+    """
+
+    nbytes: int = 1
+    name: str = "slot"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nbytes, int) or isinstance(self.nbytes, bool) or self.nbytes < 1:
+            raise InvalidArgumentError(f"SizeUnit: nbytes must be an int >= 1, got {self.nbytes!r}")
+
+    def units(self, nbytes: int, key: Any = None) -> int:
+        """`nbytes` in units; InvalidArgumentError when it is not a whole number of them."""
+        count, rest = divmod(nbytes, self.nbytes)
+        if rest:
+            named = "" if key is None else f"{key!r}: "
+            raise InvalidArgumentError(
+                f"{named}{nbytes} bytes are not a whole number of {self.name}s of {self.nbytes} bytes"
+            )
+        return count
+
+    def bytes(self, units: int) -> int:
+        """`units` in bytes."""
+        return units * self.nbytes
+
+    def units_of(self, value: Any, key: Any = None) -> int:
+        """The size of a value (cacheproof.spec.values.value_size) in units."""
+        size = value_size(value)
+        if size is None:
+            raise InvalidArgumentError(f"{'' if key is None else repr(key) + ': '}{type(value).__name__} has no size")
+        return self.units(size, key)
+
+
+# References ---------------------------------------------------------------------------------------
+
+
+class References:
+    """Synthetic holder ids for a peer that counts references as a set of request ids.
+
+    Rule: each `take(key)` makes a new id ("req-1", "req-2", ...), never reused, and records it as
+    a holder of key; `give_back(key)` returns the most recent holder of key and forgets it, or None
+    when key has none (the contract's release then decides: an error or a no-op). So the n-th
+    acquire and the n-th release of a key pass the peer n distinct ids, as n requests would.
+    """
+
+    def __init__(self, prefix: str = "req-") -> None:
+        self._prefix = prefix
+        self._made = 0
+        self._holders: dict[Hashable, list[str]] = {}
+
+    def take(self, key: Hashable) -> str:
+        self._made += 1
+        holder = f"{self._prefix}{self._made}"
+        self._holders.setdefault(key, []).append(holder)
+        return holder
+
+    def give_back(self, key: Hashable) -> str | None:
+        holders = self._holders.get(key)
+        if not holders:
+            return None
+        holder = holders.pop()
+        if not holders:
+            del self._holders[key]
+        return holder
+
+    def count(self, key: Hashable) -> int:
+        return len(self._holders.get(key, ()))
+
+    def forget(self, key: Hashable | None = None) -> None:
+        """Drop the holders of key (None: of every key), as when the peer drops the entry."""
+        if key is None:
+            self._holders.clear()
+        else:
+            self._holders.pop(key, None)
