@@ -17,7 +17,9 @@ from cacheproof.prove import command as prove
 from cacheproof.cli import main
 from cacheproof.check.run import run_check
 from cacheproof.prove.counterexample import FROM_OPERATIONS, breaks_invariant
-from cacheproof.spec import CacheSpec, rules
+from cacheproof.spec import CacheSpec, invariants, rules
+from cacheproof.spec.profiles import PROFILES
+from cacheproof.spec.semantics import OPTIONS, REFRESHING_CALLS, Semantics
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.types import Acquired, EntryState
 
@@ -283,3 +285,97 @@ def test_aggregate_model_agrees_with_the_spec_on_random_states():
         ]
         assert candidates, context
         assert any(tuple(_evaluate(x, pairs) for x in o.after) == expected for o in candidates), context
+
+
+# Under every semantics --------------------------------------------------------------------------
+
+WAIVED_BY_PROFILE = {
+    "contract": set(),
+    "trtllm-tensor-lru": {"I5"},  # put replaces an idle entry that need not be the oldest
+    "plain-lru": {"I5"},
+    "vllm-encoder-cache": {"I5"},  # clear drops reservations and in-use entries
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_each_profile_proves_every_invariant_but_the_ones_its_options_break(name):
+    semantics = PROFILES[name].semantics
+    results = prove.prove_all(3, semantics)
+    assert [(r.model, r.invariant, r.operation, r.outcome) for r in results if r.failed] == []
+    assert {r.invariant for r in results if r.waived} == WAIVED_BY_PROFILE[name]
+    assert prove.unconfirmed_waivers(results, semantics) == []
+    for result in (r for r in results if r.waived):
+        counterexample = result.counterexample
+        assert counterexample.semantics == semantics
+        assert breaks_invariant(counterexample), counterexample.python()
+        with pytest.raises(AssertionError, match=f"{result.invariant} broken"):
+            exec(counterexample.python(), {})
+
+
+def test_reservation_time_eviction_proves_that_reserved_bytes_count_as_used():
+    results = prove.prove_all(3, Semantics(eviction_time="reservation"))
+    assert not [r for r in results if not r.proved]
+    covered = {(r.model, r.invariant, r.operation) for r in results}
+    for operation in ("reserve", "acquire", "commit", "put", "release", "clear"):
+        assert ("entries", "R", operation) in covered and ("aggregate", "R", operation) in covered
+    assert "R" not in {r.invariant for r in prove.prove_all(2)}
+
+
+def test_an_option_that_breaks_an_unwaived_invariant_fails_the_proof(monkeypatch, capsys):
+    arguments = ["prove", "--slots", "2", "--no-refine", "--semantics", "clear_busy=drop"]
+    assert main(arguments) == 0
+    out = capsys.readouterr().out
+    assert "does not hold under clear_busy=drop: counterexample: I5 / clear -> None (entries)" in out
+    assert "1 do not hold as waived (I5 under clear_busy=drop)" in out
+    monkeypatch.setattr(invariants, "WAIVERS", ())
+    assert main(arguments) == 1
+    out = capsys.readouterr().out
+    assert "COUNTEREXAMPLE (None)" in out and "# counterexample: I5 / clear -> None (entries)" in out
+    assert "1 FAILED" in out
+
+
+def test_a_waiver_the_proofs_cannot_confirm_fails_the_proof(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(invariants, "WAIVERS", (invariants.Waiver("put_present", "keep", "I1", "said without proof"),))
+    report = tmp_path / "prove.json"
+    assert main(["prove", "--slots", "2", "--no-refine", "--semantics", "put_present=keep", "--json", str(report)]) == 1
+    assert "# waiver not confirmed: I1 is waived under put_present=keep" in capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert data["ok"] is False and data["differences"] == {"put_present": "keep"}
+    assert data["unconfirmed_waivers"] and all(r["proved"] for r in data["results"])
+
+
+def test_the_semantic_targets_cover_every_profile_and_option_value():
+    targets = prove.semantic_targets()
+    labels = [t.label for t in targets]
+    assert len(set(labels)) == len(labels) and labels[: len(PROFILES)] == list(PROFILES)
+    seen = {(name, value) for t in targets for name, value in t.semantics.differences().items()}
+    for name, values in OPTIONS.items():
+        if name != "snapshot_order":  # the checker's comparison level: the spec never reads it
+            assert {(name, v) for v in values if v != getattr(Semantics(), name)} <= seen
+    toggled = {t.semantics.refresh_on for t in targets[len(PROFILES) :] if t.label.startswith("refresh_on=")}
+    assert toggled == {Semantics().refresh_on ^ {call} for call in REFRESHING_CALLS}
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--semantics", "clear_busy=maybe"], "clear_busy='maybe'"),
+        (["--all-semantics", "--profile", "plain-lru"], "--all-semantics proves every profile"),
+    ],
+)
+def test_prove_refuses_unknown_semantics(flags, message, capsys):
+    assert main(["prove", "--slots", "2", "--no-refine", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+WAIVED_BY_OPTION = {"put_present=replace": {"I5"}, "clear_busy=drop": {"I5"}}
+"""What the issue's engines do differently and the invariants that it breaks; every other option keeps all."""
+
+
+def test_each_single_option_breaks_exactly_the_invariants_the_waiver_table_names():
+    for target in prove.semantic_targets()[len(PROFILES) :]:
+        results = entry_model.prove(2, target.semantics)
+        broken = {r.invariant for r in results if not r.proved}
+        assert broken == WAIVED_BY_OPTION.get(target.label, set()) == set(invariants.waivers(target.semantics)), target
+        assert all(r.waived == target.label for r in results if not r.proved)

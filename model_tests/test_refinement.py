@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from cacheproof.spec import CacheSpec, EntryState, EntryView
 from cacheproof.spec.invariants import Step, broken_invariants
+from cacheproof.spec.profiles import PROFILES
+from cacheproof.spec.semantics import Semantics
 
 from cacheproof.prove import refinement
 from cacheproof.prove.array_eval import z3_value
@@ -152,3 +154,70 @@ def test_prove_refuses_a_bound_out_of_range(flags, capsys):
 
     assert main(["prove", *flags]) == 2
     assert f"argument {flags[0]}: must be an integer >= " in capsys.readouterr().err
+
+
+# Under every semantics --------------------------------------------------------------------------
+
+SEMANTIC_MUTANTS = {  # (old, new, the profile whose option the edit changes)
+    "get refreshes where it should not": (
+        'if self.semantics.refreshes("get"):',
+        'if not self.semantics.refreshes("get"):',
+        "vllm-encoder-cache",
+    ),
+    "commit evicts although the reservation made room": (
+        "evicted, evicted_bytes = [], 0  # the reservation made the room already",
+        "evicted, evicted_bytes = self._evict_until_room(entry.nbytes)",
+        "vllm-encoder-cache",
+    ),
+    "clear of a busy cache raises where it drops": (
+        'if busy and self.semantics.clear_busy == "error":',
+        'if busy and self.semantics.clear_busy in ("error", "drop"):',
+        "vllm-encoder-cache",
+    ),
+    "put replaces a present entry in place": (
+        "if present is not None:  # an idle entry to replace: it goes first, as if evicted",
+        "if False:",
+        "plain-lru",
+    ),
+}
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_the_spec_refines_the_model_under_every_profile(profile):
+    report = refinement.check_refinement(SMALL, semantics=PROFILES[profile].semantics)
+    assert report.agrees, [d.describe() for d in report.disagreements]
+    assert report.states > 20 and report.calls > 20 * report.states
+
+
+@pytest.mark.parametrize("name", sorted(SEMANTIC_MUTANTS))
+def test_a_spec_edit_in_an_option_branch_is_a_disagreement_under_that_option(name, monkeypatch):
+    old, new, profile = SEMANTIC_MUTANTS[name]
+    semantics = PROFILES[profile].semantics
+    mutant = _mutant_spec(old, new)
+    changes_the_contract = name == "get refreshes where it should not"  # the others edit a branch the contract never takes
+    assert refinement.check_refinement(SMALL, spec_class=mutant).agrees is not changes_the_contract
+    report = refinement.check_refinement(SMALL, spec_class=mutant, semantics=semantics)
+    assert not report.agrees and report.disagreements
+    monkeypatch.setattr(cacheproof.spec, "CacheSpec", mutant)
+    for disagreement in report.disagreements:
+        assert disagreement.semantics == semantics and "semantics=Semantics(" in disagreement.python()
+        with pytest.raises(AssertionError, match="spec .* != model"):
+            exec(disagreement.python(), {})
+    monkeypatch.setattr(cacheproof.spec, "CacheSpec", CacheSpec)
+    for disagreement in report.disagreements:
+        exec(disagreement.python(), {})
+
+
+def test_trusted_arguments_leave_out_the_calls_a_caller_may_not_make():
+    checked = [repr(call) for call in refinement.bounded_calls(2, ())]
+    trusted = [repr(call) for call in refinement.bounded_calls(2, (), Semantics(argument_checks="trusted"))]
+    assert set(trusted) < set(checked)
+    left_out = [call for call in refinement.bounded_calls(2, ()) if repr(call) not in set(trusted)]
+    assert left_out and all(_size_of(call) < (0 if call.op == "evict" else 1) for call in left_out)
+
+
+def _size_of(call) -> int:
+    if call.op == "evict":
+        return call.args[0]
+    size = call.args[1]
+    return size if isinstance(size, int) else size.nbytes

@@ -289,8 +289,7 @@ class CacheSpec:
         if self.semantics.eviction_time == "reservation":
             _, evicted_bytes = self._evict_until_room(nbytes)
             self._bytes = rules.after_evict(self._bytes, evicted_bytes)
-        if not self.semantics.transient_entries:
-            retain = True
+        retain = steps.reservation_retain(retain, self.semantics.transient_entries)
         self._bytes = rules.after_reserve(self._bytes, nbytes)
         self._entries[key] = _Entry(RESERVED, nbytes, steps.RESERVATION_REFCOUNT, retain)
         return True
@@ -315,7 +314,7 @@ class CacheSpec:
 
     def _used(self, incoming: int) -> int:
         """`incoming` plus the reserved bytes where they count as used (eviction at reservation)."""
-        return incoming + (self._bytes.reserved if self.semantics.eviction_time == "reservation" else 0)
+        return rules.eviction_demand(self._bytes, incoming, self.semantics.eviction_time)
 
     def _room_can_be_made(self, incoming: int) -> bool:
         """Evicting every idle entry would make room for `incoming` more bytes."""

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import EntryState, Snapshot
 
 EVICTING_OPERATIONS = ("commit", "put", "evict")
-"""Operations that may evict idle entries to make room."""
+"""Operations that may evict idle entries to make room (under the contract's semantics)."""
+
+
+def evicting_operations(semantics: Semantics = CONTRACT) -> tuple[str, ...]:
+    """The operations that may evict idle entries: where eviction happens at reservation time,
+    reserve and acquire evict and commit never does."""
+    if semantics.eviction_time == "reservation":
+        return ("reserve", "acquire", "put", "evict")
+    return EVICTING_OPERATIONS
 
 
 class Step(NamedTuple):
@@ -138,9 +147,58 @@ INVARIANTS: tuple[Invariant, ...] = (
 INVARIANTS_BY_NAME = {invariant.name: invariant for invariant in INVARIANTS}
 
 
-def broken_invariants(step: Step) -> list[Invariant]:
-    """The invariants that `step` breaks, in table order."""
-    return [invariant for invariant in INVARIANTS if not invariant.holds(step)]
+class Waiver(NamedTuple):
+    """An invariant that does not hold under one option (`field` = `value` of `Semantics`), and why.
+
+    `cacheproof prove` still proves it under that option and must find a counterexample (it
+    reports "does not hold under field=value" with it); a waiver the proofs cannot confirm, or an
+    invariant broken under an option without a waiver, fails the proof.
+    """
+
+    field: str
+    value: object
+    invariant: str
+    reason: str
+
+    @property
+    def option(self) -> str:
+        return f"{self.field}={str(self.value).lower()}"
+
+
+WAIVERS: tuple[Waiver, ...] = (
+    Waiver(
+        "put_present",
+        "replace",
+        "I5",
+        "put of a present idle key drops the old entry first, then evicts the others oldest first; when the "
+        "replaced entry was older than one it evicts, the evicted entries are not the oldest idle ones (the "
+        "replaced key is still present)",
+    ),
+    Waiver("clear_busy", "drop", "I5", "clear drops RESERVED and in-use entries too"),
+)
+"""Every (option, invariant) pair that does not hold; every other invariant holds under every
+option (docs/invariants.md renders this table with the proofs' verdicts)."""
+
+
+def waivers(semantics: Semantics = CONTRACT) -> dict[str, list[Waiver]]:
+    """The waived invariants under `semantics`, by name: the waivers of the options it sets."""
+    found: dict[str, list[Waiver]] = {}
+    for waiver in WAIVERS:
+        value = getattr(semantics, waiver.field)
+        if value == waiver.value and type(value) is type(waiver.value):
+            found.setdefault(waiver.invariant, []).append(waiver)
+    return found
+
+
+def invariants_under(semantics: Semantics = CONTRACT) -> tuple[Invariant, ...]:
+    """The invariants that hold under `semantics`, in table order."""
+    waived = waivers(semantics)
+    return tuple(invariant for invariant in INVARIANTS if invariant.name not in waived)
+
+
+def broken_invariants(step: Step, semantics: Semantics = CONTRACT) -> list[Invariant]:
+    """The invariants (of those that hold under `semantics`) that `step` breaks, in table order."""
+    return [invariant for invariant in invariants_under(semantics) if not invariant.holds(step)]
 
 
 def check_step(step: Step) -> None:

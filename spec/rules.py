@@ -82,6 +82,13 @@ def has_room(b: Bytes, incoming: Any) -> Any:
     return ready(b) + incoming <= b.capacity
 
 
+def eviction_demand(b: Bytes, incoming: Any, eviction_time: str = "commit") -> Any:
+    """The bytes eviction makes room for: `incoming`, plus the reserved bytes where eviction
+    happens at reservation time (`Semantics.eviction_time == "reservation"`: they count as used).
+    `eviction_time` is plain data, never symbolic."""
+    return incoming + b.reserved if eviction_time == "reservation" else incoming
+
+
 def bytes_to_evict(b: Bytes, incoming: Any, logic: Logic = CONCRETE) -> Any:
     """The fewest idle bytes eviction must free so that `incoming` bytes fit."""
     excess = ready(b) + incoming - b.capacity

@@ -28,6 +28,12 @@ PUT_RETAIN = True
 """A put entry is retained: it stays until evicted, popped or cleared."""
 
 
+def reservation_retain(retain: Any, transient_entries: bool = True) -> Any:
+    """The retain flag of a new reservation: the caller's, or always True where the cache has no
+    transient entries (`Semantics.transient_entries` False; plain data, never symbolic)."""
+    return retain if transient_entries else True
+
+
 def acquired(refcount: Any) -> Any:
     """acquire of a present entry adds one reference."""
     return refcount + 1

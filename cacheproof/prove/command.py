@@ -7,6 +7,14 @@ operation), summing its outcomes' times; a failed proof prints its counterexampl
 Python. Then the bounded refinement check (refinement.py): on every small state and call,
 `CacheSpec` does what the per-entry model says; one line, and a runnable snippet per
 disagreement. Exit 0 when everything is proved and the spec refines the model, 1 otherwise.
+
+Semantics (spec/semantics.py) are proved one at a time, as concrete data: `--profile NAME` and
+`--semantics FIELD=VALUE,...` pick one (default: the contract); `--all-semantics` runs every
+profile and every single option. Under each, the models take their branches from the same
+`Semantics` object the spec runs, and the refinement check runs under it too. An invariant that
+does not hold under an option (spec/invariants.py `WAIVERS`) is still proved and reported as
+"does not hold under field=value" with its counterexample; a waiver the proofs cannot confirm
+fails the run.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from cacheproof.check.flag_types import integer_at_least, positive_integer
 from cacheproof.check.output_paths import first_problem, write_atomically
@@ -23,20 +33,75 @@ from cacheproof.prove import aggregate_model
 from cacheproof.prove import entry_model
 from cacheproof.prove import liveness
 from cacheproof.prove import refinement
+from cacheproof.prove.counterexample import json_value
 from cacheproof.prove.induction import ProofResult
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.invariants import waivers
+from cacheproof.spec.profiles import DEFAULT_PROFILE, PROFILES, profile_named
+from cacheproof.spec.semantics import CONTRACT, OPTIONS, REFRESHING_CALLS, Semantics, describe_value, field_names
 
-__all__ = ["ProofResult", "add_arguments", "prove_all", "run"]
+__all__ = ["ProofResult", "Target", "add_arguments", "prove_all", "run", "semantic_targets"]
 
 DEFAULT_SLOTS = 8
 
+SPEC_INDEPENDENT_FIELDS = ("snapshot_order",)
+"""`Semantics` fields the spec never reads (they tell the checker what to compare): no proof varies them."""
 
-def prove_all(slots: int = DEFAULT_SLOTS) -> list[ProofResult]:
-    """Every proof obligation: aggregate, liveness, then the per-entry model with `slots` slots."""
-    return aggregate_model.prove() + liveness.prove() + entry_model.prove(slots)
+
+class Target(NamedTuple):
+    """Semantics to prove under, and how to name them: a profile's name, or `field=value`."""
+
+    label: str
+    semantics: Semantics
+
+
+def prove_all(slots: int = DEFAULT_SLOTS, semantics: Semantics = CONTRACT) -> list[ProofResult]:
+    """Every proof obligation under `semantics`: aggregate, liveness, then the per-entry model
+    with `slots` slots. Counterexamples to a waived invariant are marked (`ProofResult.waived`)."""
+    return aggregate_model.prove(semantics) + liveness.prove(semantics) + entry_model.prove(slots, semantics)
+
+
+def semantic_targets() -> list[Target]:
+    """Every named profile, then every single option: the contract with one field changed to
+    each of its other values (refresh_on: one call added or removed), in field order."""
+    targets = [Target(name, profile.semantics) for name, profile in PROFILES.items()]
+    for name in field_names():
+        if name in SPEC_INDEPENDENT_FIELDS:
+            continue
+        default = getattr(CONTRACT, name)
+        if name == "refresh_on":
+            values = [default ^ {call} for call in REFRESHING_CALLS]
+        else:
+            values = [value for value in OPTIONS[name] if value != default]
+        targets += [Target(f"{name}={describe_value(value)}", replace(CONTRACT, **{name: value})) for value in values]
+    return targets
+
+
+def unconfirmed_waivers(results: list[ProofResult], semantics: Semantics) -> list[str]:
+    """Invariants waived under `semantics` that no obligation found a counterexample to: the
+    waiver table (spec/invariants.py `WAIVERS`) says more than the proofs show."""
+    broken = {r.invariant for r in results if not r.proved}
+    return [
+        f"{name} is waived under {', '.join(w.option for w in found)} (spec/invariants.py WAIVERS), "
+        "yet every obligation proved it"
+        for name, found in waivers(semantics).items()
+        if name not in broken
+    ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slots", type=positive_integer, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help=f"prove under this profile's semantics ({', '.join(PROFILES)}; default {DEFAULT_PROFILE})",
+    )
+    parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...", help="override fields of the profile's semantics")
+    parser.add_argument(
+        "--all-semantics",
+        action="store_true",
+        help="prove under every profile and every single option (one run each), with the refinement check under each",
+    )
     parser.add_argument(
         "--refine-capacity",
         type=positive_integer,
@@ -54,50 +119,136 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only counterexamples and the verdict")
 
 
+def _targets(args: argparse.Namespace) -> list[Target]:
+    """The semantics the flags ask for; InvalidArgumentError on an unknown profile or field."""
+    if args.all_semantics:
+        if args.profile != DEFAULT_PROFILE or args.semantics:
+            raise InvalidArgumentError("--all-semantics proves every profile and option; leave out --profile and --semantics")
+        return semantic_targets()
+    semantics = profile_named(args.profile).semantics.with_overrides(args.semantics)
+    label = args.profile + (f" with {args.semantics}" if args.semantics else "")
+    return [Target(label, semantics)]
+
+
+class TargetReport(NamedTuple):
+    """The proofs and the refinement check under one target."""
+
+    target: Target
+    results: list[ProofResult]
+    refined: refinement.RefinementReport | None
+    unconfirmed: list[str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        proved = not any(r.failed for r in self.results) and not self.unconfirmed
+        return proved and (self.refined is None or self.refined.agrees)
+
+
 def run(args: argparse.Namespace) -> int:
     problem = first_problem({"--json": args.json})
     if problem is not None:
         print(f"cacheproof prove: {problem}", file=sys.stderr)
         return 2
+    try:
+        targets = _targets(args)
+    except InvalidArgumentError as error:
+        print(f"cacheproof prove: {error}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
-    results = prove_all(args.slots)
     bound = refinement.DEFAULT_BOUND._replace(max_capacity=args.refine_capacity, max_entries=args.refine_entries)
-    refined = None if args.no_refine else refinement.check_refinement(bound)
+    reports = []
+    for target in targets:
+        target_started = time.perf_counter()
+        results = prove_all(args.slots, target.semantics)
+        refined = None if args.no_refine else refinement.check_refinement(bound, semantics=target.semantics)
+        report = TargetReport(
+            target, results, refined, unconfirmed_waivers(results, target.semantics), time.perf_counter() - target_started
+        )
+        reports.append(report)
     wall = time.perf_counter() - started
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
-        write_atomically(args.json, json.dumps(report_json(results, args.slots, wall, refined), indent=2) + "\n")
-    if not args.quiet:
+        data = report_json(reports[0].results, args.slots, wall, reports[0].refined, reports[0])
+        if len(reports) > 1:
+            data = {
+                "ok": all(r.ok for r in reports),
+                "slots": args.slots,
+                "wall_seconds": round(wall, 3),
+                "targets": [report_json(r.results, args.slots, r.seconds, r.refined, r) for r in reports],
+            }
+        write_atomically(args.json, json.dumps(data, indent=2) + "\n")
+    for report in reports:
+        _print_target(args, report, several=len(reports) > 1)
+    if len(reports) > 1:
+        print(f"\n{sum(r.ok for r in reports)}/{len(reports)} semantics proved and refined; wall {wall:.2f} s")
+    return 0 if all(r.ok for r in reports) else 1
+
+
+def _print_target(args: argparse.Namespace, report: TargetReport, several: bool) -> None:
+    target, results, refined = report.target, report.results, report.refined
+    if several or target.semantics != CONTRACT:
+        print(f"\n== semantics: {target.label} ({describe_semantics(target.semantics)})")
+    if not args.quiet and not several:
         for line in summary_lines(results):
             print(line)
     for result in results:
-        if result.counterexample is not None:
-            print(f"\n# counterexample: {result.invariant} / {result.operation} -> {result.outcome} ({result.model})")
+        if result.counterexample is not None and (result.failed or not several or not args.quiet):
+            print(f"\n# {_verdict_word(result)}: {result.invariant} / {result.operation} -> {result.outcome} ({result.model})")
             print(result.counterexample.python(), end="")
     if refined is not None:
         for disagreement in refined.disagreements:
             print(f"\n# spec and model disagree: {disagreement.describe()}")
             print(disagreement.python(), end="")
+    for problem in report.unconfirmed:
+        print(f"\n# waiver not confirmed: {problem}")
     totals = model_seconds(results)
-    failed = sum(not r.proved for r in results)
+    failed = sum(r.failed for r in results)
+    waived = [r for r in results if r.waived is not None]
     print(
-        f"\n{len(results) - failed}/{len(results)} obligations proved; solver seconds: "
+        f"\n{len(results) - failed - len(waived)}/{len(results)} obligations proved"
+        + (f", {len(waived)} do not hold as waived ({_waived_summary(waived)})" if waived else "")
+        + (f", {failed} FAILED" if failed else "")
+        + "; solver seconds: "
         + ", ".join(f"{model} {seconds:.3f}" for model, seconds in totals.items())
-        + f" (slots={args.slots}); wall {wall:.2f} s"
+        + f" (slots={args.slots}); wall {report.seconds:.2f} s"
     )
     if refined is not None:
         print(refined.line())
-    return 0 if failed == 0 and (refined is None or refined.agrees) else 1
+
+
+def _verdict_word(result: ProofResult) -> str:
+    return f"does not hold under {result.waived}: counterexample" if result.waived else "counterexample"
+
+
+def _waived_summary(waived: list[ProofResult]) -> str:
+    by_invariant: dict[str, str] = {}
+    for r in waived:
+        by_invariant.setdefault(r.invariant, r.waived or "")
+    return "; ".join(f"{name} under {options}" for name, options in by_invariant.items())
+
+
+def describe_semantics(semantics: Semantics) -> str:
+    """The fields that differ from the contract, as `field=value` (or "the contract")."""
+    differences = semantics.differences()
+    return ", ".join(f"{name}={describe_value(value)}" for name, value in differences.items()) or "the contract"
 
 
 def summary_lines(results: list[ProofResult]) -> list[str]:
-    """One line per (model, invariant, operation): proved, or the outcomes with a counterexample."""
+    """One line per (model, invariant, operation): proved, does not hold (waived), or the outcomes
+    with a counterexample."""
     groups: dict[tuple[str, str, str], list[ProofResult]] = {}
     for result in results:
         groups.setdefault((result.model, result.invariant, result.operation), []).append(result)
     lines = []
     for (model, invariant, operation), group in groups.items():
-        failed = [r.outcome for r in group if not r.proved]
-        verdict = "proved" if not failed else "COUNTEREXAMPLE (" + ", ".join(failed) + ")"
+        failed = [r.outcome for r in group if r.failed]
+        waived = [r for r in group if r.waived is not None]
+        if failed:
+            verdict = "COUNTEREXAMPLE (" + ", ".join(failed) + ")"
+        elif waived:
+            verdict = f"does not hold under {waived[0].waived} (" + ", ".join(r.outcome for r in waived) + ")"
+        else:
+            verdict = "proved"
         seconds = sum(r.seconds for r in group)
         lines.append(f"{model:<10} {invariant:<6} {operation:<17} {verdict:<40} {seconds * 1000:8.1f} ms")
     return lines
@@ -112,11 +263,20 @@ def model_seconds(results: list[ProofResult]) -> dict[str, float]:
 
 
 def report_json(
-    results: list[ProofResult], slots: int, wall_seconds: float, refined: refinement.RefinementReport | None = None
+    results: list[ProofResult],
+    slots: int,
+    wall_seconds: float,
+    refined: refinement.RefinementReport | None = None,
+    target: TargetReport | None = None,
 ) -> dict:
     """The JSON report: overall verdict, times, every result, and the refinement check (None if skipped)."""
+    semantics = CONTRACT if target is None else target.target.semantics
     return {
-        "ok": all(r.proved for r in results) and (refined is None or refined.agrees),
+        "ok": (target.ok if target is not None else not any(r.failed for r in results))
+        and (refined is None or refined.agrees),
+        "semantics": target.target.label if target is not None else DEFAULT_PROFILE,
+        "differences": {name: json_value(value) for name, value in semantics.differences().items()},
+        "unconfirmed_waivers": [] if target is None else target.unconfirmed,
         "refinement": None if refined is None else refined.to_json(),
         "slots": slots,
         "wall_seconds": round(wall_seconds, 3),
@@ -128,6 +288,7 @@ def report_json(
                 "operation": r.operation,
                 "outcome": r.outcome,
                 "proved": r.proved,
+                "waived": r.waived,
                 "seconds": round(r.seconds, 5),
                 "counterexample": None if r.counterexample is None else r.counterexample.to_json(),
             }

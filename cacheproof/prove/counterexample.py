@@ -17,6 +17,7 @@ from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import EntryState, EntryView, Snapshot
 from cacheproof.check.values import value_for
 
@@ -35,7 +36,8 @@ class Counterexample:
 
     `entries` is the pre-state, oldest first; `setup` the public calls that build it from
     `CacheSpec(capacity_bytes)` when `built_by` is "operations" (empty for "from_entries").
-    `outcome` is the outcome the model predicts for `call`.
+    `outcome` is the outcome the model predicts for `call`; `semantics` those of the cache
+    (`CacheSpec(capacity_bytes, semantics=...)`).
     """
 
     invariant: str
@@ -46,12 +48,15 @@ class Counterexample:
     built_by: str
     call: Call
     outcome: str
+    semantics: Semantics = CONTRACT
 
     def build(self) -> CacheSpec:
         """The concrete pre-state."""
         if self.built_by == FROM_ENTRIES:
-            return CacheSpec.from_entries(self.capacity_bytes, [(e, _value_for(e)) for e in self.entries])
-        cache = CacheSpec(self.capacity_bytes)
+            return CacheSpec.from_entries(
+                self.capacity_bytes, [(e, _value_for(e)) for e in self.entries], self.semantics
+            )
+        cache = CacheSpec(self.capacity_bytes, self.semantics)
         for call in self.setup:
             calls.invoke(cache, call)
         return cache
@@ -64,16 +69,20 @@ class Counterexample:
             "from cacheproof.spec.errors import CacheError",
             "from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step",
             "from cacheproof.check.values import value_for",
-            "",
         ]
+        semantics = ""
+        if self.semantics != CONTRACT:
+            lines.append("from cacheproof.spec.semantics import Semantics")
+            semantics = f"semantics={semantics_python(self.semantics)}"
+        lines.append("")
         if self.built_by == FROM_ENTRIES:
             lines.append(f"cache = CacheSpec.from_entries({self.capacity_bytes}, [")
             for e in self.entries:
                 view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
                 lines.append(f"    ({view}, {_value_python(e)}),")
-            lines.append("])")
+            lines.append(f"]{', ' + semantics if semantics else ''})")
         else:
-            lines.append(f"cache = CacheSpec({self.capacity_bytes})")
+            lines.append(f"cache = CacheSpec({self.capacity_bytes}{', ' + semantics if semantics else ''})")
             lines.extend(calls.to_python(call) for call in self.setup)
         lines += [
             "before = cache.snapshot()",
@@ -103,6 +112,7 @@ class Counterexample:
             "outcome": self.outcome,
             "capacity_bytes": self.capacity_bytes,
             "built_by": self.built_by,
+            "semantics": {name: json_value(value) for name, value in self.semantics.differences().items()},
             "entries": [
                 {"key": e.key, "state": e.state.name, "refcount": e.refcount, "nbytes": e.nbytes, "retain": e.retain}
                 for e in self.entries
@@ -110,6 +120,21 @@ class Counterexample:
             "calls": [calls.to_json(call) for call in self.setup + (self.call,)],
             "python": self.python(),
         }
+
+
+def semantics_python(semantics: Semantics) -> str:
+    """`Semantics(...)` naming the fields that differ from the contract."""
+    def written(value: Any) -> str:
+        if isinstance(value, frozenset):
+            return "frozenset({" + ", ".join(map(repr, sorted(value))) + "})" if value else "frozenset()"
+        return repr(value)
+
+    return "Semantics(" + ", ".join(f"{name}={written(value)}" for name, value in semantics.differences().items()) + ")"
+
+
+def json_value(value: Any) -> Any:
+    """A `Semantics` field's value as JSON (refresh_on: a sorted list)."""
+    return sorted(value) if isinstance(value, frozenset) else value
 
 
 class Replayed(NamedTuple):
@@ -143,13 +168,16 @@ def concrete_counterexample(
     entries: list[EntryView],
     call: Call,
     outcome: str,
+    semantics: Semantics = CONTRACT,
 ) -> Counterexample:
     """A counterexample whose pre-state is built by public operations if they reproduce it."""
     setup = tuple(_building_calls(entries))
-    built = Counterexample(invariant, model, capacity_bytes, tuple(entries), setup, FROM_OPERATIONS, call, outcome)
+    built = Counterexample(
+        invariant, model, capacity_bytes, tuple(entries), setup, FROM_OPERATIONS, call, outcome, semantics
+    )
     if _builds(built):
         return built
-    return Counterexample(invariant, model, capacity_bytes, tuple(entries), (), FROM_ENTRIES, call, outcome)
+    return Counterexample(invariant, model, capacity_bytes, tuple(entries), (), FROM_ENTRIES, call, outcome, semantics)
 
 
 def _building_calls(entries: list[EntryView]) -> list[Call]:

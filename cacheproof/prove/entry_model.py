@@ -24,9 +24,10 @@ import z3
 
 from cacheproof.check.calls import Call
 from cacheproof.prove.counterexample import Counterexample, concrete_counterexample, value_recipe
-from cacheproof.prove.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, value_of
+from cacheproof.prove.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, mark_waived, value_of
 from cacheproof.spec import rules, steps
-from cacheproof.spec.invariants import EVICTING_OPERATIONS
+from cacheproof.spec.invariants import evicting_operations, waivers
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import EntryState, EntryView
 
 MODEL = "entries"
@@ -139,11 +140,12 @@ def well_formed(cache: SlotCache) -> Any:
     return z3.And(facts)
 
 
-def state_invariants(cache: SlotCache) -> dict[str, Any]:
-    """I1-I4 and WF over a slot cache, by name."""
+def state_invariants(cache: SlotCache, semantics: Semantics = CONTRACT) -> dict[str, Any]:
+    """I1-I4 and WF over a slot cache, by name; R too where eviction happens at reservation time."""
     b = cache_bytes(cache)
     return {
         "WF": well_formed(cache),
+        **reservation_counts_as_used(b, semantics),
         "I1": rules.protected(b) <= cache.capacity,
         "I2": rules.ready(b) <= cache.capacity,
         "I3": z3.And([z3.Implies(_is_reserved(s), s.refcount >= 1) for s in cache.slots]),
@@ -153,9 +155,19 @@ def state_invariants(cache: SlotCache) -> dict[str, Any]:
     }
 
 
-def invariant(cache: SlotCache) -> Any:
-    """Inv: WF and I1-I4."""
-    return z3.And(list(state_invariants(cache).values()))
+def reservation_counts_as_used(b: rules.Bytes, semantics: Semantics) -> dict[str, Any]:
+    """R, where eviction happens at reservation time: ready + reserved bytes fit the capacity (a
+    reservation evicts until its bytes would fit, so commit needs no eviction). Not a contract
+    invariant (under the contract a reservation does not make room), but I2 after commit is not
+    inductive without it there."""
+    if semantics.eviction_time != "reservation":
+        return {}
+    return {"R": rules.ready(b) + b.reserved <= b.capacity}
+
+
+def invariant(cache: SlotCache, semantics: Semantics = CONTRACT) -> Any:
+    """Inv: WF and I1-I4 (and R where eviction happens at reservation time)."""
+    return z3.And(list(state_invariants(cache, semantics).values()))
 
 
 def older_idle_pairs(cache: SlotCache) -> list[list[Any]]:
@@ -168,12 +180,17 @@ def older_idle_pairs(cache: SlotCache) -> list[list[Any]]:
 
 
 def only_idle_removed_oldest_first(
-    operation: str, before: SlotCache, after: SlotCache, older_idle: list[list[Any]] | None = None
+    operation: str,
+    before: SlotCache,
+    after: SlotCache,
+    older_idle: list[list[Any]] | None = None,
+    semantics: Semantics = CONTRACT,
 ) -> Any:
     """I5 as a step property of slots (`older_idle`: `older_idle_pairs(before)`, if already built).
 
     Every entry that a step removes was idle (READY, refcount 0), except the key's own entry on
-    its last release; under commit/put/evict every idle entry older than a removed one was
+    its last release; under the evicting operations (commit/put/evict, or reserve/acquire/put/evict
+    where eviction happens at reservation time) every idle entry older than a removed one was
     removed too (oldest first); a RESERVED entry that survives keeps its nbytes and stays
     RESERVED unless commit names it.
     """
@@ -183,7 +200,7 @@ def only_idle_removed_oldest_first(
     for i, (s, t) in enumerate(zip(before.slots, after.slots)):
         allowed = s.refcount == 1 if operation == "release" and i == KEY_SLOT else _is_idle(s)
         facts.append(z3.Implies(removed[i], allowed))
-        if operation in EVICTING_OPERATIONS:
+        if operation in evicting_operations(semantics):
             facts.extend(
                 z3.Or(z3.Not(removed[i]), z3.Not(older_idle[i][j]), removed[j])
                 for j in range(len(before.slots))
@@ -249,177 +266,238 @@ def eviction(cache: SlotCache, incoming: Any, frontier: Any) -> tuple[list[Any],
     return evicted, stops, every_eviction_needed
 
 
-def _evict(cache: SlotCache, incoming: Any) -> tuple[SlotCache, Any, Callable[[], Any]]:
-    evicted, stops, exact = eviction(cache, incoming, z3.Int("eviction_frontier"))
+def _evict(cache: SlotCache, incoming: Any, semantics: Semantics) -> tuple[SlotCache, Any, Callable[[], Any]]:
+    """`_evict_until_room(incoming)`: room for `rules.eviction_demand` (reserved bytes count as
+    used where eviction happens at reservation time)."""
+    demand = rules.eviction_demand(cache_bytes(cache), incoming, semantics.eviction_time)
+    evicted, stops, exact = eviction(cache, demand, z3.Int("eviction_frontier"))
     return _without(cache, evicted), stops, exact
 
 
-def _errors(operation: str, cache: SlotCache, cases: list[tuple[str, Any]]) -> tuple[list[Outcome], Any]:
-    """Error outcomes checked in order ("Error/detail" names the class Error); returns them and
-    the condition that none applies."""
-    outcomes, none_yet = [], z3.BoolVal(True)
-    for error, condition in cases:
-        outcomes.append(Outcome(operation, error, z3.And(none_yet, condition), cache, error.split("/")[0]))
-        none_yet = z3.And(none_yet, z3.Not(condition))
+class Check(NamedTuple):
+    """One of an operation's checks, in the spec's order: when it applies, the outcome's name and
+    whether it raises ("Error/detail" names the class Error) or returns, changing nothing."""
+
+    name: str
+    condition: Any
+    raises: bool = True
+
+
+def _checks(operation: str, cache: SlotCache, checks: list[Check], domain: Any) -> tuple[list[Outcome], Any]:
+    """The outcomes of checks made in order, within `domain` (the calls the semantics allow);
+    returns them and the condition that none applies."""
+    outcomes, none_yet = [], domain
+    for check in checks:
+        error = check.name.split("/")[0] if check.raises else None
+        outcomes.append(Outcome(operation, check.name, z3.And(none_yet, check.condition), cache, error))
+        none_yet = z3.And(none_yet, z3.Not(check.condition))
     return outcomes, none_yet
 
 
-def _reservation(cache: SlotCache, p: Parameters) -> Slot:
-    return Slot(z3.BoolVal(True), z3.BoolVal(False), p.nbytes, z3.IntVal(steps.RESERVATION_REFCOUNT), p.retain, cache.clock)
+def _argument_checks(semantics: Semantics, checks: list[Check]) -> list[Check]:
+    """Argument checks are made when arguments are checked; trusted, those calls are outside the
+    contract (see `_domain`)."""
+    return checks if semantics.argument_checks == "checked" else []
 
 
-def _reserve(cache: SlotCache, p: Parameters) -> list[Outcome]:
-    b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "reserve",
-        cache,
-        [
-            ("InvalidArgumentError", p.nbytes < 1),
-            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
-            ("WrongStateError", key.present),
-        ],
+def _domain(semantics: Semantics, allowed: Any) -> Any:
+    """Trusted arguments: only the calls a caller may make (`allowed`) are modelled."""
+    return z3.BoolVal(True) if semantics.argument_checks == "checked" else allowed
+
+
+def _reservation(cache: SlotCache, p: Parameters, semantics: Semantics) -> Slot:
+    retain = steps.reservation_retain(p.retain, semantics.transient_entries)
+    return Slot(
+        z3.BoolVal(True),
+        z3.BoolVal(False),
+        p.nbytes,
+        z3.IntVal(steps.RESERVATION_REFCOUNT),
+        z3.BoolVal(retain) if isinstance(retain, bool) else retain,
+        cache.clock,
     )
+
+
+def _new_reservation(
+    operation: str, name: str, cache: SlotCache, p: Parameters, guard: Any, semantics: Semantics
+) -> Outcome:
+    """A reservation in slot 0; where eviction happens at reservation time, after evicting."""
+    if semantics.eviction_time != "reservation":
+        return Outcome(operation, name, guard, _with_key(cache, _reservation(cache, p, semantics), newest=True))
+    evicted, stops, exact = _evict(cache, p.nbytes, semantics)
+    after = _with_key(evicted, _reservation(cache, p, semantics), newest=True)
+    return Outcome(operation, name, z3.And(guard, stops), after, exact=exact)
+
+
+def _size_checks(semantics: Semantics, b: rules.Bytes, p: Parameters) -> list[Check]:
+    return _argument_checks(
+        semantics, [Check("InvalidArgumentError", p.nbytes < 1), Check("TooLargeError", rules.is_too_large(b, p.nbytes))]
+    )
+
+
+def _reserve(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+    b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
+    checks = _size_checks(semantics, b, p) + [Check("WrongStateError", key.present)]
+    outcomes, valid = _checks("reserve", cache, checks, _domain(semantics, p.nbytes >= 1))
     fits = rules.reservation_fits(b, p.nbytes)
     return outcomes + [
-        Outcome("reserve", "True", z3.And(valid, fits), _with_key(cache, _reservation(cache, p), newest=True)),
+        _new_reservation("reserve", "True", cache, p, z3.And(valid, fits), semantics),
         Outcome("reserve", "False", z3.And(valid, z3.Not(fits)), cache),
     ]
 
 
-def _acquire(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _acquire(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "acquire",
-        cache,
-        [("InvalidArgumentError", p.nbytes < 1), ("TooLargeError", rules.is_too_large(b, p.nbytes))],
-    )
-    fits = rules.reservation_fits(b, p.nbytes)
+    outcomes, valid = _checks("acquire", cache, _size_checks(semantics, b, p), _domain(semantics, p.nbytes >= 1))
     absent = z3.And(valid, z3.Not(key.present))
-    conflict = z3.And(valid, key.present, z3.Or(key.nbytes != p.nbytes, key.retain != p.retain))
-    agreed = z3.And(valid, key.present, key.nbytes == p.nbytes, key.retain == p.retain)
+    disagrees = z3.Or(key.nbytes != p.nbytes, key.retain != p.retain)
+    if semantics.acquire_conflict == "error":
+        outcomes.append(Outcome("acquire", "ConflictError", z3.And(valid, key.present, disagrees), cache, "ConflictError"))
+        agreed = z3.And(valid, key.present, z3.Not(disagrees))
+    else:  # a hit on the entry as it is
+        agreed = z3.And(valid, key.present)
+    fits = rules.reservation_fits(b, p.nbytes)
+    pin_fits = rules.reservation_fits(b, key.nbytes)
     idle = z3.And(agreed, steps.is_idle(key.ready, key.refcount, Z3_LOGIC))
     referenced = key._replace(refcount=steps.acquired(key.refcount))
+    ready_hit = semantics.refreshes("ready_hit")
     return outcomes + [
-        Outcome("acquire", "NEW_RESERVATION", z3.And(absent, fits), _with_key(cache, _reservation(cache, p), True)),
+        _new_reservation("acquire", "NEW_RESERVATION", cache, p, z3.And(absent, fits), semantics),
         Outcome("acquire", "BLOCKED/absent", z3.And(absent, z3.Not(fits)), cache),
-        Outcome("acquire", "ConflictError", conflict, cache, "ConflictError"),
-        Outcome("acquire", "RESERVATION_HIT", z3.And(agreed, z3.Not(key.ready)), _with_key(cache, referenced, True)),
+        Outcome(
+            "acquire",
+            "RESERVATION_HIT",
+            z3.And(agreed, z3.Not(key.ready)),
+            _with_key(cache, referenced, semantics.refreshes("reservation_hit")),
+        ),
         Outcome(
             "acquire",
             "READY_HIT/in-use",
             z3.And(agreed, key.ready, z3.Not(steps.is_idle(key.ready, key.refcount, Z3_LOGIC))),
-            _with_key(cache, referenced, True),
+            _with_key(cache, referenced, ready_hit),
         ),
-        Outcome("acquire", "READY_HIT/idle", z3.And(idle, fits), _with_key(cache, referenced, True)),
-        Outcome("acquire", "BLOCKED/idle", z3.And(idle, z3.Not(fits)), cache),
+        Outcome("acquire", "READY_HIT/idle", z3.And(idle, pin_fits), _with_key(cache, referenced, ready_hit)),
+        Outcome("acquire", "BLOCKED/idle", z3.And(idle, z3.Not(pin_fits)), cache),
     ]
 
 
-def _commit(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _commit(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     key = cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "commit",
-        cache,
-        [
-            ("InvalidArgumentError", p.nbytes < 1),
-            ("UnknownKeyError", z3.Not(key.present)),
-            ("WrongStateError", key.ready),
-            ("ConflictError", p.nbytes != key.nbytes),
-        ],
-    )
-    evicted, stops, exact = _evict(cache, key.nbytes)
-    after = _with_key(evicted, key._replace(ready=z3.BoolVal(True)), newest=True)
+    checks = _argument_checks(semantics, [Check("InvalidArgumentError", p.nbytes < 1)]) + [
+        Check("UnknownKeyError", z3.Not(key.present)),
+        Check("WrongStateError", key.ready),
+        Check("ConflictError", p.nbytes != key.nbytes),
+    ]
+    outcomes, valid = _checks("commit", cache, checks, _domain(semantics, p.nbytes >= 1))
+    committed = key._replace(ready=z3.BoolVal(True))
+    if semantics.eviction_time == "reservation":  # the reservation made the room already
+        return outcomes + [Outcome("commit", "evicted", valid, _with_key(cache, committed, newest=True))]
+    evicted, stops, exact = _evict(cache, key.nbytes, semantics)
+    after = _with_key(evicted, committed, newest=True)
     return outcomes + [Outcome("commit", "evicted", z3.And(valid, stops), after, exact=exact)]
 
 
-def _put(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "put",
-        cache,
-        [
-            ("InvalidArgumentError", p.nbytes < 1),
-            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
-            ("WrongStateError", key.present),
-        ],
-    )
-    can = rules.eviction_can_make_room(b, p.nbytes)
+    too_large = rules.is_too_large(b, p.nbytes)
+    checks = _argument_checks(semantics, [Check("InvalidArgumentError", p.nbytes < 1)])
+    checks.append(Check("TooLargeError", too_large) if semantics.put_too_large == "error" else Check("False/too-large", too_large, False))
+    if semantics.put_present == "error":
+        checks.append(Check("WrongStateError", key.present))
+    elif semantics.put_present == "keep":
+        checks.append(Check("True/keep", key.present, False))
+    else:  # replace: only an idle entry
+        checks.append(Check("WrongStateError", z3.And(key.present, z3.Not(steps.is_idle(key.ready, key.refcount, Z3_LOGIC)))))
+    outcomes, valid = _checks("put", cache, checks, _domain(semantics, p.nbytes >= 1))
+    can = rules.eviction_can_make_room(b, rules.eviction_demand(b, p.nbytes, semantics.eviction_time))
     entry = Slot(
         z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(steps.PUT_REFCOUNT), z3.BoolVal(steps.PUT_RETAIN), cache.clock
     )
-    evicted, stops, exact = _evict(cache, p.nbytes)
-    after = _with_key(evicted, entry, newest=True)
-    return outcomes + [
-        Outcome("put", "True", z3.And(valid, can, stops), after, exact=exact),
+    evicted, stops, exact = _evict(cache, p.nbytes, semantics)
+    outcomes += [
+        Outcome("put", "True", z3.And(valid, z3.Not(key.present), can, stops), _with_key(evicted, entry, newest=True), exact=exact),
         Outcome("put", "False", z3.And(valid, z3.Not(can)), cache),
     ]
+    if semantics.put_present == "replace":  # the idle entry goes first, as if evicted
+        replaced, r_stops, r_exact = _evict(_without(cache, _only_key(cache)), p.nbytes, semantics)
+        outcomes.append(
+            Outcome("put", "True/replace", z3.And(valid, key.present, can, r_stops), _with_key(replaced, entry, True), exact=r_exact)
+        )
+    return outcomes
 
 
-def _get(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _get_missing(semantics: Semantics, key: Slot, reserved: str) -> list[Check]:
+    """get/pop of an absent or RESERVED key: an error each (`reserved` names the second), or None."""
+    if semantics.get_missing == "none":
+        return [Check("None", z3.Or(z3.Not(key.present), z3.Not(key.ready)), False)]
+    return [Check("UnknownKeyError", z3.Not(key.present)), Check(reserved, z3.Not(key.ready))]
+
+
+def _get(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     key = cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "get", cache, [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", z3.Not(key.ready))]
-    )
-    return outcomes + [Outcome("get", "value", valid, _with_key(cache, key, newest=True))]
+    outcomes, valid = _checks("get", cache, _get_missing(semantics, key, "WrongStateError"), z3.BoolVal(True))
+    return outcomes + [Outcome("get", "value", valid, _with_key(cache, key, newest=semantics.refreshes("get")))]
 
 
-def _release(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _release(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     key = cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "release",
-        cache,
-        [("UnknownKeyError", z3.Not(key.present)), ("WrongStateError", z3.Not(steps.is_referenced(key.refcount)))],
-    )
+    if semantics.release_missing == "noop":
+        checks = [Check("False/noop", z3.Or(z3.Not(key.present), z3.Not(steps.is_referenced(key.refcount))), False)]
+    else:
+        checks = [
+            Check("UnknownKeyError", z3.Not(key.present)),
+            Check("WrongStateError", z3.Not(steps.is_referenced(key.refcount))),
+        ]
+    outcomes, valid = _checks("release", cache, checks, z3.BoolVal(True))
     released = key._replace(refcount=steps.released(key.refcount))
     more = steps.is_referenced(released.refcount)
     last = z3.And(valid, z3.Not(more))
     gone = z3.And(last, steps.removed_at_last_release(key.ready, key.retain, Z3_LOGIC))
-    removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
     return outcomes + [
         Outcome("release", "False/decrement", z3.And(valid, more), _with_key(cache, released, newest=False)),
-        Outcome("release", "True/abandon", z3.And(gone, z3.Not(key.ready)), _without(cache, removed)),
-        Outcome("release", "False/idle", z3.And(last, z3.Not(gone)), _with_key(cache, released, newest=False)),
-        Outcome("release", "True/transient", z3.And(gone, key.ready), _without(cache, removed)),
+        Outcome("release", "True/abandon", z3.And(gone, z3.Not(key.ready)), _without(cache, _only_key(cache))),
+        Outcome(
+            "release",
+            "False/idle",
+            z3.And(last, z3.Not(gone)),
+            _with_key(cache, released, newest=semantics.refreshes("release")),
+        ),
+        Outcome("release", "True/transient", z3.And(gone, key.ready), _without(cache, _only_key(cache))),
     ]
 
 
-def _evict_operation(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _evict_operation(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     b = cache_bytes(cache)
-    outcomes, valid = _errors(
-        "evict",
-        cache,
-        [
-            ("InvalidArgumentError", p.nbytes < 0),
-            ("TooLargeError", rules.is_too_large(b, p.nbytes)),
-            ("CapacityError", z3.Not(rules.eviction_can_make_room(b, p.nbytes))),
-        ],
+    checks = _argument_checks(
+        semantics, [Check("InvalidArgumentError", p.nbytes < 0), Check("TooLargeError", rules.is_too_large(b, p.nbytes))]
     )
-    evicted, stops, exact = _evict(cache, p.nbytes)
+    demand = rules.eviction_demand(b, p.nbytes, semantics.eviction_time)
+    checks.append(Check("CapacityError", z3.Not(rules.eviction_can_make_room(b, demand))))
+    outcomes, valid = _checks("evict", cache, checks, _domain(semantics, p.nbytes >= 0))
+    evicted, stops, exact = _evict(cache, p.nbytes, semantics)
     return outcomes + [Outcome("evict", "evicted", z3.And(valid, stops), evicted, exact=exact)]
 
 
-def _pop(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _pop(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
     key = cache.slots[KEY_SLOT]
-    outcomes, valid = _errors(
-        "pop",
-        cache,
-        [
-            ("UnknownKeyError", z3.Not(key.present)),
-            ("WrongStateError/reserved", z3.Not(key.ready)),
-            ("WrongStateError/in-use", steps.is_referenced(key.refcount)),
-        ],
-    )
-    removed = [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
-    return outcomes + [Outcome("pop", "value", valid, _without(cache, removed))]
+    checks = _get_missing(semantics, key, "WrongStateError/reserved") + [Check("WrongStateError/in-use", steps.is_referenced(key.refcount))]
+    outcomes, valid = _checks("pop", cache, checks, z3.BoolVal(True))
+    return outcomes + [Outcome("pop", "value", valid, _without(cache, _only_key(cache)))]
 
 
-def _clear(cache: SlotCache, p: Parameters) -> list[Outcome]:
+def _clear(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+    everything = _without(cache, [z3.BoolVal(True)] * len(cache.slots))
+    if semantics.clear_busy == "drop":
+        return [Outcome("clear", "None", z3.BoolVal(True), everything)]
     busy = z3.Or([z3.And(s.present, steps.is_referenced(s.refcount)) for s in cache.slots])
-    outcomes, valid = _errors("clear", cache, [("WrongStateError", busy)])
-    return outcomes + [Outcome("clear", "None", valid, _without(cache, [z3.BoolVal(True)] * len(cache.slots)))]
+    outcomes, valid = _checks("clear", cache, [Check("WrongStateError", busy)], z3.BoolVal(True))
+    return outcomes + [Outcome("clear", "None", valid, everything)]
 
 
-_TRANSITIONS: dict[str, Callable[[SlotCache, Parameters], list[Outcome]]] = {
+def _only_key(cache: SlotCache) -> list[Any]:
+    return [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
+
+
+_TRANSITIONS: dict[str, Callable[[SlotCache, Parameters, Semantics], list[Outcome]]] = {
     "reserve": _reserve,
     "acquire": _acquire,
     "commit": _commit,
@@ -432,9 +510,10 @@ _TRANSITIONS: dict[str, Callable[[SlotCache, Parameters], list[Outcome]]] = {
 }
 
 
-def outcomes(operation: str, cache: SlotCache, parameters: Parameters) -> list[Outcome]:
-    """Every way `operation` can end from `cache`; exactly one guard holds for any state and call."""
-    return _TRANSITIONS[operation](cache, parameters)
+def outcomes(operation: str, cache: SlotCache, parameters: Parameters, semantics: Semantics = CONTRACT) -> list[Outcome]:
+    """Every way `operation` can end from `cache` under `semantics`; exactly one guard holds for
+    any state and call of the domain (with trusted arguments: the calls a caller may make)."""
+    return _TRANSITIONS[operation](cache, parameters, semantics)
 
 
 # Proofs ---------------------------------------------------------------------------------------
@@ -466,28 +545,30 @@ def initial_cache(capacity: Any, num_slots: int) -> SlotCache:
     return SlotCache(capacity, z3.IntVal(0), tuple(absent._replace(rank=z3.IntVal(-1 - i)) for i in range(num_slots)))
 
 
-def prove(num_slots: int = 8) -> list[ProofResult]:
+def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResult]:
     """Prove Init => Inv, then WF, I1-I5 (and I6 on errors) for every operation and outcome over
-    `num_slots` slots, with the frame lemma those proofs use proved first for each outcome."""
+    `num_slots` slots under `semantics`, with the frame lemma those proofs use proved first for
+    each outcome. An invariant waived under `semantics` is proved all the same; its
+    counterexamples are marked with the waiving option (`ProofResult.waived`)."""
     before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
-    inductive, older_idle = invariant(before), older_idle_pairs(before)
+    inductive, older_idle = invariant(before, semantics), older_idle_pairs(before)
     init = Outcome("init", "CacheSpec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
-    init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after).items()]
+    init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after, semantics).items()]
     results = [
         ProofResult(goal.invariant, "init", init.name, proved, seconds, counterexample, MODEL)
         for goal, proved, seconds, counterexample in check_goals(
-            [before.capacity >= 1], init_goals, before.capacity, _explainer(init.after, parameters, init)
+            [before.capacity >= 1], init_goals, before.capacity, _explainer(init.after, parameters, init, semantics)
         )
     ]
     for operation in OPERATIONS:
-        for outcome in outcomes(operation, before, parameters):
-            explain = _explainer(before, parameters, outcome)
+        for outcome in outcomes(operation, before, parameters, semantics):
+            explain = _explainer(before, parameters, outcome, semantics)
             frame = frame_lemma(before, outcome.after)
             checks = [
                 check_goals([], [Goal("frame", frame)], before.capacity, explain),
                 check_goals(
                     [inductive, outcome.guard, frame],
-                    _goals(operation, before, outcome, older_idle),
+                    _goals(operation, before, outcome, older_idle, semantics),
                     before.capacity,
                     explain,
                     outcome.exact,
@@ -498,24 +579,28 @@ def prove(num_slots: int = 8) -> list[ProofResult]:
                 for checked in checks
                 for goal, proved, seconds, counterexample in checked
             )
-    return results
+    return mark_waived(results, waivers(semantics))
 
 
-def _goals(operation: str, before: SlotCache, outcome: Outcome, older_idle: list[list[Any]]) -> list[Goal]:
+def _goals(
+    operation: str, before: SlotCache, outcome: Outcome, older_idle: list[list[Any]], semantics: Semantics
+) -> list[Goal]:
     after = outcome.after
-    goals = [Goal(name, formula) for name, formula in state_invariants(after).items()]
-    goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after, older_idle)))
+    goals = [Goal(name, formula) for name, formula in state_invariants(after, semantics).items()]
+    goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after, older_idle, semantics)))
     if outcome.error is not None:
         goals.append(Goal("I6", unchanged(before, after)))
     return goals
 
 
-def _explainer(before: SlotCache, parameters: Parameters, outcome: Outcome) -> Callable[[str, z3.ModelRef], Counterexample]:
+def _explainer(
+    before: SlotCache, parameters: Parameters, outcome: Outcome, semantics: Semantics
+) -> Callable[[str, z3.ModelRef], Counterexample]:
     def explain(invariant_name: str, model: z3.ModelRef) -> Counterexample:
         entries = concrete_entries(model, before)
         call = concrete_call(outcome.operation, value_of(model, parameters.nbytes), value_of(model, parameters.retain))
         return concrete_counterexample(
-            invariant_name, MODEL, value_of(model, before.capacity), entries, call, outcome.name
+            invariant_name, MODEL, value_of(model, before.capacity), entries, call, outcome.name, semantics
         )
 
     return explain

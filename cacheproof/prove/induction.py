@@ -9,7 +9,7 @@ counterexample to induction, which the model turns into a concrete call on `Cach
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import z3
@@ -30,6 +30,8 @@ class ProofResult:
 
     `model` is "aggregate", "entries" (N symbolic slots) or "liveness". `seconds` is the solver
     time of this obligation alone. `counterexample` is set exactly when `proved` is False.
+    `waived` names the options under which the invariant does not hold (spec/invariants.py
+    `WAIVERS`), set only on a counterexample to such an invariant: it is expected, not a failure.
     """
 
     invariant: str
@@ -39,6 +41,21 @@ class ProofResult:
     seconds: float
     counterexample: Counterexample | None
     model: str
+    waived: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """A counterexample to an invariant that should hold."""
+        return not self.proved and self.waived is None
+
+
+def mark_waived(results: list[ProofResult], waived: dict[str, list[Any]]) -> list[ProofResult]:
+    """`results` with each counterexample to a waived invariant marked with its options
+    (`waived`: invariant name -> `spec.invariants.Waiver`s, as `spec.invariants.waivers` gives)."""
+    return [
+        replace(r, waived=", ".join(w.option for w in waived[r.invariant])) if not r.proved and r.invariant in waived else r
+        for r in results
+    ]
 
 
 @dataclass(frozen=True)

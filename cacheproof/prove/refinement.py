@@ -34,8 +34,10 @@ from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.check.values import value_for
 from cacheproof.prove import entry_model
 from cacheproof.prove.array_eval import CompiledTerms, z3_value
+from cacheproof.prove.counterexample import json_value, semantics_python
 from cacheproof.prove.induction import Outcome
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import Acquired, EntryState, EntryView
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
@@ -110,11 +112,13 @@ def _sequences(capacity: int, count: int, kinds: list, keys: tuple[str, ...]) ->
     return extend((), 0, 0)
 
 
-def bounded_calls(capacity: int, entries: tuple[EntryView, ...]) -> Iterator[Call]:
+def bounded_calls(capacity: int, entries: tuple[EntryView, ...], semantics: Semantics = CONTRACT) -> Iterator[Call]:
     """Every call of the bounded domain on a state: each operation on each present key and on
     ABSENT_KEY; nbytes -1..capacity+1 (evict; reserve and acquire from 0, as -1 is refused like
-    0), value sizes 0..capacity+1, retain True and False."""
-    sizes = range(0, capacity + 2)
+    0), value sizes 0..capacity+1, retain True and False. With trusted arguments, only the calls
+    a caller may make: sizes from 1 (evict from 0)."""
+    checked = semantics.argument_checks == "checked"
+    sizes = range(0 if checked else 1, capacity + 2)
     for key in [e.key for e in entries] + [ABSENT_KEY]:
         for nbytes in sizes:
             for retain in (True, False):
@@ -125,7 +129,7 @@ def bounded_calls(capacity: int, entries: tuple[EntryView, ...]) -> Iterator[Cal
             yield Call("put", (key, ValueRecipe(size, _tag(key))), {})
         for operation in ("get", "release", "pop"):
             yield Call(operation, (key,), {})
-    for nbytes in range(-1, capacity + 2):
+    for nbytes in range(-1 if checked else 0, capacity + 2):
         yield Call("evict", (nbytes,), {})
     yield Call("clear", (), {})
 
@@ -244,12 +248,14 @@ class _Model:
     guards and post-states of its outcomes compiled into numpy programs, one for the outcomes
     without an eviction frontier and one for those with."""
 
-    def __init__(self, num_slots: int) -> None:
+    def __init__(self, num_slots: int, semantics: Semantics = CONTRACT) -> None:
         self.num_slots = num_slots
         self.cache = entry_model.symbolic_cache("", num_slots)
         self.parameters = entry_model.symbolic_parameters()
         self.frontier = z3.Int("eviction_frontier")
-        self.outcomes = {op: entry_model.outcomes(op, self.cache, self.parameters) for op in entry_model.OPERATIONS}
+        self.outcomes = {
+            op: entry_model.outcomes(op, self.cache, self.parameters, semantics) for op in entry_model.OPERATIONS
+        }
         self.frontiers = range(0, num_slots + 1)  # ranks are 0..num_slots-1: every cut of them
         self._programs: dict[str, list[tuple[list[Outcome], CompiledTerms]]] = {}
 
@@ -354,6 +360,7 @@ class Disagreement:
     observed: tuple | None
     expected: tuple | None
     candidates: tuple[str, ...]
+    semantics: Semantics = CONTRACT
 
     def describe(self) -> str:
         call = calls.to_python(self.call) if self.call is not None else "CacheSpec.from_entries(...)"
@@ -372,13 +379,14 @@ class Disagreement:
             "# The spec and the per-entry model part on this call (bounded refinement check)",
             "from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView",
             "from cacheproof.check.values import value_for",
-            "",
-            f"cache = CacheSpec.from_entries({self.capacity_bytes}, [",
         ]
+        if self.semantics != CONTRACT:
+            lines.append("from cacheproof.spec.semantics import Semantics")
+        lines += ["", f"cache = CacheSpec.from_entries({self.capacity_bytes}, ["]
         for e in self.entries:
             view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
             lines.append(f"    ({view}, {_value_python(e)}),")
-        lines.append("])")
+        lines.append("])" if self.semantics == CONTRACT else f"], semantics={semantics_python(self.semantics)})")
         if self.call is None:
             lines.append("assert False, 'the model holds this state (I1-I4 hold), the spec refused it above'")
             return "\n".join(lines) + "\n"
@@ -413,6 +421,7 @@ class Disagreement:
                 for e in self.entries
             ],
             "call": None if self.call is None else calls.to_json(self.call),
+            "semantics": {name: json_value(value) for name, value in self.semantics.differences().items()},
             "spec": None if self.observed is None else repr(self.observed),
             "model": None if self.expected is None else repr(self.expected),
             "candidates": list(self.candidates),
@@ -467,12 +476,14 @@ class RefinementReport:
         }
 
 
-def check_refinement(bound: Bound = DEFAULT_BOUND, spec_class: type | None = None) -> RefinementReport:
-    """Run every call of the bounded domain on `spec_class` (default `CacheSpec`) and compare with
-    the per-entry model."""
+def check_refinement(
+    bound: Bound = DEFAULT_BOUND, spec_class: type | None = None, semantics: Semantics = CONTRACT
+) -> RefinementReport:
+    """Run every call of the bounded domain on `spec_class` (default `CacheSpec`) built with
+    `semantics` and compare with the per-entry model under the same semantics."""
     started = time.perf_counter()
     spec_class = CacheSpec if spec_class is None else spec_class
-    model = _Model(bound.max_entries + 1)
+    model = _Model(bound.max_entries + 1, semantics)
     rows = {operation: _Rows() for operation in entry_model.OPERATIONS}
     arguments: dict[tuple, tuple] = {}
     states = 0
@@ -480,14 +491,14 @@ def check_refinement(bound: Bound = DEFAULT_BOUND, spec_class: type | None = Non
     for capacity, entries in bounded_states(bound):
         states += 1
         try:
-            base = spec_class.from_entries(capacity, [(e, entry_value(e)) for e in entries])
+            base = spec_class.from_entries(capacity, [(e, entry_value(e)) for e in entries], semantics)
         except Exception:
-            unbuildable.append(Disagreement(capacity, entries, None, None, None, ()))
+            unbuildable.append(Disagreement(capacity, entries, None, None, None, (), semantics))
             continue
         dict_fields = tuple(name for name, value in vars(base).items() if isinstance(value, dict))
         snapshot = base.snapshot()
         layouts: dict[Hashable | None, Layout] = {}
-        for call in bounded_calls(capacity, entries):
+        for call in bounded_calls(capacity, entries, semantics):
             key = call.args[0] if call.op not in ("evict", "clear") else None
             lay = layouts.get(key) or layouts.setdefault(key, layout(capacity, entries, key, model.num_slots))
             concrete = arguments.get(call.args) or arguments.setdefault(call.args, _concrete(call.args))
@@ -502,7 +513,7 @@ def check_refinement(bound: Bound = DEFAULT_BOUND, spec_class: type | None = Non
         bad = _disagreeing_rows(model, operation, group)
         disagreeing += len(bad)
         if len(bad):
-            disagreements.append(_confirmed(model, operation, group, int(bad[0]), spec_class))
+            disagreements.append(_confirmed(model, operation, group, int(bad[0]), spec_class, semantics))
     return RefinementReport(bound, states, total_calls, time.perf_counter() - started, tuple(disagreements), disagreeing)
 
 
@@ -580,7 +591,9 @@ def _same_state(num_slots: int, after: list[np.ndarray], spec_after: np.ndarray,
     return same
 
 
-def _confirmed(model: _Model, operation: str, group: _Rows, row: int, spec_class: type) -> Disagreement:
+def _confirmed(
+    model: _Model, operation: str, group: _Rows, row: int, spec_class: type, semantics: Semantics
+) -> Disagreement:
     """The disagreement on `row`: the spec's call made again, and the model's outcome evaluated by
     z3 itself; raises if z3's evaluation agrees with the spec (the array evaluation was wrong)."""
     capacity, entries, call, lay = group.origin[row]
@@ -592,16 +605,18 @@ def _confirmed(model: _Model, operation: str, group: _Rows, row: int, spec_class
             if z3_value(model.guard(outcome), values):
                 after = [z3_value(term, values) for term in _after_terms(model, outcome)]
                 found.append(_expected(outcome, after, lay, model.num_slots))
-    observed = spec_outcome(spec_class, capacity, entries, call)
+    observed = spec_outcome(spec_class, capacity, entries, call, semantics)
     names = tuple(dict.fromkeys(expected[0] for expected in found))
     if len(names) == 1 and all(expected[1:] == observed for expected in found):
         raise RuntimeError(f"the array evaluation and z3 disagree on {call} from {entries}")
-    return Disagreement(capacity, entries, call, observed, found[0] if len(names) == 1 else None, names)
+    return Disagreement(capacity, entries, call, observed, found[0] if len(names) == 1 else None, names, semantics)
 
 
-def spec_outcome(spec_class: type, capacity: int, entries: tuple[EntryView, ...], call: Call) -> tuple:
+def spec_outcome(
+    spec_class: type, capacity: int, entries: tuple[EntryView, ...], call: Call, semantics: Semantics = CONTRACT
+) -> tuple:
     """(error class or None, result, snapshot, byte counters) of `call` on a fresh spec state."""
-    cache = spec_class.from_entries(capacity, [(e, entry_value(e)) for e in entries])
+    cache = spec_class.from_entries(capacity, [(e, entry_value(e)) for e in entries], semantics)
     try:
         result, error = calls.invoke(cache, call), None
     except Exception as raised:
