@@ -11,6 +11,8 @@ import importlib
 import os
 import sys
 
+from cacheproof.settings import scratch_storage
+
 _SUBCOMMANDS = {
     "check": ("cacheproof.check.command", "run the differential checker: spec vs a cache"),
     "prove": ("cacheproof.prove.command", "prove the capacity and refcount invariants with z3"),
@@ -55,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module_name = _SUBCOMMANDS[args.command][0]
     try:
-        return importlib.import_module(module_name).run(args)
+        with scratch_storage():  # no .hypothesis/ left in the user's folder
+            return importlib.import_module(module_name).run(args)
     except KeyboardInterrupt:
         print(f"cacheproof {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED_STATUS

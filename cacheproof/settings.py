@@ -1,11 +1,19 @@
 """Hypothesis settings profiles: `ci` (derandomized, no example database, bounded) when CI=true,
-`thorough` for long local runs, `dev` otherwise. HYPOTHESIS_PROFILE overrides the choice."""
+`thorough` for long local runs, `dev` otherwise. HYPOTHESIS_PROFILE overrides the choice.
+
+`scratch_storage()` keeps the command line's Hypothesis runs from writing `.hypothesis/` into the
+current folder (Hypothesis caches the constants of local modules there even without a database).
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 
 _SLOW_GENERATION = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 
@@ -28,3 +36,22 @@ def register_profiles() -> str:
     name = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
     settings.load_profile(name)
     return name
+
+
+@contextmanager
+def scratch_storage() -> Iterator[None]:
+    """Point Hypothesis's storage folder at a temporary folder, removed on exit, and restore it.
+
+    A HYPOTHESIS_STORAGE_DIRECTORY the user set is left in use. Only the `cacheproof` commands use
+    this; `cache_test_case` in a user's suite keeps the user's storage (and example database).
+    """
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    previous = storage_directory().home_directory
+    with tempfile.TemporaryDirectory(prefix="cacheproof-hypothesis-") as folder:
+        set_hypothesis_home_dir(folder)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(previous)

@@ -72,7 +72,7 @@ def test_a_deadlock_is_reported_as_a_thread_that_never_returns(deadlocking):
 
 def test_the_printed_counterexample_fails_when_run(tmp_path, capsys):
     impl = "model_tests.racy_caches:LostRefcountUpdate"
-    assert main(["check", "--threads", "3", "--impl", impl, "--examples", "100", "--quiet"]) == 1
+    assert main(["check", "--threads", "3", "--impl", impl, "--examples", "100"]) == 1
     out = capsys.readouterr().out
     script = tmp_path / "counterexample.py"
     script.write_text(out[out.index("# cacheproof concurrent counterexample"):])

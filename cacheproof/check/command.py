@@ -28,12 +28,15 @@ INTERRUPTED_STATUS = 130
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
-    parser.add_argument("--examples", type=positive_integer, default=DEFAULT_EXAMPLES, help="call sequences to try")
-    parser.add_argument("--steps", type=positive_integer, default=DEFAULT_STEPS_PER_EXAMPLE, help="calls per sequence")
-    parser.add_argument("--seed", type=any_integer, default=0, help="random seed (same seed, same run)")
+    parser.add_argument("--examples", type=positive_integer, default=DEFAULT_EXAMPLES,
+                        help=f"call sequences to run to their end (default {DEFAULT_EXAMPLES}); "
+                        "with --threads, scenarios")
+    parser.add_argument("--steps", type=positive_integer, default=DEFAULT_STEPS_PER_EXAMPLE,
+                        help=f"calls per sequence, at most (default {DEFAULT_STEPS_PER_EXAMPLE})")
+    parser.add_argument("--seed", type=any_integer, default=0, help="random seed (same seed, same run; default 0)")
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
     parser.add_argument("--trace-out", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
-    parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument("--quiet", action="store_true", help="print only the verdict line, without the table and the snippet")
     parser.add_argument("--isolate", action="store_true",
                         help="run the cache in a child process: crashes and hangs become counterexamples")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
@@ -48,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ops", metavar="OP,...",
                         help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
-    parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help="with --threads: runs per scenario")
+    parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,7 +139,7 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
             {
                 "impl": args.impl,
                 "profile": args.profile + (f" + {args.semantics}" if args.semantics else ""),
-                "examples": report.examples,
+                "examples": report.examples if example is None else f"{report.examples} (the last one failed)",
                 "steps": report.steps,
                 "seconds": f"{report.seconds:.2f}",
                 "steps/s": f"{report.steps_per_second:.0f}",
@@ -148,4 +151,6 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
         print(f"conforms: {report.examples} examples, {report.steps} steps, {report.steps_per_second:.0f} steps/s")
         return
     print(f"counterexample ({len(example.calls)} calls): {example.message}")
+    if args.quiet:
+        return
     print(example.to_python(args.impl))

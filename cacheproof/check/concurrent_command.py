@@ -108,6 +108,8 @@ def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:
         f"not linearizable ({threads} thread{'s' if threads != 1 else ''}, {calls} concurrent "
         f"call{'s' if calls != 1 else ''}, prefix of {prefix}): {example.reason}"
     )
+    if quiet:
+        return
     print("observed history:")
     for line in example.history.lines():
         print(f"  {line}")

@@ -10,9 +10,11 @@ is evaluated on the step.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Hashable
 
 from hypothesis import strategies as st
+from hypothesis.errors import StopTest
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from cacheproof.check.calls import Call, ValueRecipe
@@ -41,15 +43,34 @@ BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large"
 
 
 class Tally:
-    """Counts across all examples of one run, and the calls of the latest example."""
+    """Counts across all examples of one run, and the calls of the latest example.
+
+    `examples` counts what `max_examples` (`check --examples`) counts: the call sequences that ran
+    to their end, the first failing one included. Sequences Hypothesis abandons midway because it
+    ran out of data (`discarded`) and its shrinking attempts after a failure (`shrinking`) are
+    counted apart; `steps` counts every call made.
+    """
 
     def __init__(self) -> None:
         self.examples = 0
+        self.discarded = 0
+        self.shrinking = 0
+        self.failed = False
         self.steps = 0
         self.capacity_bytes = 0
         self.calls: list[Call] = []
         self.first_divergence: tuple[int, tuple[Call, ...], str] | None = None  # (capacity, calls, message)
         self.on_example: Callable[["Tally"], None] | None = None
+
+    def example_ended(self, error: BaseException | None) -> None:
+        """Count an example that ended with `error` in flight (None: it ran all its calls)."""
+        if isinstance(error, StopTest):
+            self.discarded += 1
+        elif self.failed:
+            self.shrinking += 1
+        else:
+            self.examples += 1
+            self.failed = error is not None
 
 
 class CacheMachine(RuleBasedStateMachine):
@@ -67,7 +88,6 @@ class CacheMachine(RuleBasedStateMachine):
         self.cache: Any = None
         self.capacity = 0
         tally = type(self).tally
-        tally.examples += 1
         tally.calls = []
         if tally.on_example is not None:
             tally.on_example(tally)
@@ -78,6 +98,9 @@ class CacheMachine(RuleBasedStateMachine):
         self.spec = CacheSpec(capacity, type(self).semantics)
         self.cache = type(self).factory(capacity)
         self.tally.capacity_bytes = capacity
+
+    def teardown(self) -> None:
+        self.tally.example_ended(sys.exc_info()[1])  # Hypothesis calls teardown in a `finally`
 
     # Rules --------------------------------------------------------------------------------
 

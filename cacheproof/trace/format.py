@@ -63,8 +63,11 @@ def parse_trace(text: str, source: str = "<trace>") -> Trace:
     if not numbered:
         raise TraceFormatError(f"{source}: empty trace, expected a header line")
     number, line = numbered[0]
-    header = _json_object(line, source, number)
-    capacity_bytes, version = _header(header, source, number)
+    try:
+        header = _json_object(line, source, number)
+        capacity_bytes, version = _header(header, source, number)
+    except TraceFormatError as error:
+        raise TraceFormatError(_what_else_it_is(text, source) or str(error)) from None
     profile, semantics, operations = _checked_under(header, f"{source} line {number}")
     calls = tuple(_traced_call(_json_object(line, source, number), source, number) for number, line in numbered[1:])
     for number, traced in zip((number for number, _ in numbered[1:]), calls):
@@ -73,6 +76,28 @@ def parse_trace(text: str, source: str = "<trace>") -> Trace:
                 f"{source} line {number}: {traced.call.op} is outside the trace's ops ({','.join(operations)})"
             )
     return Trace(capacity_bytes, calls, version, profile, semantics, operations)
+
+
+def _what_else_it_is(text: str, source: str) -> str | None:
+    """What a file without a trace header is, when it is one JSON document rather than JSON lines:
+    a `cacheproof check --json` report (say what to write instead), another --json report, or any
+    other document. None when it is not one JSON document (the line-by-line message stands)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict) and {"ok", "examples", "counterexample"} <= set(data):
+        return (f"{source}: this is a `cacheproof check --json` report, not a trace; to replay its "
+                "counterexample, rerun the same check with `--trace-out PATH` and replay PATH (docs/traces.md)")
+    if isinstance(data, dict) and {"ok", "threads", "scenarios"} <= set(data):
+        return (f"{source}: this is a `cacheproof check --threads --json` report, not a trace; a concurrent "
+                "counterexample is rerun with the script `check --threads` prints (docs/concurrency.md)")
+    if isinstance(data, dict) and "ok" in data:
+        return f"{source}: this is a cacheproof --json report, not a trace (a trace is JSON lines; docs/traces.md)"
+    if len(text.strip().splitlines()) > 1:
+        return (f"{source}: one JSON document over several lines, not a trace: a trace has one JSON object "
+                f"per line, the first {{\"cacheproof_trace\": {TRACE_FORMAT}, ...}} (docs/traces.md)")
+    return None
 
 
 def _json_object(line: str, source: str, number: int) -> dict:

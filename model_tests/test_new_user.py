@@ -1,0 +1,110 @@
+"""Messages a new user meets (issue 11): each says what is the matter, not something else."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cacheproof.spec import CacheSpec
+from hypothesis.configuration import storage_directory
+
+from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
+from cacheproof.cli import main
+from model_tests.broken_caches import ClearDropsBusyEntries
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKEN = "model_tests.broken_caches"
+
+
+def test_docs_check_outside_a_clone_says_there_are_no_docs_here(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["docs", "--check"]) == 2
+    out, err = capsys.readouterr()
+    assert "no folder 'docs' here" in err and "root of a cacheproof clone" in err
+    assert "out of date" not in out + err
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("a project of one's own\n")
+    assert main(["docs", "--check"]) == 2
+    out, err = capsys.readouterr()
+    assert "'docs' holds none of invariants.md, lifecycle.md" in err and "out of date" not in out + err
+
+
+def test_docs_check_in_the_clone_still_reports_a_stale_document(tmp_path, capsys):
+    (tmp_path / "invariants.md").write_text("stale\n")
+    assert main(["docs", "--check", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"out of date: {tmp_path / 'invariants.md'}" in out and f"out of date: {tmp_path / 'lifecycle.md'}" in out
+
+
+def test_replay_of_a_check_report_says_it_is_a_report_and_what_to_replay(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    assert main(["check", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--steps", "10", "--json", str(report), "--quiet"]) == 1
+    capsys.readouterr()
+    assert main(["replay", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert "this is a `cacheproof check --json` report, not a trace" in err and "--trace-out" in err
+    assert "not JSON" not in err
+    report.write_text(json.dumps(json.loads(report.read_text())))  # the same report on one line
+    assert main(["replay", str(report)]) == 2
+    assert "`cacheproof check --json` report" in capsys.readouterr().err
+
+
+def test_replay_of_another_json_document_says_a_trace_is_json_lines(tmp_path, capsys):
+    path = tmp_path / "pretty.json"
+    path.write_text(json.dumps({"capacity_bytes": 8, "calls": []}, indent=2))
+    assert main(["replay", str(path)]) == 2
+    assert "one JSON document over several lines, not a trace" in capsys.readouterr().err
+
+
+def test_quiet_prints_only_the_verdict_line(capsys):
+    argv = ["check", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--examples", "50", "--steps", "10"]
+    assert main([*argv, "--quiet"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("counterexample ("), lines
+    assert main(argv) == 1
+    assert "# cacheproof counterexample" in capsys.readouterr().out  # without --quiet the snippet is there
+
+
+def test_examples_counts_what_the_flag_asks_for():
+    """Seed 0 draws 31 sequences for 30 examples of 100 steps: Hypothesis abandons one midway."""
+    report = run_check(CacheSpec, examples=30, steps_per_example=100, seed=0)
+    assert report.ok and report.examples == 30
+    failing = run_check(ClearDropsBusyEntries, examples=30, steps_per_example=10)
+    assert not failing.ok and 1 <= failing.examples <= 30  # the sequences up to and with the first failure
+
+
+def test_check_help_gives_the_defaults(capsys):
+    assert main(["check", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {DEFAULT_EXAMPLES})" in text and f"(default {DEFAULT_STEPS_PER_EXAMPLE})" in text
+    assert "--quiet print only the verdict line, without the table and the snippet" in text
+
+
+def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    environment = {name: value for name, value in os.environ.items() if name != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    environment.update(PYTHONPATH=str(ROOT), **env)
+    return subprocess.run([sys.executable, "-m", "cacheproof", *args], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_check_leaves_no_hypothesis_folder_in_the_current_folder(tmp_path):
+    done = _cli(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_keeps_the_storage_folder_the_user_chose(tmp_path):
+    chosen = tmp_path / "storage"
+    done = _cli(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path,
+                HYPOTHESIS_STORAGE_DIRECTORY=str(chosen))
+    assert done.returncode == 0, done.stderr
+    assert chosen.is_dir() and [path.name for path in tmp_path.iterdir()] == ["storage"]
+
+
+def test_check_in_process_restores_hypothesis_storage(capsys):
+    before = storage_directory().home_directory
+    assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "2", "--quiet"]) == 0
+    assert storage_directory().home_directory == before
