@@ -11,7 +11,8 @@ translation, each with its rule stated in its docstring:
   and message);
 - state: `snapshot_from_table` (snapshot() from a peer's internal ordered table) and
   `stats_from_snapshot` (stats() from that snapshot);
-- sizes: `SizeUnit` (sizes a peer counts in slots, tokens or pages, as bytes);
+- sizes and values: `SizeUnit` (sizes a peer counts in slots, tokens or pages, as bytes) and
+  `as_tensor`/`make_tensor` (the checker's values as the torch tensors a peer takes);
 - references: `References` (a peer that refers to holders by request id gets one per acquire).
 
 docs/adapters.md walks through an adapter built from them. Only `cacheproof.spec` is imported:
@@ -235,6 +236,33 @@ class SizeUnit:
         if size is None:
             raise InvalidArgumentError(f"{'' if key is None else repr(key) + ': '}{type(value).__name__} has no size")
         return self.units(size, key)
+
+
+def as_tensor(value: Any) -> Any:
+    """`value` as a torch tensor with the same bytes: a tensor as it is; bytes, bytearray, memoryview
+    or a numpy array (the checker's oversized stand-in values) as a new uint8 tensor of those bytes.
+
+    Rule: the size is kept (value_size of the result equals value_size of the value), so a peer
+    that sizes by numel x element_size sees the size the spec sees. torch is imported on first use.
+    """
+    import numpy
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        array = numpy.frombuffer(bytes(value), dtype=numpy.uint8)
+    else:
+        array = numpy.asarray(value).reshape(-1).view(numpy.uint8)
+    return torch.from_numpy(array.copy())
+
+
+def make_tensor(nbytes: int, tag: int) -> Any:
+    """The checker's value recipe (nbytes, tag) as a uint8 torch tensor filled with tag % 256: an
+    adapter's `make_value` for a peer that stores tensors."""
+    import torch
+
+    return torch.full((nbytes,), tag % 256, dtype=torch.uint8)
 
 
 # References ---------------------------------------------------------------------------------------

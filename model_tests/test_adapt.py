@@ -180,3 +180,19 @@ def test_references_give_distinct_ids_and_return_the_latest():
     assert refs.give_back("j") is None
     refs.forget()
     assert refs.count("k") == 0
+
+
+def test_as_tensor_keeps_bytes_and_size():
+    import numpy
+    import torch
+
+    from cacheproof.adapt import as_tensor, make_tensor
+    from cacheproof.check.values import storage_free_value
+    from cacheproof.spec.values import value_size
+
+    tensor = make_tensor(3, 258)
+    assert tensor.dtype == torch.uint8 and tensor.tolist() == [2, 2, 2]
+    assert as_tensor(tensor) is tensor
+    assert as_tensor(b"ab").tolist() == [97, 98] and value_size(as_tensor(b"")) == 0
+    assert value_size(as_tensor(storage_free_value(9))) == 9
+    assert value_size(as_tensor(numpy.zeros(2, dtype=numpy.float32))) == 8

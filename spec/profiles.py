@@ -46,6 +46,12 @@ PROFILES: dict[str, Profile] = {
             "plain LRU: TensorRT-LLM upstream TensorLRUCache, SGLang MultiModalStaticCache",
         ),
         Profile(
+            "sglang-mm-cache",
+            Semantics(put_present="keep", put_too_large="false", get_missing="none", argument_checks="trusted"),
+            ("put", "get", "pop", "clear", "contains"),
+            "SGLang MultiModalStaticCache (set of a present hash keeps the old embedding)",
+        ),
+        Profile(
             "vllm-encoder-cache",
             Semantics(
                 release_missing="noop",
