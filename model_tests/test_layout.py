@@ -1,7 +1,7 @@
 """The repository stands alone and its folders show the architecture.
 
 - No tracked file points outside the repository (the old `../shared/` contract, a build machine's
-  absolute path).
+  absolute path), and no document cites results under /tmp/.
 - cacheproof/ keeps at most 8 modules at its top; everything else lives in the subpackage of its role.
 - Lower layers never import higher ones: spec/ imports nothing of cacheproof outside spec/, impl/
   only the spec, check/ neither trace/ nor prove/ nor docs/, trace/ and prove/ not docs/, trace/ not
@@ -58,6 +58,17 @@ def test_no_tracked_file_points_outside_the_repository() -> None:
             continue
         text = path.read_text(errors="replace")
         offenders += [f"{path.relative_to(ROOT)}: {marker}" for marker in outside if marker in text]
+    assert offenders == []
+
+
+def test_no_document_cites_a_temporary_folder() -> None:
+    """Results a document cites must be in the repository, not in a /tmp/ no one else has."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _tracked_files() if path.suffix == ".md"
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1)
+        if "/tmp/" in line or "/var/tmp/" in line
+    ]
     assert offenders == []
 
 
