@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from cacheproof.settings import scratch_storage
 
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    shadow = shadowing_folder(Path.cwd())
+    if shadow is not None:
+        print(f"cacheproof: warning: {shadow_warning(shadow)}", file=sys.stderr)
     module_name = _SUBCOMMANDS[args.command][0]
     try:
         with scratch_storage():  # no .hypothesis/ left in the user's folder
@@ -75,6 +79,27 @@ def _discard_output() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, sys.stdout.fileno())
     os.close(null)
+
+
+def shadowing_folder(folder: Path) -> Path | None:
+    """`folder/cacheproof` when it is a folder without __init__.py (a clone of cacheproof, say).
+
+    A script run in `folder` imports it as an empty namespace package instead of the installed
+    cacheproof: an editable install's finder is asked only after the folders on sys.path, which
+    start with the script's own. Nothing of cacheproof runs in that script's `import cacheproof`,
+    so the warning can only come from here (and README's Troubleshooting).
+    """
+    candidate = folder / "cacheproof"
+    return candidate if candidate.is_dir() and not (candidate / "__init__.py").exists() else None
+
+
+def shadow_warning(shadow: Path) -> str:
+    return (
+        f"{shadow} has no __init__.py, so a Python script run in this folder imports it as an empty "
+        "namespace package instead of the installed cacheproof (\"module 'cacheproof' has no attribute "
+        "'monitor'\"); run scripts from another folder, rename that folder, or install with "
+        "`pip install -e . --config-settings editable_mode=strict` (README: Troubleshooting)"
+    )
 
 
 def _users_error(command: str, error: Exception) -> int:

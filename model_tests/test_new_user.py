@@ -108,3 +108,35 @@ def test_check_in_process_restores_hypothesis_storage(capsys):
     before = storage_directory().home_directory
     assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "2", "--quiet"]) == 0
     assert storage_directory().home_directory == before
+
+
+def test_the_command_warns_in_a_folder_where_cacheproof_would_be_a_namespace_package(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["profiles"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    (tmp_path / "cacheproof").mkdir()
+    assert main(["profiles"]) == 0
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'cacheproof'} has no __init__.py" in err and "empty namespace package" in err
+    assert "editable_mode=strict" in err
+    (tmp_path / "cacheproof" / "__init__.py").write_text("")  # a regular package: no namespace, no warning
+    assert main(["profiles"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_script_beside_an_empty_cacheproof_folder_gets_the_namespace_package(tmp_path):
+    """What README's Troubleshooting describes, seen from the script: the folder wins over an
+    install found by a finder (editable), and loses to a regular package on sys.path."""
+    (tmp_path / "cacheproof").mkdir()
+    script = (
+        "import os, sys\n"
+        "regular = [p for p in sys.path[1:] if os.path.isfile(os.path.join(p, 'cacheproof', '__init__.py'))]\n"
+        "import cacheproof\n"
+        "print(bool(regular), getattr(cacheproof, '__file__', None) is not None, hasattr(cacheproof, 'monitor'))\n"
+    )
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    regular, has_file, has_monitor = done.stdout.split()
+    assert has_file == has_monitor == regular, done.stdout
