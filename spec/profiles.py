@@ -43,7 +43,7 @@ PROFILES: dict[str, Profile] = {
             "plain-lru",
             Semantics(put_present="replace", put_too_large="false", get_missing="none", argument_checks="trusted"),
             ("put", "get", "pop", "clear", "contains"),
-            "plain LRU: TensorRT-LLM upstream TensorLRUCache, SGLang MultiModalStaticCache",
+            "plain byte LRU: TensorRT-LLM upstream TensorLRUCache",
         ),
         Profile(
             "sglang-mm-cache",
