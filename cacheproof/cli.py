@@ -38,6 +38,14 @@ _MOVED = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # pressed before the command started (while its modules load)
+        print("cacheproof: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in _MOVED:
         print(f"cacheproof {argv[0]}: {_MOVED[argv[0]]}", file=sys.stderr)

@@ -45,9 +45,17 @@ class Progress:
         self._bar.update(self._task, completed=min(done, self._bar.tasks[0].total or done), detail=f"{steps} steps, {steps / elapsed:.0f} steps/s")
 
 
+class _PlainPipeConsole(Console):
+    """A console whose closed output pipe raises BrokenPipeError, as print() does (rich exits 1,
+    the status of a counterexample); `cacheproof.cli` turns it into its closed-output status."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError("the output pipe was closed")
+
+
 def summary_table(title: str, rows: dict[str, Any]) -> None:
     """Print a two-column table of results to stdout."""
     table = Table(title=title, show_header=False)
     for name, value in rows.items():
         table.add_row(name, str(value))
-    Console().print(table)
+    _PlainPipeConsole().print(table)

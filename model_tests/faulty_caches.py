@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from cacheproof.spec import CacheSpec
+from model_tests.racy_caches import LockedCacheSpec
 
 _NEVER = threading.Event()
 """Never set: waiting on it is a deadlock (bounded at 10 minutes so a test process can still end)."""
@@ -164,6 +165,51 @@ class GetReturnsUncomparable(CacheSpec):
     def get(self, key):
         super().get(key)
         return _Uncomparable()
+
+
+class LockedSnapshotRaises(LockedCacheSpec):
+    """The correctly locked spec (for every mode, --threads too) whose snapshot() raises on a
+    non-empty cache: a fault found at the first call, so a test can afford it in every mode."""
+
+    def snapshot(self):
+        if super().__len__():
+            raise RuntimeError("snapshot lost its iterator")
+        return super().snapshot()
+
+
+class LockedStatsRaises(LockedCacheSpec):
+    """The locked spec whose stats() raises on a non-empty cache."""
+
+    def stats(self):
+        if super().__len__():
+            raise ValueError("pinned counter out of sync")
+        return super().stats()
+
+
+class LockedLenRaises(LockedCacheSpec):
+    """The locked spec whose len() raises on a non-empty cache."""
+
+    def __len__(self):
+        count = super().__len__()
+        if count:
+            raise OverflowError("entry count overflowed")
+        return count
+
+
+class LockedContainsRaises(LockedCacheSpec):
+    """The locked spec whose `in` raises on a non-empty cache."""
+
+    def __contains__(self, key):
+        if super().__len__():
+            raise RuntimeError("lookup table corrupted")
+        return super().__contains__(key)
+
+
+class LockedMakeValueRaises(LockedCacheSpec):
+    """The locked spec whose make_value always raises."""
+
+    def make_value(self, nbytes, tag):
+        raise MemoryError(f"cannot allocate {nbytes} bytes")
 
 
 class NoEvict:

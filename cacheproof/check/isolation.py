@@ -32,7 +32,7 @@ from typing import Any
 from cacheproof.check.calls import OPERATIONS
 from cacheproof.check.differential import STATS_FIELDS, normalize_snapshot
 from cacheproof.check.faults import CacheFault, StopRequested, UsageAbort, UserCodeError, one_line, user_traceback
-from cacheproof.check.guarded_call import Watch, contains_code, fault_message
+from cacheproof.check.guarded_call import Watch, contains_code, fault_message, nth_call
 from cacheproof.check.values import value_for, values_equal
 
 _CALLED = frozenset(OPERATIONS) - {"contains"}
@@ -100,6 +100,7 @@ def _serve(connection: Any, impl: str) -> None:
     connection.send(("ready",))
     cache: Any = None
     made: list[tuple[Any, tuple[int, int]]] = []
+    built = 0
     while True:
         try:
             request = connection.recv()
@@ -108,13 +109,15 @@ def _serve(connection: Any, impl: str) -> None:
         kind = request[0]
         if kind == "new":
             made = []
+            built += 1
             try:
                 cache = factory(request[1])
             except BaseException as error:  # the factory's failure is reported, not raised here
-                connection.send(("usage", f"{impl}({request[1]}) raised {one_line(error)}", user_traceback(error)))
+                message = f"{impl}({request[1]}) raised {one_line(error)}{nth_call(built)}"
+                connection.send(("usage", message, user_traceback(error)))
                 continue
             if cache is None:
-                connection.send(("usage", f"{impl}({request[1]}) returned None", ""))
+                connection.send(("usage", f"{impl}({request[1]}) returned None{nth_call(built)}", ""))
                 continue
             views = tuple(name for name in _INSPECTIONS + ("make_value",) if callable(getattr(cache, name, None)))
             connection.send(("made", views, tuple(missing_operations(cache)), type(cache).__name__))

@@ -21,7 +21,7 @@ from cacheproof.check.calls import Call, ValueRecipe, to_json, to_python
 from cacheproof.check.differential import Outcome, normalize_snapshot, outcome_difference, run_spec_call
 from cacheproof.check.factories import FactoryError, load_factory, probe_factory
 from cacheproof.check.fault_search import first_failure
-from cacheproof.check.faults import CacheFault, UsageAbort
+from cacheproof.check.faults import CacheFault, UsageAbort, UserCodeError
 from cacheproof.check.flag_types import positive_seconds
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
 from cacheproof.check.output_paths import first_problem, write_atomically
@@ -166,7 +166,11 @@ def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayD
     calls = recorded_calls(trace)
     lockstep = Lockstep(factory, trace.capacity_bytes, trace.semantics)
     for traced in trace.calls:
-        expected, actual = lockstep.step(traced.call)
+        try:
+            expected, actual = lockstep.step(traced.call)
+        except UserCodeError as error:  # the cache's make_value failed making the call's value
+            message = f"{error}, making a value for {to_python(traced.call)}"
+            return ReplayDivergence(lockstep.steps + 1, traced.call, SPEC, "the call is made", message, message, (), None)
         found = _step_divergence(lockstep, traced, expected, actual)
         if found is not None:
             return _earliest(lockstep, calls, found)
