@@ -293,6 +293,7 @@ WAIVED_BY_PROFILE = {
     "contract": set(),
     "trtllm-tensor-lru": {"I5"},  # put replaces an idle entry that need not be the oldest
     "plain-lru": {"I5"},
+    "sglang-mm-cache": set(),  # a put of a present key keeps the old entry: nothing is removed
     "vllm-encoder-cache": {"I5"},  # clear drops reservations and in-use entries
 }
 
