@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
+import torch  # noqa: F401  (imported with the module: a first import inside a timed call can exceed its timeout)
+
 from cacheproof.adapt import as_tensor, make_tensor, snapshot_from_table
 from cacheproof.spec import CacheStats, EntryView
 

@@ -1,15 +1,16 @@
 """TensorRT-LLM's TensorLRUCache with reservations (the design of PR #17876, seed 003), from its
 public description, held to the `trtllm-tensor-lru` profile.
 
-The design differs from the contract in four deliberate ways (docs/profiles.md):
+The design differs from the contract in five deliberate ways (docs/profiles.md):
 - `put` of a present idle key replaces its value (the entry becomes newest);
+- `put` of a tensor larger than the whole cache returns False, changing nothing;
 - `get` of an absent or RESERVED key returns None (`get` and `pop` of a missing key);
 - sizes and flags are trusted, not type-checked;
 - a reservation hit (`acquire` of a RESERVED key, an in-flight dedup) does not move the entry to
   newest; a READY hit and `get` do.
 Everything else (states, reference counts, retain flags, LRU eviction of idle READY entries at
 commit/put, the protected-bytes limit on reservations) is the contract's, so it starts from
-`MinimalCache` and overrides only those four.
+`MinimalCache` and overrides only those five.
 
     cacheproof check --impl examples.trtllm_tensor_lru_cache:TrtllmTensorLRUCache --profile trtllm-tensor-lru
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from cacheproof.spec import Acquired, EntryState, WrongStateError, arguments
+from cacheproof.spec import Acquired, EntryState, WrongStateError
 from cacheproof.spec.values import value_size
 from examples.minimal_cache import MinimalCache, _Entry
 
@@ -37,7 +38,8 @@ class TrtllmTensorLRUCache(MinimalCache):
 
     def put(self, key: Hashable, value: Any) -> bool:
         size = value_size(value)
-        arguments.check_put_size(key, size, self.capacity_bytes)  # an oversized tensor raises TooLargeError
+        if size > self.capacity_bytes:
+            return False  # refused before anything is looked at
         present = self._entries.get(key)
         if present is None:
             return super().put(key, value)

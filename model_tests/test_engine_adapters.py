@@ -17,9 +17,14 @@ from model_tests import engine_stand_ins
 BUDGET = 60
 
 
-def check(factory, profile: str):
+def check(factory, profile: str, operations: tuple[str, ...] | None = None):
     chosen = profile_named(profile)
-    return run_check(factory, examples=BUDGET, seed=0, semantics=chosen.semantics, operations=chosen.operations)
+    return run_check(factory, examples=BUDGET, seed=0, semantics=chosen.semantics,
+                     operations=operations or chosen.operations)
+
+
+RESERVING_OPS = ("acquire", "commit", "put", "get", "release", "clear", "contains")
+"""The operations TensorRT-LLM's reserving TensorLRUCache has (examples/trtllm_reserving_adapter.py)."""
 
 
 def installed(module: str) -> bool:
@@ -35,13 +40,15 @@ def installed(module: str) -> bool:
         ("tensorrt_llm", "examples.trtllm_adapter:factory", "plain-lru"),
         ("vllm", "examples.vllm_adapter:factory", "vllm-encoder-cache"),
         ("sglang", "examples.sglang_adapter:factory", "sglang-mm-cache"),
+        ("tensorrt_llm", "examples.trtllm_reserving_adapter:factory", "trtllm-tensor-lru"),
     ],
 )
 def test_the_real_class(package, impl, profile, capsys):
     if not installed(package):
         pytest.skip(f"{package} is not installed here; the stand-in tests below "
                     f"run the same adapter code")
-    status = main(["check", "--impl", impl, "--profile", profile, "--examples", str(BUDGET), "--quiet"])
+    ops = ["--ops", ",".join(RESERVING_OPS)] if "reserving" in impl else []
+    status = main(["check", "--impl", impl, "--profile", profile, *ops, "--examples", str(BUDGET), "--quiet"])
     out = capsys.readouterr().out
     assert status in (0, 1), out
     if package == "sglang":  # the oversized set that evicts everything, unless a release fixed it
@@ -99,3 +106,11 @@ def test_under_plain_lru_the_sglang_design_difference_shows_instead():
     example = check(engine_stand_ins.sglang_fixed_stand_in, "plain-lru").counterexample
     assert example is not None
     assert any(call.op == "put" and call.args[0] == example.calls[-1].args[0] for call in example.calls[:-1])
+
+
+def test_trtllm_reserving_adapter_finds_the_put_that_evicts_itself_first_and_the_fix_conforms():
+    example = check(engine_stand_ins.trtllm_reserving_stand_in, "trtllm-tensor-lru", RESERVING_OPS).counterexample
+    assert example is not None and example.calls[-1].op == "put"
+    assert "spec returns False; this cache returns True" in example.message
+    fixed = check(engine_stand_ins.trtllm_reserving_fixed_stand_in, "trtllm-tensor-lru", RESERVING_OPS)
+    assert fixed.ok, fixed.counterexample and fixed.counterexample.message

@@ -32,6 +32,7 @@ PROFILES: dict[str, Profile] = {
             "trtllm-tensor-lru",
             Semantics(
                 put_present="replace",
+                put_too_large="false",
                 get_missing="none",
                 argument_checks="trusted",
                 refresh_on=frozenset({"ready_hit", "get"}),
