@@ -113,6 +113,21 @@ class SnapshotRaises(CacheSpec):
         return super().snapshot()
 
 
+class SnapshotReturnsCount(CacheSpec):
+    """snapshot() of a non-empty cache returns the entry count instead of the entries."""
+
+    def snapshot(self):
+        entries = super().snapshot()
+        return len(entries) if entries else entries
+
+
+class StatsReturnsNone(CacheSpec):
+    """stats() of a non-empty cache returns None (a binding that drops the C struct)."""
+
+    def stats(self):
+        return super().stats() if not super().__len__() else None
+
+
 class StatsRaises(CacheSpec):
     """stats() raises once an entry is pinned (a counter read under a lock it does not hold)."""
 

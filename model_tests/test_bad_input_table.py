@@ -357,3 +357,12 @@ def test_a_closed_output_pipe_exits_141_with_the_report_files_written(tmp_path):
     assert "Traceback" not in error and "Exception ignored" not in error, error
     assert process.returncode == CLOSED_OUTPUT, error
     assert json.loads(report.read_text())["ok"] is True, "the report is complete"
+
+
+def test_python_m_cacheproof_bench_is_the_bench_command():
+    """`python -m cacheproof.bench` (the form docs/ cite) reports like `cacheproof bench`."""
+    finished = subprocess.run([sys.executable, "-m", "cacheproof.bench", "cache", "--examples", "abc"], cwd=REPOSITORY,
+                              capture_output=True, text=True, timeout=120)
+    assert_no_internal_traceback(finished.stdout + finished.stderr)
+    assert finished.returncode == USAGE
+    assert "cacheproof bench cache: error: argument --examples: must be an integer >= 1, got 'abc'" in finished.stderr

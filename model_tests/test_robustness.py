@@ -20,6 +20,7 @@ import pytest
 from cacheproof.check import output_paths
 from cacheproof.check.calls import Call, ValueRecipe
 from cacheproof.check.record import spec_trace, trace_text
+from cacheproof.check.run import Counterexample
 from cacheproof.check.output_paths import OutputPathError, write_atomically
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
@@ -104,6 +105,8 @@ FOUND = [
     ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
     ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
     ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s, after cache.", ""),
+    ("SnapshotReturnsCount", "snapshot() returned 1, which is not a list of entries with key, state", ", after cache."),
+    ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
     ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
 ]
@@ -149,6 +152,15 @@ def test_the_snippet_of_a_hang_hangs(capsys):
 def test_the_snippet_of_an_exit_exits(capsys):
     _, output = run_main(["check", "--impl", f"{FAULTY}:PopExits", "--call-timeout", "0.5"], capsys)
     assert _run_snippet(_snippet(output), timeout=60).returncode == 3
+
+
+def test_the_snippet_of_a_malformed_result_prints_it():
+    calls = [Call("put", (1, ValueRecipe(1, 0)))]
+    snippet = Counterexample(8, tuple(calls), "stats() returned None, which has no field capacity_bytes, after "
+                             "cache.put(1, value_for(cache, 1, 0))", (None,)).to_python(f"{FAULTY}:StatsReturnsNone")
+    assert snippet.rstrip().endswith("print(cache.stats())  # <- returns what the contract does not allow"), snippet
+    run = _run_snippet(snippet, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip().splitlines()[-1] == "None", run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("name, error, ending", [
@@ -242,6 +254,7 @@ ISOLATED = [
     ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
+    ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
 ]
 
 
@@ -326,3 +339,48 @@ def test_an_exception_from_cacheproofs_own_code_is_not_hidden():
         any_integer("x")
     with pytest.raises(type(caught.value)):
         _users_error("check", caught.value)
+
+
+def test_shrinking_a_hang_stops_when_its_time_budget_runs_out(monkeypatch):
+    """Each attempt that hangs costs a whole call timeout; shrinking stops at its budget, and so
+    takes at most the budget plus one attempt, with the shortest failing sequence found so far."""
+    from cacheproof.check import fault_search
+    from cacheproof.check.fault_search import HANG, Failure, shrink_failure
+
+    clock = [0.0]
+    monkeypatch.setattr(fault_search.time, "monotonic", lambda: clock[0])
+    attempts = []
+
+    def attempt(candidate):  # every candidate still hangs at its last call, after a 1 s timeout
+        attempts.append(len(candidate))
+        clock[0] += 1.0
+        return Failure(len(candidate) - 1, "cache.evict(1) did not return within 1 s", HANG)
+
+    calls = [Call("put", (key, ValueRecipe(1, 0))) for key in range(64)]
+    shrunk, found, cut_short = shrink_failure(attempt, calls, Failure(63, "hang", HANG), seconds=5.0)
+    assert cut_short and found.kind == HANG
+    assert len(attempts) <= 6 and clock[0] <= 5.0 + 1.0, "the budget plus at most one attempt"
+    assert len(shrunk) < len(calls), "what was shrunk before the budget ran out is kept"
+
+    clock[0], attempts[:] = 0.0, []
+    shrunk, _, cut_short = shrink_failure(attempt, calls, Failure(63, "hang", HANG), seconds=1000.0)
+    assert not cut_short and len(shrunk) == 1, "with time enough, the hang shrinks to the one call"
+
+
+def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsys):
+    import cacheproof.check.concurrent_command as concurrent_command
+
+    seen = {}
+    real = concurrent_command.run_concurrent_check
+
+    def recording(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent_command, "run_concurrent_check", recording)
+    argv = ["check", "--threads", "2", "--impl", "model_tests.racy_caches:ReentersItsLock", "--call-timeout", "0.3",
+            "--examples", "50", "--quiet"]
+    status, output = run_main(argv, capsys)
+    assert status == 1, output
+    assert seen["timeout"] == 0.3
+    assert "never returned from cache.release(" in output and "a deadlock" in output

@@ -1,12 +1,7 @@
-import argparse
+"""`python -m cacheproof.bench KIND ...`: the same as `cacheproof bench KIND ...` (statuses, messages)."""
+
 import sys
 
-from cacheproof.bench import add_arguments, run
+from cacheproof.cli import main
 
-_parser = argparse.ArgumentParser(prog="python -m cacheproof.bench")
-add_arguments(_parser)
-try:
-    sys.exit(run(_parser.parse_args()))
-except KeyboardInterrupt:
-    print("cacheproof bench: interrupted", file=sys.stderr)
-    sys.exit(130)
+sys.exit(main(["bench", *sys.argv[1:]]))

@@ -18,6 +18,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.faults import UsageAbort
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
@@ -73,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof bench cache: {problem}", file=sys.stderr)
         return 2
-    figures = {name: {mode: _measure(name, mode, args.examples, args.seed) for mode in MODES} for name in CACHES}
+    try:
+        figures = {name: {mode: _measure(name, mode, args.examples, args.seed) for mode in MODES} for name in CACHES}
+    except UsageAbort as abort:  # a cache that could not be built (in its child process, say)
+        print(f"cacheproof bench cache: {abort.message}", file=sys.stderr)
+        return 2
     for name, by_mode in figures.items():
         bare = by_mode["bare machine"]["steps_per_second"]
         for figure in by_mode.values():

@@ -8,7 +8,7 @@ import threading
 from typing import Any, Hashable, Iterable, NamedTuple
 
 from cacheproof.check.calls import Call, invoke, to_python
-from cacheproof.check.faults import CONTROL_EXCEPTIONS, UserCodeError
+from cacheproof.check.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError
 from cacheproof.spec import CacheError
 from cacheproof.spec.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.semantics import CONTRACT
@@ -97,17 +97,36 @@ def state_difference(spec: Any, cache: Any, keys: Iterable[Hashable]) -> str | N
             return f"{key!r} in cache: spec {key in spec}, this cache {key in cache}"
     if hasattr(cache, "stats"):
         expected, actual = spec.stats(), cache.stats()
+        stats_fields(actual)
         for field in STATS_FIELDS:
             if getattr(actual, field) != getattr(expected, field):
                 return f"stats().{field}: spec {getattr(expected, field)}, this cache {getattr(actual, field)}"
     if hasattr(cache, "snapshot"):
         order, flags = spec.semantics.snapshot_order, spec.semantics.transient_entries
         expected_entries = comparable_snapshot(normalize_snapshot(spec.snapshot()), order, flags)
-        actual_entries = comparable_snapshot(normalize_snapshot(cache.snapshot()), order, flags)
+        actual_entries = comparable_snapshot(snapshot_entries(cache.snapshot()), order, flags)
         if actual_entries != expected_entries:
             level = "" if order == "full" else f" ({order} order)"
             return f"snapshot(){level}: spec {expected_entries}, this cache {actual_entries}"
     return None
+
+
+def stats_fields(result: Any) -> dict:
+    """A cache's stats() result as {field: value}; `MalformedResult` when a field of the contract is missing."""
+    for field in STATS_FIELDS:
+        if not hasattr(result, field):
+            raise MalformedResult("stats()", result, f"which has no field {field}")
+    return {field: getattr(result, field) for field in STATS_FIELDS}
+
+
+def snapshot_entries(result: Any) -> tuple:
+    """A cache's snapshot() result normalized; `MalformedResult` when it is not entries with the contract's fields."""
+    try:
+        return normalize_snapshot(result)
+    except Exception as error:  # noqa: BLE001 - any shape the user's snapshot() returns is reported
+        raise MalformedResult(
+            "snapshot()", result, f"which is not a list of entries with key, state, refcount, nbytes, retain ({error})"
+        ) from None
 
 
 def comparable_snapshot(entries: tuple, order: str, retain_flags: bool = True) -> tuple:

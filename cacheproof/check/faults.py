@@ -41,6 +41,19 @@ class UserCodeError(Exception):
         return f"{self.where} raised {type(self.error).__name__}: {self.error}"
 
 
+class MalformedResult(UserCodeError):
+    """`where` (e.g. "stats()") returned `result`, which is not what the contract says it returns (`problem`)."""
+
+    def __init__(self, where: str, result: object, problem: str) -> None:
+        super().__init__(where, TypeError(problem))
+        self.result = result
+        self.problem = problem
+
+    def __str__(self) -> str:
+        text = repr(self.result)
+        return f"{self.where} returned {text if len(text) <= 60 else text[:57] + '...'}, {self.problem}"
+
+
 class UsageAbort(BaseException):
     """A usage error found while running: `message` (one line) and `details` (the user's traceback, or "")."""
 

@@ -30,8 +30,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from cacheproof.check.calls import OPERATIONS
-from cacheproof.check.differential import STATS_FIELDS, normalize_snapshot
-from cacheproof.check.faults import CacheFault, StopRequested, UsageAbort, UserCodeError, one_line, user_traceback
+from cacheproof.check.differential import snapshot_entries, stats_fields
+from cacheproof.check.faults import CacheFault, MalformedResult, StopRequested, UsageAbort, UserCodeError
+from cacheproof.check.faults import one_line, user_traceback
 from cacheproof.check.guarded_call import Watch, contains_code, fault_message, nth_call
 from cacheproof.check.values import value_for, values_equal
 
@@ -140,6 +141,8 @@ def _answer(cache: Any, made: list, request: tuple) -> tuple:
         else:
             result = getattr(cache, name)(*args, **kwargs)
         return ("result", _result_data(name, result, made))
+    except MalformedResult as malformed:  # a stats() or snapshot() result without the contract's fields
+        return ("malformed", malformed.where, repr(malformed.result), malformed.problem)
     except BaseException as error:  # any exception at all is an outcome, reported to the checker
         if name in _OUTCOME_REQUESTS:
             return ("raised", _error_data(error))
@@ -167,9 +170,9 @@ def _made_value(cache: Any, made: list, argument: Any) -> Any:
 
 def _result_data(name: str, result: Any, made: list) -> Any:
     if name == "stats":
-        return {field: getattr(result, field) for field in STATS_FIELDS}
+        return stats_fields(result)
     if name == "snapshot":
-        return normalize_snapshot(result)
+        return snapshot_entries(result)
     if isinstance(result, enum.Enum):
         return result.name
     if isinstance(result, (bool, int, float, str, type(None))):
@@ -348,6 +351,8 @@ class IsolatedCache:
         if reply[0] == "raised":
             names, message, _ = reply[1]
             raise remote_error(names, message)
+        if reply[0] == "malformed":
+            raise MalformedResult(reply[1], _Opaque(reply[2]), reply[3])
         where, (names, message, _) = reply[1], reply[2]
         raise UserCodeError(where, remote_error(names, message))
 

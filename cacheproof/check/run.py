@@ -34,9 +34,10 @@ NONDETERMINISM_REPLAYS = 4
 _INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
 _FAILED_INSPECTION = re.compile(
     r"(?P<code>cache\.snapshot\(\)|cache\.stats\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
-    r"(?P<what>raised|did not return|killed the process)\b.*, after "
+    r"(?P<what>raised|returned|did not return|killed the process)\b.*, after "
 )
-_ENDINGS = {"raised": "raises", "did not return": "does not return", "killed the process": "kills the process"}
+_ENDINGS = {"raised": "raises", "returned": "returns what the contract does not allow", "did not return": "does not return",
+            "killed the process": "kills the process"}
 
 
 def failed_inspection(message: str) -> tuple[str, str] | None:
@@ -46,7 +47,8 @@ def failed_inspection(message: str) -> tuple[str, str] | None:
     found = _FAILED_INSPECTION.match(message)
     if found is None:
         return None
-    return _INSPECTIONS.get(found["code"], found["code"]), _ENDINGS[found["what"]]
+    code = _INSPECTIONS.get(found["code"], found["code"])
+    return (f"print({code})" if found["what"] == "returned" else code), _ENDINGS[found["what"]]
 
 
 @dataclass(frozen=True)
