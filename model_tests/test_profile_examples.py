@@ -53,6 +53,8 @@ def test_a_plain_cache_is_checked_with_ops_and_no_monkeypatch(capsys):
     assert "PutGetClearCache, which lacks pop: the checked operations are --ops put,get,pop,clear" in (
         capsys.readouterr().err
     )
+    plain_lru = ["--impl", "examples.plain_lru_cache:PlainLRUCache", "--profile", "plain-lru"]
+    assert main(["check", *plain_lru, "--ops", "put,get,pop,clear", *EXAMPLES]) == 0
     # the same cache under the contract's semantics: a plain LRU replaces on put, which the contract forbids
     assert main(["check", "--impl", PLAIN, "--ops", "put,get,clear", *EXAMPLES]) == 1
 

@@ -44,6 +44,16 @@ def test_check_trace_header_records_profile_semantics_and_ops(plain_lru_trace):
     assert header["ops"] == ["put", "get", "pop", "clear", "contains"]
 
 
+def test_schema_names_the_header_fields_of_a_profile_trace(plain_lru_trace):
+    from importlib.resources import files
+
+    header_schema = json.loads(files("cacheproof.trace").joinpath("schema.json").read_text())["$defs"]["header"]
+    header = json.loads(plain_lru_trace.read_text().splitlines()[0])
+    assert set(header) <= set(header_schema["properties"]) and header_schema["additionalProperties"] is False
+    assert set(header["ops"]) <= set(header_schema["properties"]["ops"]["items"]["enum"])
+    assert all(isinstance(value, str) for value in header["semantics"].values())
+
+
 def test_check_trace_replays_with_no_flags(plain_lru_trace, capsys):
     assert main(["replay", str(plain_lru_trace), "--quiet"]) == 0
     assert main(["replay", str(plain_lru_trace), "--impl", PLAIN, "--quiet"]) == 0  # lacks reserve...: fine
