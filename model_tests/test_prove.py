@@ -380,3 +380,18 @@ def test_each_single_option_breaks_exactly_the_invariants_the_waiver_table_names
         broken = {r.invariant for r in results if not r.proved}
         assert broken == WAIVED_BY_OPTION.get(target.label, set()) == set(invariants.waivers(target.semantics)), target
         assert all(r.waived == target.label for r in results if not r.proved)
+
+
+def test_all_semantics_proves_each_target_and_writes_one_report_each(monkeypatch, capsys, tmp_path):
+    chosen = [prove.Target("contract", Semantics()), prove.Target("clear_busy=drop", Semantics(clear_busy="drop"))]
+    monkeypatch.setattr(prove, "semantic_targets", lambda: chosen)
+    report = tmp_path / "prove.json"
+    assert main(["prove", "--slots", "2", "--no-refine", "--all-semantics", "--quiet", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "== semantics: contract (the contract)" in out and "== semantics: clear_busy=drop (clear_busy=drop)" in out
+    assert "2/2 semantics proved and refined" in out
+    data = json.loads(report.read_text())
+    assert data["ok"] is True and [t["semantics"] for t in data["targets"]] == ["contract", "clear_busy=drop"]
+    waived = [r for r in data["targets"][1]["results"] if r["waived"]]
+    assert waived and all(r["invariant"] == "I5" and r["counterexample"]["semantics"] == {"clear_busy": "drop"} for r in waived)
+    assert not any(r["waived"] for r in data["targets"][0]["results"])

@@ -7,8 +7,10 @@ names contributes (e.g. commit's entry of n bytes is part of `reserved`). Evicti
 free a symbolic `evicted` number of idle bytes, constrained the way the spec's eviction stops:
 room was reached and the last evicted entry (of `last` bytes) was still needed, or every idle
 byte is gone. Outcomes that change no byte count (errors, hits, get) may happen in any state;
-the others constrain the key's entry to its byte class. Also proved here: `has_room` is monotone in the evicted bytes (lemma M), which
-makes "stop at the first room" the same as "evict exactly the idle entries that were needed".
+the others constrain the key's entry to its byte class. Also proved here: `has_room` is monotone
+in the evicted bytes (lemma M), which makes "stop at the first room" the same as "evict exactly
+the idle entries that were needed". Outcomes follow the `Semantics` given (the contract by
+default), with the per-entry model's branches.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ last-release tests, the fields of a new entry) from `steps`, both called as `rul
 guards read are summed from the slots. The invariants are stated on their own, without `steps`,
 so a wrong step cannot weaken what is proved.
 
+Every transition takes the `Semantics` the spec runs (spec/semantics.py; the contract by
+default) and branches on it in plain Python, as `CacheSpec` does: which check raises or returns,
+when eviction happens (`rules.eviction_demand`), which call moves an entry to newest
+(`Semantics.refreshes`), a new reservation's retain flag (`steps.reservation_retain`). The
+refinement check runs under the same semantics, so a branch stated here differently from the
+spec is a disagreement.
+
 Out of scope: caches with more than N entries (a reservation of a new key needs a free slot),
 values (only their sizes), and the hit/miss counters.
 """
