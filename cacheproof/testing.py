@@ -58,12 +58,16 @@ def cache_test_case(
     operations = chosen.operations if ops is None else check_operations(list(ops))
     tally = Tally()
     impl = impl_name(factory)
-    name = name or cache_name(factory)
+    name = name or _unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
     # A class name of its own gives each factory its own key in Hypothesis's example database.
     machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally, semantics=semantics, operations=operations),), {"__module__": __name__})
 
     class CacheContractTest(unittest.TestCase):
         settings: settings | None = None
+        cache_impl = impl  # "module:qualname" of the factory
+
+        def __repr__(self) -> str:  # pytest prints it as `self = ...` above a failure
+            return f"<{type(self).__qualname__} testing {impl}>"
 
         def runTest(self) -> None:
             failure = _failure(machine, type(self).settings or active_settings(steps), factory, impl, tally, semantics)
@@ -142,6 +146,19 @@ def impl_name(factory: Callable[[int], Any]) -> str:
     while isinstance(factory, functools.partial):
         factory = factory.func
     return f"{getattr(factory, '__module__', None) or 'cache'}:{getattr(factory, '__qualname__', None) or 'factory'}"
+
+
+def _unique_name(name: str, factory: Callable[[int], Any], namespace: dict) -> str:
+    """`name`, or `name` + "From" + the factory's module when the caller's module already holds a
+    test class `Test<name>` for another cache (two caches both called MyCache, say)."""
+    taken = any(
+        isinstance(value, type) and value.__name__ == f"Test{name}" and getattr(value, "cache_impl", None) != impl_name(factory)
+        for value in list(namespace.values())
+    )
+    if not taken:
+        return name
+    module = re.sub(r"\W", "", (getattr(factory, "__module__", None) or "cache").rpartition(".")[2])
+    return f"{name}From{module[:1].upper()}{module[1:]}"
 
 
 def _callers_module() -> str:

@@ -106,3 +106,16 @@ def test_contract_covers_the_command(contract):
     for field in ("ok", "examples", "steps", "seconds", "steps_per_second", "counterexample"):
         assert f"| `{field}` |" in report, field
     assert "examples/minimal_cache.py" in section(contract, "## Writing a conforming cache")
+
+
+def test_contract_gives_every_argument_check_with_its_parameters(contract):
+    import inspect
+
+    from cacheproof.spec import arguments
+
+    checks = [name for name, value in vars(arguments).items()
+              if inspect.isfunction(value) and not name.startswith("_") and value.__module__ == arguments.__name__]
+    assert len(checks) >= 7
+    for name in checks:
+        parameters = ", ".join(inspect.signature(getattr(arguments, name)).parameters)
+        assert f"| `{name}({parameters})` |" in contract, f"no row for {name}({parameters})"

@@ -4,6 +4,7 @@ under the active Hypothesis profile."""
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import os
 import re
@@ -170,3 +171,22 @@ def test_each_class_is_named_after_the_cache_it_tests(factory, expected):
     assert made.__name__ == made.__qualname__ == expected
     assert made.__module__ == __name__  # reports name the user's test file, not cacheproof.testing
     assert first.__name__ == "TestCacheSpec"
+
+
+def test_two_caches_of_the_same_name_get_test_classes_of_their_own(tmp_path, monkeypatch):
+    """A user's cache and a buggy copy of it, both classes called MyCache, in one test file."""
+    (tmp_path / "users_cache.py").write_text("from cacheproof.spec import CacheSpec\nclass MyCache(CacheSpec):\n    pass\n")
+    (tmp_path / "users_buggy.py").write_text(
+        "from model_tests.broken_caches import GetTakesReference\nclass MyCache(GetTakesReference):\n    pass\n"
+    )
+    (tmp_path / "test_users_two.py").write_text(
+        "import users_buggy, users_cache\nfrom cacheproof.testing import cache_test_case\n"
+        "TestMine = cache_test_case(users_cache.MyCache)\nTestBuggy = cache_test_case(users_buggy.MyCache)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("test_users_two", "users_cache", "users_buggy"):
+        monkeypatch.delitem(sys.modules, name, raising=False)  # removed again after the test
+    module = importlib.import_module("test_users_two")
+    assert module.TestMine.__name__ == "TestMyCache" and module.TestBuggy.__name__ == "TestMyCacheFromUsers_buggy"
+    assert repr(module.TestBuggy()) == "<TestMyCacheFromUsers_buggy testing users_buggy:MyCache>"
+    assert module.TestBuggy.__module__ == "test_users_two"
