@@ -128,6 +128,22 @@ class StatsReturnsNone(CacheSpec):
         return super().stats() if not super().__len__() else None
 
 
+class _Unprintable(RuntimeError):
+    """An error whose own str() raises (an extension's error object in a broken state)."""
+
+    def __str__(self):
+        raise ValueError("the message buffer is gone")
+
+
+class SnapshotRaisesUnprintable(CacheSpec):
+    """snapshot() of a non-empty cache raises an error that cannot even be printed."""
+
+    def snapshot(self):
+        if super().__len__():
+            raise _Unprintable()
+        return super().snapshot()
+
+
 class StatsRaises(CacheSpec):
     """stats() raises once an entry is pinned (a counter read under a lock it does not hold)."""
 

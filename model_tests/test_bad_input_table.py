@@ -208,9 +208,9 @@ FAULT_MODES = {
     "isolated": ["check", "--examples", "20", "--steps", "10", "--quiet", "--isolate"],
     "replay": ["replay", "{tmp}/faults.trace"],
 }
-USER_CODE_ROWS = [
-    (FAULT_MODES[mode] + ["--impl", f"{FAULTY}:{name}"], message.replace("(1, 0)", "(5, 0)").replace(" 1 bytes", " 5 bytes")
-     if mode == "replay" else message)
+USER_CODE_ROWS = [  # the trace's first value has 5 bytes, the checker's first 1
+    (FAULT_MODES[mode] + ["--impl", f"{FAULTY}:{name}"],
+     message.replace("(1, 0)", "(5, 0)").replace(" 1 bytes", " 5 bytes") if mode == "replay" else message)
     for mode in FAULT_MODES for name, message, _ in INSPECTIONS
 ]
 USER_CODE_ROWS += [  # under --threads the views are read once the threads have joined; make_value inside a call

@@ -107,6 +107,7 @@ FOUND = [
     ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s, after cache.", ""),
     ("SnapshotReturnsCount", "snapshot() returned 1, which is not a list of entries with key, state", ", after cache."),
     ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
+    ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
     ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
 ]
@@ -255,6 +256,7 @@ ISOLATED = [
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
     ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
+    ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
 ]
 
 

@@ -8,7 +8,7 @@ import threading
 from typing import Any, Hashable, Iterable, NamedTuple
 
 from cacheproof.check.calls import Call, invoke, to_python
-from cacheproof.check.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError
+from cacheproof.check.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text
 from cacheproof.spec import CacheError
 from cacheproof.spec.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.semantics import CONTRACT
@@ -27,7 +27,7 @@ class Outcome(NamedTuple):
 
     def describe(self) -> str:
         if self.error is not None:
-            return f"raises {type(self.error).__name__}: {self.error}"
+            return f"raises {type(self.error).__name__}: {error_text(self.error)}"
         return f"returns {_describe(self.result)}"
 
 
@@ -196,7 +196,7 @@ def inspection_failure(error: Exception) -> str:
     """The message for len/in/stats/snapshot failing: the user's code by name when it is known."""
     if isinstance(error, UserCodeError):
         return str(error)
-    return f"inspecting the cache raised {type(error).__name__}: {error}"
+    return f"inspecting the cache raised {type(error).__name__}: {error_text(error)}"
 
 
 def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:

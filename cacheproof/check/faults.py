@@ -38,7 +38,7 @@ class UserCodeError(Exception):
         self.error = error
 
     def __str__(self) -> str:
-        return f"{self.where} raised {type(self.error).__name__}: {self.error}"
+        return f"{self.where} raised {type(self.error).__name__}: {error_text(self.error)}"
 
 
 class MalformedResult(UserCodeError):
@@ -104,7 +104,15 @@ def _is_ours(filename: str) -> bool:
     return resolved.startswith(_OUR_FOLDERS) or resolved in _OUR_FILES
 
 
+def error_text(error: BaseException) -> str:
+    """str(error), or a description when the error's own __str__ raises (a broken cache's may)."""
+    try:
+        return str(error)
+    except Exception as failure:  # noqa: BLE001 - the user's __str__ may raise anything
+        return f"<its str() raised {type(failure).__name__}>"
+
+
 def one_line(error: BaseException) -> str:
     """`Type: message` on one line."""
-    text = " ".join(str(error).split())
+    text = " ".join(error_text(error).split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -32,7 +32,7 @@ from typing import Any
 from cacheproof.check.calls import OPERATIONS
 from cacheproof.check.differential import snapshot_entries, stats_fields
 from cacheproof.check.faults import CacheFault, MalformedResult, StopRequested, UsageAbort, UserCodeError
-from cacheproof.check.faults import one_line, user_traceback
+from cacheproof.check.faults import error_text, one_line, user_traceback
 from cacheproof.check.guarded_call import Watch, contains_code, fault_message, nth_call
 from cacheproof.check.values import value_for, values_equal
 
@@ -123,7 +123,19 @@ def _serve(connection: Any, impl: str) -> None:
             views = tuple(name for name in _INSPECTIONS + ("make_value",) if callable(getattr(cache, name, None)))
             connection.send(("made", views, tuple(missing_operations(cache)), type(cache).__name__))
             continue
+        _send_answer(connection, cache, made, request)
+
+
+def _send_answer(connection: Any, cache: Any, made: list, request: tuple) -> None:
+    """Answer one call; an answer that fails to build or to pickle (a result holding an object that
+    cannot be sent, an error whose str() raises) is reported as the user's code failing there, and
+    the child goes on serving."""
+    name = request[1]
+    try:
         connection.send(_answer(cache, made, request))
+    except Exception as failure:  # noqa: BLE001 - nothing the cache returns may end the child
+        problem = f"its result could not be sent to the checker ({type(failure).__name__}: {error_text(failure)})"
+        connection.send(("user", f"{name}()", (("TypeError", "Exception", "BaseException", "object"), problem, "")))
 
 
 def _answer(cache: Any, made: list, request: tuple) -> tuple:
@@ -199,7 +211,7 @@ def _describe(result: Any) -> str:
 
 
 def _error_data(error: BaseException) -> tuple[tuple[str, ...], str, str]:
-    return tuple(cls.__name__ for cls in type(error).__mro__), str(error), user_traceback(error)
+    return tuple(cls.__name__ for cls in type(error).__mro__), error_text(error), user_traceback(error)
 
 
 # The checker's side -------------------------------------------------------------------------
