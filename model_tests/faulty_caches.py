@@ -49,6 +49,15 @@ class ClearRaisesKeyboardInterrupt(CacheSpec):
         return super().clear()
 
 
+class ReleaseRaisesGeneratorExit(CacheSpec):
+    """release of an in-use entry raises GeneratorExit (a coroutine-based binding closed under it)."""
+
+    def release(self, key):
+        if key in self:
+            raise GeneratorExit("the binding's generator was closed")
+        return super().release(key)
+
+
 class GetSegfaults(CacheSpec):
     """get of a present key dereferences a null pointer (an extension's crash); check it with --isolate only."""
 

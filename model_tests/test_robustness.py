@@ -99,6 +99,7 @@ FOUND = [
     ("EvictHangs", "cache.evict(", "did not return within 0.5 s"),
     ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
     ("ClearRaisesKeyboardInterrupt", "cache.clear()", "this cache raises KeyboardInterrupt"),
+    ("ReleaseRaisesGeneratorExit", "cache.release(", "this cache raises GeneratorExit: the binding's generator was closed"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(", "raised MemoryError"),
     ("StatsRaises", "stats() raised ValueError: pinned counter out of sync, after cache.", ""),
@@ -386,3 +387,51 @@ def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsy
     assert status == 1, output
     assert seen["timeout"] == 0.3
     assert "never returned from cache.release(" in output and "a deadlock" in output
+
+
+def test_one_child_process_serves_every_example_of_a_run(monkeypatch):
+    """--isolate costs a fork per run, not per example or call: every example's cache lives in the same child."""
+    from cacheproof.check import isolation
+    from cacheproof.check.run import run_check
+
+    started = []
+    real_child = isolation._Child
+
+    def counting(impl):
+        started.append(impl)
+        return real_child(impl)
+
+    monkeypatch.setattr(isolation, "_Child", counting)
+    report = run_check(CacheSpec, examples=8, steps_per_example=10, impl=SPEC, isolate=True)
+    assert report.ok and report.examples >= 8
+    assert started == [SPEC]
+
+
+ATOMIC_WRITERS = [
+    (["check", "--impl", SPEC, "--examples", "2", "--quiet", "--json", "{out}"], 0),
+    (["check", "--impl", f"{FAULTY}:SnapshotRaises", "--quiet", "--trace-out", "{out}"], 1),
+    (["check", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--threads", "2", "--examples", "2", "--quiet",
+      "--json", "{out}"], 0),
+    (["replay", "{trace}", "--quiet", "--json", "{out}"], 0),
+    (["bench", "monitor", "--calls", "200", "--repeats", "1", "--quiet", "--json", "{out}"], 0),
+    (["bench", "trace", "--lengths", "100", "--quiet", "--json", "{out}"], 0),
+]
+
+
+@pytest.mark.parametrize("argv, status", ATOMIC_WRITERS,
+                         ids=[" ".join(row[0][:2]) + " " + row[0][-2] for row in ATOMIC_WRITERS])
+def test_every_report_file_is_renamed_into_place(argv, status, tmp_path, capsys, monkeypatch):
+    """Each report reaches its path by renaming a complete temporary file (write_atomically), never by a plain write."""
+    out, trace = tmp_path / "report.out", tmp_path / "ok.trace"
+    trace.write_text(trace_text(spec_trace(8, [Call("put", (1, ValueRecipe(2, 0)))])))
+    renamed = []
+    real_replace = os.replace
+
+    def recording(source, destination):
+        renamed.append((Path(source).read_text(), Path(destination)))
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", recording)
+    argv = [part.replace("{out}", str(out)).replace("{trace}", str(trace)) for part in argv]
+    assert run_main(argv, capsys)[0] == status
+    assert [text for text, destination in renamed if destination == out] == [out.read_text()]
