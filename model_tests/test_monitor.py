@@ -175,3 +175,24 @@ def test_monitor_is_safe_from_several_threads_and_its_logged_trace_replays(tmp_p
 
 def cpu_cache(capacity_bytes: int) -> TensorLRUCache:
     return TensorLRUCache(capacity_bytes, device="cpu")
+
+
+def test_the_error_gives_the_replay_command_of_its_log_and_that_command_finds_the_divergence(tmp_path, capsys):
+    import re
+    import shlex
+
+    path = tmp_path / "live.trace"
+    cache = monitor(ReleaseOfIdleIsNoop(8), trace_path=path)
+    cache.put("a", b"xy")
+    with pytest.raises(DivergenceError) as raised:
+        cache.release("a")
+    cache.close()
+    command = re.search(r"`(cacheproof replay [^`]+)`", str(raised.value)).group(1)
+    assert command == f"cacheproof replay {path} --impl model_tests.broken_caches:ReleaseOfIdleIsNoop"
+    assert main(shlex.split(command)[1:]) == 1
+    assert "divergence at step 2 of 2" in capsys.readouterr().out
+    unlogged = monitor(ReleaseOfIdleIsNoop(8))
+    unlogged.put("a", b"xy")
+    with pytest.raises(DivergenceError, match=r"write_trace\(path, error.trace\), then `cacheproof replay path "
+                       r"--impl model_tests.broken_caches:ReleaseOfIdleIsNoop`"):
+        unlogged.release("a")

@@ -56,11 +56,13 @@ ADAPTIVE_CALLS_PER_ENTRY = 2
 class DivergenceError(AssertionError):
     """The monitored cache disagreed with the spec. `.trace` holds the calls up to the bad one, included."""
 
-    def __init__(self, message: str, trace: Trace) -> None:
-        super().__init__(
-            f"{message}\n(the trace so far holds {len(trace.calls)} calls: cacheproof.trace.format.write_trace("
-            "path, error.trace), then `cacheproof replay path --impl MODULE:FACTORY`)"
-        )
+    def __init__(self, message: str, trace: Trace, logged_to: str | None = None, impl: str = "MODULE:FACTORY") -> None:
+        if logged_to is None:
+            how = (f"the trace so far holds {len(trace.calls)} calls: cacheproof.trace.format.write_trace("
+                   f"path, error.trace), then `cacheproof replay path --impl {impl}`")
+        else:
+            how = f"every call is logged in {logged_to}: `cacheproof replay {logged_to} --impl {impl}` replays it"
+        super().__init__(f"{message}\n({how})")
         self.message = message
         self.trace = trace
 
@@ -271,7 +273,9 @@ class MonitoredCache:
                 self._log.write(call_line(diverging) + "\n")
             self._log.flush()
             os.fsync(self._log.fileno())
-        raise DivergenceError(message, trace)
+        cache_type = type(self._cache)
+        impl = f"{cache_type.__module__}:{cache_type.__qualname__}"
+        raise DivergenceError(message, trace, None if self._log is None else self._log.name, impl)
 
 
 def monitor(
