@@ -68,6 +68,13 @@ def test_quiet_prints_only_the_verdict_line(capsys):
     assert "# cacheproof counterexample" in capsys.readouterr().out  # without --quiet the snippet is there
 
 
+def test_quiet_under_threads_prints_only_the_verdict_line(capsys):
+    argv = ["check", "--threads", "3", "--impl", "model_tests.racy_caches:LostRefcountUpdate", "--examples", "100"]
+    assert main([*argv, "--quiet"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("not linearizable ("), lines
+
+
 def test_examples_counts_what_the_flag_asks_for():
     """Seed 0 draws 31 sequences for 30 examples of 100 steps: Hypothesis abandons one midway."""
     report = run_check(CacheSpec, examples=30, steps_per_example=100, seed=0)
