@@ -48,7 +48,8 @@ def scratch_storage() -> Iterator[None]:
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         yield
         return
-    previous = storage_directory().home_directory
+    home = storage_directory()
+    previous = getattr(home, "home_directory", home)  # a plain Path in older Hypothesis versions
     with tempfile.TemporaryDirectory(prefix="cacheproof-hypothesis-") as folder:
         set_hypothesis_home_dir(folder)
         try:
