@@ -183,6 +183,11 @@ FACTORY_ROWS = [
     if not (mode == "replay" and name == "fails_on_fifth_call")  # a replay builds two caches, never five
 ]
 FACTORY_ROWS += [(MODES[mode] + ["--impl", "no_such_module_at_all:factory"], "cannot import module") for mode in MODES]
+FACTORY_ROWS += [  # a module that calls sys.exit() on import: under --isolate it ends the process preloading it
+    (MODES[mode] + ["--impl", "model_tests.module_exits_on_import:factory"],
+     "cannot import module 'model_tests.module_exits_on_import': SystemExit: 5")
+    for mode in MODES
+]
 
 
 @pytest.mark.parametrize("argv, message", FACTORY_ROWS, ids=_ids(FACTORY_ROWS))

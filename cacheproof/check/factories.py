@@ -32,7 +32,9 @@ def load_factory(spec: str) -> Callable[[int], Any]:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
     try:
         module = importlib.import_module(module_name)
-    except Exception as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a module may fail at import in any way: sys.exit() included
         raise FactoryError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
     factory = module
     for part in attribute.split("."):

@@ -98,6 +98,9 @@ def _serve(connection: Any, impl: str) -> None:
     except FactoryError as error:
         connection.send(("usage", str(error), ""))
         return
+    except KeyboardInterrupt:  # raised by the module itself: this process ignores the user's Ctrl-C
+        connection.send(("usage", f"cannot import module {impl.partition(':')[0]!r}: KeyboardInterrupt", ""))
+        return
     connection.send(("ready",))
     cache: Any = None
     made: list[tuple[Any, tuple[int, int]]] = []
@@ -221,6 +224,13 @@ class _Child:
 
     def __init__(self, impl: str) -> None:
         context = _context(impl)
+        try:
+            self._start(context, impl)
+        except (EOFError, OSError):  # the forkserver died preloading the factory's module (sys.exit, a crash):
+            context.set_forkserver_preload(["cacheproof.check.isolation"])  # it restarts without the module,
+            self._start(multiprocessing.get_context("spawn"), impl)  # and this child imports it and reports
+
+    def _start(self, context: Any, impl: str) -> None:
         self.connection, child_end = context.Pipe()
         self.process = context.Process(target=_serve, args=(child_end, impl), daemon=True, name="cacheproof-cache")
         self.process.start()
