@@ -467,7 +467,9 @@ class MmRunLayout:
 
     Rules (ValueError otherwise): cu_offsets starts at 0, is nondecreasing and ends at the
     number of runs; run_positions and run_lengths have one entry per run; lengths and positions
-    are >= 0. The arrays are private read-only copies.
+    are >= 0. OverflowError at construction if a run's last position, or the byte size of the
+    int64 metadata (3 entries per token plus num_runs + 1), does not fit int64. The arrays are private
+    read-only copies.
 
     `metadata` memoizes `resolve_mm_run_metadata(self)` for the layout's lifetime. Each access
     returns fresh tensors (one memcpy of the memo), so a caller mutating what it got back can
@@ -497,6 +499,12 @@ class MmRunLayout:
                 raise ValueError(f"{name}[{i}] = {values[i]} is negative")
         if lengths.size and (int(positions.max()) + int(lengths.max()) > INT64_MAX):
             raise OverflowError("run_positions + run_lengths does not fit int64")
+        tokens = sum(lengths.tolist())  # Python ints: numpy's int64 sum would wrap
+        if (3 * tokens + num_runs + 1) * 8 > INT64_MAX:
+            raise OverflowError(
+                f"run_lengths sum to {tokens} tokens; the metadata (3 int64 entries per token, plus "
+                f"{num_runs + 1} cumulative lengths) would take more than {INT64_MAX} bytes"
+            )
         object.__setattr__(self, "_cu_offsets", cu)
         object.__setattr__(self, "_run_positions", positions)
         object.__setattr__(self, "_run_lengths", lengths)

@@ -35,6 +35,7 @@ _DTYPES_BY_ELEMENT_SIZE: tuple[tuple[int, tuple[torch.dtype, ...]], ...] = (
 _FILL_MODULUS = 127
 """make_value fills with integers below this: exact in every dtype above, int8 included."""
 
+_META = torch.device("meta")
 _HEAP_SLACK = 32
 """Stale idle-heap items tolerated beyond the live idle entries before the heap is compacted."""
 
@@ -77,6 +78,13 @@ class TensorLRUCache:
     than a constant, so the heap stays O(idle entries). `snapshot`, `clear` and `check_valid`
     are O(n).
 
+    Arguments: each operation hashes its key and sizes its value once, before any update; its
+    first update is the one dict operation naming the key (insert, move, delete), which raises
+    before changing anything, so a key whose `__eq__` raises on its first or second comparison in
+    the call leaves the cache as it was (I6; `put` and `commit` look the key up once more after
+    the copy, before any update). The copy of a value must hold the size it was checked at, else
+    InvalidArgumentError.
+
     Threads: one lock serializes every public operation; `commit` and `put` copy the value with
     the lock released, between a check and a re-check under the lock (docs/concurrency.md).
 
@@ -94,7 +102,7 @@ class TensorLRUCache:
         stream_aware: bool = False,
     ) -> None:
         self._capacity = arguments.check_capacity(capacity_bytes)
-        self._device = _resolve_device(device)
+        self._device = _check_usable(_resolve_device(device))
         if not isinstance(stream_aware, bool):
             raise InvalidArgumentError(
                 f"stream_aware must be a bool, got {stream_aware!r} ({type(stream_aware).__name__})"
@@ -138,14 +146,15 @@ class TensorLRUCache:
                     f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                     f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
                 )
+            if entry.is_idle and not rules.reservation_fits(self._bytes, nbytes):
+                self._blocked += 1
+                return Acquired.BLOCKED
+            self._entries.move_to_end(key)  # the one update that names the key comes first
             if entry.is_idle:
-                if not rules.reservation_fits(self._bytes, nbytes):
-                    self._blocked += 1
-                    return Acquired.BLOCKED
                 self._bytes = rules.after_pin(self._bytes, nbytes)
                 self._idle_count -= 1
             entry.refcount += 1
-            self._move_to_newest(key, entry)
+            self._restamp(key, entry)
             self._hits += 1
             return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
@@ -156,14 +165,16 @@ class TensorLRUCache:
         then checked again and stored under the lock (whatever changed meanwhile decides).
         """
         with self._lock:
-            self._commit_entry(key, value)
-        stored, ready_event = self._store(value)
+            arguments.check_key("commit", key)
+            size = arguments.check_value("commit", key, value)
+            self._commit_entry(key, size)
+        stored, ready_event = self._store("commit", key, value, size)
         with self._lock:
-            entry = self._commit_entry(key, value)
+            entry = self._commit_entry(key, size)
+            self._move_to_newest(key, entry)  # still RESERVED, so never among the evicted
             evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
             self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
             entry.state, entry.value, entry.ready_event = READY, stored, ready_event
-            self._move_to_newest(key, entry)
             return evicted
 
     def put(self, key: Hashable, value: Any) -> bool:
@@ -172,19 +183,20 @@ class TensorLRUCache:
         As `commit`, the copy is made between two checks under the lock, outside it.
         """
         with self._lock:
-            size = self._put_size(key, value)
-            if size is None:
+            arguments.check_key("put", key)
+            size = arguments.check_value("put", key, value)
+            arguments.check_put_size(key, size, self._capacity)
+            if not self._put_fits(key, size):
                 return False
-        stored, ready_event = self._store(value)
+        stored, ready_event = self._store("put", key, value, size)
         with self._lock:
-            size = self._put_size(key, value)
-            if size is None:
+            if not self._put_fits(key, size):
                 return False
-            _, evicted_bytes = self._evict_until_room(size)
-            self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
             entry = _Entry(READY, size, 0, True, self._new_stamp())
             entry.value, entry.ready_event = stored, ready_event
-            self._entries[key] = entry
+            self._entries[key] = entry  # first; not in the idle heap until after eviction
+            _, evicted_bytes = self._evict_until_room(size)
+            self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
             self._add_idle(key, entry)
             return True
 
@@ -192,8 +204,8 @@ class TensorLRUCache:
         """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
         with self._lock:
             entry = self._ready_entry("get", key)
-            self._hand_to_current_stream(entry)
             self._move_to_newest(key, entry)
+            self._hand_to_current_stream(entry)
             return entry.value
 
     def release(self, key: Hashable) -> bool:
@@ -205,18 +217,20 @@ class TensorLRUCache:
                 raise UnknownKeyError(f"release({key!r}): the key is absent")
             if entry.refcount == 0:
                 raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
-            entry.refcount -= 1
-            if entry.refcount > 0:
+            if entry.refcount > 1:
+                entry.refcount -= 1
                 return False
+            removed = entry.state is RESERVED or not entry.retain
+            if removed:
+                del self._entries[key]  # the one update that names the key comes first
+            entry.refcount = 0
             if entry.state is RESERVED:
                 self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
             else:
                 self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
-            if entry.state is RESERVED or not entry.retain:
-                del self._entries[key]
-                return True
-            self._add_idle(key, entry)
-            return False
+            if not removed:
+                self._add_idle(key, entry)
+            return removed
 
     def evict(self, nbytes: int) -> list[Hashable]:
         """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
@@ -237,9 +251,9 @@ class TensorLRUCache:
             entry = self._ready_entry("pop", key)
             if entry.refcount > 0:
                 raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
+            del self._entries[key]  # the one update that names the key comes first
             self._hand_to_current_stream(entry)
             self._bytes = rules.after_evict(self._bytes, entry.nbytes)
-            del self._entries[key]
             self._idle_count -= 1
             self._compact_idle_heap_if_stale()
             return entry.value
@@ -361,14 +375,13 @@ class TensorLRUCache:
     def _try_reserve(self, key: Hashable, nbytes: int, retain: bool) -> bool:
         if not rules.reservation_fits(self._bytes, nbytes):
             return False
-        self._bytes = rules.after_reserve(self._bytes, nbytes)
         self._entries[key] = _Entry(RESERVED, nbytes, 1, retain, self._new_stamp())
+        self._bytes = rules.after_reserve(self._bytes, nbytes)
         return True
 
-    def _commit_entry(self, key: Hashable, value: Any) -> _Entry:
-        """The RESERVED entry `commit(key, value)` fills; the contract's error if there is none. Lock held."""
-        arguments.check_key("commit", key)
-        size = arguments.check_value("commit", key, value)
+    def _commit_entry(self, key: Hashable, size: int) -> _Entry:
+        """The RESERVED entry `commit(key, value)` of a value of `size` bytes fills; the contract's
+        error if there is none. Lock held."""
         entry = self._entries.get(key)
         if entry is None:
             raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
@@ -378,19 +391,13 @@ class TensorLRUCache:
             raise ConflictError(f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}")
         return entry
 
-    def _put_size(self, key: Hashable, value: Any) -> int | None:
-        """The size `put(key, value)` inserts, None if it cannot make room now; the contract's error
-        if the call is wrong. Lock held."""
-        arguments.check_key("put", key)
-        size = arguments.check_value("put", key, value)
-        arguments.check_put_size(key, size, self._capacity)
-        if key in self._entries:
-            raise WrongStateError(
-                f"put({key!r}): the key is already {self._entries[key].state.name}; put never replaces"
-            )
-        if not rules.eviction_can_make_room(self._bytes, size):
-            return None
-        return size
+    def _put_fits(self, key: Hashable, size: int) -> bool:
+        """Whether `put(key, value)` of a value of `size` bytes can make room now; WrongStateError
+        if the key is present. Lock held."""
+        present = self._entries.get(key)
+        if present is not None:
+            raise WrongStateError(f"put({key!r}): the key is already {present.state.name}; put never replaces")
+        return rules.eviction_can_make_room(self._bytes, size)
 
     def _ready_entry(self, operation: str, key: Hashable) -> _Entry:
         arguments.check_key(operation, key)
@@ -406,9 +413,13 @@ class TensorLRUCache:
         return self._next_stamp
 
     def _move_to_newest(self, key: Hashable, entry: _Entry) -> None:
-        """Re-stamp the entry; an idle one gets a fresh heap item (its old one turns stale)."""
-        entry.stamp = self._new_stamp()
+        """Move to newest (first: `move_to_end` raises before changing anything), then re-stamp."""
         self._entries.move_to_end(key)
+        self._restamp(key, entry)
+
+    def _restamp(self, key: Hashable, entry: _Entry) -> None:
+        """A fresh recency stamp; an idle entry gets a fresh heap item (its old one turns stale)."""
+        entry.stamp = self._new_stamp()
         if entry.is_idle:
             heapq.heappush(self._idle_heap, (entry.stamp, key))
         self._compact_idle_heap_if_stale()
@@ -454,14 +465,31 @@ class TensorLRUCache:
                 return item[1], self._entries[item[1]]
         raise invariants.InvariantViolation("eviction ran out of idle entries although its guard held")
 
-    def _store(self, value: Any) -> tuple[torch.Tensor, Any]:
-        """The cache's own copy of a value on its device, and the event marking the copy done."""
-        if isinstance(value, torch.Tensor):
-            source = value.detach()
+    def _store(self, operation: str, key: Hashable, value: Any, size: int) -> tuple[torch.Tensor, Any]:
+        """The cache's own copy of a value of `size` bytes (as sized by the contract's rule), and the
+        event marking the copy done.
+
+        On the meta device, and for a value with no data (a meta tensor) on any device, the copy is
+        a meta tensor of the value's dtype and shape (a 1-D uint8 tensor of `size` for a buffer):
+        sizes without data, nothing allocated. InvalidArgumentError, before anything changes, if
+        the copy does not hold `size` bytes (the value changed while the lock was released).
+        """
+        is_tensor = isinstance(value, torch.Tensor)
+        if self._device.type == "meta" or (is_tensor and torch.Tensor.is_meta.__get__(value)):
+            if is_tensor:
+                stored = torch.empty(torch.Tensor.size(value), dtype=value.dtype, device="meta")
+            else:
+                stored = torch.empty(size, dtype=torch.uint8, device="meta")
         else:
-            source = torch.frombuffer(bytearray(value), dtype=torch.uint8)
-        stored = torch.empty(source.shape, dtype=source.dtype, device=self._device)
-        stored.copy_(source)
+            source = torch.Tensor.detach(value) if is_tensor else _host_bytes(value)
+            stored = torch.empty(source.shape, dtype=source.dtype, device=self._device)
+            stored.copy_(source)
+        copied = stored.numel() * stored.element_size()
+        if copied != size:
+            raise InvalidArgumentError(
+                f"{operation}({key!r}): the value had {size} bytes when it was sized and {copied} when it "
+                "was copied; a value must not change while the cache stores it"
+            )
         if not self._stream_aware:
             return stored, None
         ready_event = torch.cuda.Event()
@@ -477,11 +505,39 @@ class TensorLRUCache:
         entry.value.record_stream(stream)
 
     def _check_stored_value(self, key: Hashable, entry: _Entry) -> None:
+        """A stored value is a contiguous tensor of the entry's size, on the cache's device or on
+        meta (a value without data)."""
         value = entry.value
-        if not isinstance(value, torch.Tensor) or value.device != self._device or not value.is_contiguous():
+        if (
+            not isinstance(value, torch.Tensor)
+            or value.device not in (self._device, _META)
+            or not value.is_contiguous()
+        ):
             raise invariants.InvariantViolation(f"READY entry {key!r} holds no contiguous tensor on {self._device}")
         if value.numel() * value.element_size() != entry.nbytes:
             raise invariants.InvariantViolation(f"READY entry {key!r} holds a value of another size")
+
+
+def _host_bytes(value: Any) -> torch.Tensor:
+    """A 1-D uint8 CPU tensor of a sizable non-tensor value's bytes, in C order: bytes, bytearray
+    and memoryview through the buffer protocol (never a subclass's `__len__`), a numpy array of
+    any dtype without objects (datetime64 included, which exports no buffer) by `tobytes()`."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytearray(memoryview(value))
+    else:
+        raw = bytearray(value.tobytes())
+    return torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+
+
+def _check_usable(device: torch.device) -> torch.device:
+    """InvalidArgumentError naming the device if no tensor can be made on it (CUDA not available, an
+    index past the last GPU, a backend this torch lacks)."""
+    try:
+        torch.empty(0, device=device)
+    except Exception as error:  # torch raises RuntimeError, AssertionError or others per backend
+        why = str(error).strip().split("\n")[0].split(". ")[0] or type(error).__name__
+        raise InvalidArgumentError(f"device {str(device)!r} cannot hold tensors: {why}") from None
+    return device
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:
@@ -490,7 +546,12 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if not isinstance(device, (str, torch.device)):
         raise InvalidArgumentError(f"device must be a str, a torch.device or None, got {device!r}")
-    resolved = torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise InvalidArgumentError(f"device {str(device)!r} is not a torch device: {error}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidArgumentError(f"device {str(device)!r}: CUDA is not available to this torch")
     if resolved.type == "cuda" and resolved.index is None:
         resolved = torch.device("cuda", torch.cuda.current_device())
     return resolved

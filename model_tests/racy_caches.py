@@ -131,8 +131,9 @@ class CommitWithoutRecheck(TensorLRUCache):
 
     def commit(self, key, value):
         with self._lock:
-            entry = self._commit_entry(key, value)
-        stored, ready_event = self._store(value)
+            size = arguments.check_value("commit", key, value)
+            entry = self._commit_entry(key, size)
+        stored, ready_event = self._store("commit", key, value, size)
         time.sleep(0)
         with self._lock:
             evicted, evicted_bytes = self._evict_until_room(entry.nbytes)

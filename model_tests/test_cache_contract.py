@@ -6,8 +6,10 @@ cachetools' CacheTestMixin). Every expected value is worked out by hand from the
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 
@@ -36,6 +38,86 @@ NEW, RES_HIT, HIT, BLOCKED = (
 BAD_NBYTES = [True, 1.0, None, "1", 0, -1]
 BAD_RETAIN = [1, 0, None, "yes"]
 UNSIZABLE = ["text", 12, None, [1, 2]]
+
+
+def _released_memoryview() -> memoryview:
+    view = memoryview(b"abcd")
+    view.release()
+    return view
+
+
+def _quantized() -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch deprecates quantize_per_tensor; the type still exists
+        return torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.qint8)
+
+
+def _nested() -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+
+
+def _sparse_csr() -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse CSR is beta
+        return torch.eye(4).to_sparse_csr()
+
+
+UNSTORABLE = {
+    # docs/contract.md, Sizing values: sizable types whose values hold no plain bytes to copy.
+    "numpy object array": lambda: np.array([object(), object()], dtype=object),
+    "numpy structured array with an object field": lambda: np.zeros(2, dtype=[("n", "i4"), ("o", "O")]),
+    "released memoryview": _released_memoryview,
+    "sparse COO tensor": lambda: torch.eye(4).to_sparse(),
+    "sparse CSR tensor": _sparse_csr,
+    "quantized tensor": _quantized,
+    "nested tensor": _nested,
+}
+
+
+class HashRaises:
+    """A key whose __hash__ raises something other than TypeError."""
+
+    def __hash__(self) -> int:
+        raise RuntimeError("this key cannot be hashed today")
+
+    def __repr__(self) -> str:
+        return "HashRaises()"
+
+
+class EqRaisesLater:
+    """A key of hash 7 (so the int key 7 collides with it and every lookup compares them) whose
+    comparison raises once `arm(n)` has been called and n more comparisons have been made."""
+
+    def __init__(self) -> None:
+        self.compared = 0
+        self.fuse: int | None = None
+
+    def arm(self, comparison: int) -> None:
+        self.fuse = self.compared + comparison
+
+    def disarm(self) -> None:
+        self.fuse = None
+
+    def __hash__(self) -> int:
+        return 7
+
+    def __eq__(self, other: object) -> bool:
+        self.compared += 1
+        if self.fuse is not None and self.compared >= self.fuse:
+            raise RuntimeError(f"comparison {self.compared} of this key fails")
+        return self is other
+
+    def __repr__(self) -> str:
+        return "EqRaisesLater()"
+
+
+class LyingLength(bytes):
+    """bytes whose __len__ claims 1 byte whatever it holds."""
+
+    def __len__(self) -> int:
+        return 1
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -573,6 +655,114 @@ class CacheContract:
         self.idle(cache, "present", 10)
         raises_unchanged(cache, InvalidArgumentError, cache.commit, "absent", value)
         raises_unchanged(cache, InvalidArgumentError, cache.put, "present", value)
+
+    # Values the cache must never mis-store (docs/contract.md, Sizing values) -----------------
+
+    @pytest.mark.parametrize("make", UNSTORABLE.values(), ids=UNSTORABLE.keys())
+    def test_a_value_without_plain_bytes_is_invalid_in_commit_and_put(self, make: Callable[[], Any]) -> None:
+        cache = self.new(100)
+        cache.acquire("a", 8)
+        value = make()
+        message = raises_unchanged(cache, InvalidArgumentError, cache.put, "b", value)
+        assert "put('b')" in message
+        raises_unchanged(cache, InvalidArgumentError, cache.commit, "a", value)
+
+    @pytest.mark.parametrize("unit", ["D", "ns"])
+    def test_a_datetime64_array_is_stored_as_its_bytes(self, unit: str) -> None:
+        # datetime64 values are int64 counts: 3 of them are 24 bytes. numpy exports no buffer for
+        # them, which must not matter. A strided view (every other element) has its own 3 * 8 bytes.
+        cache = self.new(100)
+        dates = np.array(["2020-01-01", "2021-06-15", "1999-12-31", "2000-02-29", "2030-01-01", "1970-01-01"],
+                         dtype=f"datetime64[{unit}]")[::2]
+        assert cache.put("dates", dates) is True
+        assert cache.snapshot() == (EntryView("dates", READY, 0, 24, True),)
+        stored = cache.get("dates")
+        if isinstance(stored, torch.Tensor):  # a cache of tensors keeps the bytes, in C order
+            assert stored.cpu().numpy().tobytes() == np.ascontiguousarray(dates).tobytes()
+        else:
+            assert stored is dates
+
+    def test_a_meta_tensor_is_sized_and_held_without_data(self) -> None:
+        # A tensor on PyTorch's meta device has a size (2 * 3 float32 = 24 bytes) and no data; the
+        # contract sizes it like any tensor, and what get returns is a meta tensor of its dtype and shape.
+        cache = self.new(100)
+        value = torch.empty(2, 3, dtype=torch.float32, device="meta")
+        assert cache.put("m", value) is True
+        assert cache.snapshot() == (EntryView("m", READY, 0, 24, True),)
+        stored = cache.get("m")
+        assert stored.device.type == "meta" and stored.dtype == torch.float32 and tuple(stored.shape) == (2, 3)
+
+    def test_a_bytes_subclass_is_sized_by_its_buffer_not_its_len(self) -> None:
+        # LyingLength(b"x" * 30) holds 30 bytes and says 1: it is 30 bytes, too large for 20.
+        value = LyingLength(b"x" * 30)
+        assert len(value) == 1
+        small = self.new(20)
+        raises_unchanged(small, TooLargeError, small.put, "a", value)
+        cache = self.new(100)
+        assert cache.put("a", value) is True
+        assert cache.stats().ready_bytes == 30
+        stored = cache.get("a")
+        assert bytes(stored.numpy()) == b"x" * 30 if isinstance(stored, torch.Tensor) else stored is value
+        cache.acquire("b", 1)
+        raises_unchanged(cache, ConflictError, cache.commit, "b", value)
+
+    @pytest.mark.parametrize("operation", ["reserve", "acquire", "commit", "put", "get", "release", "pop", "in"])
+    def test_a_key_whose_hash_raises_is_invalid(self, operation: str) -> None:
+        cache = self.new(100)
+        self.idle(cache, "a", 10)
+        call = {
+            "reserve": lambda key: cache.reserve(key, 10), "acquire": lambda key: cache.acquire(key, 10),
+            "commit": lambda key: cache.commit(key, self.value(cache, 10)),
+            "put": lambda key: cache.put(key, self.value(cache, 10)), "get": cache.get,
+            "release": cache.release, "pop": cache.pop, "in": lambda key: key in cache,
+        }[operation]
+        message = raises_unchanged(cache, InvalidArgumentError, call, HashRaises())
+        assert "HashRaises()" in message and "not hashable" in message
+
+    @pytest.mark.parametrize("comparison", [1, 2])
+    def test_a_key_whose_comparison_raises_changes_nothing(self, comparison: int) -> None:
+        # I6, docs/contract.md: a call compares its key once up front, and its first update is a
+        # dict operation on the key, which raises before changing anything. So a key whose first or
+        # second comparison in the call raises leaves the cache exactly as it was; the same call
+        # with a well-behaved comparison then goes through. The int key 7 (in use, so it stays)
+        # collides with the key; idle 8 and 9 are evicted by its put and commit.
+        key = EqRaisesLater()
+        cache = self.new(40)
+        self.pinned(cache, 7, 10)
+        self.idle(cache, 8, 10)
+        self.idle(cache, 9, 10)
+        calls = [
+            lambda: cache.put(key, self.value(cache, 20)),  # evicts 8
+            lambda: cache.get(key),
+            lambda: cache.acquire(key, 20),
+            lambda: cache.release(key),
+            lambda: cache.pop(key),
+            lambda: cache.acquire(key, 30),
+            lambda: cache.commit(key, self.value(cache, 30)),  # evicts 9
+            lambda: cache.acquire(key, 30),
+            lambda: cache.release(key),
+            lambda: cache.release(key),
+            lambda: cache.reserve(key, 5) if key not in cache else None,
+        ]
+        raised = 0
+        for call in calls:
+            before = observe(cache)
+            key.arm(comparison)
+            try:
+                call()
+            except RuntimeError:
+                key.disarm()
+                raised += 1
+                assert observe(cache) == before
+                call()
+            key.disarm()
+        check = getattr(cache, "check_valid", None) or cache.check_invariants
+        check()
+        assert [view.key for view in cache.snapshot()] == [7, key]
+        if comparison == 1:
+            assert raised == len(calls)  # every call compares its key with 7 first
+        else:
+            assert raised >= 1
 
     # Counters -----------------------------------------------------------------------------
 

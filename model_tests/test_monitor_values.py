@@ -97,3 +97,23 @@ def test_digests_of_keys_that_left_are_dropped():
     held = m._held._digests  # noqa: SLF001  (the bound is the point of the test)
     assert len(held) <= 2 * len(m) + 64
     assert bytes(m.get(1998).numpy()) == bytes([1998 % 256]) * 4
+
+
+def test_a_meta_tensor_is_held_as_one_without_alarm():
+    # docs/contract.md, Sizing values: a meta tensor has a size and no data, and every cache holds
+    # it as such; the monitor compares what get returns by dtype and shape.
+    cache = monitor(TensorLRUCache(64, device="cpu"))
+    cache.put("m", torch.empty(2, 4, dtype=torch.int16, device="meta"))
+    got = cache.get("m")
+    assert got.device.type == "meta" and tuple(got.shape) == (2, 4)
+
+
+def test_a_meta_tensor_of_another_shape_is_caught():
+    from cacheproof.trace.held_values import digest
+
+    assert digest(torch.empty(2, 4, dtype=torch.int16, device="meta")) != digest(
+        torch.empty(8, dtype=torch.int16, device="meta")
+    )
+    assert digest(torch.empty(8, dtype=torch.int16, device="meta")) != digest(
+        torch.empty(8, dtype=torch.float16, device="meta")
+    )

@@ -503,9 +503,13 @@ def test_no_device_means_cuda_when_it_is_available(monkeypatch: pytest.MonkeyPat
     assert tensor_lru_cache._resolve_device("cpu") == torch.device("cpu")
 
 
-def test_stream_awareness_is_off_by_default_and_on_only_for_cuda() -> None:
-    # Builds caches on cuda:0 without touching the device (no value is stored). Kills __init__'s
-    # default `stream_aware=True`, `self._stream_aware = None` and the `== "XXcudaXX"`/"CUDA" mutants.
+def test_stream_awareness_is_off_by_default_and_on_only_for_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Builds caches on cuda:0 without touching the device (no value is stored): CUDA is reported
+    # available and the device's usability probe is skipped, so this runs without a GPU. Kills
+    # __init__'s default `stream_aware=True`, `self._stream_aware = None` and the
+    # `== "XXcudaXX"`/"CUDA" mutants.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(tensor_lru_cache, "_check_usable", lambda device: device)
     assert TensorLRUCache(8, device="cuda:0")._stream_aware is False
     assert TensorLRUCache(8, device="cuda:0", stream_aware=True)._stream_aware is True
     assert TensorLRUCache(8, device="cpu", stream_aware=True)._stream_aware is False

@@ -7,7 +7,7 @@ from typing import Any, Hashable
 
 from cacheproof.spec import rules
 from cacheproof.spec.errors import InvalidArgumentError, TooLargeError
-from cacheproof.spec.values import value_size
+from cacheproof.spec.values import unsizable_reason, value_size
 
 
 def _is_int(number: Any) -> bool:
@@ -24,14 +24,24 @@ def check_capacity(capacity_bytes: Any) -> int:
 
 
 def check_key(operation: str, key: Any) -> Hashable:
-    """A key must be hashable."""
+    """A key must be hashable: hash(key) returns. Whatever it raises (TypeError for an unhashable
+    type, anything from a user's `__hash__`) is an InvalidArgumentError."""
     try:
         hash(key)
-    except TypeError:
+    except Exception as error:
         raise InvalidArgumentError(
-            f"{operation}: key {key!r} is not hashable ({type(key).__name__})"
+            f"{operation}: key {_shown(key)} is not hashable ({type(key).__name__}: "
+            f"{type(error).__name__}: {error})"
         ) from None
     return key
+
+
+def _shown(key: Any) -> str:
+    """repr(key), or a placeholder where its __repr__ raises too."""
+    try:
+        return repr(key)
+    except Exception:
+        return f"<{type(key).__name__} whose repr raises>"
 
 
 def check_nbytes(operation: str, key: Any, nbytes: Any, capacity_bytes: int) -> int:
@@ -61,10 +71,7 @@ def check_value(operation: str, key: Any, value: Any) -> int:
     """commit and put: the value is of a sizable type with size >= 1. Returns its size."""
     size = value_size(value)
     if size is None:
-        raise InvalidArgumentError(
-            f"{operation}({key!r}): a value of type {type(value).__name__} has no size; use bytes, "
-            "bytearray, memoryview, a numpy array or a torch tensor"
-        )
+        raise InvalidArgumentError(f"{operation}({key!r}): {unsizable_reason(value)}")
     if size < 1:
         raise InvalidArgumentError(f"{operation}({key!r}): the value is empty (0 bytes); size must be >= 1")
     return size

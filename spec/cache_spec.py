@@ -6,6 +6,12 @@ from `rules`, what happens to one entry (its refcount, whether it is idle, wheth
 removes it) from `steps`, so the prover reasons about exactly the arithmetic this class runs.
 Entries live in one dict whose insertion order is the recency order (oldest first); "move to
 newest" is a delete and re-insert.
+
+Each operation computes what it needs from its key and value once, up front (the key's hash, one
+lookup, the value's size), before any update. Its first update is a dict operation on the key
+(insert, replace, delete, or the delete of a move), which raises before changing anything; the
+byte counters and the removal of evicted entries come after it. So a key whose `__eq__` raises
+on its second comparison in a call leaves the cache exactly as it was (I6).
 """
 
 from __future__ import annotations
@@ -84,8 +90,9 @@ class CacheSpec:
         if self.semantics.argument_checks == "checked":
             arguments.check_nbytes("reserve", key, nbytes, self._capacity)
             arguments.check_retain("reserve", key, retain)
-        if key in self._entries:
-            raise WrongStateError(f"reserve({key!r}): the key is already {self._entries[key].state.name}")
+        present = self._entries.get(key)
+        if present is not None:
+            raise WrongStateError(f"reserve({key!r}): the key is already {present.state.name}")
         return self._try_reserve(key, nbytes, retain)
 
     def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Acquired:
@@ -106,16 +113,17 @@ class CacheSpec:
                 f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                 f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
             )
-        if steps.is_idle(entry.ready, entry.refcount):
-            if not rules.reservation_fits(self._bytes, entry.nbytes):
-                self._blocked += 1
-                return Acquired.BLOCKED
-            self._bytes = rules.after_pin(self._bytes, entry.nbytes)
+        idle = steps.is_idle(entry.ready, entry.refcount)
+        if idle and not rules.reservation_fits(self._bytes, entry.nbytes):
+            self._blocked += 1
+            return Acquired.BLOCKED
         acquired = entry.with_refcount(steps.acquired(entry.refcount))
         if self.semantics.refreshes("reservation_hit" if entry.state is RESERVED else "ready_hit"):
             self._move_to_newest(key, acquired)
         else:
             self._entries[key] = acquired
+        if idle:
+            self._bytes = rules.after_pin(self._bytes, entry.nbytes)
         self._hits += 1
         return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
@@ -132,12 +140,12 @@ class CacheSpec:
             raise ConflictError(
                 f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}"
             )
+        self._move_to_newest(key, entry.committed(value))  # READY but in use: never among the evicted
         if self.semantics.eviction_time == "reservation":
             evicted, evicted_bytes = [], 0  # the reservation made the room already
         else:
             evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
         self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
-        self._move_to_newest(key, entry.committed(value))
         return evicted
 
     def put(self, key: Hashable, value: Any) -> bool:
@@ -159,12 +167,15 @@ class CacheSpec:
                 )
         if not self._room_can_be_made(size):
             return False
-        if present is not None:  # an idle entry to replace: it goes first, as if evicted
-            del self._entries[key]
+        entry = _Entry(READY, size, steps.PUT_REFCOUNT, steps.PUT_RETAIN, value)
+        if present is None:
+            self._entries[key] = entry
+        else:  # an idle entry to replace: its bytes go first, as if evicted
+            self._move_to_newest(key, entry)
             self._bytes = rules.after_evict(self._bytes, present.nbytes)
+        # The new entry is the newest: the walk stops before it, as evicting the others makes room.
         _, evicted_bytes = self._evict_until_room(size)
         self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
-        self._entries[key] = _Entry(READY, size, steps.PUT_REFCOUNT, steps.PUT_RETAIN, value)
         return True
 
     def get(self, key: Hashable) -> Any:
@@ -190,18 +201,18 @@ class CacheSpec:
         if steps.is_referenced(refcount):
             self._entries[key] = entry.with_refcount(refcount)
             return False
+        removed = steps.removed_at_last_release(entry.ready, entry.retain)
+        if removed:
+            del self._entries[key]
+        elif self.semantics.refreshes("release") and entry.ready:
+            self._move_to_newest(key, entry.with_refcount(refcount))
+        else:
+            self._entries[key] = entry.with_refcount(refcount)
         if entry.state is RESERVED:
             self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
         else:
             self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
-        if steps.removed_at_last_release(entry.ready, entry.retain):
-            del self._entries[key]
-            return True
-        if self.semantics.refreshes("release") and entry.ready:
-            self._move_to_newest(key, entry.with_refcount(refcount))
-        else:
-            self._entries[key] = entry.with_refcount(refcount)
-        return False
+        return removed
 
     def evict(self, nbytes: int) -> list[Hashable]:
         """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
@@ -223,8 +234,8 @@ class CacheSpec:
             return None
         if steps.is_referenced(entry.refcount):
             raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
-        self._bytes = rules.after_evict(self._bytes, entry.nbytes)
         del self._entries[key]
+        self._bytes = rules.after_evict(self._bytes, entry.nbytes)
         return entry.value
 
     def clear(self) -> None:
@@ -286,12 +297,12 @@ class CacheSpec:
     def _try_reserve(self, key: Hashable, nbytes: int, retain: bool) -> bool:
         if not rules.reservation_fits(self._bytes, nbytes):
             return False
-        if self.semantics.eviction_time == "reservation":
+        retain = steps.reservation_retain(retain, self.semantics.transient_entries)
+        self._entries[key] = _Entry(RESERVED, nbytes, steps.RESERVATION_REFCOUNT, retain)
+        if self.semantics.eviction_time == "reservation":  # the new entry is RESERVED: never evicted
             _, evicted_bytes = self._evict_until_room(nbytes)
             self._bytes = rules.after_evict(self._bytes, evicted_bytes)
-        retain = steps.reservation_retain(retain, self.semantics.transient_entries)
         self._bytes = rules.after_reserve(self._bytes, nbytes)
-        self._entries[key] = _Entry(RESERVED, nbytes, steps.RESERVATION_REFCOUNT, retain)
         return True
 
     def _ready_entry(self, operation: str, key: Hashable) -> _Entry | None:

@@ -74,9 +74,17 @@ class HeldValues:
 
 
 def digest(value: Any) -> bytes | None:
-    """BLAKE2b-128 of the value's bytes in C order; None for a value that has no bytes to read."""
+    """BLAKE2b-128 of the value's bytes in C order; for a meta tensor (a size without data, which
+    a cache holds as a meta tensor), of its dtype and shape; None for a value with no bytes to read."""
     raw = _raw_bytes(value)
+    if raw is None and _is_meta_tensor(value):
+        raw = f"meta tensor {value.dtype} {tuple(value.shape)}".encode()
     return None if raw is None else hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _is_meta_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor) and value.is_meta
 
 
 def _raw_bytes(value: Any) -> Any:
