@@ -175,8 +175,8 @@ SEMANTIC_MUTANTS = {  # (old, new, the profile whose option the edit changes)
         "vllm-encoder-cache",
     ),
     "put replaces a present entry in place": (
-        "if present is not None:  # an idle entry to replace: it goes first, as if evicted",
-        "if False:",
+        "if present is None:",
+        "if True:",
         "plain-lru",
     ),
 }
