@@ -43,7 +43,7 @@ def _history(data: dict) -> History:
 def test_check_threads_finds_the_race(racy, tmp_path, capsys):
     path = tmp_path / "report.json"
     impl = f"model_tests.racy_caches:{racy.__name__}"
-    status = main(["check", "--threads", "3", "--impl", impl, "--examples", "100", "--quiet", "--json", str(path)])
+    status = main(["check", "--threads", "3", "--impl", impl, "--examples", "100", "--json", str(path)])
     out = capsys.readouterr().out
     assert status == 1, out
     counterexample = json.loads(path.read_text())["counterexample"]
