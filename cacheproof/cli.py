@@ -10,6 +10,8 @@ import argparse
 import importlib
 import os
 import sys
+
+from cacheproof.check.output_paths import OutputPathError
 from pathlib import Path
 
 from cacheproof.settings import scratch_storage
@@ -77,6 +79,9 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         _discard_output()
         return CLOSED_OUTPUT_STATUS
+    except OutputPathError as error:  # a report file that could not be written at the end (a full disk)
+        print(f"cacheproof {args.command}: {error}", file=sys.stderr)
+        return 2
     except Exception as error:
         return _users_error(args.command, error)
 

@@ -72,7 +72,7 @@ def test_reports_are_written_atomically(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(output_paths.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OutputPathError, match=f"cannot write {re.escape(repr(str(target)))}: disk full"):
         write_atomically(target, "half")
     assert target.read_text() == "the previous report\n"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"], "no temporary file left behind"
@@ -435,3 +435,26 @@ def test_every_report_file_is_renamed_into_place(argv, status, tmp_path, capsys,
     argv = [part.replace("{out}", str(out)).replace("{trace}", str(trace)) for part in argv]
     assert run_main(argv, capsys)[0] == status
     assert [text for text, destination in renamed if destination == out] == [out.read_text()]
+
+
+@pytest.mark.parametrize("command", [["check", "--impl", SPEC, "--examples", "2"], ["replay", "{trace}"]])
+def test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_keeps_the_old_file(command, tmp_path, capsys,
+                                                                                       monkeypatch):
+    import errno
+
+    out, trace = tmp_path / "r.json", tmp_path / "ok.trace"
+    out.write_text("the previous report\n")
+    trace.write_text(trace_text(spec_trace(8, [Call("put", (1, ValueRecipe(2, 0)))])))
+
+    def disk_full(source, destination):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    argv = [part.replace("{trace}", str(trace)) for part in command] + ["--json", str(out)]
+    status, output = run_main(argv, capsys)
+    assert status == 2, output
+    assert f"cannot write {str(out)!r}: No space left on device" in output
+    assert out.read_text() == "the previous report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.trace", "r.json"], "no temporary file left"
+    if command[0] == "check":
+        assert "conforms: " in output, "the verdict is printed all the same"

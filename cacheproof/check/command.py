@@ -12,7 +12,7 @@ from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, Ch
 from cacheproof.check.faults import UsageAbort
 from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT
-from cacheproof.check.output_paths import first_problem, write_atomically
+from cacheproof.check.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.check import concurrent_command
 from cacheproof.check.concurrent_command import thread_count
 from cacheproof.check.concurrent_run import DEFAULT_RUNS
@@ -103,15 +103,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"interrupted: {report.examples} examples, {report.steps} steps in {report.seconds:.2f} s; no verdict")
         _write_json(args, report)
         return INTERRUPTED_STATUS
-    _write_json(args, report)  # the files first: a closed output pipe cannot lose them
-    if args.trace_out is not None and report.counterexample is not None:
-        from cacheproof.check.record import spec_trace, trace_text
+    try:
+        _write_json(args, report)  # the files first: a closed output pipe cannot lose them
+        if args.trace_out is not None and report.counterexample is not None:
+            from cacheproof.check.record import spec_trace, trace_text
 
-        example = report.counterexample
-        trace = spec_trace(
-            example.capacity_bytes, example.calls, semantics, profile=args.profile, operations=operations
-        )
-        write_atomically(args.trace_out, trace_text(trace))
+            example = report.counterexample
+            trace = spec_trace(
+                example.capacity_bytes, example.calls, semantics, profile=args.profile, operations=operations
+            )
+            write_atomically(args.trace_out, trace_text(trace))
+    except OutputPathError as error:  # the disk filled up during the run, say: the verdict is still printed
+        _print_report(args, report)
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
     _print_report(args, report)
     return 0 if report.ok else 1
 

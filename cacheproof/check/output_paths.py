@@ -56,17 +56,24 @@ def check_output_path(path: str | os.PathLike, what: str = "output path") -> Non
 
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
+    """Write `text` to a temporary file beside `path`, then rename it over `path`.
+
+    A write that fails (a full disk, a folder removed meanwhile) leaves `path` as it was and raises
+    `OutputPathError` naming the path and the system's reason.
+    """
     target = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    temporary = None
     try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
         os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
+    except BaseException as error:
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise OutputPathError(f"cannot write {str(path)!r}: {error.strerror or error}") from error
         raise
 
 
