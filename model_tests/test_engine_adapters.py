@@ -14,7 +14,7 @@ from cacheproof.cli import main
 from cacheproof.spec.profiles import profile_named
 from model_tests import engine_stand_ins
 
-BUDGET = 60
+BUDGET = 40
 
 
 def check(factory, profile: str, operations: tuple[str, ...] | None = None):

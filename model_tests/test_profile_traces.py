@@ -181,8 +181,8 @@ acquire(1) the spec's order is 0, 2, 1 and ReferencedFirst's 0, 1, 2."""
 @pytest.mark.parametrize("order, flags_referenced_first, flags_reversed", ORDERS)
 def test_snapshot_levels_in_check(order, flags_referenced_first, flags_reversed):
     semantics = Semantics(snapshot_order=order)
-    assert run_check(ReferencedFirst, examples=60, seed=0, semantics=semantics).ok is not flags_referenced_first
-    assert run_check(Reversed, examples=60, seed=0, semantics=semantics).ok is not flags_reversed
+    assert run_check(ReferencedFirst, examples=30, seed=0, semantics=semantics).ok is not flags_referenced_first
+    assert run_check(Reversed, examples=30, seed=0, semantics=semantics).ok is not flags_reversed
 
 
 @pytest.mark.parametrize("order, flags_referenced_first, flags_reversed", ORDERS)
@@ -208,6 +208,6 @@ def test_snapshot_levels_in_replay_and_monitor(order, flags_referenced_first, fl
 def test_snapshot_levels_in_cache_test_case():
     for order, flagged in (("full", True), ("idle", False)):
         case = cache_test_case(ReferencedFirst, steps=20, semantics=Semantics(snapshot_order=order))
-        case.settings = settings(max_examples=60, deadline=None, database=None)
+        case.settings = settings(max_examples=30, deadline=None, database=None)
         result = unittest.TextTestRunner(stream=io.StringIO()).run(case())
         assert result.wasSuccessful() is not flagged, order
