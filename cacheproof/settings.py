@@ -50,7 +50,9 @@ def scratch_storage() -> Iterator[None]:
         return
     home = storage_directory()
     previous = getattr(home, "home_directory", home)  # a plain Path in older Hypothesis versions
-    with tempfile.TemporaryDirectory(prefix="cacheproof-hypothesis-") as folder:
+    # ignore_cleanup_errors: a worker thread the checker abandoned (a hung call, Ctrl-C) may still be
+    # writing there; a folder left in the temporary directory beats an error at the end of a finished run
+    with tempfile.TemporaryDirectory(prefix="cacheproof-hypothesis-", ignore_cleanup_errors=True) as folder:
         set_hypothesis_home_dir(folder)
         try:
             yield
