@@ -1,5 +1,6 @@
 """Hypothesis settings profiles: `ci` (derandomized, no example database, bounded) when CI=true,
-`thorough` for long local runs, `dev` otherwise. HYPOTHESIS_PROFILE overrides the choice.
+`thorough` for long local runs (2,000 examples; `cacheproof.testing` then draws from the wide scope
+too, as `cacheproof check --thorough` does: docs/scope.md), `dev` otherwise. HYPOTHESIS_PROFILE overrides the choice.
 
 `scratch_storage()` keeps the command line's Hypothesis runs from writing `.hypothesis/` into the
 current folder (Hypothesis caches the constants of local modules there even without a database).
@@ -33,7 +34,7 @@ def register_profiles() -> str:
     settings.register_profile(
         "thorough", max_examples=2000, deadline=None, suppress_health_check=_SLOW_GENERATION
     )
-    name = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+    name = profile_for_environment()
     settings.load_profile(name)
     return name
 
@@ -58,3 +59,8 @@ def scratch_storage() -> Iterator[None]:
             yield
         finally:
             set_hypothesis_home_dir(previous)
+
+
+def profile_for_environment() -> str:
+    """The profile this environment asks for: HYPOTHESIS_PROFILE, else `ci` when CI=true, else `dev`."""
+    return os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")

@@ -6,7 +6,9 @@ Hypothesis profile active when the test runs (max_examples, derandomize, databas
 `--hypothesis-profile`, `settings.load_profile` and Hypothesis's automatic `ci` profile under CI
 all apply. If no profile was loaded (Hypothesis's "default" is active), cacheproof's own profile
 for this environment is used for these tests only (see `cacheproof.settings`). Set the class
-attribute `settings` to a `hypothesis.settings` to override everything.
+attribute `settings` to a `hypothesis.settings` to override everything. Under the `thorough`
+profile the test draws from the wide and long scopes too (`profile_scopes`; docs/scope.md); the
+class attribute `scopes` overrides that.
 
 `concurrent_cache_test_case(MyCache)` does the same for threads: it holds the cache to the spec
 under several threads (`cacheproof check --threads`; docs/concurrency.md) and fails with the
@@ -23,16 +25,18 @@ import unittest
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
 from cacheproof.check.differential import Divergence, run_spec_call
 from cacheproof.check.machine import Tally, machine_for
-from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, Counterexample
-from cacheproof.check.sequence import first_divergence, shrink
-from cacheproof.settings import register_profiles
+from cacheproof.check.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
+from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, Counterexample
+from cacheproof.check.scope import SMALL, THOROUGH, Scope
+from cacheproof.check.sequence import first_divergence
+from cacheproof.settings import profile_for_environment, register_profiles
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics
@@ -59,20 +63,29 @@ def cache_test_case(
     tally = Tally()
     impl = impl_name(factory)
     name = name or _unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
-    # A class name of its own gives each factory its own key in Hypothesis's example database.
-    machine = type(f"CacheMachine[{impl}]", (machine_for(factory, tally, semantics=semantics, operations=operations),), {"__module__": __name__})
+
+    def machine(scope: Scope) -> type:
+        # A class name of its own gives each factory (and scope) its own key in Hypothesis's example database.
+        label = impl if scope is SMALL else f"{impl}, {scope.name}"
+        bound = machine_for(factory, tally, semantics=semantics, operations=operations, scope=scope)
+        return type(f"CacheMachine[{label}]", (bound,), {"__module__": __name__})
 
     class CacheContractTest(unittest.TestCase):
         settings: settings | None = None
+        scopes: tuple[Scope, ...] | None = None  # None: as the active profile says (`profile_scopes`)
         cache_impl = impl  # "module:qualname" of the factory
 
         def __repr__(self) -> str:  # pytest prints it as `self = ...` above a failure
             return f"<{type(self).__qualname__} testing {impl}>"
 
         def runTest(self) -> None:
-            failure = _failure(machine, type(self).settings or active_settings(steps), factory, impl, tally, semantics)
-            if failure is not None:
-                raise AssertionError(failure)
+            run_settings = type(self).settings or active_settings(steps)
+            for scope in type(self).scopes or profile_scopes():
+                failure = _failure(
+                    machine(scope), scope_settings(run_settings, scope), factory, impl, tally, semantics
+                )
+                if failure is not None:
+                    raise AssertionError(failure)
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
     CacheContractTest.__module__ = _callers_module()
@@ -185,14 +198,45 @@ def _failure(
     except Divergence as error:
         return f"{impl} diverges from the spec: {_explained(factory, impl, tally, error, semantics)}"
     return None
+THOROUGH_PROFILE = "thorough"
+
+
+def profile_scopes(profile: str | None = None) -> tuple[Scope, ...]:
+    """The scopes a `cache_test_case` runs under the profile `profile` (default: the active one):
+    the small, wide and long scopes under "thorough" (as `cacheproof check --thorough`), else the small one."""
+    if profile is None:
+        profile = settings.get_current_profile_name()
+        if profile == "default":  # none loaded: `active_settings` uses the environment's
+            profile = profile_for_environment()
+    return tuple(phase.scope for phase in THOROUGH) if profile == THOROUGH_PROFILE else (SMALL,)
+
+
+def scope_settings(parent: settings, scope: Scope) -> settings:
+    """`parent` as it applies to `scope`: the small scope takes it as it is; the others take the
+    share of examples, and the steps, that `THOROUGH` gives them beside the small scope, and a
+    scope with bursts leaves shrinking to the checker (as `cacheproof check` does)."""
+    phases = {phase.scope.name: phase for phase in THOROUGH}
+    if scope is SMALL or scope.name not in phases:
+        return parent
+    small, phase = phases[SMALL.name], phases[scope.name]
+    examples = max(1, parent.max_examples * phase.examples // small.examples)
+    kept = tuple(p for p in parent.phases if phase.shrink or p is not Phase.shrink)
+    return settings(parent, max_examples=examples, stateful_step_count=phase.steps, phases=kept)
 
 
 def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence, semantics: Semantics) -> str:
     """The divergence with the failing example's calls, shrunk, as Python that reproduces it."""
-    calls = shrink(factory, tally.capacity_bytes, tally.calls, semantics)
-    found = first_divergence(factory, tally.capacity_bytes, calls, semantics=semantics)
-    if found is None:
+    capacity = tally.capacity_bytes
+
+    def attempt(candidate: list) -> Failure | None:
+        found = first_divergence(factory, capacity, candidate, semantics=semantics)
+        return None if found is None else Failure(found.step, found.message, DIVERGENCE)
+
+    first = attempt(list(tally.calls))
+    if first is None:
         return str(error)
+    seconds = LONG_SHRINK_SECONDS if first.step >= LONG_SEQUENCE else MINIMUM_SHRINK_SECONDS
+    calls, found, _ = shrink_failure(attempt, tally.calls, first, seconds)
     spec = CacheSpec(tally.capacity_bytes, semantics)
     errors = tuple(run_spec_call(spec, call).error for call in calls)
     counterexample = Counterexample(

@@ -23,6 +23,7 @@ from cacheproof.spec.errors import (
     WrongStateError,
 )
 from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
+from cacheproof.spec.values import value_size
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 
@@ -68,7 +69,10 @@ class TensorLRUCache:
     memoryview and numpy arrays are stored as a 1-D uint8 tensor of their bytes on the device.
     `get` and `pop` return the stored tensor.
 
-    Device: `None` means CUDA if available, else CPU; a str or `torch.device` is accepted.
+    Device: `None` means CUDA if available, else CPU; a str or `torch.device` is accepted. On the
+    "meta" device values hold no memory (only dtype and shape), so the cache runs at any capacity,
+    2**40 bytes included: the checker uses it to hold this class's lifecycle to the spec at sizes no
+    real device has (docs/scope.md).
 
     Cost: lookups, reference counting and byte accounting are O(1). Recency order is an
     OrderedDict; idle entries (READY, refcount 0) also sit in a min-heap keyed by recency stamp,
@@ -325,6 +329,8 @@ class TensorLRUCache:
         dtypes = [dtype for size, group in _DTYPES_BY_ELEMENT_SIZE if nbytes % size == 0 for dtype in group]
         dtype = dtypes[tag % len(dtypes)]
         numel = nbytes // dtype.itemsize
+        if self._device.type == "meta":  # no data, so any size: the checker's values at 2**40 bytes
+            return torch.empty(numel, dtype=dtype, device=self._device)
         fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % _FILL_MODULUS) % _FILL_MODULUS
         return fill.to(device=self._device, dtype=dtype)
 

@@ -48,7 +48,7 @@ def test_json_report_has_the_contract_fields(tmp_path):
     status = main(["check", "--impl", f"{BROKEN}:ReleaseOfIdleIsNoop", "--json", str(path), "--quiet"])
     report = json.loads(path.read_text())
     assert status == 1
-    assert set(report) == {"ok", "examples", "steps", "seconds", "steps_per_second", "counterexample"}
+    assert set(report) == {"ok", "examples", "steps", "seconds", "steps_per_second", "scope", "counterexample"}
     assert report["ok"] is False
     counterexample = report["counterexample"]
     assert set(counterexample) == {"capacity_bytes", "calls"}

@@ -2,7 +2,9 @@
 
 Values inside a call are `ValueRecipe`s, made concrete for each cache by `value_for`, so one call
 sequence drives the spec and any cache alike. JSON form: `{"op", "args", "kwargs"}`, a recipe as
-`{"nbytes": n, "tag": t}`, a tuple as `{"tuple": [...]}`; other values are JSON's own.
+`{"nbytes": n, "tag": t}`, a tuple as `{"tuple": [...]}`, bytes (keys such as b"1") as
+`{"bytes": "<hex>"}`; other values are JSON's own. Keys that format alike stay distinct: 1, "1",
+b"1", ("img", 1) and ("img", "1") each decode to themselves. A recipe is a size, never the bytes.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def encode_value(value: Any) -> Any:
         return {"nbytes": value.nbytes, "tag": value.tag}
     if isinstance(value, tuple):
         return {"tuple": [encode_value(v) for v in value]}
+    if isinstance(value, bytes):
+        return {"bytes": value.hex()}
     if isinstance(value, list):
         return [encode_value(v) for v in value]
     return value
@@ -100,6 +104,8 @@ def decode_value(value: Any) -> Any:
         return ValueRecipe(value["nbytes"], value["tag"])
     if isinstance(value, dict) and set(value) == {"tuple"}:
         return tuple(decode_value(v) for v in value["tuple"])
+    if isinstance(value, dict) and set(value) == {"bytes"}:
+        return bytes.fromhex(value["bytes"])
     if isinstance(value, list):
         return [decode_value(v) for v in value]
     return value

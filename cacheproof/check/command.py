@@ -8,7 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, CheckInterrupted, CheckReport, run_check
+from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, REAL_VALUE_CAPACITY, CheckInterrupted
+from cacheproof.check.run import CheckReport, run_check
+from cacheproof.check.scope import SMALL, THOROUGH, Phase
+from cacheproof.check.values import MAX_VALUE_BYTES
 from cacheproof.check.faults import UsageAbort
 from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT
@@ -52,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
     parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
+    parser.add_argument("--thorough", action="store_true",
+                        help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
+                        "500-2,000 calls; about two minutes (docs/scope.md); sets its own --examples and --steps")
+    parser.add_argument("--max-capacity", type=value_capacity, metavar="BYTES",
+                        help=f"with --thorough, the capacity cap for a cache whose values hold memory (default "
+                        f"{REAL_VALUE_CAPACITY}, at most {MAX_VALUE_BYTES})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgumentError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    if args.thorough and (args.threads is not None or args.examples != DEFAULT_EXAMPLES
+                          or args.steps != DEFAULT_STEPS_PER_EXAMPLE):
+        print("cacheproof check: --thorough sets its own budget; drop --examples, --steps and --threads",
+              file=sys.stderr)
+        return 2
     if args.threads is not None:
         if semantics != CONTRACT or operations != ALL_OPERATIONS or args.no_bad_arguments:
             print("cacheproof check: --threads checks the contract only; drop --profile/--semantics/--ops",
@@ -79,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     try:
-        with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+        phases = THOROUGH if args.thorough else (Phase(SMALL, args.examples, args.steps),)
+        with Progress("check", total=sum(phase.examples for phase in phases), quiet=args.quiet) as progress:
             report = run_check(
                 factory,
                 examples=args.examples,
@@ -92,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 semantics=semantics,
                 operations=operations,
                 bad_arguments=not args.no_bad_arguments,
+                phases=phases,
+                max_capacity=args.max_capacity,
             )
     except UsageAbort as abort:
         print(f"cacheproof check: {abort.message}", file=sys.stderr)
@@ -110,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
             example = report.counterexample
             trace = spec_trace(
-                example.capacity_bytes, example.calls, semantics, profile=args.profile, operations=operations
+                example.capacity_bytes, example.trace_calls(), semantics, profile=args.profile, operations=operations
             )
             write_atomically(args.trace_out, trace_text(trace))
     except OutputPathError as error:  # the disk filled up during the run, say: the verdict is still printed
@@ -119,6 +136,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print_report(args, report)
     return 0 if report.ok else 1
+
+
+def value_capacity(text: str) -> int:
+    """An argparse type: a capacity cap of 1..MAX_VALUE_BYTES bytes (no value ever holds more)."""
+    number = positive_integer(text)
+    if number > MAX_VALUE_BYTES:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_VALUE_BYTES} bytes (64 MiB), got {text!r}")
+    return number
 
 
 def chosen_semantics(args: argparse.Namespace) -> tuple[Semantics, tuple[str, ...]]:
@@ -148,6 +173,7 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
                 "steps": report.steps,
                 "seconds": f"{report.seconds:.2f}",
                 "steps/s": f"{report.steps_per_second:.0f}",
+                **report.scope.rows(),
                 "shrunk length": "-" if example is None else len(example.calls),
                 "result": "conforms" if report.ok else "COUNTEREXAMPLE",
             },

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.check.calls import Call
 from cacheproof.check.differential import normalize_snapshot, step_difference
-from cacheproof.check.machine import KEYS
+from cacheproof.check.scope import SMALL_KEYS, WIDE_KEYS
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.semantics import CONTRACT, Semantics
 
@@ -32,11 +32,13 @@ def first_divergence(
 ) -> SequenceDivergence | None:
     """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None.
 
-    `on_step(index)` is told the index of each call before it is made.
+    `on_step(index)` is told the index of each call before it is made. After every call `in` is
+    compared over the calls' own keys and every key of the small and wide scopes' pools, so a
+    replay sees what the run saw whatever the example's key universe was.
     """
     spec = CacheSpec(capacity_bytes, semantics)
     cache = factory(capacity_bytes)
-    keys = KEYS + tuple(_hashable_keys(calls))
+    keys = tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + tuple(_hashable_keys(calls))))
     for index, call in enumerate(calls):
         if on_step is not None:
             on_step(index)

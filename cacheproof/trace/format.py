@@ -5,7 +5,7 @@ trace is checked under where that is not the contract: `"profile"`, `"semantics"
 differ from the contract, values as `--semantics` writes them) and `"ops"`; every other
 line is one call `{"op", "args", "kwargs"}` plus either `"result"` or `"error"` (the contract name
 of the error class). Arguments follow `cacheproof.check.calls`' JSON rules (a value recipe is
-`{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`); anything JSON cannot hold is written as
+`{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`, a bytes key `{"bytes": "<hex>"}`); anything JSON cannot hold is written as
 `{"repr": "..."}` and read back as that string. Results: an `Acquired` by name, evicted keys as
 a list, bools and null as themselves; get/pop write the value's recipe when the trace knows it,
 else `{"value": true}` ("returned a value", contents not recorded). The call at which a monitor saw
@@ -180,7 +180,7 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
         bad_recipe = _bad_recipe((*call.args, *call.kwargs.values(), result, observed and observed.result))
     except RecursionError:
         raise TraceFormatError(f"{where}: nested too deeply to be a call") from None
-    except TypeError as error:  # e.g. {"tuple": 3}
+    except (TypeError, ValueError) as error:  # e.g. {"tuple": 3}, {"bytes": "not hex"}
         raise TraceFormatError(f"{where}: malformed argument or result: {error}") from None
     if bad_recipe is not None:
         raise TraceFormatError(

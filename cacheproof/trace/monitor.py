@@ -203,7 +203,7 @@ class MonitoredCache:
             self._held.note(op, args, wanted_error is None and wanted is not False and not kept, spec)
             difference = None
             if op in _VALUE_OPERATIONS and error is None and wanted_error is None and wanted is not None:
-                difference = self._held.difference(Call(op, args, kwargs), result)
+                difference = self._held.difference(Call(op, args, kwargs), result, wanted)
             elif not (result is wanted and error is None and wanted_error is None) and not _same_outcome(
                 wanted, wanted_error, result, error
             ):
