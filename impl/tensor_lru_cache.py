@@ -23,7 +23,6 @@ from cacheproof.spec.errors import (
     WrongStateError,
 )
 from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
-from cacheproof.spec.values import value_size
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 

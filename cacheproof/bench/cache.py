@@ -3,6 +3,10 @@
 For the spec and for TensorLRUCache: the bare state machine (no guard: the checker before the
 call timeout existed), the default run (every call guarded, see docs/robustness.md), and
 `--isolate` (the cache in a child process). Ratios are to the bare machine on the spec.
+
+Then steps/s per scope (docs/scope.md), side by side: the bare machine on the spec and on
+TensorLRUCache on the meta device, in the small, wide and long scopes (the long scope's examples
+are a tenth of --examples: each is a life of hundreds of calls). `--scopes-only` measures only that.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.output_paths import first_problem, write_atomically
 from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
 from cacheproof.progress import summary_table
+from cacheproof.check.scope import LONG, SMALL, WIDE, Phase
 from cacheproof.spec import CacheSpec
 
 TARGETS = {"CacheSpec": 3000, "TensorLRUCache (cpu)": 500}
@@ -35,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=any_integer, default=0)
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--scopes-only", action="store_true", help="measure only steps/s per scope")
 
 
 def tensor_cache_on_cpu(capacity_bytes: int):
@@ -44,16 +50,27 @@ def tensor_cache_on_cpu(capacity_bytes: int):
     return TensorLRUCache(capacity_bytes, device="cpu")
 
 
-def bare_machine(factory: Callable[[int], Any], examples: int, seed: int) -> tuple[bool, int, float]:
-    """The state machine alone, no guard and no supervision: (ok, steps, seconds)."""
+def tensor_cache_on_meta(capacity_bytes: int):
+    """TensorLRUCache on the meta device: values without memory, any capacity."""
+    from cacheproof.impl import TensorLRUCache
+
+    return TensorLRUCache(capacity_bytes, device="meta")
+
+
+def bare_machine(
+    factory: Callable[[int], Any], examples: int, seed: int, phase: Phase | None = None
+) -> tuple[bool, int, float]:
+    """The state machine alone, no guard and no supervision: (ok, steps, seconds). `phase`: the scope
+    and steps (default: the small scope, DEFAULT_STEPS_PER_EXAMPLE steps); `examples` are its examples."""
+    phase = phase or Phase(SMALL, examples, DEFAULT_STEPS_PER_EXAMPLE)
     tally = Tally()
-    machine = machine_for(factory, tally)
+    machine = machine_for(factory, tally, scope=phase.scope)
     machine._hypothesis_internal_use_seed = seed
     started = time.perf_counter()
     ok = True
     try:
         with with_reporter(lambda message: None):
-            run_state_machine_as_test(machine, settings=check_settings(examples, DEFAULT_STEPS_PER_EXAMPLE))
+            run_state_machine_as_test(machine, settings=check_settings(examples, phase.steps, phase.shrink))
     except AssertionError:
         ok = False
     return ok, tally.steps, time.perf_counter() - started
@@ -74,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof bench cache: {problem}", file=sys.stderr)
         return 2
+    if args.scopes_only:
+        return _run_scopes(args)
     try:
         figures = {name: {mode: _measure(name, mode, args.examples, args.seed) for mode in MODES} for name in CACHES}
     except UsageAbort as abort:  # a cache that could not be built (in its child process, say)
@@ -100,6 +119,53 @@ def run(args: argparse.Namespace) -> int:
         "the bare machine's steps/s"
         for name, by_mode in figures.items()
     ))
+    scoped = _scope_figures(args)
     if args.json is not None:
-        write_atomically(args.json, json.dumps(figures, indent=2) + "\n")
-    return 0 if all(f["ok"] for by_mode in figures.values() for mode, f in by_mode.items() if mode in MODES) else 1
+        write_atomically(args.json, json.dumps({**figures, "per_scope": scoped}, indent=2) + "\n")
+    modes_ok = all(f["ok"] for by_mode in figures.values() for mode, f in by_mode.items() if mode in MODES)
+    return 0 if modes_ok and all(f["ok"] for by_scope in scoped.values() for f in by_scope.values()) else 1
+
+
+def scope_phases(examples: int) -> tuple[Phase, ...]:
+    """The phases of the per-scope figures: `examples` small and wide examples, a tenth as many lives."""
+    return (
+        Phase(SMALL, examples, DEFAULT_STEPS_PER_EXAMPLE),
+        Phase(WIDE, examples, DEFAULT_STEPS_PER_EXAMPLE, shrink=False),
+        Phase(LONG, max(1, examples // 10), 30, shrink=False),
+    )
+
+
+def _scope_figures(args: argparse.Namespace) -> dict:
+    """Bare-machine steps/s per cache and scope, printed side by side (ratios to the spec's small scope)."""
+    factories = {"CacheSpec": CacheSpec, "TensorLRUCache (meta)": tensor_cache_on_meta}
+    figures: dict = {}
+    for name, factory in factories.items():
+        figures[name] = {}
+        for phase in scope_phases(args.examples):
+            ok, steps, seconds = bare_machine(factory, phase.examples, args.seed, phase)
+            figures[name][phase.scope.name] = {
+                "ok": ok, "steps": steps, "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds, 1),
+            }
+    base = figures["CacheSpec"]["small"]["steps_per_second"]
+    if not args.quiet:
+        summary_table(
+            "checker throughput per scope (bare machine, same seed): steps/s, ratio to CacheSpec small",
+            {
+                f"{name} ({scope})": f"{f['steps_per_second']:.0f} steps/s  ({f['steps_per_second'] / base:.2f}x, "
+                f"{f['steps']} steps, ok={f['ok']})"
+                for name, by_scope in figures.items()
+                for scope, f in by_scope.items()
+            },
+        )
+    print("; ".join(
+        f"{name}: " + ", ".join(f"{scope} {f['steps_per_second']:.0f}" for scope, f in by_scope.items()) + " steps/s"
+        for name, by_scope in figures.items()
+    ))
+    return figures
+
+
+def _run_scopes(args: argparse.Namespace) -> int:
+    figures = _scope_figures(args)
+    if args.json is not None:
+        write_atomically(args.json, json.dumps({"per_scope": figures}, indent=2) + "\n")
+    return 0 if all(f["ok"] for by_scope in figures.values() for f in by_scope.values()) else 1
