@@ -30,14 +30,13 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
-from cacheproof.check.differential import Divergence, run_spec_call
+from cacheproof.check.differential import Divergence
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
-from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, Counterexample
+from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
 from cacheproof.check.scope import SMALL, THOROUGH, Scope
 from cacheproof.check.sequence import first_divergence
 from cacheproof.settings import profile_for_environment, register_profiles
-from cacheproof.spec import CacheSpec
 from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics
 
@@ -237,10 +236,5 @@ def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Di
         return str(error)
     seconds = LONG_SHRINK_SECONDS if first.step >= LONG_SEQUENCE else MINIMUM_SHRINK_SECONDS
     calls, found, _ = shrink_failure(attempt, tally.calls, first, seconds)
-    spec = CacheSpec(tally.capacity_bytes, semantics)
-    errors = tuple(run_spec_call(spec, call).error for call in calls)
-    counterexample = Counterexample(
-        tally.capacity_bytes, tuple(calls), found.message,
-        tuple(None if e is None else type(e).__name__ for e in errors),
-    )
+    counterexample = counterexample_of(factory, tally.capacity_bytes, calls, found.message, semantics)
     return f"{error}\n\nshrunk to {len(calls)} calls:\n{counterexample.to_python(impl)}"

@@ -48,10 +48,15 @@ def test_json_report_has_the_contract_fields(tmp_path):
     status = main(["check", "--impl", f"{BROKEN}:ReleaseOfIdleIsNoop", "--json", str(path), "--quiet"])
     report = json.loads(path.read_text())
     assert status == 1
-    assert set(report) == {"ok", "examples", "steps", "seconds", "steps_per_second", "scope", "counterexample"}
+    assert set(report) == {
+        "ok", "examples", "steps", "seconds", "steps_per_second", "scope", "counterexample", "counterexamples",
+    }
     assert report["ok"] is False
     counterexample = report["counterexample"]
     assert set(counterexample) == {"capacity_bytes", "calls"}
+    first = report["counterexamples"][0]
+    assert set(first) == {"capacity_bytes", "calls", "kind", "message", "differences", "why"}
+    assert {key: first[key] for key in counterexample} == counterexample, "the first of the list is `counterexample`"
     assert all(set(call) == {"op", "args", "kwargs"} for call in counterexample["calls"])
     assert any(
         isinstance(arg, dict) and set(arg) == {"nbytes", "tag"}

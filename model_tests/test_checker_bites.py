@@ -1,5 +1,6 @@
 """A checker is proven by the bugs it catches: `cacheproof check` exits 1 on every broken cache,
-and the counterexample it prints is legal for the spec and wrong for the broken cache."""
+the counterexample it prints is legal for the spec and wrong for the broken cache, and its snippet
+fails when run, where the checker saw the difference, and passes on the spec."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from cacheproof.cli import main
 from cacheproof.check.sequence import first_divergence
 from cacheproof.spec import CacheSpec
 from model_tests.broken_caches import BROKEN_CACHES
+from model_tests.snippet_runs import assert_fails_where_it_diverges, on_cache, run_snippet, snippets_in
 
 CONTRACT_ERRORS = {
     "InvalidArgumentError", "TooLargeError", "UnknownKeyError", "WrongStateError", "ConflictError", "CapacityError",
@@ -27,8 +29,13 @@ def test_there_are_at_least_eight_broken_caches():
 def test_check_finds_the_bug(broken, tmp_path, capsys):
     path = tmp_path / "report.json"
     impl = f"model_tests.broken_caches:{broken.__name__}"
-    status = main(["check", "--impl", impl, "--quiet", "--json", str(path)])
-    assert status == 1, capsys.readouterr().out
+    status = main(["check", "--impl", impl, "--max-divergences", "1", "--json", str(path)])
+    output = capsys.readouterr().out
+    assert status == 1, output
+    (snippet,) = snippets_in(output)
+    assert_fails_where_it_diverges(snippet)
+    fixed = run_snippet(on_cache(snippet, "cacheproof.spec", "CacheSpec"))
+    assert fixed.returncode == 0, f"{fixed.error}\n{snippet}"
     counterexample = json.loads(path.read_text())["counterexample"]
     calls = [call_format.from_json(call) for call in counterexample["calls"]]
     capacity = counterexample["capacity_bytes"]

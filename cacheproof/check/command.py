@@ -12,6 +12,7 @@ from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, RE
 from cacheproof.check.run import CheckReport, run_check
 from cacheproof.check.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.values import MAX_VALUE_BYTES
+from cacheproof.check.distinct import MAX_DIVERGENCES
 from cacheproof.check.faults import UsageAbort
 from cacheproof.check.flag_types import any_integer, positive_integer, positive_seconds
 from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT
@@ -54,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ops", metavar="OP,...",
                         help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
+    parser.add_argument("--max-divergences", type=positive_integer, default=MAX_DIVERGENCES, metavar="N",
+                        help=f"report up to N distinct divergences, each shrunk (default {MAX_DIVERGENCES}; "
+                        "1 stops at the first)")
     parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
     parser.add_argument("--thorough", action="store_true",
                         help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
@@ -109,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
                 bad_arguments=not args.no_bad_arguments,
                 phases=phases,
                 max_capacity=args.max_capacity,
+                max_divergences=args.max_divergences,
             )
     except UsageAbort as abort:
         print(f"cacheproof check: {abort.message}", file=sys.stderr)
@@ -175,13 +180,40 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
                 "steps/s": f"{report.steps_per_second:.0f}",
                 **report.scope.rows(),
                 "shrunk length": "-" if example is None else len(example.calls),
+                "divergences": len(report.counterexamples),
                 "result": "conforms" if report.ok else "COUNTEREXAMPLE",
             },
         )
     if example is None:
         print(f"conforms: {report.examples} examples, {report.steps} steps, {report.steps_per_second:.0f} steps/s")
         return
-    print(f"counterexample ({len(example.calls)} calls): {example.message}")
-    if args.quiet:
-        return
-    print(example.to_python(args.impl))
+    for line in report_lines(report, args.impl, args.quiet):
+        print(line)
+
+
+def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[str]:
+    """Each counterexample's first difference (all `quiet` prints), its kind, every difference at the
+    diverging call and why; then their snippets, so that everything from the first snippet on is
+    Python (run it all, and it stops at the first snippet's failure)."""
+    examples = report.counterexamples or (report.counterexample,)
+    count = len(examples)
+    lines: list[str] = []
+    for number, example in enumerate(examples, 1):
+        which = "" if number == 1 else f" {number} of {count}"
+        lines.append(f"counterexample{which} ({len(example.calls)} calls): {example.message}")
+        if quiet:
+            continue
+        if example.kind is not None:
+            lines.append(f"  kind: {example.kind}")
+            if len(example.differences) > 1:
+                lines.append("  every difference at that call:")
+                lines += [f"    {difference.text}" for difference in example.differences]
+            lines += [f"  {line}" for line in example.why]
+    if quiet:
+        return lines
+    if count > 1:
+        lines.append(f"{count} distinct divergences, each shrunk; their snippets follow")
+    for number, example in enumerate(examples, 1):
+        title = "cacheproof counterexample" + ("" if count == 1 else f" {number} of {count}")
+        lines.append(example.to_python(impl, title))
+    return lines

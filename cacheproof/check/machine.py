@@ -19,8 +19,9 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from hypothesis import reject
 from hypothesis import strategies as st
-from hypothesis.errors import StopTest
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from cacheproof.check.calls import Call, ValueRecipe
@@ -63,19 +64,22 @@ class Tally:
     `examples` counts what `max_examples` (`check --examples`) counts: the call sequences that ran
     to their end, the first failing one included. Sequences Hypothesis abandons midway because it
     ran out of data (`discarded`) and its shrinking attempts after a failure (`shrinking`) are
-    counted apart; `steps` counts every call made.
+    counted apart, and so are those ended by `reject()` (`rejected`: a divergence of a kind already
+    reported, cacheproof.check.distinct); `steps` counts every call made.
     """
 
     def __init__(self) -> None:
         self.examples = 0
         self.discarded = 0
         self.shrinking = 0
+        self.rejected = 0
         self.failed = False
         self.steps = 0
         self.capacity_bytes = 0
         self.calls: list[Call] = []
         self.first_divergence: tuple[int, tuple[Call, ...], str] | None = None  # (capacity, calls, message)
         self.on_example: Callable[[Tally], None] | None = None
+        self.is_known: Callable[[int, list[Call]], bool] | None = None  # a divergence of a reported kind?
         self.most_live = 0  # the most entries live at once in one example
         self.most_keys = 0  # the most distinct keys one example used
         self.key_types: set[str] = set()  # type names of every key used
@@ -101,6 +105,8 @@ class Tally:
             self.discarded += 1
         elif self.failed:
             self.shrinking += 1
+        elif isinstance(error, UnsatisfiedAssumption):  # a divergence of a kind already reported
+            self.rejected += 1
         else:
             self.examples += 1
             self.failed = error is not None
@@ -276,6 +282,8 @@ class CacheMachine(RuleBasedStateMachine):
         difference = step_difference(self.spec, self.cache, call, keys)
         tally.most_live = max(tally.most_live, len(self.spec))
         if difference is not None:
+            if tally.is_known is not None and tally.is_known(tally.capacity_bytes, tally.calls):
+                reject()  # a kind already reported (cacheproof.check.distinct): the example ends, not counted
             if tally.first_divergence is None:
                 tally.first_divergence = (tally.capacity_bytes, tuple(tally.calls), difference)
             raise Divergence(difference)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import Phase as HypothesisPhase
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check import calls as call_format
 from cacheproof.check.calls import Call
+from cacheproof.check import snippet
+from cacheproof.check.differences import Difference, DivergingStep, diverging_step
 from cacheproof.check.differential import Divergence, run_spec_call
+from cacheproof.check.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
+from cacheproof.check.explain import explanation
 from cacheproof.check.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
 from cacheproof.check.fault_search import shrink_failure, shrink_seconds
 from cacheproof.check.faults import CacheFault
@@ -29,8 +32,12 @@ from cacheproof.spec import CacheSpec
 from cacheproof.spec.profiles import ALL_OPERATIONS
 from cacheproof.spec.semantics import CONTRACT, Semantics
 
+T = TypeVar("T")
+
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS_PER_EXAMPLE = 100
+MINIMUM_SHRINK_SECONDS_AFTER_FIRST = 3.0
+"""Shrinking a further kind of divergence gets at least this long, even at the end of the search."""
 NONDETERMINISM_REPLAYS = 4
 """Replays of a sequence Hypothesis found flaky, looking for a run that answers differently."""
 
@@ -46,37 +53,25 @@ LONG_SHRINK_SECONDS = 10.0
 """A divergence after LONG_SEQUENCE calls or more (a long life's) gets this shrinking budget: every
 attempt replays hundreds of calls, and a fault that needs them cannot be shrunk below them anyway."""
 
-_MEMBERSHIP = re.compile(r"(.+) in cache: spec (True|False), this cache")
-
-_INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
-_FAILED_INSPECTION = re.compile(
-    r"(?P<code>cache\.snapshot\(\)|cache\.stats\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
-    r"(?P<what>raised|returned|did not return|killed the process)\b.*, after "
-)
-_ENDINGS = {"raised": "raises", "returned": "returns what the contract does not allow", "did not return": "does not return",
-            "killed the process": "kills the process"}
-
-
-def failed_inspection(message: str) -> tuple[str, str] | None:
-    """(code, ending) when `message` says an inspection after the last call failed ("snapshot() raised
-    ..., after cache.put(...)", "3 in cache did not return within 10 s, after ..."): the line the
-    snippet ends with, e.g. ("cache.snapshot()", "raises"); None when the call itself failed."""
-    found = _FAILED_INSPECTION.match(message)
-    if found is None:
-        return None
-    code = _INSPECTIONS.get(found["code"], found["code"])
-    return (f"print({code})" if found["what"] == "returned" else code), _ENDINGS[found["what"]]
-
-
 @dataclass(frozen=True)
 class Counterexample:
-    """The shrunk sequence of calls on a fresh cache of `capacity_bytes` that diverges at its last call."""
+    """The shrunk sequence of calls on a fresh cache of `capacity_bytes` that diverges at its last call.
+
+    `differences` lists every difference at that call (`cacheproof.check.differences`), `why` the
+    snapshot diff and the rules involved (`cacheproof.check.explain`), `kind` what makes it a
+    different divergence from the others of the run (`cacheproof.check.distinct`); all are empty
+    for a hang, a crash or a cache that is not deterministic.
+    """
 
     capacity_bytes: int
     calls: tuple[Call, ...]
     message: str
     spec_errors: tuple[str | None, ...] = ()  # per call, the contract error the spec raised
     ending: str = "diverges here"  # what the last call does: diverges here, does not return, ...
+    differences: tuple[Difference, ...] = ()
+    why: tuple[str, ...] = ()
+    result_check: str | None = None  # a condition on `result` that holds when the cache's result is the spec's
+    kind: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -88,7 +83,7 @@ class Counterexample:
         """The calls a trace of this counterexample records: the calls, and when the divergence is
         `key in cache` for a key no call names (1 beside "1", say), a last `contains` call of it, so
         that a replay, which checks `in` only for keys the trace names, sees it too."""
-        membership = _MEMBERSHIP.match(self.message)
+        membership = snippet.MEMBERSHIP.match(self.message)
         if membership is None:
             return self.calls
         named = [call.args[0] for call in self.calls if call.args and call.op != "evict"]
@@ -97,34 +92,23 @@ class Counterexample:
                 return (*self.calls, Call("contains", (key,)))
         return self.calls
 
-    def to_python(self, impl: str) -> str:
-        """A runnable snippet: build the cache from `impl` ("module:factory") and make the calls."""
-        module, _, factory = impl.partition(":")
-        lines = [
-            f"# cacheproof counterexample: {self.message}",
-            "from cacheproof.check.values import raises, value_for",
-            f"from {module} import {factory} as factory",
-            "",
-            f"cache = factory({self.capacity_bytes})",
-        ]
-        errors = self.spec_errors or (None,) * len(self.calls)
-        last = len(self.calls) - 1
-        for index, (call, error) in enumerate(zip(self.calls, errors)):
-            line = call_format.to_python(call)
-            if error is not None:
-                line = f"with raises({error!r}):\n    {line}"
-            elif index == last:
-                line = f"print({line})"
-            lines.append(line)
-        inspection = failed_inspection(self.message)
-        if inspection is None:
-            lines[-1] += f"  # <- {self.ending}"
-        else:
-            lines.append(f"{inspection[0]}  # <- {inspection[1]}")
-        membership = _MEMBERSHIP.match(self.message)
-        if membership is not None:
-            lines.append(f"print({membership.group(1)} in cache)  # <- the spec says {membership.group(2)}")
-        return "\n".join(lines) + "\n"
+    def details_json(self) -> dict:
+        """`to_json()` with the kind, the first difference, every difference and the why."""
+        return {
+            **self.to_json(),
+            "kind": self.kind,
+            "message": self.message,
+            "differences": [difference.text for difference in self.differences],
+            "why": list(self.why),
+        }
+
+    def to_python(self, impl: str, title: str = "cacheproof counterexample") -> str:
+        """A runnable snippet that fails where the checker saw the difference (`cacheproof.check.snippet`):
+        build the cache from `impl` ("module:factory"), make the calls, assert the spec's observations."""
+        return snippet.render(
+            impl, self.capacity_bytes, self.calls, self.message, self.spec_errors, self.ending,
+            self.differences, self.result_check, title,
+        )
 
 
 @dataclass(frozen=True)
@@ -177,9 +161,10 @@ class CheckReport:
     examples: int
     steps: int
     seconds: float
-    counterexample: Counterexample | None
+    counterexample: Counterexample | None  # the first one found
     interrupted: bool = False  # the user's Ctrl-C stopped the run: no verdict
     scope: ScopeCovered = ScopeCovered()
+    counterexamples: tuple[Counterexample, ...] = ()  # every distinct divergence, the first one first
 
     @property
     def steps_per_second(self) -> float:
@@ -197,12 +182,13 @@ class CheckReport:
             "steps_per_second": round(self.steps_per_second, 1),
             "scope": self.scope.to_json(),
             "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
+            "counterexamples": [example.details_json() for example in self.counterexamples],
         }
 
 
 def check_settings(examples: int, steps_per_example: int, shrink: bool = True) -> settings:
     """The Hypothesis settings of a run: no deadline, no database, no health checks, no blob;
-    `shrink=False` reports the first failure as found (the checker still shrinks it)."""
+    `shrink=False` leaves shrinking to `fault_search.shrink_failure` alone."""
     return settings(
         max_examples=examples,
         stateful_step_count=steps_per_example,
@@ -238,6 +224,7 @@ def run_check(
     bad_arguments: bool = True,
     phases: Sequence[Phase] | None = None,
     max_capacity: int | None = None,
+    max_divergences: int = 1,
 ) -> CheckReport:
     """Run `examples` random call sequences on `factory(capacity)` beside `CacheSpec`.
 
@@ -253,6 +240,9 @@ def run_check(
     which scopes the examples are drawn from, in order (`cacheproof.check.scope.THOROUGH`). A cache
     whose make_value returns values that hold memory gets capacities of at most `max_capacity`
     (default REAL_VALUE_CAPACITY; at most MAX_VALUE_BYTES); the report's `scope` says what was reached.
+    Up to `max_divergences` distinct divergences are searched for and reported, each shrunk
+    (`CheckReport.counterexamples`, see `cacheproof.check.distinct`); the first is `counterexample`.
+    The default, 1, stops at the first; `cacheproof check` searches for MAX_DIVERGENCES.
     """
     phases = tuple(phases) if phases is not None else (Phase(SMALL, examples, steps_per_example),)
     if max_capacity is not None and not 1 <= max_capacity <= MAX_VALUE_BYTES:
@@ -263,47 +253,93 @@ def run_check(
     watch.last_call = lambda: tally.calls[-1] if tally.calls else None
     guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
     capacity_cap: list[int | None] = [None]
+    known = KnownKinds(guarded, semantics, lambda: tally.examples + tally.rejected, note_sightings=not isolate)
+    if max_divergences > 1:
+        tally.is_known = known.is_known
 
-    def hypothesis_run() -> None:
-        probe_factory(guarded, impl, operations)
-        if any(phase.scope.wide_capacities for phase in phases):
-            capacity_cap[0] = capacity_cap_of(guarded, max_capacity or REAL_VALUE_CAPACITY)
-        for phase in phases:
-            machine = machine_for(
-                guarded, tally, semantics=semantics, operations=operations or ALL_OPERATIONS,
-                bad_arguments=bad_arguments, scope=phase.scope, max_capacity=capacity_cap[0],
-            )
+    def machine_of(phase: Phase) -> type:
+        return machine_for(
+            guarded, tally, semantics=semantics, operations=operations or ALL_OPERATIONS,
+            bad_arguments=bad_arguments, scope=phase.scope, max_capacity=capacity_cap[0],
+        )
+
+    def hypothesis_run(run: int, budget: int) -> None:
+        """Run 0: every phase, as they are; a later run (the search for further kinds): the first
+        phase's scope, on `budget` examples, a new seed, and no shrinking by Hypothesis."""
+        if run == 0:
+            probe_factory(guarded, impl, operations)
+            if any(phase.scope.wide_capacities for phase in phases):
+                capacity_cap[0] = capacity_cap_of(guarded, max_capacity or REAL_VALUE_CAPACITY)
+        runs = phases if run == 0 else (Phase(phases[0].scope, budget, phases[0].steps, False),)
+        for phase in runs:
+            machine = machine_of(phase)
             if seed is not None:
-                machine._hypothesis_internal_use_seed = seed
+                machine._hypothesis_internal_use_seed = seed + run
             with with_reporter(lambda message: None):
                 run_state_machine_as_test(machine, settings=check_settings(phase.examples, phase.steps, phase.shrink))
 
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, call_timeout, tally.calls[-1] if tally.calls else None)
 
-    counterexample = None
+    def one_run(run: int, budget: int) -> Counterexample | None:
+        known.new_run(budget)
+        tally.first_divergence = None
+        tally.failed = False
+        try:
+            supervised(lambda: hypothesis_run(run, budget), watch, describe_hang)
+        except (SearchDone, Unsatisfiable):  # the run's share is spent, or every example was of a known kind
+            return None
+        except Divergence:
+            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None, semantics, known,
+                           seconds=_search_seconds_left(known, watch))
+        except CacheFault as fault:
+            failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
+            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure, semantics, known)
+        except Flaky:
+            return _not_deterministic(guarded, watch, tally, semantics)
+        return None
+
+    counterexamples: list[Counterexample] = []
     started = time.perf_counter()
     try:
         try:
-            supervised(hypothesis_run, watch, describe_hang)
-        except Divergence:
-            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None, semantics)
-        except CacheFault as fault:
-            failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
-            counterexample = _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure, semantics)
-        except Flaky:
-            counterexample = _not_deterministic(guarded, watch, tally, semantics)
-    except KeyboardInterrupt:
-        seconds = time.perf_counter() - started
-        raise CheckInterrupted(CheckReport(
-            False, tally.examples, tally.steps, seconds, None, interrupted=True,
-            scope=ScopeCovered.of(tally, phases, capacity_cap[0]),
-        )) from None
+            budget = phases[0].examples
+            while budget > 0 and len(counterexamples) < max_divergences:
+                at_start = tally.examples + tally.rejected
+                found = one_run(len(counterexamples), budget)
+                if found is None:
+                    break
+                counterexamples.append(found)
+                if found.kind is None or found.kind in known.kinds:  # a hang, a crash, not deterministic
+                    break
+                known.kinds.add(found.kind)
+                if known.deadline is None:
+                    known.deadline = time.perf_counter() + SEARCH_SECONDS
+                _supervised_or_none(known.classify_seen, watch)
+                for kind, capacity_bytes, calls in known.unreported():
+                    if len(counterexamples) >= max_divergences or time.perf_counter() > known.deadline:
+                        break
+                    sighted = _shrunk(guarded, watch, capacity_bytes, list(calls), None, semantics, known, kind,
+                                      _search_seconds_left(known, watch))
+                    if sighted.kind == kind:
+                        counterexamples.append(sighted)
+                        known.kinds.add(kind)
+                    known.sightings.pop(kind)
+                spent = known.examples_at_new if known.examples_at_new is not None else tally.examples + tally.rejected
+                budget -= spent - at_start
+        except KeyboardInterrupt:
+            seconds = time.perf_counter() - started
+            raise CheckInterrupted(CheckReport(
+                False, tally.examples, tally.steps, seconds, None, interrupted=True,
+                scope=ScopeCovered.of(tally, phases, capacity_cap[0]),
+            )) from None
     finally:
         guarded.close()
     seconds = time.perf_counter() - started
+    first = counterexamples[0] if counterexamples else None
     scope = ScopeCovered.of(tally, phases, capacity_cap[0])
-    return CheckReport(counterexample is None, tally.examples, tally.steps, seconds, counterexample, scope=scope)
+    return CheckReport(first is None, tally.examples, tally.steps, seconds, first, scope=scope,
+                       counterexamples=tuple(counterexamples))
 
 
 def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
@@ -322,29 +358,65 @@ def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
 
 def _shrunk(
     factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None,
-    semantics: Semantics = CONTRACT,
+    semantics: Semantics = CONTRACT, known: KnownKinds | None = None, kind: str | None = None,
+    seconds: float | None = None,
 ) -> Counterexample:
     """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter.
 
     `failure` is given for a hang or crash (the sequence ends at the call that caused it); a
     divergence is found again by replaying. A sequence that no longer fails on replay is reported
-    as not deterministic.
+    as not deterministic. With `known` kinds, a candidate that diverges in one of them does not
+    count as failing: shrinking keeps the divergence new; with `kind`, it keeps that kind.
+    `seconds`: the shrinking budget (default `shrink_seconds`).
     """
     def attempt(candidate: list[Call]) -> Failure | None:
-        return first_failure(factory, capacity_bytes, candidate, watch, semantics)
+        found = first_failure(factory, capacity_bytes, candidate, watch, semantics)
+        if found is None or found.kind != DIVERGENCE or known is None or not (known.kinds or kind):
+            return found
+        seen = _supervised_or_none(lambda: known.kind(capacity_bytes, candidate[: found.step + 1]), watch)
+        return found if (seen == kind if kind is not None else seen not in known.kinds) else None
 
     first = failure
     if first is None:
         first = attempt(calls)
         if first is None:
             return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
-    seconds = shrink_seconds(watch.timeout)
+    budget = shrink_seconds(watch.timeout) if seconds is None else seconds
     if first.kind == DIVERGENCE and first.step >= LONG_SEQUENCE:
-        seconds = min(seconds, LONG_SHRINK_SECONDS)
-    calls, found, cut_short = shrink_failure(attempt, calls, first, seconds)
+        budget = min(budget, LONG_SHRINK_SECONDS)
+    calls, found, cut_short = shrink_failure(attempt, calls, first, budget)
     message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
-    ending = {DIVERGENCE: "diverges here", HANG: "does not return"}.get(found.kind, "kills the process")
-    return _counterexample(capacity_bytes, calls, message, ending, semantics)
+    if found.kind != DIVERGENCE:
+        ending = "does not return" if found.kind == HANG else "kills the process"
+        return _counterexample(capacity_bytes, calls, message, ending, semantics)
+    step = _supervised_or_none(lambda: _replayed(factory, capacity_bytes, calls, semantics), watch)
+    return _counterexample(capacity_bytes, calls, message, semantics=semantics, step=step)
+
+
+def _search_seconds_left(known: KnownKinds, watch: Watch) -> float:
+    """The shrinking budget of a further kind: what is left of the search's time, at least
+    MINIMUM_SHRINK_SECONDS_AFTER_FIRST, at most `shrink_seconds`; the first kind gets `shrink_seconds`."""
+    if known.deadline is None:
+        return shrink_seconds(watch.timeout)
+    left = known.deadline - time.perf_counter()
+    return min(shrink_seconds(watch.timeout), max(MINIMUM_SHRINK_SECONDS_AFTER_FIRST, left))
+
+
+def _replayed(factory: Any, capacity_bytes: int, calls: Sequence[Call], semantics: Semantics) -> DivergingStep | None:
+    """Every difference at the last of `calls`, replayed on a fresh cache of the factory's own."""
+    attempt = factory.for_attempt()
+    try:
+        return diverging_step(attempt, capacity_bytes, calls, semantics)
+    finally:
+        attempt.close()
+
+
+def _supervised_or_none(work: Callable[[], T], watch: Watch) -> T | None:
+    """`work()` supervised; None when the cache hangs or crashes in it."""
+    try:
+        return supervised(work, watch)
+    except CacheFault:
+        return None
 
 
 def _not_deterministic(
@@ -361,18 +433,33 @@ def _not_deterministic(
     return _shrunk(factory, watch, capacity_bytes, list(calls), again, semantics)
 
 
-def _counterexample(
-    capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here",
+def counterexample_of(
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], message: str,
     semantics: Semantics = CONTRACT,
 ) -> Counterexample:
+    """The counterexample of `calls` (shrunk, diverging at the last), replayed on `factory` in this
+    thread for every difference, the why and the kind: what `cacheproof.testing` reports."""
+    return _counterexample(capacity_bytes, calls, message, semantics=semantics,
+                           step=diverging_step(factory, capacity_bytes, calls, semantics))
+
+
+def _counterexample(
+    capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here",
+    semantics: Semantics = CONTRACT, step: DivergingStep | None = None,
+) -> Counterexample:
+    """The counterexample of `calls`; with the replayed diverging `step`, every difference, the why
+    and the kind too."""
     spec = CacheSpec(capacity_bytes, semantics)
     spec_errors = tuple(run_spec_call(spec, call).error for call in calls)
+    names = tuple(None if error is None else type(error).__name__ for error in spec_errors)
+    if step is None:
+        return Counterexample(capacity_bytes, tuple(calls), message, names, ending)
+    check = None
+    if step.expected.error is None:
+        check = snippet.result_check(step.call, step.expected.result, step.stored_recipe)
     return Counterexample(
-        capacity_bytes,
-        tuple(calls),
-        message,
-        tuple(None if error is None else type(error).__name__ for error in spec_errors),
-        ending,
+        capacity_bytes, tuple(calls), message, names, ending, step.differences,
+        explanation(step, capacity_bytes, semantics), check, step.kind,
     )
 
 

@@ -38,7 +38,7 @@ def first_divergence(
     """
     spec = CacheSpec(capacity_bytes, semantics)
     cache = factory(capacity_bytes)
-    keys = tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + tuple(_hashable_keys(calls))))
+    keys = compared_keys(calls)
     for index, call in enumerate(calls):
         if on_step is not None:
             on_step(index)
@@ -58,7 +58,14 @@ def _snapshot_of(cache: Any) -> tuple | None:
         return None
 
 
-def _hashable_keys(calls: Sequence[Call]):
+def compared_keys(calls: Sequence[Call]) -> tuple:
+    """The keys whose `in` a replay compares after every call: the checker's key universes and
+    every hashable key the calls name, each once."""
+    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + tuple(hashable_keys(calls))))
+
+
+def hashable_keys(calls: Sequence[Call]):
+    """The hashable keys the calls name, each once, in order of first use."""
     seen = set()
     for call in calls:
         if call.args and call.op not in ("evict",):

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.check.calls import Call, ValueRecipe, to_json, to_python
 from cacheproof.check.differential import Outcome, normalize_snapshot, outcome_difference, run_spec_call
+from cacheproof.check.explain import SnapshotDiff, snapshot_diff
 from cacheproof.check.factories import FactoryError, load_factory, probe_factory
 from cacheproof.check.fault_search import first_failure
 from cacheproof.check.faults import CacheFault, UsageAbort, UserCodeError
@@ -48,47 +49,6 @@ RECORDING = "recording"
 OBSERVED = "observed"
 
 _HEADER_LINES = 1
-
-
-@dataclass(frozen=True)
-class SnapshotDiff:
-    """Normalized entries (key, state, refcount, nbytes, retain) that differ between spec and cache."""
-
-    only_in_spec: tuple
-    only_in_cache: tuple
-    differing: tuple  # (spec entry, cache entry) pairs of the same key
-    spec_order: tuple  # keys oldest first, set only when the recency orders differ
-    cache_order: tuple
-
-    @property
-    def empty(self) -> bool:
-        return not (self.only_in_spec or self.only_in_cache or self.differing or self.spec_order)
-
-    def to_json(self) -> dict:
-        return {
-            "only_in_spec": [list(e) for e in self.only_in_spec],
-            "only_in_cache": [list(e) for e in self.only_in_cache],
-            "differing": [{"spec": list(s), "cache": list(c)} for s, c in self.differing],
-            "spec_order": list(self.spec_order),
-            "cache_order": list(self.cache_order),
-        }
-
-
-def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
-    """Entries only in one snapshot, entries of a key that differ, and both recency orders if they differ."""
-    spec_by_key = {e[0]: e for e in spec_entries}
-    cache_by_key = {e[0]: e for e in cache_entries}
-    common = [key for key in spec_by_key if key in cache_by_key]
-    spec_order = tuple(key for key in spec_by_key if key in cache_by_key)
-    cache_order = tuple(key for key in cache_by_key if key in spec_by_key)
-    orders_differ = spec_order != cache_order
-    return SnapshotDiff(
-        tuple(e for key, e in spec_by_key.items() if key not in cache_by_key),
-        tuple(e for key, e in cache_by_key.items() if key not in spec_by_key),
-        tuple((spec_by_key[k], cache_by_key[k]) for k in common if spec_by_key[k] != cache_by_key[k]),
-        tuple(e[0] for e in spec_entries) if orders_differ else (),
-        tuple(e[0] for e in cache_entries) if orders_differ else (),
-    )
 
 
 @dataclass(frozen=True)
@@ -378,22 +338,24 @@ def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
     print(f"divergence at step {divergence.step} of {report.calls} (trace line {divergence.line}): {to_python(divergence.call)}")
     if args.quiet:
         return
-    print(f"  expected: {divergence.expected}")
-    print(f"  actual:   {divergence.actual}")
-    print(f"  why:      {divergence.message}")
+    for line in divergence_lines(divergence):
+        print(f"  {line}")
+
+
+def divergence_lines(divergence: ReplayDivergence) -> list[str]:
+    """The divergence for a reader, the difference first: what differs, then the two outcomes (or
+    that they agree, when only the state differs), then the snapshot diff."""
+    lines = [f"difference: {divergence.message}"]
+    expected, actual = divergence.expected, divergence.actual
+    if expected.partition(" ")[2] == actual.partition(" ")[2]:
+        lines.append(f"outcome:  the same ({expected}; {actual}); the state differs")
+    else:
+        lines += [f"expected: {expected}", f"actual:   {actual}"]
     diff = divergence.snapshot_diff()
     if diff is None:
-        print(f"  spec snapshot after the call: {divergence.spec_snapshot}")
-        return
-    if diff.empty:
-        print("  snapshots agree")
-        return
-    print("  snapshot diff (key, state, refcount, nbytes, retain):")
-    for entry in diff.only_in_spec:
-        print(f"    only in spec:  {entry}")
-    for entry in diff.only_in_cache:
-        print(f"    only in cache: {entry}")
-    for spec_entry, cache_entry in diff.differing:
-        print(f"    differing:     spec {spec_entry}, cache {cache_entry}")
-    if diff.spec_order:
-        print(f"    recency order (oldest first): spec {list(diff.spec_order)}, cache {list(diff.cache_order)}")
+        lines.append(f"spec snapshot after the call: {divergence.spec_snapshot}")
+    elif diff.empty:
+        lines.append("snapshots agree")
+    else:
+        lines += diff.lines()
+    return lines

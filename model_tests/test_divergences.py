@@ -1,0 +1,157 @@
+"""Every distinct divergence, every difference at the diverging call, and why (issues 10 and 11):
+a run goes on past its first counterexample to other kinds, each counterexample lists all that
+differs at its last call, and the report names the rule involved from the spec's own tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.check.differences import CONTAINS, LEN, OUTCOME, SNAPSHOT, STATS, diverging_step
+from cacheproof.check.explain import explanation
+from cacheproof.check.run import run_check
+from cacheproof.check.sequence import first_divergence
+from cacheproof.cli import main
+from cacheproof.spec import CacheSpec
+from cacheproof.spec.invariants import INVARIANTS_BY_NAME
+from cacheproof.spec.profiles import profile_named
+from cacheproof.spec.transitions import transition_table
+from model_tests.broken_caches import EvictsPinnedEntries, GetDoesNotPromote, ReleaseOfIdleIsNoop
+from model_tests.broken_profile_caches import OversizedSetEvictsAllCache
+from model_tests.snippet_runs import assert_fails_where_it_diverges, on_cache, run_snippet
+
+PLAIN_OPERATIONS = ("put", "get", "pop", "clear", "contains")
+
+
+class TwoBugs(ReleaseOfIdleIsNoop, GetDoesNotPromote):
+    """Both bugs at once: releasing an idle entry returns False, and get does not promote."""
+
+
+def _value(nbytes: int) -> ValueRecipe:
+    return ValueRecipe(nbytes, 0)
+
+
+def test_an_oversized_put_that_evicts_everything_shows_the_result_and_the_state():
+    calls = [Call("put", (0, _value(1))), Call("put", (1, _value(1))), Call("put", (2, _value(3)))]
+    step = diverging_step(OversizedSetEvictsAllCache, 2, calls)
+    observations = [difference.observation for difference in step.differences]
+    assert observations[0] == OUTCOME, "the result difference comes first, as the checker compares"
+    assert "TooLargeError" in step.differences[0].text and "returns False" in step.differences[0].text
+    assert LEN in observations, "the entries it evicted on the way are reported too"
+    length = next(d for d in step.differences if d.observation == LEN)
+    assert (length.expected, length.text) == (2, "len(): spec 2, this cache 0")
+    assert {d.subject for d in step.differences if d.observation == CONTAINS} == {0, 1}
+
+
+def test_every_state_difference_of_an_eviction_of_an_entry_in_use():
+    calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, _value(1))), Call("put", (1, _value(1))),
+             Call("evict", (1,))]
+    step = diverging_step(EvictsPinnedEntries, 2, calls)
+    observations = {difference.observation for difference in step.differences}
+    assert {OUTCOME, CONTAINS, STATS, SNAPSHOT} <= observations
+    assert {d.subject for d in step.differences if d.observation == STATS} == {"pinned_bytes", "idle_bytes"}
+
+
+def test_the_why_names_the_broken_invariant_and_the_snapshot_diff():
+    calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, _value(1))), Call("put", (1, _value(1))),
+             Call("evict", (1,))]
+    why = "\n".join(explanation(diverging_step(EvictsPinnedEntries, 2, calls), 2))
+    assert "only in spec:  (0, 'READY', 1, 1, False)" in why and "only in cache: (1, 'READY', 0, 1, True)" in why
+    assert f"breaks I5: {INVARIANTS_BY_NAME['I5'].rule}" in why, "the rule text is the invariant table's"
+
+
+def test_the_why_names_the_spec_rule_of_the_edge_it_took():
+    calls = [Call("put", (0, _value(1))), Call("release", (0,))]
+    why = explanation(diverging_step(ReleaseOfIdleIsNoop, 1, calls), 1)
+    edge = next(t for t in transition_table() if (t.source.name, t.operation) == ("READY_IDLE", "release"))
+    assert why == (f"the spec's rule for release of a READY_IDLE key: {edge.guard.words}: raises WrongStateError "
+                   "(docs/lifecycle.md)",), "no snapshot diff (the states agree) and no invariant the cache breaks"
+
+
+@pytest.fixture(scope="module")
+def two_bugs_report():
+    return run_check(TwoBugs, examples=200, steps_per_example=20, max_divergences=4)
+
+
+def test_a_run_goes_on_to_the_second_bug(two_bugs_report):
+    report = two_bugs_report
+    kinds = [example.kind for example in report.counterexamples]
+    assert len(kinds) == len(set(kinds)) >= 2
+    assert {kind.split(":")[0] for kind in kinds} >= {"release", "get"}
+    assert report.counterexample == report.counterexamples[0]
+    for example in report.counterexamples:
+        assert first_divergence(CacheSpec, example.capacity_bytes, list(example.calls)) is None
+        found = first_divergence(TwoBugs, example.capacity_bytes, list(example.calls))
+        assert found is not None and found.step == len(example.calls) - 1
+        assert diverging_step(TwoBugs, example.capacity_bytes, example.calls).kind == example.kind
+
+
+def test_every_snippet_of_a_run_fails_where_it_diverges_and_passes_on_the_spec(two_bugs_report):
+    for example in two_bugs_report.counterexamples:
+        snippet = example.to_python("model_tests.test_divergences:TwoBugs")
+        assert_fails_where_it_diverges(snippet)
+        assert run_snippet(on_cache(snippet, "cacheproof.spec", "CacheSpec")).returncode == 0
+
+
+def test_the_first_divergence_alone_is_the_default_of_run_check():
+    assert len(run_check(TwoBugs, examples=200, steps_per_example=20).counterexamples) == 1
+
+
+def test_sglang_oversized_set_under_its_profile_is_a_state_divergence(capsys):
+    profile = profile_named("plain-lru")
+    report = run_check(OversizedSetEvictsAllCache, examples=100, steps_per_example=20, semantics=profile.semantics,
+                       operations=profile.operations, max_divergences=3)
+    example = report.counterexample
+    assert example.calls[-1].op == "put" and example.kind.startswith("put: spec returns False; this cache the same")
+    assert any(d.observation == LEN for d in example.differences)
+    snippet = example.to_python("model_tests.broken_profile_caches:OversizedSetEvictsAllCache")
+    assert "assert len(cache) ==" in snippet and "print(" not in snippet
+    assert_fails_where_it_diverges(snippet)
+    assert run_snippet(on_cache(snippet, "examples.plain_lru_cache", "PlainLRUCache")).returncode == 0
+
+
+def test_json_lists_every_counterexample_and_the_table_counts_them(tmp_path, capsys):
+    path = tmp_path / "report.json"
+    impl = "model_tests.test_divergences:TwoBugs"
+    argv = ["check", "--impl", impl, "--examples", "200", "--steps", "20", "--max-divergences", "3",
+            "--json", str(path)]
+    assert main(argv) == 1
+    output = capsys.readouterr().out
+    report = json.loads(path.read_text())
+    listed = report["counterexamples"]
+    assert len(listed) >= 2 and len({entry["kind"] for entry in listed}) == len(listed)
+    assert {key: listed[0][key] for key in report["counterexample"]} == report["counterexample"]
+    assert all(entry["differences"] and entry["message"] == entry["differences"][0] for entry in listed)
+    assert f"{len(listed)} distinct divergences" in output
+    assert f"\ncounterexample 2 of {len(listed)} (" in output
+    assert output.index(f"\ncounterexample {len(listed)} of") < output.index("# cacheproof counterexample 1 of")
+    assert output.count("# cacheproof counterexample") == len(listed)
+    assert "  the spec's rule for release of a READY_IDLE key: refcount 0" in output, "the why is printed"
+
+
+def test_max_divergences_one_stops_at_the_first(tmp_path, capsys):
+    path = tmp_path / "report.json"
+    impl = "model_tests.test_divergences:TwoBugs"
+    argv = ["check", "--impl", impl, "--examples", "200", "--steps", "20", "--max-divergences", "1", "--json", str(path)]
+    assert main(argv) == 1
+    assert len(json.loads(path.read_text())["counterexamples"]) == 1
+    assert main(["check", "--max-divergences", "0"]) == 2
+
+
+def test_replay_leads_with_the_difference_when_the_outcomes_agree(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([
+        '{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 2}',
+        '{"op": "put", "args": [0, {"nbytes": 1, "tag": 0}], "kwargs": {}, "result": true}',
+        '{"op": "put", "args": [1, {"nbytes": 1, "tag": 0}], "kwargs": {}, "result": true}',
+        '{"op": "get", "args": [0], "kwargs": {}, "result": {"nbytes": 1, "tag": 0}}',
+    ]) + "\n")
+    assert main(["replay", str(path), "--impl", "model_tests.broken_caches:GetDoesNotPromote"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("divergence at step 3"))
+    assert lines[start + 1].startswith("  difference: snapshot()")
+    assert lines[start + 2].startswith("  outcome:  the same")
+    assert not any("why:" in line for line in lines)
+    assert any("recency order (oldest first): spec [1, 0], cache [0, 1]" in line for line in lines)
