@@ -109,7 +109,8 @@ def _ending(call: Call, error: str | None, message: str, ending: str, difference
         return [last, f"{code}  # <- {what}"]
     inspection = next((d for d in differences if d.observation == INSPECTION), None)
     if ending != DIVERGES or not differences:
-        lines = [_call_line(call, error, marker) if error is not None else f"print({call_format.to_python(call)}){marker}"]
+        printed = f"print({call_format.to_python(call)}){marker}"
+        lines = [_call_line(call, error, marker) if error is not None else printed]
         membership = MEMBERSHIP.match(message)
         if membership is not None:
             lines.append(f"print({membership.group(1)} in cache)  # <- the spec says {membership.group(2)}")
