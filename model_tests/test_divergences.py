@@ -134,7 +134,8 @@ def test_json_lists_every_counterexample_and_the_table_counts_them(tmp_path, cap
 def test_max_divergences_one_stops_at_the_first(tmp_path, capsys):
     path = tmp_path / "report.json"
     impl = "model_tests.test_divergences:TwoBugs"
-    argv = ["check", "--impl", impl, "--examples", "200", "--steps", "20", "--max-divergences", "1", "--json", str(path)]
+    argv = ["check", "--impl", impl, "--examples", "200", "--steps", "20", "--max-divergences", "1",
+            "--json", str(path)]
     assert main(argv) == 1
     assert len(json.loads(path.read_text())["counterexamples"]) == 1
     assert main(["check", "--max-divergences", "0"]) == 2
