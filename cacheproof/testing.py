@@ -31,6 +31,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
 from cacheproof.check.differential import Divergence
+from cacheproof.check.draws import seeded_draws
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
 from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
@@ -185,15 +186,17 @@ def _failure(
 
     Hypothesis's own report (its rule-by-rule listing of the failing example) is dropped: the
     snippet says the same in the cache's own calls. Its step printing stays on only for a
-    verbosity of `verbose` or more, which a user asks for explicitly.
+    verbosity of `verbose` or more, which a user asks for explicitly. Draws depend on the profile's
+    seed alone, not on which modules the suite has loaded (`cacheproof.check.draws`).
     """
     reporter = None if run_settings.verbosity >= Verbosity.verbose else (lambda message: None)
     try:
-        if reporter is None:
-            run_state_machine_as_test(machine, settings=run_settings)
-        else:
-            with with_reporter(reporter):
+        with seeded_draws():
+            if reporter is None:
                 run_state_machine_as_test(machine, settings=run_settings)
+            else:
+                with with_reporter(reporter):
+                    run_state_machine_as_test(machine, settings=run_settings)
     except Divergence as error:
         return f"{impl} diverges from the spec: {_explained(factory, impl, tally, error, semantics)}"
     return None

@@ -168,8 +168,11 @@ def test_checker_finds_the_cachetools_release_order() -> None:
     report = run_check(cachetools_reserving_cache.factory, examples=200, seed=0)
     assert not report.ok
     example = report.counterexample
-    assert [call.op for call in example.calls] == ["acquire", "commit", "put", "release"]
-    assert example.message.startswith("snapshot(): spec ((0, 'READY', 0, 1, True), (1, 'READY', 0, 1, True))")
+    # The documented divergence: the release that makes an entry idle leaves it where the spec does not.
+    assert example.calls[-1].op == "release" and example.message.startswith("snapshot(): spec (")
+    assert first_divergence(cachetools_reserving_cache.factory, example.capacity_bytes, example.calls[:-1]) is None
+    found = first_divergence(cachetools_reserving_cache.factory, example.capacity_bytes, example.calls)
+    assert found is not None and found.step == len(example.calls) - 1
 
 
 def test_cachetools_release_order_changes_what_is_evicted() -> None:

@@ -22,6 +22,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.flag_types import any_integer, positive_integer
+from cacheproof.check.draws import seeded_draws
 from cacheproof.check.faults import UsageAbort
 from cacheproof.check.machine import Tally, machine_for
 from cacheproof.check.output_paths import first_problem, write_atomically
@@ -69,7 +70,7 @@ def bare_machine(
     started = time.perf_counter()
     ok = True
     try:
-        with with_reporter(lambda message: None):
+        with with_reporter(lambda message: None), seeded_draws():
             run_state_machine_as_test(machine, settings=check_settings(examples, phase.steps, phase.shrink))
     except AssertionError:
         ok = False

@@ -16,6 +16,7 @@ from cacheproof.check import calls as call_format
 from cacheproof.check.calls import Call
 from cacheproof.check import snippet
 from cacheproof.check.differences import Difference, DivergingStep, diverging_step
+from cacheproof.check.draws import seeded_draws
 from cacheproof.check.differential import Divergence, run_spec_call
 from cacheproof.check.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
 from cacheproof.check.explain import explanation
@@ -275,7 +276,7 @@ def run_check(
             machine = machine_of(phase)
             if seed is not None:
                 machine._hypothesis_internal_use_seed = seed + run
-            with with_reporter(lambda message: None):
+            with with_reporter(lambda message: None), seeded_draws():
                 run_state_machine_as_test(machine, settings=check_settings(phase.examples, phase.steps, phase.shrink))
 
     def describe_hang(name: str, args: tuple) -> str:

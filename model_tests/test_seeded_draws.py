@@ -1,0 +1,58 @@
+"""One seed, one run: what other modules the process has loaded does not change the calls drawn."""
+
+import sys
+import types
+
+from cacheproof.check.draws import seeded_draws
+from cacheproof.check.run import run_check
+from cacheproof.spec import CacheSpec
+
+
+def _module_full_of_constants(tmp_path, name: str) -> types.ModuleType:
+    """A local module (a file outside site-packages) whose source holds many integer constants."""
+    path = tmp_path / f"{name}.py"
+    path.write_text("SIZES = [" + ", ".join(str(n) for n in range(3, 4000, 7)) + "]\n")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
+
+
+def _what_was_drawn(seed: int):
+    """Every call a seeded run made, through a cache that records them (the spec itself)."""
+    calls = []
+
+    class RecordingSpec(CacheSpec):
+        def __getattribute__(self, name):
+            attribute = super().__getattribute__(name)
+            if callable(attribute) and not name.startswith("_"):
+                def recorded(*args, **kwargs):
+                    calls.append((name, repr(args), repr(kwargs)))
+                    return attribute(*args, **kwargs)
+                return recorded
+            return attribute
+
+    report = run_check(RecordingSpec, examples=30, seed=seed, call_timeout=None)
+    assert report.ok and calls
+    return calls
+
+
+def test_loading_a_module_changes_nothing_in_a_seeded_run(tmp_path) -> None:
+    before = _what_was_drawn(seed=3)
+    name = "cacheproof_test_constants_module"
+    sys.modules[name] = _module_full_of_constants(tmp_path, name)
+    try:
+        after = _what_was_drawn(seed=3)
+    finally:
+        del sys.modules[name]
+    assert after == before
+
+
+def test_the_local_constants_come_back_after_the_block() -> None:
+    from hypothesis.internal.conjecture import providers
+
+    original = providers._get_local_constants
+    with seeded_draws():
+        assert providers._get_local_constants is not original
+        assert len(providers._get_local_constants()) == 0
+    assert providers._get_local_constants is original
