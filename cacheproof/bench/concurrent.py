@@ -69,9 +69,9 @@ def _copy_under_lock_cache(capacity_bytes: int):
     from cacheproof.impl import TensorLRUCache
 
     class CopyUnderLock(TensorLRUCache):
-        def _store(self, value):
+        def _store(self, *arguments):
             with self._lock:
-                return super()._store(value)
+                return super()._store(*arguments)
 
     return CopyUnderLock(capacity_bytes, device="cpu")
 
