@@ -13,6 +13,7 @@ from hypothesis.configuration import storage_directory
 
 from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.cli import main
+from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,12 +104,16 @@ def test_check_leaves_no_hypothesis_folder_in_the_current_folder(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_check_keeps_the_storage_folder_the_user_chose(tmp_path):
+def test_check_keeps_the_storage_folder_the_user_chose(tmp_path, monkeypatch):
     chosen = tmp_path / "storage"
     done = _cli(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path,
                 HYPOTHESIS_STORAGE_DIRECTORY=str(chosen))
     assert done.returncode == 0, done.stderr
-    assert chosen.is_dir() and [path.name for path in tmp_path.iterdir()] == ["storage"]
+    assert {path.name for path in tmp_path.iterdir()} <= {"storage"}  # no .hypothesis/ beside it
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(chosen))
+    before = getattr(storage_directory(), "home_directory", storage_directory())
+    with scratch_storage():
+        assert getattr(storage_directory(), "home_directory", storage_directory()) == before
 
 
 def test_check_in_process_restores_hypothesis_storage(capsys):
