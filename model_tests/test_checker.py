@@ -24,16 +24,16 @@ def test_spec_conforms_to_itself():
 
 
 def test_exit_status_zero_when_conforming(capsys):
-    assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "20", "--quiet"]) == 0
+    assert main(["check", "--max-divergences", "1", "--impl", "cacheproof.spec:CacheSpec", "--examples", "20", "--quiet"]) == 0
     assert "conforms" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "argv",
     [
-        ["check", "--impl", "no_such_module_anywhere:factory"],
-        ["check", "--impl", "cacheproof.spec:NoSuchFactory"],
-        ["check", "--impl", "missing-colon"],
+        ["check", "--max-divergences", "1", "--impl", "no_such_module_anywhere:factory"],
+        ["check", "--max-divergences", "1", "--impl", "cacheproof.spec:NoSuchFactory"],
+        ["check", "--max-divergences", "1", "--impl", "missing-colon"],
         ["check", "--examples", "0"],
         ["check", "--no-such-flag"],
         ["no-such-command"],
@@ -45,7 +45,7 @@ def test_usage_errors_exit_two(argv, capsys):
 
 def test_json_report_has_the_contract_fields(tmp_path):
     path = tmp_path / "report.json"
-    status = main(["check", "--impl", f"{BROKEN}:ReleaseOfIdleIsNoop", "--json", str(path), "--quiet"])
+    status = main(["check", "--max-divergences", "1", "--impl", f"{BROKEN}:ReleaseOfIdleIsNoop", "--json", str(path), "--quiet"])
     report = json.loads(path.read_text())
     assert status == 1
     assert set(report) == {
@@ -67,7 +67,7 @@ def test_json_report_has_the_contract_fields(tmp_path):
 
 def test_conforming_json_report_has_null_counterexample(tmp_path):
     path = tmp_path / "report.json"
-    assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "10", "--json", str(path), "--quiet"]) == 0
+    assert main(["check", "--max-divergences", "1", "--impl", "cacheproof.spec:CacheSpec", "--examples", "10", "--json", str(path), "--quiet"]) == 0
     report = json.loads(path.read_text())
     assert report["ok"] is True and report["counterexample"] is None
     assert report["steps_per_second"] > 0
@@ -75,7 +75,7 @@ def test_conforming_json_report_has_null_counterexample(tmp_path):
 
 def test_json_counterexample_replays_to_the_same_divergence(tmp_path):
     path = tmp_path / "report.json"
-    main(["check", "--impl", f"{BROKEN}:GetDoesNotPromote", "--json", str(path), "--quiet"])
+    main(["check", "--max-divergences", "1", "--impl", f"{BROKEN}:GetDoesNotPromote", "--json", str(path), "--quiet"])
     counterexample = json.loads(path.read_text())["counterexample"]
     calls = [call_format.from_json(call) for call in counterexample["calls"]]
     capacity = counterexample["capacity_bytes"]

@@ -42,7 +42,7 @@ def test_docs_check_in_the_clone_still_reports_a_stale_document(tmp_path, capsys
 
 def test_replay_of_a_check_report_says_it_is_a_report_and_what_to_replay(tmp_path, capsys):
     report = tmp_path / "report.json"
-    assert main(["check", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--steps", "10", "--json", str(report), "--quiet"]) == 1
+    assert main(["check", "--max-divergences", "1", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--steps", "10", "--json", str(report), "--quiet"]) == 1
     capsys.readouterr()
     assert main(["replay", str(report)]) == 2
     err = capsys.readouterr().err
@@ -61,7 +61,7 @@ def test_replay_of_another_json_document_says_a_trace_is_json_lines(tmp_path, ca
 
 
 def test_quiet_prints_only_the_verdict_line(capsys):
-    argv = ["check", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--examples", "50", "--steps", "10"]
+    argv = ["check", "--max-divergences", "1", "--impl", f"{BROKEN}:ClearDropsBusyEntries", "--examples", "50", "--steps", "10"]
     assert main([*argv, "--quiet"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("counterexample ("), lines
@@ -99,14 +99,14 @@ def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_check_leaves_no_hypothesis_folder_in_the_current_folder(tmp_path):
-    done = _cli(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path)
+    done = _cli(["check", "--max-divergences", "1", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_check_keeps_the_storage_folder_the_user_chose(tmp_path, monkeypatch):
     chosen = tmp_path / "storage"
-    done = _cli(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path,
+    done = _cli(["check", "--max-divergences", "1", "--impl", "cacheproof.spec:CacheSpec", "--examples", "3", "--quiet"], tmp_path,
                 HYPOTHESIS_STORAGE_DIRECTORY=str(chosen))
     assert done.returncode == 0, done.stderr
     assert {path.name for path in tmp_path.iterdir()} <= {"storage"}  # no .hypothesis/ beside it
@@ -118,7 +118,7 @@ def test_check_keeps_the_storage_folder_the_user_chose(tmp_path, monkeypatch):
 
 def test_check_in_process_restores_hypothesis_storage(capsys):
     before = getattr(storage_directory(), "home_directory", storage_directory())
-    assert main(["check", "--impl", "cacheproof.spec:CacheSpec", "--examples", "2", "--quiet"]) == 0
+    assert main(["check", "--max-divergences", "1", "--impl", "cacheproof.spec:CacheSpec", "--examples", "2", "--quiet"]) == 0
     assert getattr(storage_directory(), "home_directory", storage_directory()) == before
 
 

@@ -48,21 +48,21 @@ PLAIN = "model_tests.test_profile_examples:PutGetClearCache"
 
 
 def test_a_plain_cache_is_checked_with_ops_and_no_monkeypatch(capsys):
-    assert main(["check", "--impl", PLAIN, "--profile", "plain-lru", "--ops", "put,get,clear", *EXAMPLES]) == 0
-    assert main(["check", "--impl", PLAIN, "--profile", "plain-lru", "--ops", "put,get,pop,clear", *EXAMPLES]) == 2
+    assert main(["check", "--max-divergences", "1", "--impl", PLAIN, "--profile", "plain-lru", "--ops", "put,get,clear", *EXAMPLES]) == 0
+    assert main(["check", "--max-divergences", "1", "--impl", PLAIN, "--profile", "plain-lru", "--ops", "put,get,pop,clear", *EXAMPLES]) == 2
     assert "PutGetClearCache, which lacks pop: the checked operations are --ops put,get,pop,clear" in (
         capsys.readouterr().err
     )
     plain_lru = ["--impl", "examples.plain_lru_cache:PlainLRUCache", "--profile", "plain-lru"]
     assert main(["check", *plain_lru, "--ops", "put,get,pop,clear", *EXAMPLES]) == 0
     # the same cache under the contract's semantics: a plain LRU replaces on put, which the contract forbids
-    assert main(["check", "--impl", PLAIN, "--ops", "put,get,clear", *EXAMPLES]) == 1
+    assert main(["check", "--max-divergences", "1", "--impl", PLAIN, "--ops", "put,get,clear", *EXAMPLES]) == 1
 
 
 def test_the_vllm_broken_variant_is_found():
     """(The example itself conforms: model_tests/test_profiles.py.)"""
     profile = ["--profile", "vllm-encoder-cache"]
-    assert main(["check", "--impl", "model_tests.broken_profile_caches:same_request_twice", *profile, *EXAMPLES]) == 1
+    assert main(["check", "--max-divergences", "1", "--impl", "model_tests.broken_profile_caches:same_request_twice", *profile, *EXAMPLES]) == 1
     from cacheproof.check.run import run_check
     from cacheproof.spec.profiles import profile_named
     from model_tests.broken_profile_caches import same_request_twice

@@ -58,7 +58,7 @@ def test_a_bad_output_path_is_reported_before_any_work(folder, capsys, monkeypat
     import cacheproof.check.command as command
 
     monkeypatch.setattr(command, "run_check", lambda *a, **k: pytest.fail("the run started"))
-    status, output = run_main(["check", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
+    status, output = run_main(["check", "--max-divergences", "1", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
     assert status == 2
     assert output.strip().count("\n") == 0, "one line naming the path and the problem"
     assert f"{folder}/missing/r.json" in output
@@ -80,7 +80,7 @@ def test_reports_are_written_atomically(tmp_path, monkeypatch):
 
 def test_written_report_is_readable_by_others(tmp_path, capsys):
     path = tmp_path / "r.json"
-    status, _ = run_main(["check", "--impl", SPEC, "--examples", "3", "--quiet", "--json", str(path)], capsys)
+    status, _ = run_main(["check", "--max-divergences", "1", "--impl", SPEC, "--examples", "3", "--quiet", "--json", str(path)], capsys)
     assert status == 0
     assert json.loads(path.read_text())["ok"] is True
     assert path.stat().st_mode & 0o044, "group/other may read it, as with a plain write"
@@ -117,7 +117,7 @@ FOUND = [
 @pytest.mark.parametrize("name, start, detail", FOUND, ids=[item[0] for item in FOUND])
 def test_each_fault_is_a_counterexample(name, start, detail, tmp_path, capsys):
     path = tmp_path / "r.json"
-    argv = ["check", "--impl", f"{FAULTY}:{name}", "--examples", "60", "--call-timeout", "0.5", "--json", str(path)]
+    argv = ["check", "--max-divergences", "1", "--impl", f"{FAULTY}:{name}", "--examples", "60", "--call-timeout", "0.5", "--json", str(path)]
     status, output = run_main(argv, capsys)
     assert status == 1, output
     line = next(line for line in output.splitlines() if line.startswith("counterexample ("))
@@ -128,7 +128,7 @@ def test_each_fault_is_a_counterexample(name, start, detail, tmp_path, capsys):
 
 def test_a_hang_is_shrunk_to_the_calls_that_hang(tmp_path, capsys):
     path = tmp_path / "r.json"
-    argv = ["check", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5", "--json", str(path), "--quiet"]
+    argv = ["check", "--max-divergences", "1", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5", "--json", str(path), "--quiet"]
     status, output = run_main(argv, capsys)
     assert status == 1
     calls = json.loads(path.read_text())["counterexample"]["calls"]
@@ -146,13 +146,13 @@ def _run_snippet(snippet: str, timeout: float) -> subprocess.CompletedProcess:
 
 
 def test_the_snippet_of_a_hang_hangs(capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5"], capsys)
+    _, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5"], capsys)
     with pytest.raises(subprocess.TimeoutExpired):
         _run_snippet(_snippet(output), timeout=3)
 
 
 def test_the_snippet_of_an_exit_exits(capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:PopExits", "--call-timeout", "0.5"], capsys)
+    _, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:PopExits", "--call-timeout", "0.5"], capsys)
     assert _run_snippet(_snippet(output), timeout=60).returncode == 3
 
 
@@ -170,7 +170,7 @@ def test_the_snippet_of_a_malformed_result_prints_it():
     ("ContainsRaises", "lookup table corrupted", "0 in cache  # <- raises"),
 ])
 def test_the_snippet_of_a_failing_inspection_raises_there(name, error, ending, capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:{name}"], capsys)
+    _, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:{name}"], capsys)
     snippet = _snippet(output)
     assert snippet.rstrip().endswith(ending), snippet
     with pytest.raises(RuntimeError, match=error):
@@ -178,7 +178,7 @@ def test_the_snippet_of_a_failing_inspection_raises_there(name, error, ending, c
 
 
 def test_the_snippet_of_a_hanging_inspection_hangs_there(capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:SnapshotHangs", "--call-timeout", "0.5"], capsys)
+    _, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:SnapshotHangs", "--call-timeout", "0.5"], capsys)
     snippet = _snippet(output)
     assert snippet.rstrip().endswith("cache.snapshot()  # <- does not return"), snippet
     with pytest.raises(subprocess.TimeoutExpired):
@@ -189,7 +189,7 @@ def test_the_snippet_of_a_hanging_inspection_hangs_there(capsys):
 
 def test_a_factory_failing_on_its_fifth_call_is_a_usage_error_with_the_users_traceback(capsys, monkeypatch):
     monkeypatch.setattr(faulty_caches.fails_on_fifth_call, "calls", 0)
-    status, output = run_main(["check", "--impl", f"{FAULTY}:fails_on_fifth_call"], capsys)
+    status, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:fails_on_fifth_call"], capsys)
     assert status == 2
     assert "raised OSError: out of device handles (on its call number 5; the 4 before it succeeded)" in output
     assert "faulty_caches.py" in output and "Flaky" not in output
@@ -223,7 +223,7 @@ def test_ctrl_c_stops_check_with_a_partial_report(isolation, tmp_path):
     marker = tmp_path / "started"
     environment = dict(os.environ, CACHEPROOF_SLOW_MARKER=str(marker))
     process = subprocess.Popen(
-        [sys.executable, "-m", "cacheproof", "check", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json"),
+        [sys.executable, "-m", "cacheproof", "check", "--max-divergences", "1", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json"),
          *isolation],
         cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -264,7 +264,7 @@ ISOLATED = [
 @pytest.mark.parametrize("name, start, detail", ISOLATED, ids=[item[0] for item in ISOLATED])
 def test_each_fault_is_a_counterexample_under_isolation(name, start, detail, tmp_path, capsys):
     path = tmp_path / "r.json"
-    argv = ["check", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40", "--call-timeout", "0.5",
+    argv = ["check", "--max-divergences", "1", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40", "--call-timeout", "0.5",
             "--json", str(path)]
     status, output = run_main(argv, capsys)
     assert status == 1, output
@@ -279,13 +279,13 @@ def test_each_fault_is_a_counterexample_under_isolation(name, start, detail, tmp
     ("PutExitsHard", 7),
 ])
 def test_the_snippet_of_a_crash_crashes(name, ending, capsys):
-    _, output = run_main(["check", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40"], capsys)
+    _, output = run_main(["check", "--max-divergences", "1", "--impl", f"{FAULTY}:{name}", "--isolate", "--examples", "40"], capsys)
     assert _run_snippet(_snippet(output), timeout=60).returncode == ending
 
 
 @pytest.mark.parametrize("impl", [SPEC, "cacheproof.bench.cache:tensor_cache_on_cpu"])
 def test_a_correct_cache_conforms_under_isolation(impl, capsys):
-    status, output = run_main(["check", "--impl", impl, "--isolate", "--examples", "15", "--quiet"], capsys)
+    status, output = run_main(["check", "--max-divergences", "1", "--impl", impl, "--isolate", "--examples", "15", "--quiet"], capsys)
     assert status == 0, output
 
 
@@ -295,7 +295,7 @@ def test_a_broken_cache_is_found_under_isolation_and_its_counterexample_replays(
     from model_tests.broken_caches import GetDoesNotPromote
 
     path = tmp_path / "r.json"
-    argv = ["check", "--impl", "model_tests.broken_caches:GetDoesNotPromote", "--isolate", "--json", str(path)]
+    argv = ["check", "--max-divergences", "1", "--impl", "model_tests.broken_caches:GetDoesNotPromote", "--isolate", "--json", str(path)]
     status, output = run_main(argv, capsys)
     assert status == 1, output
     counterexample = json.loads(path.read_text())["counterexample"]
@@ -312,7 +312,7 @@ def test_a_broken_cache_is_found_under_isolation_and_its_counterexample_replays(
     ("missing-colon", "must look like MODULE:FACTORY"),
 ])
 def test_factory_problems_are_usage_errors_under_isolation(impl, message, capsys):
-    status, output = run_main(["check", "--impl", impl, "--isolate"], capsys)
+    status, output = run_main(["check", "--max-divergences", "1", "--impl", impl, "--isolate"], capsys)
     assert status == 2, output
     assert message in output
 
@@ -408,9 +408,9 @@ def test_one_child_process_serves_every_example_of_a_run(monkeypatch):
 
 
 ATOMIC_WRITERS = [
-    (["check", "--impl", SPEC, "--examples", "2", "--quiet", "--json", "{out}"], 0),
-    (["check", "--impl", f"{FAULTY}:SnapshotRaises", "--quiet", "--trace-out", "{out}"], 1),
-    (["check", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--threads", "2", "--examples", "2", "--quiet",
+    (["check", "--max-divergences", "1", "--impl", SPEC, "--examples", "2", "--quiet", "--json", "{out}"], 0),
+    (["check", "--max-divergences", "1", "--impl", f"{FAULTY}:SnapshotRaises", "--quiet", "--trace-out", "{out}"], 1),
+    (["check", "--max-divergences", "1", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--threads", "2", "--examples", "2", "--quiet",
       "--json", "{out}"], 0),
     (["replay", "{trace}", "--quiet", "--json", "{out}"], 0),
     (["bench", "monitor", "--calls", "200", "--repeats", "1", "--quiet", "--json", "{out}"], 0),
@@ -437,7 +437,7 @@ def test_every_report_file_is_renamed_into_place(argv, status, tmp_path, capsys,
     assert [text for text, destination in renamed if destination == out] == [out.read_text()]
 
 
-@pytest.mark.parametrize("command", [["check", "--impl", SPEC, "--examples", "2"], ["replay", "{trace}"]])
+@pytest.mark.parametrize("command", [["check", "--max-divergences", "1", "--impl", SPEC, "--examples", "2"], ["replay", "{trace}"]])
 def test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_keeps_the_old_file(command, tmp_path, capsys,
                                                                                        monkeypatch):
     import errno
