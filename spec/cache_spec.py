@@ -282,6 +282,19 @@ class CacheSpec:
             f"reserved={b.reserved}, pinned={b.pinned}, idle={b.idle})"
         )
 
+    def state_key(self) -> tuple:
+        """The whole state as far as any later outcome can tell: entries in order, with the value
+        each READY entry holds (values must be hashable for this; the checker passes recipes).
+        The hit/miss counters are informative and left out."""
+        return self.snapshot(), tuple(e.value for e in self._entries.values() if e.ready)
+
+    def copy(self) -> "CacheSpec":
+        """An independent spec in the same state (entries are immutable, so a shallow copy)."""
+        twin = CacheSpec.__new__(CacheSpec)
+        twin.__dict__.update(self.__dict__)
+        twin._entries = dict(self._entries)
+        return twin
+
     def check_invariants(self) -> None:
         """Raise `InvariantViolation` if I1-I4 fail or the byte counters disagree with the entries.
 

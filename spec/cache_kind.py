@@ -1,0 +1,19 @@
+"""The tensor cache as a spec kind: `CacheSpec`, its operation table, invariants and profiles."""
+
+from __future__ import annotations
+
+from cacheproof.spec.cache_operations import CACHE_OPERATIONS
+from cacheproof.spec.cache_spec import CacheSpec
+from cacheproof.spec.invariants import INVARIANTS
+from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.profiles import PROFILES
+
+CACHE_KIND = SpecKind(
+    name="cache",
+    summary="a byte-bounded, ref-counted LRU tensor cache with reservations (docs/contract.md)",
+    operations=CACHE_OPERATIONS,
+    size_name="capacity_bytes",
+    new=CacheSpec,
+    invariants=INVARIANTS,
+    profiles=PROFILES,
+)

@@ -1,0 +1,42 @@
+"""The tensor cache's operation table: every operation of docs/contract.md, once.
+
+The checker's calls, the trace format, snippets, the prover's obligations, the docs and the
+benches read this table; nothing else lists the cache's operations.
+"""
+
+from __future__ import annotations
+
+from cacheproof.spec.kind import Argument, Operation
+
+_KEY = Argument("key", "key")
+_NBYTES = Argument("nbytes", "nbytes")
+_VALUE = Argument("value", "value")
+_RETAIN = Argument("retain", "flag", keyword=True)
+_BAD_ARGUMENT = ("InvalidArgumentError", "TooLargeError")
+
+CACHE_OPERATIONS: tuple[Operation, ...] = (
+    Operation("reserve", (_KEY, _NBYTES, _RETAIN), "bool", _BAD_ARGUMENT + ("WrongStateError",), True,
+              summary="claim nbytes for a value to come; False if protected bytes would overflow"),
+    Operation("acquire", (_KEY, _NBYTES, _RETAIN), "Acquired", _BAD_ARGUMENT + ("ConflictError",), True,
+              summary="take a reference, reserving the key if absent"),
+    Operation("commit", (_KEY, _VALUE), "list of evicted keys",
+              _BAD_ARGUMENT + ("UnknownKeyError", "WrongStateError", "CapacityError"), True,
+              summary="store the value of a RESERVED key, evicting idle entries oldest first"),
+    Operation("put", (_KEY, _VALUE), "bool", _BAD_ARGUMENT + ("WrongStateError",), True,
+              summary="store a READY idle entry in one call"),
+    Operation("get", (_KEY,), "the value", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
+              summary="the value of a READY entry; refreshes recency"),
+    Operation("release", (_KEY,), "bool", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
+              summary="drop one reference"),
+    Operation("evict", (_NBYTES,), "list of evicted keys", _BAD_ARGUMENT, True,
+              summary="evict idle entries, oldest first, until nbytes are free"),
+    Operation("pop", (_KEY,), "the value", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
+              summary="remove an idle entry and return its value"),
+    Operation("clear", (), "None", ("WrongStateError",), True, summary="remove every entry"),
+    Operation("contains", (_KEY,), "bool", ("InvalidArgumentError",), False, form="contains",
+              summary="`key in cache`"),
+)
+"""The cache's operations, in the order the checker lists them."""
+
+ALL_OPERATIONS: tuple[str, ...] = tuple(op.name for op in CACHE_OPERATIONS)
+"""Every operation name of the contract, in table order."""

@@ -1,0 +1,109 @@
+"""The spec-kind interface: what the checker, prover, traces and docs read from a spec.
+
+A spec kind is one family of specs (the tensor cache, the KV block pool). It is described by plain
+data: the operation table (name, arguments with their domains, result, errors, whether it mutates),
+the invariant table, the size parameter its models are built with, and a `new` that builds a fresh
+model. A model is the executable spec itself: one method per operation, plus the `Model` protocol
+below (snapshot, invariant check, a hashable state for memoised searches, a copy).
+
+Layers above read these tables and never name an operation or a spec class; adding a kind is
+implementing this interface and registering it in `spec.kinds` (docs/architecture.md's checklist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Protocol
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of an operation: its name, its domain (a word the kind's generators and docs
+    know, e.g. "key", "nbytes", "value", "flag", "blocks"), and whether it is passed by keyword."""
+
+    name: str
+    domain: str
+    keyword: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One row of an operation table.
+
+    `form` says how a call is written: "method" is `model.name(*args, **kwargs)`, "contains" is
+    `args[0] in model`. `result` names the result's domain in words; `errors` the error classes the
+    operation may raise (by class name, so the table stays plain data); `mutates` whether it may
+    change the state (a read-only operation never does, whatever it returns).
+    """
+
+    name: str
+    arguments: tuple[Argument, ...]
+    result: str
+    errors: tuple[str, ...]
+    mutates: bool
+    form: str = "method"
+    summary: str = ""
+
+    @property
+    def positional(self) -> tuple[Argument, ...]:
+        return tuple(a for a in self.arguments if not a.keyword)
+
+    @property
+    def keywords(self) -> frozenset[str]:
+        return frozenset(a.name for a in self.arguments if a.keyword)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the first argument names a key (the entry the call is about)."""
+        return bool(self.arguments) and self.arguments[0].domain == "key"
+
+
+class Model(Protocol):
+    """What every executable spec offers besides its operations."""
+
+    def snapshot(self) -> Any:
+        """The abstract state as plain, comparable data."""
+
+    def check_invariants(self) -> None:
+        """Raise `InvariantViolation` if the state breaks a named state invariant."""
+
+    def state_key(self) -> Hashable:
+        """The abstract state as a hashable value: equal keys, equal futures (memoised searches)."""
+
+    def copy(self) -> "Model":
+        """An independent model in the same state."""
+
+
+@dataclass(frozen=True)
+class SpecKind:
+    """One spec kind: its tables and how to build its models.
+
+    `new(size, semantics)` builds a fresh model; `size_name` says what the size counts
+    ("capacity_bytes", "num_blocks"). `profiles` maps a semantic profile's name to its `Profile`
+    (semantics and operation subset); `invariants` is the named invariant table.
+    """
+
+    name: str
+    summary: str
+    operations: tuple[Operation, ...]
+    size_name: str
+    new: Callable[..., Any]
+    invariants: tuple[Any, ...]
+    profiles: dict[str, Any] = field(default_factory=dict)
+    default_profile: str = "contract"
+
+    def operation(self, name: str) -> Operation:
+        """The table row of `name` (KeyError naming the kind and its operations otherwise)."""
+        for row in self.operations:
+            if row.name == name:
+                return row
+        raise KeyError(f"spec kind {self.name!r} has no operation {name!r}; it has {', '.join(self.names)}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every operation name, in table order."""
+        return tuple(row.name for row in self.operations)
+
+    @property
+    def mutating(self) -> tuple[str, ...]:
+        return tuple(row.name for row in self.operations if row.mutates)
