@@ -11,13 +11,13 @@ import importlib
 import os
 import sys
 
-from cacheproof.check.output_paths import OutputPathError
+from cacheproof.cmdline.output_paths import OutputPathError
 from pathlib import Path
 
 from cacheproof.settings import scratch_storage
 
 _SUBCOMMANDS = {
-    "check": ("cacheproof.check.command", "run the differential checker: spec vs a cache"),
+    "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs a cache"),
     "prove": ("cacheproof.prove.command", "prove the capacity and refcount invariants with z3"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
@@ -118,7 +118,7 @@ def shadow_warning(shadow: Path) -> str:
 def _users_error(command: str, error: Exception) -> int:
     """Last resort: an exception raised in the user's code where no check attributes it is a usage
     error (exit 2) shown with the user's frames only; anything else is a bug of cacheproof's, re-raised."""
-    from cacheproof.check.faults import raised_in_users_code, one_line, user_traceback
+    from cacheproof.contract.faults import raised_in_users_code, one_line, user_traceback
 
     if not raised_in_users_code(error):
         raise error

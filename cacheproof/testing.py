@@ -29,14 +29,14 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
-from cacheproof.check.concurrent_run import DEFAULT_RUNS, run_concurrent_check
-from cacheproof.check.differential import Divergence
-from cacheproof.check.draws import seeded_draws
-from cacheproof.check.machine import Tally, machine_for
-from cacheproof.check.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
-from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
-from cacheproof.check.scope import SMALL, THOROUGH, Scope
-from cacheproof.check.sequence import first_divergence
+from cacheproof.check.concurrent.run import DEFAULT_RUNS, run_concurrent_check
+from cacheproof.contract.outcomes import Divergence
+from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.sandbox.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
+from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
+from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.settings import profile_for_environment, register_profiles
 from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics
@@ -187,7 +187,7 @@ def _failure(
     Hypothesis's own report (its rule-by-rule listing of the failing example) is dropped: the
     snippet says the same in the cache's own calls. Its step printing stays on only for a
     verbosity of `verbose` or more, which a user asks for explicitly. Draws depend on the profile's
-    seed alone, not on which modules the suite has loaded (`cacheproof.check.draws`).
+    seed alone, not on which modules the suite has loaded (`cacheproof.check.sequential.draws`).
     """
     reporter = None if run_settings.verbosity >= Verbosity.verbose else (lambda message: None)
     try:

@@ -7,9 +7,9 @@ import unittest
 
 import torch
 
-from cacheproof.check.run import run_check
+from cacheproof.check.sequential.run import run_check
 from cacheproof.impl import TensorLRUCache
-from cacheproof.check.machine import machine_for
+from cacheproof.check.sequential.machine import machine_for
 
 _NEEDS_CUDA = unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
 
@@ -35,7 +35,7 @@ class TestConcurrentCheckOnCuda(unittest.TestCase):
     (stream ordering itself is checked by test_tensor_lru_cache_cuda.py)."""
 
     def test_stream_aware_cache_is_linearizable_under_four_threads(self) -> None:
-        from cacheproof.check.concurrent_run import run_concurrent_check
+        from cacheproof.check.concurrent.run import run_concurrent_check
 
         report = run_concurrent_check(_cuda_cache, threads=4, scenarios=50)
         self.assertTrue(report.ok, None if report.counterexample is None else report.counterexample.reason)

@@ -187,7 +187,7 @@ def test_as_tensor_keeps_bytes_and_size():
     import torch
 
     from cacheproof.adapt import as_tensor, make_tensor
-    from cacheproof.check.values import storage_free_value
+    from cacheproof.contract.values import storage_free_value
     from cacheproof.spec.values import value_size
 
     tensor = make_tensor(3, 258)

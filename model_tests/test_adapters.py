@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 import pytest
 from cachetools import LRUCache
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.run import run_check
-from cacheproof.check.sequence import first_divergence
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.check.sequential.run import run_check
+from cacheproof.contract.sequence import first_divergence
 from examples import cachetools_reserving_cache, vllm_style_encoder_cache
 from examples.vllm_style_encoder_cache import EncoderCacheManager
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.record import spec_trace, trace_text
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.cli import main
 from model_tests import faulty_caches
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from cacheproof.check import calls as call_format
-from cacheproof.check.run import run_check
+from cacheproof.contract import calls as call_format
+from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
-from cacheproof.check.sequence import first_divergence
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.spec import CacheSpec
 from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from cacheproof.check import calls as call_format
+from cacheproof.contract import calls as call_format
 from cacheproof.cli import main
-from cacheproof.check.sequence import first_divergence
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.spec import CacheSpec
 from model_tests.broken_caches import BROKEN_CACHES
 from model_tests.snippet_runs import assert_fails_where_it_diverges, on_cache, run_snippet, snippets_in

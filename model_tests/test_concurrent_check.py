@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof.check.concurrent_history import Event, History, Observation, Observed, fast_switching, run_scenario
-from cacheproof.check.concurrent_scenarios import Scenario
-from cacheproof.check.calls import from_json
-from cacheproof.check.linearizability import check_history
+from cacheproof.check.concurrent.history import Event, History, Observation, Observed, fast_switching, run_scenario
+from cacheproof.check.concurrent.scenarios import Scenario
+from cacheproof.contract.calls import from_json
+from cacheproof.check.concurrent.linearizability import check_history
 from cacheproof.cli import main
-from cacheproof.check.concurrent_run import run_concurrent_check
+from cacheproof.check.concurrent.run import run_concurrent_check
 from model_tests.racy_caches import DEADLOCKING_CACHES, RACY_CACHES, LockedCacheSpec
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ def test_a_base_exception_in_a_thread_is_reported_as_a_crash():
 
 
 def test_ctrl_c_stops_with_status_130_and_restores_the_switch_interval(monkeypatch, capsys):
-    from cacheproof.check import concurrent_history
+    from cacheproof.check.concurrent import history as concurrent_history
 
     before = sys.getswitchinterval()
     calls = []
@@ -134,7 +134,7 @@ def test_ctrl_c_stops_with_status_130_and_restores_the_switch_interval(monkeypat
         return original(*args, **kwargs)
 
     original = concurrent_history.run_scenario
-    monkeypatch.setattr("cacheproof.check.concurrent_run.run_scenario", interrupted)
+    monkeypatch.setattr("cacheproof.check.concurrent.run.run_scenario", interrupted)
     status = main(["check", "--threads", "2", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--quiet"])
     assert status == 130
     assert "interrupted: 1 scenarios, 20 runs; no verdict" in capsys.readouterr().out
@@ -142,7 +142,7 @@ def test_ctrl_c_stops_with_status_130_and_restores_the_switch_interval(monkeypat
 
 
 def test_check_then_act_admits_two_reservations_past_the_capacity():
-    from cacheproof.check.calls import Call
+    from cacheproof.contract.calls import Call
     from model_tests.racy_caches import CheckThenActReservation
 
     scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))

@@ -4,7 +4,7 @@ These honour the active Hypothesis profile (`ci` under CI=true)."""
 
 from __future__ import annotations
 
-from cacheproof.check.machine import machine_for
+from cacheproof.check.sequential.machine import machine_for
 from cacheproof.spec import CacheSpec
 
 

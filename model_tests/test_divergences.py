@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.differences import CONTAINS, LEN, OUTCOME, SNAPSHOT, STATS, diverging_step
-from cacheproof.check.explain import explanation
-from cacheproof.check.run import run_check
-from cacheproof.check.sequence import first_divergence
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.differences import CONTAINS, LEN, OUTCOME, SNAPSHOT, STATS, diverging_step
+from cacheproof.contract.explain import explanation
+from cacheproof.check.sequential.run import run_check
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.invariants import INVARIANTS_BY_NAME

@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from cacheproof.check.run import run_check
+from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.spec.profiles import profile_named
 from model_tests import engine_stand_ins

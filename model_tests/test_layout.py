@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FORBIDDEN_IMPORTS = {
     "spec": ("cacheproof.check", "cacheproof.prove", "cacheproof.trace", "cacheproof.docs", "cacheproof.impl",
-             "cacheproof.bench", "cacheproof.cli", "cacheproof.testing", "cacheproof.settings", "cacheproof.progress"),
+             "cacheproof.bench", "cacheproof.cli", "cacheproof.testing", "cacheproof.settings", "cacheproof.cmdline.progress"),
     "impl": ("cacheproof.check", "cacheproof.prove", "cacheproof.trace", "cacheproof.docs", "cacheproof.bench",
              "cacheproof.cli", "cacheproof.testing"),
     "cacheproof/check": ("cacheproof.trace", "cacheproof.prove", "cacheproof.docs", "cacheproof.bench"),

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.concurrent_history import (
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.check.concurrent.history import (
     Event,
     History,
     Observation,
@@ -16,8 +16,8 @@ from cacheproof.check.concurrent_history import (
     fast_switching,
     run_scenario,
 )
-from cacheproof.check.concurrent_scenarios import CALLS_PER_THREAD, MAX_PREFIX, Scenario, draw_scenario, smaller_scenarios
-from cacheproof.check.linearizability import check_history
+from cacheproof.check.concurrent.scenarios import CALLS_PER_THREAD, MAX_PREFIX, Scenario, draw_scenario, smaller_scenarios
+from cacheproof.check.concurrent.linearizability import check_history
 from model_tests.racy_caches import LockedCacheSpec
 
 
@@ -188,7 +188,7 @@ def test_one_thread_that_diverges_is_reported_as_a_sequential_bug():
 
 
 def test_a_crash_is_reported_with_its_message():
-    from cacheproof.check.concurrent_history import observed_error
+    from cacheproof.check.concurrent.history import observed_error
 
     crash = observed_error(RuntimeError("dictionary changed size during iteration"))
     assert crash.message == "dictionary changed size during iteration"

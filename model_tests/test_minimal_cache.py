@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import examples.minimal_cache
-from cacheproof.check.factories import load_factory
+from cacheproof.sandbox.factories import load_factory
 from cacheproof.spec import Acquired, CacheSpec, CacheStats, EntryState, EntryView, errors
 from cacheproof.spec.transitions import OPERATIONS
 from cacheproof.testing import cache_test_case

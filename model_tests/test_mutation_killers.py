@@ -16,6 +16,7 @@ import torch
 
 from cacheproof.docs import lifecycle as lifecycle_docs
 from cacheproof.impl import tensor_lru_cache
+from cacheproof.impl import lru_entries
 from cacheproof.impl.tensor_lru_cache import TensorLRUCache
 from cacheproof.spec import (
     CacheError,
@@ -312,7 +313,7 @@ def test_the_idle_heap_may_hold_exactly_its_limit() -> None:
     # violation, and that message names the idle heap (kills its `InvariantViolation(None)`).
     cache = _tensor_cache(10)
     assert cache.put("a", b"xy")
-    limit = 2 * 1 + tensor_lru_cache._HEAP_SLACK
+    limit = 2 * 1 + lru_entries.HEAP_SLACK
     stale = [(0, f"gone-{number}") for number in range(limit - 1)]
     cache._idle_heap.extend(stale)
     assert len(cache._idle_heap) == limit

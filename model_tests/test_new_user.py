@@ -11,7 +11,7 @@ from pathlib import Path
 from cacheproof.spec import CacheSpec
 from hypothesis.configuration import storage_directory
 
-from cacheproof.check.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
+from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.cli import main
 from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries

@@ -63,7 +63,7 @@ def test_the_vllm_broken_variant_is_found():
     """(The example itself conforms: model_tests/test_profiles.py.)"""
     profile = ["--profile", "vllm-encoder-cache"]
     assert main(["check", "--max-divergences", "1", "--impl", "model_tests.broken_profile_caches:same_request_twice", *profile, *EXAMPLES]) == 1
-    from cacheproof.check.run import run_check
+    from cacheproof.check.sequential.run import run_check
     from cacheproof.spec.profiles import profile_named
     from model_tests.broken_profile_caches import same_request_twice
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import settings
 
 import cacheproof
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.run import run_check
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec, InvalidArgumentError
 from cacheproof.spec.semantics import Semantics

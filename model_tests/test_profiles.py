@@ -150,7 +150,7 @@ def test_profiles_and_operations():
 
 # The checker under profiles -----------------------------------------------------------------------
 
-from cacheproof.check.run import run_check  # noqa: E402
+from cacheproof.check.sequential.run import run_check  # noqa: E402
 from cacheproof.cli import main  # noqa: E402
 from examples.plain_lru_cache import PlainLRUCache  # noqa: E402
 from examples.trtllm_tensor_lru_cache import TrtllmTensorLRUCache  # noqa: E402

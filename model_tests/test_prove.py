@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import z3
 
-from cacheproof.prove import aggregate_model
-from cacheproof.prove import entry_model
+from cacheproof.prove.cache import aggregate_model
+from cacheproof.prove.cache import entry_model
 from cacheproof.prove import command as prove
 from cacheproof.cli import main
-from cacheproof.check.run import run_check
-from cacheproof.prove.counterexample import FROM_OPERATIONS, breaks_invariant
+from cacheproof.check.sequential.run import run_check
+from cacheproof.prove.cache.counterexample import FROM_OPERATIONS, breaks_invariant
 from cacheproof.spec import CacheSpec, invariants, rules
 from cacheproof.spec.profiles import PROFILES
 from cacheproof.spec.semantics import OPTIONS, REFRESHING_CALLS, Semantics

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import cacheproof.spec
-from cacheproof.prove import entry_model, refinement
+from cacheproof.prove.cache import entry_model, refinement
 from cacheproof.spec import steps
 from tools import prove_mutations
 from tools.prove_mutations import Mutation, load_module, mutations_of, patch_module, random_walks, restore

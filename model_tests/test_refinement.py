@@ -1,4 +1,4 @@
-"""The bounded refinement check (cacheproof/prove/refinement.py): the spec as written refines the
+"""The bounded refinement check (cacheproof/prove/cache/refinement.py): the spec as written refines the
 per-entry model on every small state; the bounded states are exactly the I1-I4 states; the numpy
 evaluation of the model's terms is z3's; and a spec that departs from the model is reported with
 a snippet that fails when run."""
@@ -20,8 +20,8 @@ from cacheproof.spec.invariants import Step, broken_invariants
 from cacheproof.spec.profiles import PROFILES
 from cacheproof.spec.semantics import Semantics
 
-from cacheproof.prove import refinement
-from cacheproof.prove.array_eval import z3_value
+from cacheproof.prove.cache import refinement
+from cacheproof.prove.cache.array_eval import z3_value
 
 SMALL = refinement.Bound(max_capacity=2, max_entries=2)
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cacheproof.check.run import run_check
+from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.trace.replay import snapshot_diff
 from cacheproof.trace.format import write_counterexample_trace

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof.check import output_paths
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.record import spec_trace, trace_text
-from cacheproof.check.run import Counterexample
-from cacheproof.check.output_paths import OutputPathError, write_atomically
+from cacheproof.cmdline import output_paths
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.record import spec_trace, trace_text
+from cacheproof.check.sequential.run import Counterexample
+from cacheproof.cmdline.output_paths import OutputPathError, write_atomically
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.monitor import monitor
@@ -55,7 +55,7 @@ def folder(tmp_path):
 
 
 def test_a_bad_output_path_is_reported_before_any_work(folder, capsys, monkeypatch):
-    import cacheproof.check.command as command
+    import cacheproof.check.sequential.command as command
 
     monkeypatch.setattr(command, "run_check", lambda *a, **k: pytest.fail("the run started"))
     status, output = run_main(["check", "--max-divergences", "1", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
@@ -297,8 +297,8 @@ def test_a_correct_cache_conforms_under_isolation(impl, capsys):
 
 
 def test_a_broken_cache_is_found_under_isolation_and_its_counterexample_replays(tmp_path, capsys):
-    from cacheproof.check import calls as call_format
-    from cacheproof.check.sequence import first_divergence
+    from cacheproof.contract import calls as call_format
+    from cacheproof.contract.sequence import first_divergence
     from model_tests.broken_caches import GetDoesNotPromote
 
     path = tmp_path / "r.json"
@@ -342,7 +342,7 @@ def test_an_exception_from_the_users_code_that_nothing_attributes_is_a_usage_err
 
 
 def test_an_exception_from_cacheproofs_own_code_is_not_hidden():
-    from cacheproof.check.flag_types import any_integer
+    from cacheproof.cmdline.flag_types import any_integer
     from cacheproof.cli import _users_error
 
     with pytest.raises(Exception) as caught:
@@ -354,8 +354,8 @@ def test_an_exception_from_cacheproofs_own_code_is_not_hidden():
 def test_shrinking_a_hang_stops_when_its_time_budget_runs_out(monkeypatch):
     """Each attempt that hangs costs a whole call timeout; shrinking stops at its budget, and so
     takes at most the budget plus one attempt, with the shortest failing sequence found so far."""
-    from cacheproof.check import fault_search
-    from cacheproof.check.fault_search import HANG, Failure, shrink_failure
+    from cacheproof.sandbox import fault_search
+    from cacheproof.sandbox.fault_search import HANG, Failure, shrink_failure
 
     clock = [0.0]
     monkeypatch.setattr(fault_search.time, "monotonic", lambda: clock[0])
@@ -378,7 +378,7 @@ def test_shrinking_a_hang_stops_when_its_time_budget_runs_out(monkeypatch):
 
 
 def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsys):
-    import cacheproof.check.concurrent_command as concurrent_command
+    import cacheproof.check.concurrent.command as concurrent_command
 
     seen = {}
     real = concurrent_command.run_concurrent_check
@@ -398,8 +398,8 @@ def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsy
 
 def test_one_child_process_serves_every_example_of_a_run(monkeypatch):
     """--isolate costs a fork per run, not per example or call: every example's cache lives in the same child."""
-    from cacheproof.check import isolation
-    from cacheproof.check.run import run_check
+    from cacheproof.sandbox import isolation
+    from cacheproof.check.sequential.run import run_check
 
     started = []
     real_child = isolation._Child

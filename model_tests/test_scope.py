@@ -11,13 +11,13 @@ import numpy
 import pytest
 import torch
 
-from cacheproof.check import calls as call_format
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.record import spec_trace, trace_text
-from cacheproof.check.run import REAL_VALUE_CAPACITY, Counterexample, run_check
-from cacheproof.check.scope import LONG, SMALL, THOROUGH, WIDE, WIDE_KEYS, Phase, size_for
-from cacheproof.check.sequence import first_divergence
-from cacheproof.check.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value, value_for, values_equal
+from cacheproof.contract import calls as call_format
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.record import spec_trace, trace_text
+from cacheproof.check.sequential.run import REAL_VALUE_CAPACITY, Counterexample, run_check
+from cacheproof.check.sequential.scope import LONG, SMALL, THOROUGH, WIDE, WIDE_KEYS, Phase, size_for
+from cacheproof.contract.sequence import first_divergence
+from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value, value_for, values_equal
 from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import CacheSpec

@@ -13,7 +13,7 @@ import pytest
 import z3
 from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView, rules, steps
 
-from cacheproof.prove import entry_model
+from cacheproof.prove.cache import entry_model
 from cacheproof.prove.induction import Z3_LOGIC
 
 FLAGS = (False, True)

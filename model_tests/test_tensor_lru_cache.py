@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import cacheproof.impl.tensor_lru_cache as tensor_lru_cache
+import cacheproof.impl.lru_entries as lru_entries
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import (
     Acquired,
@@ -193,13 +194,13 @@ def test_eviction_pops_only_what_it_evicts_past_many_pinned_entries(monkeypatch:
         cache.acquire(key, 8)
         cache.commit(key, cache.make_value(8, key))
     pops = []
-    real_heappop = tensor_lru_cache.heapq.heappop
+    real_heappop = lru_entries.heapq.heappop
 
     def counting_heappop(heap: list) -> Any:
         pops.append(heap[0])
         return real_heappop(heap)
 
-    monkeypatch.setattr(tensor_lru_cache.heapq, "heappop", counting_heappop)
+    monkeypatch.setattr(lru_entries.heapq, "heappop", counting_heappop)
     assert cache.evict(10_000 - 8000) == ["idle"]
     assert [key for _, key in pops] == ["idle"]
     assert len(cache._idle_heap) == 0
@@ -218,7 +219,7 @@ def test_stale_heap_items_stay_bounded_over_a_long_run() -> None:
         else:
             cache.acquire(key, 16)
             cache.release(key)
-        assert len(cache._idle_heap) <= 2 * len(keys) + tensor_lru_cache._HEAP_SLACK
+        assert len(cache._idle_heap) <= 2 * len(keys) + lru_entries.HEAP_SLACK
     cache.check_valid()
 
 
@@ -230,7 +231,7 @@ def test_the_heap_stays_bounded_after_an_eviction_shrinks_the_idle_set() -> None
         for key in range(40, 50):
             cache.get(key)  # 80 stale items, all newer than keys 0..39
     assert cache.evict(40 * 16) == list(range(40))
-    assert len(cache._idle_heap) <= 2 * 10 + tensor_lru_cache._HEAP_SLACK
+    assert len(cache._idle_heap) <= 2 * 10 + lru_entries.HEAP_SLACK
     cache.check_valid()
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.run import run_check
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.check.sequential.run import run_check
 from cacheproof.trace.format import (
     SOME_VALUE,
     Observed,

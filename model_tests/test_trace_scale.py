@@ -10,7 +10,7 @@ import tracemalloc
 
 import pytest
 
-from cacheproof.check.calls import Call, ValueRecipe
+from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import CacheSpec

@@ -32,3 +32,10 @@ def get_kind(name: str = DEFAULT_KIND) -> SpecKind:
             f"--spec {name!r}: unknown spec kind; known kinds are {', '.join(_REGISTRY)}"
         ) from None
     return getattr(importlib.import_module(module_name), attribute)
+
+
+def new_spec(size: int, semantics=None, *, kind: str = DEFAULT_KIND):
+    """A fresh model of `kind` (default the tensor cache) of `size` (its kind's `size_name`), under
+    `semantics` (default: the kind's contract)."""
+    spec_kind = get_kind(kind)
+    return spec_kind.new(size) if semantics is None else spec_kind.new(size, semantics)

@@ -1,6 +1,6 @@
 """Guards and byte updates of every operation, written once, over numbers.
 
-Each function works on Python ints and on z3 integer terms alike: `CacheSpec` calls them with
+Each function works on Python ints and on z3 integer terms alike: the cache spec (cache_spec.py) calls them with
 ints, the prover with symbols. A branch on a possibly symbolic condition goes through a `Logic`
 (`CONCRETE` by default; the prover passes one built on z3's If/And/Or/Not), never through `if`.
 

@@ -1,7 +1,7 @@
 """`Semantics`: the design choices on which real caches differ from the contract, as plain data.
 
 Each field names one choice; its default is the contract's (docs/contract.md), so
-`CacheSpec(capacity)` is the contract and `CacheSpec(capacity, semantics=Semantics(...))` the
+The cache spec built with no semantics is the contract and one built with `semantics=Semantics(...)` the
 cache an engine ships. `OPTIONS` lists every field's valid values; `Semantics(...)` rejects any
 other value with `InvalidArgumentError`. What each peer does, per field: docs/profiles.md.
 """

@@ -2,8 +2,8 @@
 
 `rules` holds the guards and byte updates over a cache's byte counts; this module holds the
 per-entry steps: the refcount an entry gets, whether it is still referenced or idle, whether its
-last release removes it. `CacheSpec` calls them with Python values; the per-entry prover model
-(cacheproof/prove/entry_model.py) calls them with z3 terms, so the steps it proves are the ones
+last release removes it. the cache spec (cache_spec.py) calls them with Python values; the per-entry prover model
+(cacheproof/prove/cache/entry_model.py) calls them with z3 terms, so the steps it proves are the ones
 the spec runs. As in `rules`, a branch on a possibly symbolic value goes through a `Logic`
 (`CONCRETE` by default), never through `if`, and callers write `steps.<name>(...)` at call time so
 a patched step is the step proved.

@@ -8,14 +8,14 @@ another key's commit or put evicting this idle entry. Every other operation leav
 keys it does not name unchanged.
 
 Where a key lands is not written here by hand: the target of every edge that changes a key's
-refcount or state is computed from `steps` (the per-entry steps `CacheSpec` and the prover run),
+refcount or state is computed from `steps` (the per-entry steps the cache spec (cache_spec.py) and the prover run),
 and so is which states eviction and pop may remove, so the table and docs/lifecycle.md cannot
 drift from the spec's steps (`transition_table()` builds the table again after a step changes).
 
 Out of scope: the argument checks (`InvalidArgumentError`, `TooLargeError`). They come before
 any guard, in every state, and change nothing; CONTRACT.md lists them.
 docs/lifecycle.md is generated from this table; model_tests/test_transitions.py runs every
-edge on `CacheSpec`.
+edge on the cache spec (cache_spec.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-DEFAULT_PATHS = ["spec", "impl/tensor_lru_cache.py"]
+DEFAULT_PATHS = ["spec", "impl/tensor_lru_cache.py", "impl/lru_entries.py", "impl/tensor_values.py"]
 DEFAULT_TESTS = [
     "model_tests/test_cache_contract.py",
     "model_tests/test_rules.py",

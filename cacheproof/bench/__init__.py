@@ -1,5 +1,5 @@
 """Benchmarks that print ratios side by side in one run. Each kind is a module with
-`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace."""
+`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace, linearizability."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ _KINDS = {
     "monitor": "calls per second with and without the runtime monitor",
     "concurrent": "check --threads: scenarios per second, time to find each racy cache",
     "trace": "cost per call of writing and replaying traces, 1e3 to 1e6 calls",
+    "block_pool": "pool calls per second: KVBlockPool vs vLLM's real BlockPool",
+    "linearizability": "the linearizability search on 4 and 8 threads x 200 calls",
 }
 
 

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from cacheproof.check.flag_types import any_integer, positive_integer
-from cacheproof.check.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.flag_types import any_integer, positive_integer
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
 from cacheproof.impl import block_table as bt
+from cacheproof.impl import block_ids, page_buffers
 
 DEFAULT_SIZES = "8x64,64x512,256x2048,1024x4096"
 SCALE, DIVISOR = 2, 3
@@ -108,7 +109,7 @@ def _block_ids_rows(rng: np.random.Generator, sizes, args) -> list[dict[str, Any
 
 def _numpy_breakdown(buffers: list[bytes], repeats: int) -> dict[str, float]:
     """Milliseconds of each stage of the numpy path, timed separately."""
-    views = [bt._page_view(i, b) for i, b in enumerate(buffers)]
+    views = [page_buffers.page_view(i, b) for i, b in enumerate(buffers)]
     width = max(v.nbytes >> 2 for v in views)
     table = bt.block_ids_numpy(buffers).numpy()
 
@@ -119,10 +120,10 @@ def _numpy_breakdown(buffers: list[bytes], repeats: int) -> dict[str, float]:
 
     highest = int(table.max())
     return {
-        "check rows": _median_ms(lambda: [bt._page_view(i, b) for i, b in enumerate(buffers)], repeats),
+        "check rows": _median_ms(lambda: [page_buffers.page_view(i, b) for i, b in enumerate(buffers)], repeats),
         "fill rows": _median_ms(fill, repeats),
         "min/max": _median_ms(lambda: (table.min(), table.max()), repeats),
-        "transform": _median_ms(lambda: bt._transform_in_place(table.copy(), highest, SCALE, DIVISOR), repeats),
+        "transform": _median_ms(lambda: block_ids.transform_in_place(table.copy(), highest, SCALE, DIVISOR), repeats),
         "copy (in transform)": _median_ms(lambda: table.copy(), repeats),
     }
 

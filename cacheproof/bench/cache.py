@@ -11,6 +11,8 @@ are a tenth of --examples: each is a life of hundreds of calls). `--scopes-only`
 
 from __future__ import annotations
 
+import hypothesis
+
 import argparse
 import json
 import sys
@@ -21,18 +23,19 @@ from typing import Any, Callable
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
-from cacheproof.check.flag_types import any_integer, positive_integer
-from cacheproof.check.draws import seeded_draws
-from cacheproof.check.faults import UsageAbort
-from cacheproof.check.machine import Tally, machine_for
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.check.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
-from cacheproof.progress import summary_table
-from cacheproof.check.scope import LONG, SMALL, WIDE, Phase
-from cacheproof.spec import CacheSpec
+from cacheproof.cmdline.flag_types import any_integer, positive_integer
+from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.contract.faults import UsageAbort
+from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
+from cacheproof.cmdline.progress import summary_table
+from cacheproof.check.sequential.scope import LONG, SMALL, WIDE, Phase
+from cacheproof.spec.kind import Model
 
-TARGETS = {"CacheSpec": 3000, "TensorLRUCache (cpu)": 500}
-CACHES = {"CacheSpec": "cacheproof.spec:CacheSpec", "TensorLRUCache (cpu)": "cacheproof.bench.cache:tensor_cache_on_cpu"}
+
+TARGETS = {"the spec": 3000, "TensorLRUCache (cpu)": 500}
+CACHES = {"the spec": "cacheproof.spec.kinds:new_spec", "TensorLRUCache (cpu)": "cacheproof.bench.cache:tensor_cache_on_cpu"}
 MODES = ("bare machine", "guarded", "isolated")
 
 
@@ -66,7 +69,7 @@ def bare_machine(
     phase = phase or Phase(SMALL, examples, DEFAULT_STEPS_PER_EXAMPLE)
     tally = Tally()
     machine = machine_for(factory, tally, scope=phase.scope)
-    machine._hypothesis_internal_use_seed = seed
+    machine = hypothesis.seed(seed)(machine)
     started = time.perf_counter()
     ok = True
     try:
@@ -78,7 +81,7 @@ def bare_machine(
 
 
 def _measure(name: str, mode: str, examples: int, seed: int) -> dict:
-    factory = CacheSpec if name == "CacheSpec" else tensor_cache_on_cpu
+    factory = new_spec if name == "the spec" else tensor_cache_on_cpu
     if mode == "bare machine":
         ok, steps, seconds = bare_machine(factory, examples, seed)
     else:
@@ -138,7 +141,7 @@ def scope_phases(examples: int) -> tuple[Phase, ...]:
 
 def _scope_figures(args: argparse.Namespace) -> dict:
     """Bare-machine steps/s per cache and scope, printed side by side (ratios to the spec's small scope)."""
-    factories = {"CacheSpec": CacheSpec, "TensorLRUCache (meta)": tensor_cache_on_meta}
+    factories = {"the spec": new_spec, "TensorLRUCache (meta)": tensor_cache_on_meta}
     figures: dict = {}
     for name, factory in factories.items():
         figures[name] = {}
@@ -147,10 +150,10 @@ def _scope_figures(args: argparse.Namespace) -> dict:
             figures[name][phase.scope.name] = {
                 "ok": ok, "steps": steps, "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds, 1),
             }
-    base = figures["CacheSpec"]["small"]["steps_per_second"]
+    base = figures["the spec"]["small"]["steps_per_second"]
     if not args.quiet:
         summary_table(
-            "checker throughput per scope (bare machine, same seed): steps/s, ratio to CacheSpec small",
+            "checker throughput per scope (bare machine, same seed): steps/s, ratio to the spec small",
             {
                 f"{name} ({scope})": f"{f['steps_per_second']:.0f} steps/s  ({f['steps_per_second'] / base:.2f}x, "
                 f"{f['steps']} steps, ok={f['ok']})"

@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-from cacheproof.check.concurrent_command import thread_count
-from cacheproof.check.concurrent_run import SHRINK_SECONDS, run_concurrent_check
-from cacheproof.check.flag_types import any_integer, non_negative_seconds, positive_integer
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.progress import summary_table
+from cacheproof.check.concurrent.command import thread_count
+from cacheproof.check.concurrent.run import SHRINK_SECONDS, run_concurrent_check
+from cacheproof.cmdline.flag_types import any_integer, non_negative_seconds, positive_integer
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.progress import summary_table
 
 RACY_MODULE = "model_tests.racy_caches"
 TARGET_SECONDS_TO_FIND = 30.0

@@ -1,7 +1,7 @@
 """`cacheproof bench monitor`: calls per second on TensorLRUCache, bare and under `monitor`, in one run.
 
 The workload is a fixed, seeded sequence of lifecycle calls (acquire, commit, get, release, put,
-pop, evict) over a pool of keys, planned on `CacheSpec` so that almost every call succeeds; values
+pop, evict) over a pool of keys, planned on the spec so that almost every call succeeds; values
 are tensors made before timing. Each configuration runs the same sequence on a fresh cache; the
 best of `--repeats` runs counts. The ratio is bare calls/s over monitored calls/s; "spec alone" (the
 spec running the workload by itself) shows the floor, since the monitor runs the spec too.
@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cacheproof.check.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.check.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
 from cacheproof.trace.monitor import monitor
-from cacheproof.progress import summary_table
-from cacheproof.spec import CacheError, CacheSpec, EntryState
+from cacheproof.cmdline.progress import summary_table
+from cacheproof.spec import CacheError, EntryState
+from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kind import Model
 
 _SIZES = (64, 256, 1024)
 
@@ -49,7 +51,7 @@ def plan_workload(calls: int, keys: int, seed: int, make_value: Callable[[int, i
     """A call sequence that keeps about `keys` / 2 entries resident, planned on the spec."""
     rng = random.Random(seed)
     capacity = keys * sum(_SIZES) // len(_SIZES) // 2
-    spec = CacheSpec(capacity)
+    spec = new_spec(capacity)
     values = {(n, tag): make_value(n, tag) for n in _SIZES for tag in range(4)}
     sizes = {key: rng.choice(_SIZES) for key in range(keys)}
     planned: list[tuple[str, tuple]] = []
@@ -68,7 +70,7 @@ def plan_workload(calls: int, keys: int, seed: int, make_value: Callable[[int, i
     return Workload(capacity, planned, resident / calls)
 
 
-def _next_call(spec: CacheSpec, key: int, nbytes: int, value: Any, rng: random.Random) -> tuple[str, tuple]:
+def _next_call(spec: Model, key: int, nbytes: int, value: Any, rng: random.Random) -> tuple[str, tuple]:
     entry = next((e for e in spec.snapshot() if e.key == key), None)
     roll = rng.random()
     if entry is None:
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     workload = plan_workload(args.calls, args.keys, args.seed, TensorLRUCache(1, device=args.device).make_value)
     configurations: list[tuple[str, Callable[[], Any]]] = [
         ("bare", fresh),
-        ("spec alone", lambda: CacheSpec(workload.capacity_bytes)),
+        ("spec alone", lambda: new_spec(workload.capacity_bytes)),
         ("monitor", lambda: monitor(fresh())),
     ]
     if args.state_every is not None:

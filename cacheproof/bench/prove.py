@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from cacheproof.check.flag_types import positive_integer
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.prove import aggregate_model
-from cacheproof.prove import entry_model
-from cacheproof.prove import liveness
-from cacheproof.prove import refinement
+from cacheproof.cmdline.flag_types import positive_integer
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.prove.cache import aggregate_model
+from cacheproof.prove.cache import entry_model
+from cacheproof.prove.cache import liveness
+from cacheproof.prove.cache import refinement
 from cacheproof.prove.command import prove_all
 from cacheproof.spec.profiles import PROFILES
 from cacheproof.spec.semantics import CONTRACT, Semantics

@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cacheproof.check.calls import Call, ValueRecipe
-from cacheproof.check.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.check.record import spec_trace
-from cacheproof.progress import summary_table
-from cacheproof.spec import Acquired, CacheError, CacheSpec
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.contract.record import spec_trace
+from cacheproof.cmdline.progress import summary_table
+from cacheproof.spec import Acquired, CacheError
 from cacheproof.trace.format import read_trace
 from cacheproof.trace.monitor import monitor
 from cacheproof.trace.replay import replay_against_cache, replay_against_spec
+from cacheproof.spec.kinds import new_spec
 
 _SIZES = (64, 256, 1024)
 _KEYS_PER_CALL = 1 / 8
@@ -66,7 +67,7 @@ def plan_calls(calls: int, seed: int) -> tuple[int, list[Call], float]:
     rng = random.Random(seed)
     keys = max(64, int(calls * _KEYS_PER_CALL))
     capacity = keys * sum(_SIZES) // len(_SIZES) // 4
-    spec = CacheSpec(capacity)
+    spec = new_spec(capacity)
     sizes = [rng.choice(_SIZES) for _ in range(keys)]
     state: dict[int, str] = {}  # key -> "reserved" | "pinned" | "idle"; absent: no entry
     in_flight: list[int] = []

@@ -1,5 +1,6 @@
-"""The differential checker: calls and values, one differential step, the Hypothesis state machine,
-the run and its shrinking, cache factories and the `check` command.
+"""The differential checker: `sequential/` (the Hypothesis state machine beside the spec, the run,
+its scope and the `check` command) and `concurrent/` (`check --threads`: scenarios, histories,
+linearizability).
 
-Layer: imports `cacheproof.spec` and the top-level helpers only, never `trace/`, `prove/` or `docs/`.
+Layer: stands on `contract`, `sandbox`, `cmdline` and `spec`; never imports `trace`, `prove` or `docs`.
 """

@@ -12,7 +12,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from cacheproof.check.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
 
 GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from cacheproof.prove import aggregate_model, entry_model
+from cacheproof.prove.cache import aggregate_model, entry_model
 from cacheproof.prove import command as prove
 from cacheproof.prove.induction import ProofResult
 from cacheproof.spec.invariants import INVARIANTS, WAIVERS, Invariant, evicting_operations, waivers

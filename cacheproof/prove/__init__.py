@@ -1,5 +1,6 @@
-"""The z3 prover: the aggregate and per-entry models, one-step induction, liveness, concrete
-counterexamples, the block-id proof and the `prove` command.
+"""The z3 prover: `cache/` (the tensor cache's aggregate and per-entry models, liveness, concrete
+counterexamples and the bounded refinement check), the block-id proof, one-step induction and the
+`prove` command.
 
-Layer: imports `cacheproof.spec` and `cacheproof.check` (calls and values), never `trace/` or `docs/`.
+Layer: stands on `contract`, `cmdline` and `spec`; never imports `check`, `trace` or `docs`.
 """

@@ -5,7 +5,7 @@ at proof time: the aggregate model (byte counts, unbounded, any number of entrie
 facts L1-L3 over it, and the per-entry model of N symbolic slots. One line per (model, invariant,
 operation), summing its outcomes' times; a failed proof prints its counterexample as runnable
 Python. Then the bounded refinement check (refinement.py): on every small state and call,
-`CacheSpec` does what the per-entry model says; one line, and a runnable snippet per
+the spec does what the per-entry model says; one line, and a runnable snippet per
 disagreement. Exit 0 when everything is proved and the spec refines the model, 1 otherwise.
 
 Semantics (spec/semantics.py) are proved one at a time, as concrete data: `--profile NAME` and
@@ -20,6 +20,7 @@ fails the run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -27,15 +28,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from cacheproof.check.flag_types import integer_at_least, positive_integer
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.prove import aggregate_model
-from cacheproof.prove import entry_model
-from cacheproof.prove import liveness
-from cacheproof.prove import refinement
-from cacheproof.prove.counterexample import json_value
+from cacheproof.cmdline.flag_types import integer_at_least, positive_integer
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.prove import block_ids
+from cacheproof.prove.cache import aggregate_model
+from cacheproof.prove.cache import entry_model
+from cacheproof.prove.cache import liveness
+from cacheproof.prove.cache import refinement
+from cacheproof.prove.cache.counterexample import json_value
 from cacheproof.prove.induction import ProofResult
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 from cacheproof.spec.invariants import waivers
 from cacheproof.spec.profiles import DEFAULT_PROFILE, PROFILES, profile_named
 from cacheproof.spec.semantics import CONTRACT, OPTIONS, REFRESHING_CALLS, Semantics, describe_value, field_names
@@ -43,6 +46,9 @@ from cacheproof.spec.semantics import CONTRACT, OPTIONS, REFRESHING_CALLS, Seman
 __all__ = ["ProofResult", "Target", "add_arguments", "prove_all", "run", "semantic_targets"]
 
 DEFAULT_SLOTS = 8
+
+_KIND_PROVERS = {"blocks": "cacheproof.prove.blocks.command"}
+"""The prover of each spec kind other than the cache (whose proofs this module runs)."""
 
 SPEC_INDEPENDENT_FIELDS = ("snapshot_order",)
 """`Semantics` fields the spec never reads (they tell the checker what to compare): no proof varies them."""
@@ -90,6 +96,14 @@ def unconfirmed_waivers(results: list[ProofResult], semantics: Semantics) -> lis
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--spec", default=DEFAULT_KIND, choices=kind_names(),
+        help=f"the spec kind to prove ({', '.join(kind_names())}; default {DEFAULT_KIND})",
+    )
+    parser.add_argument(
+        "--block-table", action="store_true",
+        help="prove the block-table kernels' index arithmetic instead (cacheproof.prove.block_ids)",
+    )
     parser.add_argument("--slots", type=positive_integer, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
     parser.add_argument(
         "--profile",
@@ -150,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof prove: {problem}", file=sys.stderr)
         return 2
+    if args.block_table:
+        return block_ids.main()
+    if args.spec != DEFAULT_KIND:
+        return importlib.import_module(_KIND_PROVERS[args.spec]).run(args)
     try:
         targets = _targets(args)
     except InvalidArgumentError as error:

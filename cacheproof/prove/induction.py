@@ -3,7 +3,7 @@
 A model describes each operation as a list of `Outcome`s: a guard over the pre-state and the
 call's parameters, and the post-state it leads to. An obligation `assumptions => goal` is proved
 when `assumptions and not goal` is unsatisfiable; otherwise the solver's model is a
-counterexample to induction, which the model turns into a concrete call on `CacheSpec`.
+counterexample to induction, which the model turns into a concrete call on the spec.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import z3
 
-from cacheproof.prove.counterexample import Counterexample
+from cacheproof.prove.cache.counterexample import Counterexample
 from cacheproof.spec import rules
 
 Z3_LOGIC = rules.Logic(choose=z3.If, all_of=z3.And, any_of=z3.Or, negate=z3.Not)

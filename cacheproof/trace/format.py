@@ -4,7 +4,7 @@ Line 1 is the header `{"cacheproof_trace": 1, "version": ..., "capacity_bytes": 
 trace is checked under where that is not the contract: `"profile"`, `"semantics"` (the fields that
 differ from the contract, values as `--semantics` writes them) and `"ops"`; every other
 line is one call `{"op", "args", "kwargs"}` plus either `"result"` or `"error"` (the contract name
-of the error class). Arguments follow `cacheproof.check.calls`' JSON rules (a value recipe is
+of the error class). Arguments follow `cacheproof.contract.calls`' JSON rules (a value recipe is
 `{"nbytes": n, "tag": t}`, a tuple `{"tuple": [...]}`, a bytes key `{"bytes": "<hex>"}`); anything JSON cannot hold is written as
 `{"repr": "..."}` and read back as that string. Results: an `Acquired` by name, evicted keys as
 a list, bools and null as themselves; get/pop write the value's recipe when the trace knows it,
@@ -19,11 +19,11 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from cacheproof.check.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
+from cacheproof.contract.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics, parse_value
-from cacheproof.check.record import (  # noqa: F401  (re-exported: the trace format's public names)
+from cacheproof.contract.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
     Observed,
     SOME_VALUE,

@@ -25,10 +25,11 @@ import hashlib
 import sys
 from typing import Any, Hashable
 
-from cacheproof.check.calls import Call, to_python
-from cacheproof.check.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value
-from cacheproof.spec import CacheError, CacheSpec, arguments
+from cacheproof.contract.calls import Call, to_python
+from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value
+from cacheproof.spec import CacheError, arguments
 from cacheproof.spec.values import value_size
+from cacheproof.spec.kind import Model
 
 STORING_OPERATIONS = ("commit", "put")
 _STALE_SLACK = 64
@@ -58,7 +59,7 @@ class HeldValues:
             stand_in = self._stand_ins[size] = storage_free_value(size)
         return (args[0], stand_in)
 
-    def note(self, op: str, args: tuple, stored: bool, spec: CacheSpec) -> None:
+    def note(self, op: str, args: tuple, stored: bool, spec: Model) -> None:
         """After the spec's call: remember the digest of a value it stored (`stored`)."""
         if op not in STORING_OPERATIONS or not stored:
             return

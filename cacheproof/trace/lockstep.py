@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
-from cacheproof.check.calls import Call
-from cacheproof.check.differential import Outcome, inspection_failure, normalize_snapshot, run_call, run_spec_call
-from cacheproof.check.differential import state_difference
-from cacheproof.spec import CacheSpec
+from cacheproof.contract.calls import Call
+from cacheproof.contract.outcomes import Outcome, inspection_failure, normalize_snapshot, run_call, run_spec_call
+from cacheproof.contract.outcomes import state_difference
+
 from cacheproof.spec.invariants import Step, broken_invariants
 from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.kinds import new_spec
 
 FULL_CHECK_MINIMUM = 16
 FULL_CHECK_CALLS_PER_ENTRY = 2
@@ -30,13 +31,13 @@ _NO_KEY = object()
 
 
 class Lockstep:
-    """`factory(capacity_bytes)` and `CacheSpec(capacity_bytes, semantics)`, fresh, made to take the same calls."""
+    """`factory(capacity_bytes)` and `new_spec(capacity_bytes, semantics)`, fresh, made to take the same calls."""
 
     def __init__(self, factory: Callable[[int], Any], capacity_bytes: int, semantics: Semantics = CONTRACT) -> None:
         self.factory = factory
         self.capacity_bytes = capacity_bytes
         self.semantics = semantics
-        self.spec = CacheSpec(capacity_bytes, semantics)
+        self.spec = new_spec(capacity_bytes, semantics)
         self.cache = factory(capacity_bytes)
         self.steps = 0  # calls made
         self.matched_at = 0  # calls made when the last full check passed

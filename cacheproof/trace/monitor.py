@@ -1,4 +1,4 @@
-"""`monitor(cache)`: run `CacheSpec` beside a live cache and raise `DivergenceError` at the first mismatch.
+"""`monitor(cache)`: run the spec beside a live cache and raise `DivergenceError` at the first mismatch.
 
 Every operation on the `MonitoredCache` (`key in cache` included) goes to the cache and then to the
 spec, with the same arguments (a commit/put value as a stand-in of its size, see "Values" below). After each call the monitor compares the outcome (the result,
@@ -35,15 +35,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Hashable, Sequence, TextIO
 
-from cacheproof.check.calls import Call, ValueRecipe, to_python
-from cacheproof.check.output_paths import check_output_path
-from cacheproof.check.differential import STATS_FIELDS, Outcome, outcome_difference, state_difference
-from cacheproof.spec import CacheError, CacheSpec
+from cacheproof.contract.calls import Call, ValueRecipe, to_python
+from cacheproof.cmdline.output_paths import check_output_path
+from cacheproof.contract.outcomes import STATS_FIELDS, Outcome, outcome_difference, state_difference
+from cacheproof.spec import CacheError
 from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.values import value_size
 from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, Observed, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kind import Model
 
 _VALUE_OPERATIONS = ("get", "pop")
 _VALUE_ARGUMENT_OPERATIONS = ("commit", "put")  # the value is the second argument
@@ -68,7 +70,7 @@ class DivergenceError(AssertionError):
 
 
 class MonitoredCache:
-    """A cache with `CacheSpec` running beside it; make one with `monitor(cache)`.
+    """A cache with the spec running beside it; make one with `monitor(cache)`.
 
     Operations are serialized by one lock so that the spec sees them in the cache's order. After the
     first divergence the monitor only forwards calls. Anything that is not an operation (stats,
@@ -82,7 +84,7 @@ class MonitoredCache:
         self._cache = cache
         self._profile = profile
         self._operations = operations
-        self._spec = CacheSpec(capacity_bytes, semantics)
+        self._spec = new_spec(capacity_bytes, semantics)
         self._capacity_bytes = capacity_bytes
         self._state_every = state_every
         self._unchecked_calls = 0
@@ -288,7 +290,7 @@ def monitor(
     semantics: str | Semantics = "",
     ops: Sequence[str] | None = None,
 ) -> MonitoredCache:
-    """Wrap an empty `cache` so that every call is checked against `CacheSpec`.
+    """Wrap an empty `cache` so that every call is checked against the spec.
 
     The capacity is `capacity_bytes`, else `cache.capacity_bytes`, else `cache.stats().capacity_bytes`.
     `trace_path` logs every call as a trace that `cacheproof replay` reads. `state_every=n` compares
@@ -328,7 +330,7 @@ def _same_outcome(wanted: Any, wanted_error: Any, result: Any, error: Any) -> bo
     return result is wanted or (type(result) is type(wanted) and result == wanted)
 
 
-def _state_difference(spec: CacheSpec, cache: Any) -> str | None:
+def _state_difference(spec: Model, cache: Any) -> str | None:
     """stats() and snapshot() compared: as tuples first (a cache using the spec's types), then as the checker does."""
     if hasattr(cache, "stats"):
         expected, actual = spec.stats(), cache.stats()

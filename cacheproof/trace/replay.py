@@ -1,7 +1,7 @@
 """`cacheproof replay TRACE [--impl MODULE:FACTORY]`: re-run a trace and report its first divergence.
 
 A trace is a claim about what happened. Without --impl the claim is checked against the spec: every
-recorded outcome must be the one `CacheSpec` gives. With --impl the cache runs beside the spec
+recorded outcome must be the one the spec gives. With --impl the cache runs beside the spec
 (`lockstep`: outcomes, len and `in` after every call, stats, snapshot and the spec's I1-I4
 periodically, the call that broke the state located by bisection) and its outcomes must also match
 the recorded ones. Both are O(1) amortized per call. Exit 0 no divergence, 1 divergence, 2 usage
@@ -17,17 +17,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from cacheproof.check.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.check.differential import Outcome, normalize_snapshot, outcome_difference, run_spec_call
-from cacheproof.check.explain import SnapshotDiff, snapshot_diff
-from cacheproof.check.factories import FactoryError, load_factory, probe_factory
-from cacheproof.check.fault_search import first_failure
-from cacheproof.check.faults import CacheFault, UsageAbort, UserCodeError
-from cacheproof.check.flag_types import positive_seconds
-from cacheproof.check.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
-from cacheproof.check.output_paths import first_problem, write_atomically
-from cacheproof.progress import summary_table
-from cacheproof.spec import CacheSpec
+from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
+from cacheproof.contract.outcomes import Outcome, normalize_snapshot, outcome_difference, run_spec_call
+from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
+from cacheproof.sandbox.factories import FactoryError, load_factory, probe_factory
+from cacheproof.sandbox.fault_search import first_failure
+from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
+from cacheproof.cmdline.flag_types import positive_seconds
+from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.progress import summary_table
+
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.profiles import PROFILES, check_operations, profile_named
 from cacheproof.spec.semantics import describe_value, field_names
@@ -42,7 +42,8 @@ from cacheproof.trace.format import (
     recorded_calls,
     recorded_result,
 )
-from cacheproof.check.values import value_for, values_equal
+from cacheproof.contract.values import value_for, values_equal
+from cacheproof.spec.kinds import new_spec
 
 SPEC = "spec"
 RECORDING = "recording"
@@ -97,7 +98,7 @@ class ReplayDivergence:
 
 def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
     """The first call whose recorded outcome is not the spec's (under `trace.semantics`), or None."""
-    spec = CacheSpec(trace.capacity_bytes, trace.semantics)
+    spec = new_spec(trace.capacity_bytes, trace.semantics)
     for index, traced in enumerate(trace.calls):
         outcome = run_spec_call(spec, traced.call)
         difference = recorded_difference(traced, outcome, spec)

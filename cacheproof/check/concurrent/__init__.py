@@ -1,0 +1,1 @@
+"""Concurrent checking (`check --threads N`): scenarios, recorded histories, linearizability."""

@@ -1,0 +1,116 @@
+"""`cacheproof check --threads N`: hold a cache to the spec under N threads (linearizability).
+
+Exit 0: every history tried is linearizable; 1: a counterexample (printed as a runnable script,
+with the observed history and the reason); 2: a usage error; 130: interrupted by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cacheproof.check.concurrent.run import ConcurrentReport, run_concurrent_check
+from cacheproof.check.concurrent.scenarios import MAX_THREADS
+from cacheproof.sandbox.factories import FactoryError, TimedFactory, load_factory, probe_factory
+from cacheproof.contract.faults import UsageAbort
+from cacheproof.cmdline.output_paths import write_atomically
+from cacheproof.cmdline.progress import Progress, summary_table
+
+MIN_CLI_THREADS = 2
+INTERRUPTED_STATUS = 130
+"""The exit status after the user's Ctrl-C, as `cacheproof check` without --threads returns."""
+
+
+def thread_count(text: str) -> int:
+    """argparse type of --threads: an int in 2..MAX_THREADS."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in {MIN_CLI_THREADS}..{MAX_THREADS}, got {text!r}") from None
+    if not MIN_CLI_THREADS <= number <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be in {MIN_CLI_THREADS}..{MAX_THREADS}, got {number}")
+    return number
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trace_out is not None:
+        print("cacheproof check: --trace-out records sequential runs; it cannot be used with --threads",
+              file=sys.stderr)
+        return 2
+    try:
+        factory = TimedFactory(load_factory(args.impl), args.impl, args.call_timeout)
+        probe_factory(factory, args.impl)
+    except FactoryError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:
+        return _usage_abort(abort)
+    done = [0, 0]
+
+    def on_scenario(scenarios: int, runs: int) -> None:
+        done[:] = [scenarios, runs]
+        progress.update(scenarios, runs)
+
+    try:
+        with Progress("check --threads", total=args.examples, quiet=args.quiet) as progress:
+            report = run_concurrent_check(
+                factory,
+                threads=args.threads,
+                scenarios=args.examples,
+                runs=args.runs,
+                seed=args.seed,
+                timeout=args.call_timeout,
+                on_scenario=on_scenario,
+            )
+    except UsageAbort as abort:
+        return _usage_abort(abort)
+    except KeyboardInterrupt:
+        print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
+        return INTERRUPTED_STATUS
+    if args.json is not None:  # the file first: a closed output pipe cannot lose it
+        write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+    print_report(args.impl, report, quiet=args.quiet)
+    return 0 if report.ok else 1
+
+
+def _usage_abort(abort: UsageAbort) -> int:
+    print(f"cacheproof check: {abort.message}", file=sys.stderr)
+    if abort.details:
+        print(abort.details, file=sys.stderr)
+    return 2
+
+
+def print_report(impl: str, report: ConcurrentReport, *, quiet: bool) -> None:
+    example = report.counterexample
+    if not quiet:
+        summary_table(
+            "cacheproof check --threads",
+            {
+                "impl": impl,
+                "threads": report.threads,
+                "seed": report.seed,
+                "scenarios": report.scenarios,
+                "runs": report.runs,
+                "seconds": f"{report.seconds:.2f}",
+                "scenarios/s": f"{report.scenarios_per_second:.1f}",
+                "result": "linearizable" if report.ok else "NOT LINEARIZABLE",
+            },
+        )
+    if example is None:
+        print(
+            f"linearizable: {report.scenarios} scenarios of {report.threads} threads, {report.runs} runs, "
+            f"{report.scenarios_per_second:.1f} scenarios/s"
+        )
+        return
+    threads, calls, prefix = example.scenario.size
+    print(
+        f"not linearizable ({threads} thread{'s' if threads != 1 else ''}, {calls} concurrent "
+        f"call{'s' if calls != 1 else ''}, prefix of {prefix}): {example.reason}"
+    )
+    if quiet:
+        return
+    print("observed history:")
+    for line in example.history.lines():
+        print(f"  {line}")
+    print(example.to_python(impl))

@@ -1,0 +1,119 @@
+"""`cacheproof check --spec KIND` for the kinds other than the tensor cache: their implementation
+(`--impl MODULE:FACTORY`, default the kind's built-in), profile, budget, seed, distinct divergences,
+JSON report and runnable snippets. Exit 0 conforms, 1 counterexample, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
+from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
+from cacheproof.cmdline.progress import Progress, summary_table
+from cacheproof.contract.snippet import program_snippet
+from cacheproof.contract.steps import outcome_of
+from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.kinds import get_kind
+
+DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_block_pool:KVBlockPool"}
+"""The built-in implementation each kind is checked against when no --impl is given."""
+
+_CACHE_ONLY = ("isolate", "threads", "trace_out", "thorough", "max_capacity")
+"""Flags of `cacheproof check` that only the tensor cache's checker has so far."""
+
+
+def run(args: argparse.Namespace) -> int:
+    kind = get_kind(args.spec)
+    given = [f"--{name.replace('_', '-')}" for name in _CACHE_ONLY if getattr(args, name, None) not in (None, False)]
+    if given:
+        print(f"cacheproof check: {', '.join(given)} not yet for --spec {kind.name}", file=sys.stderr)
+        return 2
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
+    impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
+    try:
+        profile = _profile(kind, args.profile)
+        semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
+        operations = _operations(kind, args.ops, profile.operations)
+        factory = load_factory(impl)
+    except (InvalidArgumentError, FactoryError) as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+        report = run_program_check(
+            kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
+            semantics=semantics, operations=operations, misuse=not args.no_bad_arguments,
+            max_divergences=args.max_divergences, on_example=lambda examples, steps: progress.update(examples, steps),
+        )
+    snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
+    try:
+        if args.json is not None:
+            write_atomically(args.json, json.dumps(report_json(report, impl, profile.name, args.seed, snippets), indent=2) + "\n")
+    except OutputPathError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    _print(args, report, impl, profile.name, snippets)
+    return 0 if report.ok else 1
+
+
+def _profile(kind: SpecKind, name: str):
+    if name not in kind.profiles:
+        raise InvalidArgumentError(f"--profile {name!r}: spec kind {kind.name!r} has the profiles {', '.join(kind.profiles)}")
+    return kind.profiles[name]
+
+
+def _operations(kind: SpecKind, ops: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    if ops is None:
+        return default
+    chosen = tuple(name.strip() for name in ops.split(",") if name.strip())
+    unknown = [name for name in chosen if name not in kind.names]
+    if unknown or not chosen:
+        raise InvalidArgumentError(f"--ops {ops!r}: spec kind {kind.name!r} has the operations {', '.join(kind.names)}")
+    return chosen
+
+
+def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics) -> str:
+    """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`)."""
+    model = kind.new(example.size, semantics)
+    errors = [outcome_of(model, call).error for call in example.calls[:-1]]
+    return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
+
+
+def report_json(report: ProgramReport, impl: str, profile: str, seed: int, snippets: list[str]) -> dict:
+    from cacheproof.contract.calls import to_json
+
+    return {
+        "ok": report.ok, "spec": report.kind, "impl": impl, "profile": profile, "seed": seed,
+        "examples": report.examples, "steps": report.steps, "seconds": round(report.seconds, 3),
+        "seconds_to_failure": None if report.seconds_to_failure is None else round(report.seconds_to_failure, 3),
+        "counterexamples": [
+            {"size": example.size, "calls": [to_json(call) for call in example.calls],
+             "difference": example.difference.describe(), "snippet": snippet}
+            for example, snippet in zip(report.counterexamples, snippets)
+        ],
+    }
+
+
+def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str]) -> None:
+    if not args.quiet:
+        summary_table("cacheproof check", {
+            "spec": report.kind, "impl": impl, "profile": profile, "examples": report.examples, "steps": report.steps,
+            "seconds": f"{report.seconds:.2f}", "divergences": len(report.counterexamples),
+            "result": "conforms" if report.ok else "COUNTEREXAMPLE",
+        })
+    if report.ok:
+        print(f"conforms: {report.examples} examples, {report.steps} steps")
+        return
+    for number, example in enumerate(report.counterexamples, 1):
+        print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
+              f"{example.difference.describe()}")
+    if not args.quiet:
+        for snippet in snippets:
+            print(snippet)

@@ -1,0 +1,1 @@
+"""Sequential checking: spec and cache side by side under a Hypothesis state machine."""

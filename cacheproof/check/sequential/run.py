@@ -1,0 +1,493 @@
+"""`run_check`: hold a cache to the spec with the state machine, and report a shrunk counterexample."""
+
+from __future__ import annotations
+
+import hypothesis
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence, TypeVar
+
+from hypothesis import HealthCheck, settings
+from hypothesis import Phase as HypothesisPhase
+from hypothesis.errors import Flaky, Unsatisfiable
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import run_state_machine_as_test
+
+from cacheproof.contract import calls as call_format
+from cacheproof.contract.calls import Call
+from cacheproof.contract import snippet
+from cacheproof.contract.differences import Difference, DivergingStep, diverging_step
+from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.contract.outcomes import Divergence, run_spec_call
+from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
+from cacheproof.contract.explain import explanation
+from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
+from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
+from cacheproof.contract.faults import CacheFault
+from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, hang_message, supervised
+from cacheproof.sandbox.factories import PROBE_CAPACITY_BYTES, probe_factory
+from cacheproof.sandbox.isolation import IsolatedFactory
+from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.check.sequential.scope import SMALL, SMALL_KEYS, WIDE_KEYS, Phase
+from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
+
+from cacheproof.spec.profiles import ALL_OPERATIONS
+from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.kinds import new_spec
+
+T = TypeVar("T")
+
+DEFAULT_EXAMPLES = 200
+DEFAULT_STEPS_PER_EXAMPLE = 100
+MINIMUM_SHRINK_SECONDS_AFTER_FIRST = 3.0
+"""Shrinking a further kind of divergence gets at least this long, even at the end of the search."""
+NONDETERMINISM_REPLAYS = 4
+"""Replays of a sequence Hypothesis found flaky, looking for a run that answers differently."""
+
+REAL_VALUE_CAPACITY = 1 << 16
+"""Capacities are capped here (by default) for a cache whose values hold real memory (make_value
+returns values that are not storage-free): making values costs time per byte. At most
+MAX_VALUE_BYTES (`--max-capacity` raises it that far)."""
+
+_PROBE_VALUE_BYTES = 64
+
+LONG_SEQUENCE = 200
+LONG_SHRINK_SECONDS = 10.0
+"""A divergence after LONG_SEQUENCE calls or more (a long life's) gets this shrinking budget: every
+attempt replays hundreds of calls, and a fault that needs them cannot be shrunk below them anyway."""
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The shrunk sequence of calls on a fresh cache of `capacity_bytes` that diverges at its last call.
+
+    `differences` lists every difference at that call (`cacheproof.contract.differences`), `why` the
+    snapshot diff and the rules involved (`cacheproof.contract.explain`), `kind` what makes it a
+    different divergence from the others of the run (`cacheproof.check.sequential.distinct`); all are empty
+    for a hang, a crash or a cache that is not deterministic.
+    """
+
+    capacity_bytes: int
+    calls: tuple[Call, ...]
+    message: str
+    spec_errors: tuple[str | None, ...] = ()  # per call, the contract error the spec raised
+    ending: str = "diverges here"  # what the last call does: diverges here, does not return, ...
+    differences: tuple[Difference, ...] = ()
+    why: tuple[str, ...] = ()
+    result_check: str | None = None  # a condition on `result` that holds when the cache's result is the spec's
+    kind: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "capacity_bytes": self.capacity_bytes,
+            "calls": [call_format.to_json(call) for call in self.calls],
+        }
+
+    def trace_calls(self) -> tuple[Call, ...]:
+        """The calls a trace of this counterexample records: the calls, and when the divergence is
+        `key in cache` for a key no call names (1 beside "1", say), a last `contains` call of it, so
+        that a replay, which checks `in` only for keys the trace names, sees it too."""
+        membership = snippet.MEMBERSHIP.match(self.message)
+        if membership is None:
+            return self.calls
+        named = [call.args[0] for call in self.calls if call.args and call.op != "evict"]
+        for key in (*named, *SMALL_KEYS, *WIDE_KEYS):
+            if _hashable(key) and repr(key) == membership.group(1):
+                return (*self.calls, Call("contains", (key,)))
+        return self.calls
+
+    def details_json(self) -> dict:
+        """`to_json()` with the kind, the first difference, every difference and the why."""
+        return {
+            **self.to_json(),
+            "kind": self.kind,
+            "message": self.message,
+            "differences": [difference.text for difference in self.differences],
+            "why": list(self.why),
+        }
+
+    def to_python(self, impl: str, title: str = "cacheproof counterexample") -> str:
+        """A runnable snippet that fails where the checker saw the difference (`cacheproof.contract.snippet`):
+        build the cache from `impl` ("module:factory"), make the calls, assert the spec's observations."""
+        return snippet.render(
+            impl, self.capacity_bytes, self.calls, self.message, self.spec_errors, self.ending,
+            self.differences, self.result_check, title,
+        )
+
+
+@dataclass(frozen=True)
+class ScopeCovered:
+    """What the examples of a run actually reached (cacheproof.check.sequential.scope)."""
+
+    scopes: tuple[str, ...] = ("small",)
+    most_live_entries: int = 0
+    most_distinct_keys: int = 0
+    key_types: tuple[str, ...] = ()
+    largest_capacity: int = 0
+    longest_sequence: int = 0
+    capacity_cap: int | None = None  # capacities were capped here: the cache's values hold memory
+
+    @classmethod
+    def of(cls, tally: Tally, phases: Sequence[Phase], capacity_cap: int | None) -> ScopeCovered:
+        return cls(
+            tuple(dict.fromkeys(phase.scope.name for phase in phases)), tally.most_live, tally.most_keys,
+            tuple(sorted(tally.key_types)), tally.largest_capacity, tally.longest_sequence, capacity_cap,
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "scopes": list(self.scopes),
+            "most_live_entries": self.most_live_entries,
+            "most_distinct_keys": self.most_distinct_keys,
+            "key_types": list(self.key_types),
+            "largest_capacity": self.largest_capacity,
+            "longest_sequence": self.longest_sequence,
+            "capacity_cap": self.capacity_cap,
+        }
+
+    def rows(self) -> dict[str, str]:
+        """The report table's scope rows."""
+        cap = "" if self.capacity_cap is None else (
+            f" (capped at {self.capacity_cap} bytes: this cache's values hold real memory)"
+        )
+        return {
+            "scope": " + ".join(self.scopes),
+            "most live entries": str(self.most_live_entries),
+            "most distinct keys": f"{self.most_distinct_keys} ({', '.join(self.key_types) or '-'})",
+            "largest capacity": f"{self.largest_capacity} bytes{cap}",
+            "longest sequence": f"{self.longest_sequence} calls",
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    ok: bool
+    examples: int
+    steps: int
+    seconds: float
+    counterexample: Counterexample | None  # the first one found
+    interrupted: bool = False  # the user's Ctrl-C stopped the run: no verdict
+    scope: ScopeCovered = ScopeCovered()
+    counterexamples: tuple[Counterexample, ...] = ()  # every distinct divergence, the first one first
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict:
+        if self.interrupted:
+            return {"ok": None, "interrupted": True, "examples": self.examples, "steps": self.steps,
+                    "seconds": round(self.seconds, 3)}
+        return {
+            "ok": self.ok,
+            "examples": self.examples,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "steps_per_second": round(self.steps_per_second, 1),
+            "scope": self.scope.to_json(),
+            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
+            "counterexamples": [example.details_json() for example in self.counterexamples],
+        }
+
+
+def check_settings(examples: int, steps_per_example: int, shrink: bool = True) -> settings:
+    """The Hypothesis settings of a run: no deadline, no database, no health checks, no blob;
+    `shrink=False` leaves shrinking to `fault_search.shrink_failure` alone."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps_per_example,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=(HypothesisPhase.generate, HypothesisPhase.shrink) if shrink else (HypothesisPhase.generate,),
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+class CheckInterrupted(KeyboardInterrupt):
+    """The user's Ctrl-C stopped `run_check`; `.report` holds the examples and steps so far (no verdict)."""
+
+    def __init__(self, report: CheckReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The options of one check, as one value (`cacheproof check`'s flags map onto these fields).
+
+    `examples` random call sequences of `steps_per_example` calls, drawn from `seed` (None draws a
+    random one); `on_example` is called after each; a call that does not return within
+    `call_timeout` seconds (None: no limit) is a counterexample; `isolate` runs the cache in a child
+    process built from `impl` ("module:factory"); the spec runs under `semantics`, only calls in
+    `operations` (None: all) are made, `bad_arguments=False` makes no bad calls; `phases` override
+    the scopes (default: one small-scope phase of `examples`); `max_capacity` caps capacities for
+    caches whose values hold memory; up to `max_divergences` distinct divergences are reported.
+    """
+
+    examples: int = DEFAULT_EXAMPLES
+    seed: int | None = 0
+    steps_per_example: int = DEFAULT_STEPS_PER_EXAMPLE
+    on_example: Callable[[Tally], None] | None = None
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT
+    impl: str = "factory"
+    isolate: bool = False
+    semantics: Semantics = CONTRACT
+    operations: tuple[str, ...] | None = None
+    bad_arguments: bool = True
+    phases: Sequence[Phase] | None = None
+    max_capacity: int | None = None
+    max_divergences: int = 1
+
+
+def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None, **fields: Any) -> CheckReport:
+    """Run the check `options` (or `CheckOptions(**fields)`; fields given beside options replace
+    theirs) describes: `examples` random call sequences on `factory(capacity)` beside the spec.
+
+    Deterministic for a given seed (None draws a random one). Hypothesis's own printing is
+    silenced; the shrunk failure comes back as `CheckReport.counterexample`. A call that does not
+    return within `call_timeout` seconds (None: no limit) is a counterexample too; a factory that
+    fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
+    `isolate=True` runs the cache in a child process built from `impl` ("module:factory"; `factory`
+    is then unused), so that crashes are counterexamples too.
+    The spec runs with `semantics` (spec/semantics.py); only calls in `operations` (None: all) are
+    made, and a cache lacking one of them is `UsageAbort`; `bad_arguments=False` makes no bad calls.
+    `phases` (default: `examples` examples of `steps_per_example` steps in the small scope) say
+    which scopes the examples are drawn from, in order (`cacheproof.check.sequential.scope.THOROUGH`). A cache
+    whose make_value returns values that hold memory gets capacities of at most `max_capacity`
+    (default REAL_VALUE_CAPACITY; at most MAX_VALUE_BYTES); the report's `scope` says what was reached.
+    Up to `max_divergences` distinct divergences are searched for and reported, each shrunk
+    (`CheckReport.counterexamples`, see `cacheproof.check.sequential.distinct`); the first is `counterexample`.
+    The default, 1, stops at the first; `cacheproof check` searches for MAX_DIVERGENCES.
+    """
+    options = replace(options or CheckOptions(), **fields)
+    examples, seed, steps_per_example = options.examples, options.seed, options.steps_per_example
+    on_example, call_timeout, impl, isolate = options.on_example, options.call_timeout, options.impl, options.isolate
+    semantics, operations, bad_arguments = options.semantics, options.operations, options.bad_arguments
+    phases, max_capacity, max_divergences = options.phases, options.max_capacity, options.max_divergences
+    phases = tuple(phases) if phases is not None else (Phase(SMALL, examples, steps_per_example),)
+    if max_capacity is not None and not 1 <= max_capacity <= MAX_VALUE_BYTES:
+        raise ValueError(f"max_capacity must be 1..{MAX_VALUE_BYTES} bytes, got {max_capacity}")
+    tally = Tally()
+    tally.on_example = on_example
+    watch = Watch(call_timeout)
+    watch.last_call = lambda: tally.calls[-1] if tally.calls else None
+    guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
+    capacity_cap: list[int | None] = [None]
+    known = KnownKinds(guarded, semantics, lambda: tally.examples + tally.rejected, note_sightings=not isolate)
+    if max_divergences > 1:
+        tally.is_known = known.is_known
+
+    def machine_of(phase: Phase) -> type:
+        return machine_for(
+            guarded, tally, semantics=semantics, operations=operations or ALL_OPERATIONS,
+            bad_arguments=bad_arguments, scope=phase.scope, max_capacity=capacity_cap[0],
+        )
+
+    def hypothesis_run(run: int, budget: int) -> None:
+        """Run 0: every phase, as they are; a later run (the search for further kinds): the first
+        phase's scope, on `budget` examples, a new seed, and no shrinking by Hypothesis."""
+        if run == 0:
+            probe_factory(guarded, impl, operations)
+            if any(phase.scope.wide_capacities for phase in phases):
+                capacity_cap[0] = capacity_cap_of(guarded, max_capacity or REAL_VALUE_CAPACITY)
+        runs = phases if run == 0 else (Phase(phases[0].scope, budget, phases[0].steps, False),)
+        for phase in runs:
+            machine = machine_of(phase)
+            if seed is not None:
+                machine = hypothesis.seed(seed + run)(machine)
+            with with_reporter(lambda message: None), seeded_draws():
+                run_state_machine_as_test(machine, settings=check_settings(phase.examples, phase.steps, phase.shrink))
+
+    def describe_hang(name: str, args: tuple) -> str:
+        return hang_message(name, args, call_timeout, tally.calls[-1] if tally.calls else None)
+
+    def one_run(run: int, budget: int) -> Counterexample | None:
+        known.new_run(budget)
+        tally.first_divergence = None
+        tally.failed = False
+        try:
+            supervised(lambda: hypothesis_run(run, budget), watch, describe_hang)
+        except (SearchDone, Unsatisfiable):  # the run's share is spent, or every example was of a known kind
+            return None
+        except Divergence:
+            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None, semantics, known,
+                           seconds=_search_seconds_left(known, watch))
+        except CacheFault as fault:
+            failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
+            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure, semantics, known)
+        except Flaky:
+            return _not_deterministic(guarded, watch, tally, semantics)
+        return None
+
+    counterexamples: list[Counterexample] = []
+    started = time.perf_counter()
+    try:
+        try:
+            budget = phases[0].examples
+            while budget > 0 and len(counterexamples) < max_divergences:
+                at_start = tally.examples + tally.rejected
+                found = one_run(len(counterexamples), budget)
+                if found is None:
+                    break
+                counterexamples.append(found)
+                if found.kind is None or found.kind in known.kinds:  # a hang, a crash, not deterministic
+                    break
+                known.kinds.add(found.kind)
+                if known.deadline is None:
+                    known.deadline = time.perf_counter() + SEARCH_SECONDS
+                _supervised_or_none(known.classify_seen, watch)
+                for kind, capacity_bytes, calls in known.unreported():
+                    if len(counterexamples) >= max_divergences or time.perf_counter() > known.deadline:
+                        break
+                    sighted = _shrunk(guarded, watch, capacity_bytes, list(calls), None, semantics, known, kind,
+                                      _search_seconds_left(known, watch))
+                    if sighted.kind == kind:
+                        counterexamples.append(sighted)
+                        known.kinds.add(kind)
+                    known.sightings.pop(kind)
+                spent = known.examples_at_new if known.examples_at_new is not None else tally.examples + tally.rejected
+                budget -= spent - at_start
+        except KeyboardInterrupt:
+            seconds = time.perf_counter() - started
+            raise CheckInterrupted(CheckReport(
+                False, tally.examples, tally.steps, seconds, None, interrupted=True,
+                scope=ScopeCovered.of(tally, phases, capacity_cap[0]),
+            )) from None
+    finally:
+        guarded.close()
+    seconds = time.perf_counter() - started
+    first = counterexamples[0] if counterexamples else None
+    scope = ScopeCovered.of(tally, phases, capacity_cap[0])
+    return CheckReport(first is None, tally.examples, tally.steps, seconds, first, scope=scope,
+                       counterexamples=tuple(counterexamples))
+
+
+def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
+    """None when the values the checker makes for `factory`'s caches hold no memory (it has no
+    make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
+    capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
+    cache = factory(PROBE_CAPACITY_BYTES)
+    make_value = getattr(cache, "make_value", None)
+    if make_value is None:
+        return None
+    try:
+        return None if is_storage_free(make_value(_PROBE_VALUE_BYTES, 0)) else cap
+    except Exception:  # noqa: BLE001  (make_value's failure is found again, and reported, by the examples)
+        return cap
+
+
+def _shrunk(
+    factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None,
+    semantics: Semantics = CONTRACT, known: KnownKinds | None = None, kind: str | None = None,
+    seconds: float | None = None,
+) -> Counterexample:
+    """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter.
+
+    `failure` is given for a hang or crash (the sequence ends at the call that caused it); a
+    divergence is found again by replaying. A sequence that no longer fails on replay is reported
+    as not deterministic. With `known` kinds, a candidate that diverges in one of them does not
+    count as failing: shrinking keeps the divergence new; with `kind`, it keeps that kind.
+    `seconds`: the shrinking budget (default `shrink_seconds`).
+    """
+    def attempt(candidate: list[Call]) -> Failure | None:
+        found = first_failure(factory, capacity_bytes, candidate, watch, semantics)
+        if found is None or found.kind != DIVERGENCE or known is None or not (known.kinds or kind):
+            return found
+        seen = _supervised_or_none(lambda: known.kind(capacity_bytes, candidate[: found.step + 1]), watch)
+        return found if (seen == kind if kind is not None else seen not in known.kinds) else None
+
+    first = failure
+    if first is None:
+        first = attempt(calls)
+        if first is None:
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
+    budget = shrink_seconds(watch.timeout) if seconds is None else seconds
+    if first.kind == DIVERGENCE and first.step >= LONG_SEQUENCE:
+        budget = min(budget, LONG_SHRINK_SECONDS)
+    calls, found, cut_short = shrink_failure(attempt, calls, first, budget)
+    message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
+    if found.kind != DIVERGENCE:
+        ending = "does not return" if found.kind == HANG else "kills the process"
+        return _counterexample(capacity_bytes, calls, message, ending, semantics)
+    step = _supervised_or_none(lambda: _replayed(factory, capacity_bytes, calls, semantics), watch)
+    return _counterexample(capacity_bytes, calls, message, semantics=semantics, step=step)
+
+
+def _search_seconds_left(known: KnownKinds, watch: Watch) -> float:
+    """The shrinking budget of a further kind: what is left of the search's time, at least
+    MINIMUM_SHRINK_SECONDS_AFTER_FIRST, at most `shrink_seconds`; the first kind gets `shrink_seconds`."""
+    if known.deadline is None:
+        return shrink_seconds(watch.timeout)
+    left = known.deadline - time.perf_counter()
+    return min(shrink_seconds(watch.timeout), max(MINIMUM_SHRINK_SECONDS_AFTER_FIRST, left))
+
+
+def _replayed(factory: Any, capacity_bytes: int, calls: Sequence[Call], semantics: Semantics) -> DivergingStep | None:
+    """Every difference at the last of `calls`, replayed on a fresh cache of the factory's own."""
+    attempt = factory.for_attempt()
+    try:
+        return diverging_step(attempt, capacity_bytes, calls, semantics)
+    finally:
+        attempt.close()
+
+
+def _supervised_or_none(work: Callable[[], T], watch: Watch) -> T | None:
+    """`work()` supervised; None when the cache hangs or crashes in it."""
+    try:
+        return supervised(work, watch)
+    except CacheFault:
+        return None
+
+
+def _not_deterministic(
+    factory: Callable[[int], Any], watch: Watch, tally: Tally, semantics: Semantics = CONTRACT
+) -> Counterexample:
+    """Hypothesis saw a failure it could not reproduce: name the cache as not deterministic."""
+    if tally.first_divergence is None:
+        return _counterexample(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None), semantics=semantics)
+    capacity_bytes, calls, message = tally.first_divergence
+    for _ in range(NONDETERMINISM_REPLAYS):
+        again = first_failure(factory, capacity_bytes, calls, watch, semantics)
+        if again is None or again.message != message:
+            return _counterexample(capacity_bytes, calls, not_deterministic(calls, message, again), semantics=semantics)
+    return _shrunk(factory, watch, capacity_bytes, list(calls), again, semantics)
+
+
+def counterexample_of(
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], message: str,
+    semantics: Semantics = CONTRACT,
+) -> Counterexample:
+    """The counterexample of `calls` (shrunk, diverging at the last), replayed on `factory` in this
+    thread for every difference, the why and the kind: what `cacheproof.testing` reports."""
+    return _counterexample(capacity_bytes, calls, message, semantics=semantics,
+                           step=diverging_step(factory, capacity_bytes, calls, semantics))
+
+
+def _counterexample(
+    capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here",
+    semantics: Semantics = CONTRACT, step: DivergingStep | None = None,
+) -> Counterexample:
+    """The counterexample of `calls`; with the replayed diverging `step`, every difference, the why
+    and the kind too."""
+    spec = new_spec(capacity_bytes, semantics)
+    spec_errors = tuple(run_spec_call(spec, call).error for call in calls)
+    names = tuple(None if error is None else type(error).__name__ for error in spec_errors)
+    if step is None:
+        return Counterexample(capacity_bytes, tuple(calls), message, names, ending)
+    check = None
+    if step.expected.error is None:
+        check = snippet.result_check(step.call, step.expected.result, step.stored_recipe)
+    return Counterexample(
+        capacity_bytes, tuple(calls), message, names, ending, step.differences,
+        explanation(step, capacity_bytes, semantics), check, step.kind,
+    )
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,126 @@
+"""A call on a cache as plain data: what the checker generates, prints, stores and replays.
+
+Values inside a call are `ValueRecipe`s, made concrete for each cache by `value_for`, so one call
+sequence drives the spec and any cache alike. JSON form: `{"op", "args", "kwargs"}`, a recipe as
+`{"nbytes": n, "tag": t}`, a tuple as `{"tuple": [...]}`, bytes (keys such as b"1") as
+`{"bytes": "<hex>"}`; other values are JSON's own. Keys that format alike stay distinct: 1, "1",
+b"1", ("img", 1) and ("img", "1") each decode to themselves. A recipe is a size, never the bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from cacheproof.contract.values import value_for
+
+
+class ValueRecipe(NamedTuple):
+    """A value of nbytes bytes made from tag (see `cacheproof.contract.values.value_for`)."""
+
+    nbytes: int
+    tag: int
+
+
+SIGNATURES: dict[str, tuple[int, frozenset[str]]] = {
+    "reserve": (2, frozenset({"retain"})),
+    "acquire": (2, frozenset({"retain"})),
+    "commit": (2, frozenset()),
+    "put": (2, frozenset()),
+    "get": (1, frozenset()),
+    "release": (1, frozenset()),
+    "evict": (1, frozenset()),
+    "pop": (1, frozenset()),
+    "clear": (0, frozenset()),
+    "contains": (1, frozenset()),
+}
+"""Each operation's positional argument count and the keyword arguments it takes."""
+
+OPERATIONS = tuple(SIGNATURES)
+
+
+class Call(NamedTuple):
+    """One operation with its arguments, e.g. Call("acquire", (3, 8), {"retain": False})."""
+
+    op: str
+    args: tuple = ()
+    kwargs: dict = {}
+
+
+def invoke(cache: Any, call: Call, values_from: Any = None, capacity_bytes: int | None = None) -> Any:
+    """Run `call` on `cache` and return its result (exceptions propagate).
+
+    Value recipes are made by `values_from` (default: `cache` itself), so the spec can be handed
+    values equal to those the cache under test gets; a recipe above `capacity_bytes` (default:
+    `cache.capacity_bytes`, if it has one) is never built (see `value_for`).
+    """
+    maker = cache if values_from is None else values_from
+    if capacity_bytes is None:
+        capacity_bytes = getattr(cache, "capacity_bytes", None)
+    args = tuple(_concrete(maker, a, capacity_bytes) for a in call.args)
+    kwargs = {name: _concrete(maker, a, capacity_bytes) for name, a in call.kwargs.items()}
+    if call.op == "contains":
+        return args[0] in cache
+    return getattr(cache, call.op)(*args, **kwargs)
+
+
+def _concrete(cache: Any, argument: Any, capacity_bytes: int | None) -> Any:
+    if isinstance(argument, ValueRecipe):
+        return value_for(cache, argument.nbytes, argument.tag, capacity_bytes)
+    return argument
+
+
+def to_json(call: Call) -> dict:
+    return {
+        "op": call.op,
+        "args": [encode_value(a) for a in call.args],
+        "kwargs": {name: encode_value(a) for name, a in call.kwargs.items()},
+    }
+
+
+def from_json(data: dict) -> Call:
+    return Call(
+        data["op"],
+        tuple(decode_value(a) for a in data.get("args", [])),
+        {name: decode_value(a) for name, a in data.get("kwargs", {}).items()},
+    )
+
+
+def encode_value(value: Any) -> Any:
+    """One argument or result in the JSON form (recipes and tuples tagged)."""
+    if isinstance(value, ValueRecipe):
+        return {"nbytes": value.nbytes, "tag": value.tag}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_value(v) for v in value]}
+    if isinstance(value, bytes):
+        return {"bytes": value.hex()}
+    if isinstance(value, list):
+        return [encode_value(v) for v in value]
+    return value
+
+
+def decode_value(value: Any) -> Any:
+    """The inverse of `encode_value`."""
+    if isinstance(value, dict) and set(value) == {"nbytes", "tag"}:
+        return ValueRecipe(value["nbytes"], value["tag"])
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return tuple(decode_value(v) for v in value["tuple"])
+    if isinstance(value, dict) and set(value) == {"bytes"}:
+        return bytes.fromhex(value["bytes"])
+    if isinstance(value, list):
+        return [decode_value(v) for v in value]
+    return value
+
+
+def to_python(call: Call, cache_name: str = "cache") -> str:
+    """The call as a Python expression, values written as `value_for(cache, nbytes, tag)`."""
+    args = [_python(a, cache_name) for a in call.args]
+    args += [f"{name}={_python(a, cache_name)}" for name, a in call.kwargs.items()]
+    if call.op == "contains":
+        return f"{args[0]} in {cache_name}"
+    return f"{cache_name}.{call.op}({', '.join(args)})"
+
+
+def _python(value: Any, cache_name: str) -> str:
+    if isinstance(value, ValueRecipe):
+        return f"value_for({cache_name}, {value.nbytes}, {value.tag})"
+    return repr(value)

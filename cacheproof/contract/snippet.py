@@ -1,0 +1,194 @@
+"""A counterexample as Python that fails when run, at the observation where the checker saw it.
+
+The snippet builds the cache, makes each call (those the spec expects to raise inside
+`with raises("ErrorName"):`), and ends with the diverging call followed by one assertion per
+difference, in the order the checker compares (docs/contract.md, Conformance): the result against
+the spec's, len(), `in`, each stats() field, the snapshot. Each assertion names the spec's value,
+so the first one that fails is the first difference the checker saw. A call that hangs or kills
+the process ends the snippet as it is (running it hangs or dies there); an inspection that raises
+is called last, and raises.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any, Sequence
+
+from cacheproof.contract import calls as call_format
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.differences import CONTAINS, INSPECTION, LEN, OUTCOME, SNAPSHOT, STATS, Difference
+
+DIVERGES = "diverges here"
+
+MEMBERSHIP = re.compile(r"(.+) in cache: spec (True|False), this cache")
+"""A divergence message about `key in cache`: the key as written, and the spec's answer."""
+
+_INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
+_FAILED_INSPECTION = re.compile(
+    r"(?P<code>cache\.snapshot\(\)|cache\.stats\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
+    r"(?P<what>raised|returned|did not return|killed the process)\b.*, after "
+)
+_ENDINGS = {"raised": "raises", "returned": "returns what the contract does not allow",
+            "did not return": "does not return", "killed the process": "kills the process"}
+
+
+def failed_inspection(message: str) -> tuple[str, str] | None:
+    """(code, ending) when `message` says an inspection after the last call failed ("snapshot() raised
+    ..., after cache.put(...)", "3 in cache did not return within 10 s, after ..."): the line the
+    snippet ends with, e.g. ("cache.snapshot()", "raises"); None when the call itself failed."""
+    found = _FAILED_INSPECTION.match(message)
+    if found is None:
+        return None
+    code = _INSPECTIONS.get(found["code"], found["code"])
+    return (f"print({code})" if found["what"] == "returned" else code), _ENDINGS[found["what"]]
+
+
+def result_check(call: Call, expected: Any, recipe: ValueRecipe | None = None) -> str:
+    """A Python condition on `result` that holds exactly when the checker takes the cache's result
+    for the spec's `expected` (docs/contract.md, How results are compared). `recipe`: for a value
+    returned by get or pop, the recipe of the call that stored it."""
+    if recipe is not None:
+        return f"values_equal(result, value_for(cache, {recipe.nbytes}, {recipe.tag}))"
+    if expected is None or isinstance(expected, bool):
+        return f"result is {expected!r}"
+    if isinstance(expected, enum.Enum):
+        return f"getattr(result, 'name', result) == {expected.name!r}"
+    if isinstance(expected, list):
+        return f"isinstance(result, list) and result == {expected!r}"
+    return f"type(result) is {type(expected).__name__} and result == {expected!r}"
+
+
+def render(
+    impl: str,
+    capacity_bytes: int,
+    calls: Sequence[Call],
+    message: str,
+    spec_errors: Sequence[str | None] = (),
+    ending: str = DIVERGES,
+    differences: Sequence[Difference] = (),
+    result_condition: str | None = None,
+    title: str = "cacheproof counterexample",
+) -> str:
+    """The snippet for `calls` on `factory(capacity_bytes)` from `impl` ("module:factory")."""
+    module, _, factory = impl.partition(":")
+    body = []
+    errors = list(spec_errors) or [None] * len(calls)
+    for call, error in zip(calls[:-1], errors):
+        body.append(_call_line(call, error))
+    body.extend(_ending(calls[-1], errors[-1], message, ending, differences, result_condition))
+    imports = "from cacheproof.contract.values import raises, value_for"
+    if "values_equal(" in "\n".join(body):
+        imports += ", values_equal"
+    lines = [f"# {title}: {message}", imports]
+    if any("comparable_snapshot(" in line for line in body):
+        lines.append("from cacheproof.contract.outcomes import comparable_snapshot, normalize_snapshot")
+    elif any("normalize_snapshot(" in line for line in body):
+        lines.append("from cacheproof.contract.outcomes import normalize_snapshot")
+    lines += [f"from {module} import {factory} as factory", "", f"cache = factory({capacity_bytes})"]
+    return "\n".join(lines + body) + "\n"
+
+
+def _call_line(call: Call, error: str | None, marker: str = "") -> str:
+    line = call_format.to_python(call)
+    if error is not None:
+        return f"with raises({error!r}):\n    {line}{marker}"
+    return f"{line}{marker}"
+
+
+def _ending(call: Call, error: str | None, message: str, ending: str, differences: Sequence[Difference],
+            condition: str | None) -> list[str]:
+    """The diverging call and what follows it: an inspection that failed first is made again last
+    (`failed_inspection`); a hang, a crash, or a divergence whose differences are unknown ends with
+    the call itself; otherwise the assertions."""
+    marker = f"  # <- {ending}"
+    failed = failed_inspection(message)
+    if failed is not None:
+        code, what = failed
+        last = _call_line(call, error) if error is not None else f"print({call_format.to_python(call)})"
+        return [last, f"{code}  # <- {what}"]
+    inspection = next((d for d in differences if d.observation == INSPECTION), None)
+    if ending != DIVERGES or not differences:
+        printed = f"print({call_format.to_python(call)}){marker}"
+        lines = [_call_line(call, error, marker) if error is not None else printed]
+        membership = MEMBERSHIP.match(message)
+        if membership is not None:
+            lines.append(f"print({membership.group(1)} in cache)  # <- the spec says {membership.group(2)}")
+        return lines
+    outcome = next((d for d in differences if d.observation == OUTCOME), None)
+    if error is not None:
+        lines = [_call_line(call, error, marker)]
+    elif outcome is not None and condition is not None:
+        lines = [f"result = {call_format.to_python(call)}{marker}",
+                 f"assert {condition}, f\"spec {_escaped(outcome.subject)}; this cache returned {{result!r}}\""]
+    else:
+        lines = [f"{call_format.to_python(call)}{marker}"]
+    for difference in differences:
+        if difference.observation == INSPECTION:
+            break
+        lines.extend(_state_assertion(difference))
+    if inspection is not None:
+        lines.append(f"{_inspection_code(inspection.subject, call)}  # <- raises")
+    return lines
+
+
+def _state_assertion(difference: Difference) -> list[str]:
+    expected = difference.expected
+    if difference.observation == LEN:
+        return [f"assert len(cache) == {expected!r}, f\"spec: len(cache) == {expected!r}; this cache: {{len(cache)}}\""]
+    if difference.observation == CONTAINS:
+        key = difference.subject
+        return [f"assert ({key!r} in cache) is {expected!r}, f\"spec: {_escaped(repr(key))} in cache is {expected!r}\""]
+    if difference.observation == STATS:
+        field = difference.subject
+        return [f"assert cache.stats().{field} == {expected!r}, "
+                f"f\"spec: stats().{field} == {expected!r}; this cache: {{cache.stats().{field}}}\""]
+    if difference.observation == SNAPSHOT:
+        order, retain_flags = difference.subject
+        seen = "normalize_snapshot(cache.snapshot())"
+        if order != "full" or not retain_flags:
+            seen = f"comparable_snapshot({seen}, {order!r}, {retain_flags!r})"
+        return [
+            f"spec_snapshot = {expected!r}  # (key, state, refcount, nbytes, retain), oldest first",
+            f"assert {seen} == spec_snapshot, f\"spec: {{spec_snapshot}}; this cache: {{{seen}}}\"",
+        ]
+    return []
+
+
+def _inspection_code(subject: str, call: Call) -> str:
+    if subject == LEN:
+        return "len(cache)"
+    if subject == STATS:
+        return "cache.stats()"
+    if subject == CONTAINS:
+        key = call.args[0] if call.args and call.op not in ("evict",) else 0
+        return f"{key!r} in cache"
+    return "cache.snapshot()"
+
+
+def _escaped(text: str) -> str:
+    """`text` inside a double-quoted f-string: quotes, backslashes and braces escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
+
+
+def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Sequence[str | None],
+                    difference: Any, kind: str) -> str:
+    """A diverging program of any spec kind (`cacheproof.contract.steps.StepDifference` at its last
+    call) as Python that fails when run: the calls, those the spec rejects inside `with raises(...)`,
+    then the diverging call with the spec's outcome asserted, then the spec's snapshot asserted."""
+    module, _, factory = impl.partition(":")
+    lines = [f"# cacheproof counterexample ({kind}): {difference.describe()}",
+             "from cacheproof.contract.values import raises",
+             f"from {module} import {factory} as factory", "", f"cache = factory({size})"]
+    lines += [_call_line(call, error) for call, error in zip(calls[:-1], spec_errors)]
+    last, expected = calls[-1], difference.expected
+    marker = f"  # <- {DIVERGES}"
+    if expected.error is not None:
+        lines.append(_call_line(last, expected.error, marker))
+    else:
+        lines += [f"result = {call_format.to_python(last)}{marker}",
+                  f"assert result == {expected.result!r}, f\"spec: {_escaped(repr(expected.result))}; "
+                  f"this implementation: {{result!r}}\""]
+    lines += [f"spec_snapshot = {difference.expected_snapshot!r}",
+              "assert cache.snapshot() == spec_snapshot, f\"spec: {spec_snapshot}; this implementation: {cache.snapshot()}\""]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""One differential step of any spec kind: a call on the model and on the implementation, what each
+did, and everything that differs.
+
+The rule, the same for every kind: an implementation conforms at a call iff it returns what the
+model returns (compared with ==) or raises an error of the same contract class (by class name, so
+an engine's own subclass of a contract error passes), and afterwards its `snapshot()` equals the
+model's. Whatever the model raises is a contract error; anything else the implementation raises
+is a crash and differs from every outcome. Invariants of the model's step are checked by the model
+itself (`check_invariants`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from cacheproof.contract.calls import Call, invoke
+from cacheproof.spec.errors import CacheError
+
+
+class StepOutcome(NamedTuple):
+    """What a call did: its result, or the contract error it raised (`error`, the class name, and
+    `error_classes`, every class name of its MRO), or for any other error `crash` (class and message)."""
+
+    result: Any = None
+    error: str | None = None
+    crash: str | None = None
+    error_classes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.crash is not None:
+            return f"crashed with {self.crash}"
+        if self.error is not None:
+            return f"raised {self.error}"
+        return f"returned {self.result!r}"
+
+
+def outcome_of(target: Any, call: Call) -> StepOutcome:
+    """Run `call` on `target` and say what it did (see `StepOutcome`)."""
+    try:
+        return StepOutcome(result=invoke(target, call))
+    except CacheError as error:
+        return StepOutcome(error=type(error).__name__, error_classes=tuple(c.__name__ for c in type(error).__mro__))
+    except Exception as error:  # noqa: BLE001 - the implementation's own failure is an outcome
+        return StepOutcome(crash=f"{type(error).__name__}: {error}")
+
+
+def outcomes_agree(expected: StepOutcome, actual: StepOutcome) -> bool:
+    """The implementation's outcome `actual` is the model's `expected` (module docstring)."""
+    if actual.crash is not None:
+        return False
+    if expected.error is not None:
+        return expected.error in actual.error_classes
+    return actual.error is None and _equal(expected.result, actual.result)
+
+
+def _equal(expected: Any, actual: Any) -> bool:
+    try:
+        return bool(expected == actual)
+    except Exception:  # noqa: BLE001 - a result that cannot be compared does not agree
+        return False
+
+
+class StepDifference(NamedTuple):
+    """Everything that differs at one call: the outcomes, and the snapshots after it (None when equal)."""
+
+    call: Call
+    expected: StepOutcome
+    actual: StepOutcome
+    expected_snapshot: Any
+    actual_snapshot: Any
+
+    @property
+    def outcome_differs(self) -> bool:
+        return not outcomes_agree(self.expected, self.actual)
+
+    @property
+    def snapshot_differs(self) -> bool:
+        return not _equal(self.expected_snapshot, self.actual_snapshot)
+
+    def describe(self) -> str:
+        parts = []
+        if self.outcome_differs:
+            parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
+        if self.snapshot_differs:
+            parts.append(f"snapshot() is {self.actual_snapshot!r}, the spec's {self.expected_snapshot!r}")
+        return "; ".join(parts)
+
+
+def differential_step(model: Any, implementation: Any, call: Call) -> StepDifference | None:
+    """Run `call` on both; None when the implementation conforms at it, else what differs."""
+    expected = outcome_of(model, call)
+    actual = outcome_of(implementation, call)
+    expected_snapshot = model.snapshot()
+    try:
+        actual_snapshot = implementation.snapshot()
+    except Exception as error:  # noqa: BLE001 - a snapshot that raises differs
+        actual_snapshot = f"<snapshot() raised {type(error).__name__}: {error}>"
+    difference = StepDifference(call, expected, actual, expected_snapshot, actual_snapshot)
+    if difference.outcome_differs or difference.snapshot_differs:
+        return difference
+    return None

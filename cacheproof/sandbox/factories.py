@@ -1,0 +1,137 @@
+"""Load a cache factory named `MODULE:FACTORY`, as the command line takes it."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+from cacheproof.spec.profiles import ALL_OPERATIONS
+
+DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
+
+
+class FactoryError(Exception):
+    """The factory could not be loaded (a usage error: exit status 2)."""
+
+
+def check_impl_syntax(spec: str) -> str:
+    """`spec` itself when it looks like MODULE:FACTORY, else `FactoryError` (nothing is imported)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise FactoryError(f"--impl must look like MODULE:FACTORY, got {spec!r}")
+    return spec
+
+
+def load_factory(spec: str) -> Callable[[int], Any]:
+    """Import `module:attribute` and return it; it must be callable as `factory(capacity_bytes)`."""
+    module_name, _, attribute = check_impl_syntax(spec).partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
+    try:
+        module = importlib.import_module(module_name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a module may fail at import in any way: sys.exit() included
+        raise FactoryError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
+    factory = module
+    for part in attribute.split("."):
+        factory = getattr(factory, part, None)
+        if factory is None:
+            raise FactoryError(f"module {module_name!r} has no attribute {attribute!r}")
+    if not callable(factory):
+        raise FactoryError(f"{spec} is not callable")
+    return factory
+
+
+PROBE_CAPACITY_BYTES = 64
+"""The capacity of the cache built to check a factory before any example runs."""
+
+REQUIRED_METHODS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+
+
+def missing_operations(cache: Any) -> list[str]:
+    """The operations the checker calls that `cache` lacks (methods, `len()` and `in`)."""
+    missing = [name for name in REQUIRED_METHODS if not callable(getattr(cache, name, None))]
+    kind = type(cache)
+    if not hasattr(kind, "__len__"):
+        missing.append("len()")
+    if not (hasattr(kind, "__contains__") or hasattr(kind, "__iter__")):
+        missing.append("`in` (__contains__)")
+    return missing
+
+
+def probe_factory(factory: Callable[[int], Any], impl: str, operations: tuple[str, ...] | None = None) -> None:
+    """Build one cache of PROBE_CAPACITY_BYTES and check it has every checked operation
+    (`operations`, a subset as --ops gives; None: all of them; len() is always needed).
+
+    `factory` is the guarded factory of the run (its failures are already usage errors); a cache
+    that lacks operations is one too: `UsageAbort` naming them, before any example runs.
+    """
+    from cacheproof.contract.faults import UsageAbort
+
+    cache = factory(PROBE_CAPACITY_BYTES)
+    target = getattr(cache, "target", cache)
+    missing = getattr(cache, "lacking", None)  # an isolated cache's, found in its process
+    missing = missing_operations(target) if missing is None else missing
+    if operations is not None:
+        missing = [name for name in missing if _checked(name, operations)]
+    type_name = getattr(cache, "type_name", type(target).__name__)
+    if missing:
+        raise UsageAbort(
+            f"{impl}({PROBE_CAPACITY_BYTES}) returned a {type_name}, which lacks {', '.join(missing)}: "
+            + ("a cache needs every operation of docs/contract.md (or check a subset with --ops)"
+             if operations is None or set(operations) == set(ALL_OPERATIONS)
+             else f"the checked operations are --ops {','.join(operations)}")
+        )
+
+
+def _checked(name: str, operations: tuple[str, ...]) -> bool:
+    """Whether a missing method `name` (as missing_operations names it) is needed by the subset:
+    len() and `in` always are (the state comparison uses them), a method when its operation is in it."""
+    if name == "len()" or name.startswith("`in`"):
+        return True
+    return name in operations
+
+
+class TimedFactory:
+    """`factory(capacity)` run in a thread of its own for at most `timeout` seconds, for `check --threads`
+    (whose calls run in many threads at once, where the sequential run's watch serves one).
+
+    A factory that raises, does not return in time or returns None is a usage error, `UsageAbort`, as
+    in the sequential run: no call sequence reproduces it. A hung factory's thread is abandoned.
+    """
+
+    def __init__(self, factory: Callable[[int], Any], impl: str, timeout: float) -> None:
+        self.factory = factory
+        self.impl = impl
+        self.timeout = timeout
+        self.calls = 0
+
+    def __call__(self, capacity_bytes: int) -> Any:
+        from cacheproof.contract.faults import UsageAbort, one_line, user_traceback
+        from cacheproof.sandbox.guarded_call import nth_call
+
+        self.calls += 1
+        built: dict[str, Any] = {}
+
+        def build() -> None:
+            try:
+                built["cache"] = self.factory(capacity_bytes)
+            except BaseException as error:  # the factory's failure is reported by the caller's thread
+                built["error"] = error
+
+        thread = threading.Thread(target=build, name="cacheproof-factory", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        call = f"{self.impl}({capacity_bytes})"
+        if thread.is_alive():
+            raise UsageAbort(f"{call} did not return within {self.timeout:g} s{nth_call(self.calls)}")
+        if "error" in built:
+            error = built["error"]
+            raise UsageAbort(f"{call} raised {one_line(error)}{nth_call(self.calls)}", user_traceback(error))
+        if built["cache"] is None:
+            raise UsageAbort(f"{call} returned None{nth_call(self.calls)}")
+        return built["cache"]

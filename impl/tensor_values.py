@@ -1,0 +1,118 @@
+"""The values of `TensorLRUCache`: how a value is copied onto the cache's device, handed to the
+current CUDA stream, checked, and how a test value is made.
+
+Rule: the cache holds its own copy of a value: a torch tensor as a detached, contiguous copy on
+the cache's device holding exactly its own bytes, a buffer (bytes, bytearray, memoryview, numpy
+array) as a 1-D uint8 tensor of its bytes; on the meta device, and for a value without data, a
+meta tensor of the value's dtype and shape. A copy that does not hold the size the value was
+checked at is refused (InvalidArgumentError) before the cache changes. With stream awareness
+the copy is marked by a CUDA event that a consumer stream waits on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+import torch
+
+from cacheproof.impl.lru_entries import Entry
+from cacheproof.spec import invariants
+from cacheproof.spec.errors import InvalidArgumentError
+
+_DTYPES_BY_ELEMENT_SIZE: tuple[tuple[int, tuple[torch.dtype, ...]], ...] = (
+    (1, (torch.int8, torch.uint8)),
+    (2, (torch.int16, torch.float16)),
+    (4, (torch.int32, torch.float32)),
+    (8, (torch.int64, torch.float64)),
+)
+_FILL_MODULUS = 127
+"""make_value fills with integers below this: exact in every dtype above, int8 included."""
+
+_META = torch.device("meta")
+
+
+def make_value(device: torch.device, nbytes: int, tag: int) -> torch.Tensor:
+    """A tensor of exactly nbytes bytes on the cache's device, filled deterministically from tag.
+
+    The dtype is chosen by `tag` among those whose element size divides nbytes, so callers
+    that vary the tag exercise several dtypes.
+    """
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 1:
+        raise InvalidArgumentError(f"make_value: nbytes must be an int >= 1, got {nbytes!r}")
+    if not isinstance(tag, int) or isinstance(tag, bool):
+        raise InvalidArgumentError(f"make_value: tag must be an int, got {tag!r}")
+    dtypes = [dtype for size, group in _DTYPES_BY_ELEMENT_SIZE if nbytes % size == 0 for dtype in group]
+    dtype = dtypes[tag % len(dtypes)]
+    numel = nbytes // dtype.itemsize
+    if device.type == "meta":  # no data, so any size: the checker's values at 2**40 bytes
+        return torch.empty(numel, dtype=dtype, device=device)
+    fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % _FILL_MODULUS) % _FILL_MODULUS
+    return fill.to(device=device, dtype=dtype)
+
+
+def copy_value(
+    device: torch.device, stream_aware: bool, operation: str, key: Hashable, value: Any, size: int
+) -> tuple[torch.Tensor, Any]:
+    """The cache's own copy of a value of `size` bytes (as sized by the contract's rule), and the
+    event marking the copy done.
+
+    On the meta device, and for a value with no data (a meta tensor) on any device, the copy is
+    a meta tensor of the value's dtype and shape (a 1-D uint8 tensor of `size` for a buffer):
+    sizes without data, nothing allocated. InvalidArgumentError, before anything changes, if
+    the copy does not hold `size` bytes (the value changed while the lock was released).
+    """
+    is_tensor = isinstance(value, torch.Tensor)
+    if device.type == "meta" or (is_tensor and torch.Tensor.is_meta.__get__(value)):
+        if is_tensor:
+            stored = torch.empty(torch.Tensor.size(value), dtype=value.dtype, device="meta")
+        else:
+            stored = torch.empty(size, dtype=torch.uint8, device="meta")
+    else:
+        source = torch.Tensor.detach(value) if is_tensor else _host_bytes(value)
+        stored = torch.empty(source.shape, dtype=source.dtype, device=device)
+        stored.copy_(source)
+    copied = stored.numel() * stored.element_size()
+    if copied != size:
+        raise InvalidArgumentError(
+            f"{operation}({key!r}): the value had {size} bytes when it was sized and {copied} when it "
+            "was copied; a value must not change while the cache stores it"
+        )
+    if not stream_aware:
+        return stored, None
+    ready_event = torch.cuda.Event()
+    ready_event.record(torch.cuda.current_stream(device))
+    return stored, ready_event
+
+
+def hand_to_current_stream(device: torch.device, entry: Entry) -> None:
+    """Order the current stream after the value's copy and keep its memory alive for that stream."""
+    if entry.ready_event is None:
+        return
+    stream = torch.cuda.current_stream(device)
+    stream.wait_event(entry.ready_event)
+    entry.value.record_stream(stream)
+
+
+def check_stored_value(device: torch.device, key: Hashable, entry: Entry) -> None:
+    """A stored value is a contiguous tensor of the entry's size, on the cache's device or on
+    meta (a value without data)."""
+    value = entry.value
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.device not in (device, _META)
+        or not value.is_contiguous()
+    ):
+        raise invariants.InvariantViolation(f"READY entry {key!r} holds no contiguous tensor on {device}")
+    if value.numel() * value.element_size() != entry.nbytes:
+        raise invariants.InvariantViolation(f"READY entry {key!r} holds a value of another size")
+
+
+def _host_bytes(value: Any) -> torch.Tensor:
+    """A 1-D uint8 CPU tensor of a sizable non-tensor value's bytes, in C order: bytes, bytearray
+    and memoryview through the buffer protocol (never a subclass's `__len__`), a numpy array of
+    any dtype without objects (datetime64 included, which exports no buffer) by `tobytes()`."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytearray(memoryview(value))
+    else:
+        raw = bytearray(value.tobytes())
+    return torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)

@@ -1,0 +1,146 @@
+"""The architecture of docs/architecture.md, enforced.
+
+- import-linter's contracts in pyproject.toml (the layers, impl on the spec alone, a stdlib-only
+  spec) are kept;
+- `cacheproof.spec` imports with the heavy and third-party packages blocked, and `import cacheproof`
+  loads none of hypothesis, z3, torch or numpy;
+- no folder holds more than 12 modules and no module more than 500 lines (cacheproof/, spec/, impl/);
+- at most five modules name `CacheSpec` (the spec, its kind, the package's lazy names, and the
+  cache kind's own proof pieces); everything else reads the spec-kind interface;
+- no private Hypothesis name is used outside cacheproof/check/sequential/draws.py, whose reason is
+  written there and tested in test_seeded_draws.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_FOLDERS = ("cacheproof", "spec", "impl")
+HEAVY = ("hypothesis", "z3", "torch", "numpy", "triton", "rich", "pytest")
+
+
+def _modules(folder: str) -> list[Path]:
+    """Every module under `folder`, not following the links cacheproof/spec and cacheproof/impl."""
+    return sorted(path for path in (ROOT / folder).rglob("*.py") if not path.is_symlink())
+
+
+def _all_modules() -> list[Path]:
+    return [path for folder in SOURCE_FOLDERS for path in _modules(folder)]
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout and result.stdout.count("KEPT") >= 3
+
+
+def test_the_layers_contract_sees_a_planted_violation(tmp_path: Path) -> None:
+    planted = ROOT / "cacheproof" / "contract" / "_planted_violation.py"
+    planted.write_text("def later():\n    from cacheproof.check.sequential import run\n")
+    try:
+        lint = Path(sys.executable).with_name("lint-imports")
+        result = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        planted.unlink()
+    assert result.returncode != 0
+    assert "cacheproof.contract._planted_violation -> cacheproof.check.sequential.run" in result.stdout
+
+
+_BLOCKER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] in {heavy!r}:
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_spec_imports_on_the_standard_library_alone() -> None:
+    spec_modules = sorted(p.stem for p in _modules("spec") if p.stem != "__init__")
+    code = _BLOCKER.format(heavy=set(HEAVY)) + "".join(
+        f"import cacheproof.spec.{name}\n" for name in spec_modules
+    ) + "from cacheproof.spec.kinds import get_kind, kind_names\n" \
+        "print(sorted(get_kind(name).name for name in kind_names()))\n"
+    result = _run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert "'cache'" in result.stdout
+
+
+def test_the_blocker_does_block() -> None:
+    result = _run_python(_BLOCKER.format(heavy=set(HEAVY)) + "import hypothesis\n")
+    assert result.returncode != 0 and "blocked: hypothesis" in result.stderr
+
+
+def test_importing_cacheproof_loads_no_heavy_dependency() -> None:
+    code = (
+        "import sys, cacheproof\n"
+        "assert cacheproof.CacheSpec(8).capacity_bytes == 8\n"
+        f"print(sorted(m for m in {HEAVY[:4]!r} if m in sys.modules))\n"
+    )
+    result = _run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_no_import_cycle_at_module_level() -> None:
+    """Every module imports on its own, first in a fresh interpreter (a cycle fails that way)."""
+    names = []
+    for path in _all_modules():
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[0] != "cacheproof":
+            parts = ("cacheproof", *parts)
+        if parts[-1] in ("__main__", "_block_table_triton") or parts[-1].startswith("_planted"):
+            continue
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    code = "import importlib, subprocess, sys\nbad = []\n" \
+        f"for name in {names!r}:\n" \
+        "    r = subprocess.run([sys.executable, '-c', 'import ' + name], capture_output=True, text=True)\n" \
+        "    if r.returncode: bad.append((name, r.stderr.strip().splitlines()[-1:]))\n" \
+        "print(bad)\n"
+    result = _run_python(code)
+    assert result.stdout.strip() == "[]", result.stdout
+
+
+@pytest.mark.parametrize("folder", SOURCE_FOLDERS)
+def test_no_folder_holds_more_than_twelve_modules(folder: str) -> None:
+    crowded = {}
+    for directory in {path.parent for path in _modules(folder)}:
+        count = len([p for p in directory.glob("*.py") if p.name != "__init__.py"])
+        if count > 12:
+            crowded[str(directory.relative_to(ROOT))] = count
+    assert crowded == {}
+
+
+def test_no_module_is_over_five_hundred_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in _all_modules() if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}
+
+
+def test_at_most_five_modules_name_the_cache_spec_class() -> None:
+    naming = [str(p.relative_to(ROOT)) for p in _all_modules() if re.search(r"\bCacheSpec\b", p.read_text())]
+    assert len(naming) <= 5, naming
+
+
+def test_no_private_hypothesis_name_outside_draws() -> None:
+    private = re.compile(r"_hypothesis_internal|hypothesis\.internal|from hypothesis\.[\w.]+ import _|hypothesis\._")
+    users = [str(p.relative_to(ROOT)) for p in _all_modules()
+             if private.search(p.read_text()) and p.name != "draws.py"]
+    assert users == []
+
+
+def test_prove_imports_nothing_from_check() -> None:
+    offenders = [str(p.relative_to(ROOT)) for p in _modules("cacheproof/prove")
+                 if re.search(r"^\s*(from|import) cacheproof\.check\b", p.read_text(), re.M)]
+    assert offenders == []
