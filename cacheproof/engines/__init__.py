@@ -1,0 +1,1 @@
+"""Adapters over the engines' real caches, imported from the installed packages."""
