@@ -80,10 +80,9 @@ def outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | 
 
 def _outcome_difference(call: Call, expected: Outcome, actual: Outcome) -> str | None:
     if expected.error is not None:
-        wanted = type(expected.error).__name__
-        if actual.error is not None and any(c.__name__ == wanted for c in type(actual.error).__mro__):
+        if actual.error is not None and error_matches(type(expected.error).__name__, error_classes(actual.error)):
             return None
-    elif actual.error is None and _results_equal(call, expected.result, actual.result):
+    elif actual.error is None and results_match(call.op, expected.result, actual.result):
         return None
     return f"{to_python(call)}: spec {expected.describe()}; this cache {actual.describe()}"
 
@@ -206,14 +205,30 @@ def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:
     )
 
 
-def _results_equal(call: Call, expected: Any, actual: Any) -> bool:
-    if call.op in ("get", "pop"):
+def error_classes(error: BaseException) -> tuple[str, ...]:
+    """The class names of `error`'s MRO, what `error_matches` compares."""
+    return tuple(c.__name__ for c in type(error).__mro__)
+
+
+def error_matches(wanted: str, classes: Iterable[str]) -> bool:
+    """The rule for errors, for every kind and every checker: an error matches the spec's error
+    class `wanted` when that class name is anywhere in its MRO (an engine's subclass passes)."""
+    return wanted in classes
+
+
+def results_match(operation: str, expected: Any, actual: Any) -> bool:
+    """The rule for results, for every kind and every checker (docs/contract.md, How results are
+    compared): a stored value by `values_equal`, an enum by name, otherwise the same type and ==."""
+    if operation in ("get", "pop"):
         return values_equal(expected, actual)
     if isinstance(expected, enum.Enum):
         return _name(actual) == expected.name
     if isinstance(expected, list):
         return isinstance(actual, list) and actual == expected
-    return type(actual) is type(expected) and actual == expected
+    try:
+        return type(actual) is type(expected) and bool(actual == expected)
+    except Exception:  # noqa: BLE001 - a result that cannot be compared does not match
+        return False
 
 
 def _name(state: Any) -> Any:

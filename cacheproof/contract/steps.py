@@ -2,8 +2,8 @@
 did, and everything that differs.
 
 The rule, the same for every kind: an implementation conforms at a call iff it returns what the
-model returns (compared with ==) or raises an error of the same contract class (by class name, so
-an engine's own subclass of a contract error passes), and afterwards its `snapshot()` equals the
+model returns or raises an error of the same contract class (`outcomes.results_match` and
+`outcomes.error_matches`, the one outcome matcher), and afterwards its `snapshot()` equals the
 model's. Whatever the model raises is a contract error; anything else the implementation raises
 is a crash and differs from every outcome. Invariants of the model's step are checked by the model
 itself (`check_invariants`).
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke
+from cacheproof.contract.outcomes import error_classes, error_matches, results_match
 from cacheproof.spec.errors import CacheError
 
 
@@ -39,18 +40,19 @@ def outcome_of(target: Any, call: Call) -> StepOutcome:
     try:
         return StepOutcome(result=invoke(target, call))
     except CacheError as error:
-        return StepOutcome(error=type(error).__name__, error_classes=tuple(c.__name__ for c in type(error).__mro__))
+        return StepOutcome(error=type(error).__name__, error_classes=error_classes(error))
     except Exception as error:  # noqa: BLE001 - the implementation's own failure is an outcome
         return StepOutcome(crash=f"{type(error).__name__}: {error}")
 
 
-def outcomes_agree(expected: StepOutcome, actual: StepOutcome) -> bool:
-    """The implementation's outcome `actual` is the model's `expected` (module docstring)."""
+def outcomes_agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
+    """The implementation's outcome `actual` is the model's `expected`, by the one rule of
+    `cacheproof.contract.outcomes` (`error_matches`, `results_match`)."""
     if actual.crash is not None:
         return False
     if expected.error is not None:
-        return expected.error in actual.error_classes
-    return actual.error is None and _equal(expected.result, actual.result)
+        return error_matches(expected.error, actual.error_classes)
+    return actual.error is None and results_match(operation, expected.result, actual.result)
 
 
 def _equal(expected: Any, actual: Any) -> bool:
@@ -71,7 +73,7 @@ class StepDifference(NamedTuple):
 
     @property
     def outcome_differs(self) -> bool:
-        return not outcomes_agree(self.expected, self.actual)
+        return not outcomes_agree(self.call.op, self.expected, self.actual)
 
     @property
     def snapshot_differs(self) -> bool:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.contract.outcomes import Outcome, normalize_snapshot, outcome_difference, run_spec_call
+from cacheproof.contract.outcomes import Outcome, error_classes, error_matches, normalize_snapshot, outcome_difference
+from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
 from cacheproof.sandbox.factories import FactoryError, load_factory, probe_factory
 from cacheproof.sandbox.fault_search import first_failure
@@ -196,7 +197,7 @@ def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> st
     call = traced.call
     try:
         if traced.error is not None:
-            if outcome.error is not None and any(c.__name__ == traced.error for c in type(outcome.error).__mro__):
+            if outcome.error is not None and error_matches(traced.error, error_classes(outcome.error)):
                 return None
         elif outcome.error is None and _result_matches(traced.result, outcome.result, target):
             return None

@@ -23,7 +23,7 @@ from typing import Any, Callable, Hashable, NamedTuple
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe, invoke
 from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.contract.outcomes import STATS_FIELDS, normalize_snapshot
+from cacheproof.contract.outcomes import STATS_FIELDS, error_classes, normalize_snapshot
 from cacheproof.check.sequential.machine import KEYS
 from cacheproof.contract.values import value_for, values_equal
 from cacheproof.spec import errors
@@ -93,7 +93,7 @@ def comparable_result(operation: str, result: Any, value_recipes: Callable[[Any]
 
 def observed_error(error: BaseException) -> Observed:
     """The error by class names; its message too when it is not a contract error (a crash)."""
-    classes = tuple(c.__name__ for c in type(error).__mro__)
+    classes = error_classes(error)
     message = "" if CONTRACT_ERRORS.intersection(classes) else str(error)
     return Observed(error=type(error).__name__, error_classes=classes, message=message)
 

@@ -35,7 +35,7 @@ from cacheproof.check.concurrent.history import (
 )
 from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.check.concurrent.search import linearize, predecessors_of
-from cacheproof.contract.outcomes import STATS_FIELDS, run_spec_call
+from cacheproof.contract.outcomes import STATS_FIELDS, error_matches, run_spec_call
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 
@@ -153,7 +153,7 @@ def _matches(expected: Observed, observed: Observed) -> bool:
     """The spec's outcome `expected` explains `observed`: the same contract error class (by name,
     anywhere in the observed MRO), or the same result (a value among those the observed one equals)."""
     if expected.error is not None:
-        return expected.error in observed.error_classes
+        return error_matches(expected.error, observed.error_classes)
     if observed.error is not None:
         return False
     if expected.result[0] == "value":
