@@ -10,7 +10,7 @@ Python and writes as JSON in the checker's call format (`cacheproof.contract.cal
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable, NamedTuple
+from typing import Any, Callable, Hashable, NamedTuple, Sequence
 
 from cacheproof.contract import calls
 from cacheproof.contract.calls import Call, ValueRecipe
@@ -79,11 +79,7 @@ class Counterexample:
             semantics = f"semantics={semantics_python(self.semantics)}"
         lines.append("")
         if self.built_by == FROM_ENTRIES:
-            lines.append(f"cache = {SPEC_CLASS.__name__}.from_entries({self.capacity_bytes}, [")
-            for e in self.entries:
-                view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
-                lines.append(f"    ({view}, {_value_python(e)}),")
-            lines.append(f"]{', ' + semantics if semantics else ''})")
+            lines += from_entries_python(self.capacity_bytes, self.entries, _value_python, semantics)
         else:
             lines.append(f"cache = {SPEC_CLASS.__name__}({self.capacity_bytes}{', ' + semantics if semantics else ''})")
             lines.extend(calls.to_python(call) for call in self.setup)
@@ -123,6 +119,19 @@ class Counterexample:
             "calls": [calls.to_json(call) for call in self.setup + (self.call,)],
             "python": self.python(),
         }
+
+
+def from_entries_python(
+    capacity_bytes: int, entries: Sequence[EntryView], value_python: Callable[[EntryView], str], semantics: str = ""
+) -> list[str]:
+    """The lines that build the cache spec in a given state: `cache = <spec class>.from_entries(...)`,
+    each entry's value written by `value_python`; `semantics` the keyword argument's text, if any."""
+    lines = [f"cache = {SPEC_CLASS.__name__}.from_entries({capacity_bytes}, ["]
+    for e in entries:
+        view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
+        lines.append(f"    ({view}, {value_python(e)}),")
+    lines.append(f"]{', ' + semantics if semantics else ''})")
+    return lines
 
 
 def semantics_python(semantics: Semantics) -> str:

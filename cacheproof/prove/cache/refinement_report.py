@@ -13,7 +13,7 @@ from typing import Any
 
 from cacheproof.contract import calls
 from cacheproof.contract.calls import Call
-from cacheproof.prove.cache.counterexample import json_value, semantics_python
+from cacheproof.prove.cache.counterexample import from_entries_python, json_value, semantics_python
 from cacheproof.prove.cache.refinement_domain import READY, Bound, value_tag
 from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import Acquired, EntryView
@@ -62,11 +62,8 @@ class Disagreement:
         ]
         if self.semantics != CONTRACT:
             lines.append("from cacheproof.spec.semantics import Semantics")
-        lines += ["", f"cache = {SPEC_CLASS.__name__}.from_entries({self.capacity_bytes}, ["]
-        for e in self.entries:
-            view = f"EntryView({e.key!r}, EntryState.{e.state.name}, {e.refcount}, {e.nbytes}, {e.retain})"
-            lines.append(f"    ({view}, {_value_python(e)}),")
-        lines.append("])" if self.semantics == CONTRACT else f"], semantics={semantics_python(self.semantics)})")
+        semantics = "" if self.semantics == CONTRACT else f"semantics={semantics_python(self.semantics)}"
+        lines += ["", *from_entries_python(self.capacity_bytes, self.entries, _value_python, semantics)]
         if self.call is None:
             lines.append("assert False, 'the model holds this state (I1-I4 hold), the spec refused it above'")
             return "\n".join(lines) + "\n"
