@@ -14,7 +14,7 @@ from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.trace.monitor import DivergenceError, monitor
 from cacheproof.spec import Acquired, CacheSpec, UnknownKeyError, WrongStateError
-from cacheproof.trace.format import SOME_VALUE, Observed, read_trace
+from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, read_trace
 from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
 
 
@@ -27,7 +27,7 @@ def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
     assert "WrongStateError" in error.message and "returns False" in error.message
     # the bad call is recorded with the spec's outcome, and the cache's own as `observed`
     assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", None, "WrongStateError")]
-    assert error.trace.calls[1].observed == Observed(False, None, error.message)
+    assert error.trace.calls[1].observed == DivergentOutcome(False, None, error.message)
     assert error.trace.calls[0].call.args == ("a", (2, 0))  # the value recorded by size
 
 

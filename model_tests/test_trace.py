@@ -10,7 +10,7 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.check.sequential.run import run_check
 from cacheproof.trace.format import (
     SOME_VALUE,
-    Observed,
+    DivergentOutcome,
     TraceFormatError,
     TracedCall,
     call_line,
@@ -120,7 +120,7 @@ def test_schema_names_the_fields_of_a_diverging_call():
     from importlib.resources import files
 
     schema = json.loads(files("cacheproof.trace").joinpath("schema.json").read_text())
-    diverging = TracedCall(Call("release", ("a",)), error="WrongStateError", observed=Observed(False, None, "why"))
+    diverging = TracedCall(Call("release", ("a",)), error="WrongStateError", observed=DivergentOutcome(False, None, "why"))
     line = json.loads(call_line(diverging))
     assert set(line) <= set(schema["$defs"]["call"]["properties"])
     assert set(line["observed"]) <= set(schema["$defs"]["observed"]["properties"])

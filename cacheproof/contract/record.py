@@ -48,7 +48,7 @@ SOME_VALUE = _SomeValue()
 """A get/pop result recorded as `{"value": true}`: a value was returned, its contents unknown."""
 
 
-class Observed(NamedTuple):
+class DivergentOutcome(NamedTuple):
     """What the cache under test did at the call where a monitor saw it diverge from the spec.
 
     `result` or `error` (an error class name) is the cache's outcome, recorded as a call's outcome
@@ -75,7 +75,7 @@ class TracedCall(NamedTuple):
     call: Call
     result: Any = None
     error: str | None = None
-    observed: Observed | None = None
+    observed: DivergentOutcome | None = None
 
     def describe(self) -> str:
         return describe_outcome(self.result, self.error)

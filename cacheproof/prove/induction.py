@@ -1,6 +1,6 @@
 """One-step induction with z3: the shared machinery of the aggregate and per-entry models.
 
-A model describes each operation as a list of `Outcome`s: a guard over the pre-state and the
+A model describes each operation as a list of `BranchOutcome`s: a guard over the pre-state and the
 call's parameters, and the post-state it leads to. An obligation `assumptions => goal` is proved
 when `assumptions and not goal` is unsatisfiable; otherwise the solver's model is a
 counterexample to induction, which the model turns into a concrete call on the spec.
@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import z3
 
-from cacheproof.prove.cache.counterexample import Counterexample
+from cacheproof.prove.cache.counterexample import InductionCounterexample
 from cacheproof.spec import rules
 
 Z3_LOGIC = rules.Logic(choose=z3.If, all_of=z3.And, any_of=z3.Or, negate=z3.Not)
@@ -39,7 +39,7 @@ class ProofResult:
     outcome: str
     proved: bool
     seconds: float
-    counterexample: Counterexample | None
+    counterexample: InductionCounterexample | None
     model: str
     waived: str | None = None
 
@@ -59,7 +59,7 @@ def mark_waived(results: list[ProofResult], waived: dict[str, list[Any]]) -> lis
 
 
 @dataclass(frozen=True)
-class Outcome:
+class BranchOutcome:
     """One way an operation can end: when it happens (`guard`) and the state it leaves (`after`).
 
     Error outcomes have `error` set to the exception's class name and leave `after` = the
@@ -88,9 +88,9 @@ def check_goals(
     assumptions: Sequence[Any],
     goals: Sequence[Goal],
     capacity: Any,
-    explain: Callable[[str, z3.ModelRef], Counterexample],
+    explain: Callable[[str, z3.ModelRef], InductionCounterexample],
     exact: Callable[[], Any] | None = None,
-) -> Iterator[tuple[Goal, bool, float, Counterexample | None]]:
+) -> Iterator[tuple[Goal, bool, float, InductionCounterexample | None]]:
     """Check every goal under the shared assumptions, a fresh solver for each (z3's incremental
     mode skips the preprocessing that makes these proofs fast).
 

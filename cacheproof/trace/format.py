@@ -9,7 +9,7 @@ of the error class). Arguments follow `cacheproof.contract.calls`' JSON rules (a
 `{"repr": "..."}` and read back as that string. Results: an `Acquired` by name, evicted keys as
 a list, bools and null as themselves; get/pop write the value's recipe when the trace knows it,
 else `{"value": true}` ("returned a value", contents not recorded). The call at which a monitor saw
-the cache diverge also holds `"observed"`: the cache's own outcome and why it differs (`Observed`).
+the cache diverge also holds `"observed"`: the cache's own outcome and why it differs (`DivergentOutcome`).
 See docs/traces.md.
 """
 
@@ -25,7 +25,7 @@ from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_oper
 from cacheproof.spec.semantics import Semantics, parse_value
 from cacheproof.contract.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
-    Observed,
+    DivergentOutcome,
     SOME_VALUE,
     TRACE_FORMAT,
     VALUE_OPERATIONS,
@@ -214,7 +214,7 @@ def _outcome(data: dict, where: str) -> tuple[Any, str | None]:
     return _decoded_result(data["result"]), None
 
 
-def _observed(data: Any, where: str) -> Observed | None:
+def _observed(data: Any, where: str) -> DivergentOutcome | None:
     """The optional "observed" object of the call where a monitor saw the cache diverge."""
     if data is None:
         return None
@@ -224,7 +224,7 @@ def _observed(data: Any, where: str) -> Observed | None:
     if not isinstance(why, str):
         raise TraceFormatError(f"{where}: observed.why must be a string, got {why!r}")
     result, error = _outcome(data, f"{where} (observed)")
-    return Observed(result, error, why)
+    return DivergentOutcome(result, error, why)
 
 
 def _decoded_result(data: Any) -> Any:

@@ -43,7 +43,7 @@ from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_oper
 from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.values import value_size
 from cacheproof.trace.held_values import HeldValues
-from cacheproof.trace.format import SOME_VALUE, Observed, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 
@@ -367,11 +367,11 @@ def _diverging_call(
 ) -> TracedCall:
     """The call the cache diverged at: the spec's outcome as the recorded one, the cache's as `observed`."""
     if error is not None:
-        observed = Observed(error=error_name(error), why=why)
+        observed = DivergentOutcome(error=error_name(error), why=why)
     elif op in _VALUE_OPERATIONS:
-        observed = Observed(SOME_VALUE, why=why)
+        observed = DivergentOutcome(SOME_VALUE, why=why)
     else:
-        observed = Observed(recorded_result(result), why=why)
+        observed = DivergentOutcome(recorded_result(result), why=why)
     return _traced(_record(op, args, kwargs, wanted, wanted_error))._replace(observed=observed)
 
 

@@ -20,8 +20,8 @@ from typing import Any, Callable, NamedTuple
 import z3
 
 from cacheproof.contract.calls import Call
-from cacheproof.prove.cache.counterexample import Counterexample, concrete_counterexample, value_recipe
-from cacheproof.prove.induction import Z3_LOGIC, Goal, Outcome, ProofResult, check_goals, mark_waived, value_of
+from cacheproof.prove.cache.counterexample import InductionCounterexample, concrete_counterexample, value_recipe
+from cacheproof.prove.induction import Z3_LOGIC, Goal, BranchOutcome, ProofResult, check_goals, mark_waived, value_of
 from cacheproof.spec import rules
 from cacheproof.spec.invariants import waivers
 from cacheproof.spec.semantics import CONTRACT, Semantics
@@ -98,12 +98,12 @@ def eviction_stops(b: rules.Bytes, incoming: Any, p: Parameters) -> Any:
 
 def _checks(
     operation: str, b: rules.Bytes, checks: list[tuple[str, Any, bool]], domain: Any
-) -> tuple[list[Outcome], Any]:
+) -> tuple[list[BranchOutcome], Any]:
     """Outcomes of checks made in order, within `domain`: (name, condition, raises); a check
     that does not raise returns, changing nothing."""
     outcomes, none_yet = [], domain
     for name, condition, raises in checks:
-        outcomes.append(Outcome(operation, name, z3.And(none_yet, condition), b, name.split("/")[0] if raises else None))
+        outcomes.append(BranchOutcome(operation, name, z3.And(none_yet, condition), b, name.split("/")[0] if raises else None))
         none_yet = z3.And(none_yet, z3.Not(condition))
     return outcomes, none_yet
 
@@ -114,7 +114,7 @@ def _within(n: Any, total: Any) -> Any:
 
 def _outcomes(
     operation: str, b: rules.Bytes, p: Parameters, semantics: Semantics = CONTRACT
-) -> list[tuple[Outcome, KeyEntry | None]]:
+) -> list[tuple[BranchOutcome, KeyEntry | None]]:
     n = p.nbytes
     checked = semantics.argument_checks == "checked"
     too_large = rules.is_too_large(b, n)
@@ -124,9 +124,9 @@ def _outcomes(
     demand = rules.eviction_demand(b, n, semantics.eviction_time)
     at_reservation = semantics.eviction_time == "reservation"
 
-    def anywhere(name: str, raises: bool = True, key: KeyEntry | None = None) -> tuple[Outcome, KeyEntry | None]:
+    def anywhere(name: str, raises: bool = True, key: KeyEntry | None = None) -> tuple[BranchOutcome, KeyEntry | None]:
         """An outcome that changes no byte count and may happen in any state."""
-        return Outcome(operation, name, z3.BoolVal(True), b, name.split("/")[0] if raises else None), key
+        return BranchOutcome(operation, name, z3.BoolVal(True), b, name.split("/")[0] if raises else None), key
 
     if operation in ("reserve", "acquire"):
         errors, valid = _checks(operation, b, sizes, domain)
@@ -137,22 +137,22 @@ def _outcomes(
             new_guard, reserved = z3.And(valid, fits), rules.after_reserve(b, n)
         if operation == "reserve":
             cases = [
-                (Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
-                (Outcome(operation, "True", new_guard, reserved), None),
-                (Outcome(operation, "False", z3.And(valid, z3.Not(fits)), b), None),
+                (BranchOutcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
+                (BranchOutcome(operation, "True", new_guard, reserved), None),
+                (BranchOutcome(operation, "False", z3.And(valid, z3.Not(fits)), b), None),
             ]
         else:
             idle_key = z3.And(valid, _within(n, b.idle), p.retain)
             cases = [
-                (Outcome(operation, "NEW_RESERVATION", new_guard, reserved), None),
-                (Outcome(operation, "BLOCKED/absent", z3.And(valid, z3.Not(fits)), b), None),
-                (Outcome(operation, "RESERVATION_HIT", valid, b), KeyEntry("reserved", 1)),
-                (Outcome(operation, "READY_HIT/in-use", valid, b), KeyEntry("pinned", 1)),
-                (Outcome(operation, "READY_HIT/idle", z3.And(idle_key, fits), rules.after_pin(b, n)), KeyEntry("idle", 0)),
-                (Outcome(operation, "BLOCKED/idle", z3.And(idle_key, z3.Not(fits)), b), KeyEntry("idle", 0)),
+                (BranchOutcome(operation, "NEW_RESERVATION", new_guard, reserved), None),
+                (BranchOutcome(operation, "BLOCKED/absent", z3.And(valid, z3.Not(fits)), b), None),
+                (BranchOutcome(operation, "RESERVATION_HIT", valid, b), KeyEntry("reserved", 1)),
+                (BranchOutcome(operation, "READY_HIT/in-use", valid, b), KeyEntry("pinned", 1)),
+                (BranchOutcome(operation, "READY_HIT/idle", z3.And(idle_key, fits), rules.after_pin(b, n)), KeyEntry("idle", 0)),
+                (BranchOutcome(operation, "BLOCKED/idle", z3.And(idle_key, z3.Not(fits)), b), KeyEntry("idle", 0)),
             ]
             if semantics.acquire_conflict == "error":
-                cases.append((Outcome(operation, "ConflictError", valid, b, "ConflictError"), None))
+                cases.append((BranchOutcome(operation, "ConflictError", valid, b, "ConflictError"), None))
         return [(o, None) for o in errors] + cases
     if operation == "commit":
         errors, valid = _checks(operation, b, sizes[:1], domain)
@@ -162,10 +162,10 @@ def _outcomes(
             committing = z3.And(valid, _within(n, b.reserved), eviction_stops(b, n, p))
             after = rules.after_commit(b, n, p.evicted)
         cases = [
-            (Outcome(operation, "UnknownKeyError", valid, b, "UnknownKeyError"), None),
-            (Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
-            (Outcome(operation, "ConflictError", valid, b, "ConflictError"), None),
-            (Outcome(operation, "evicted", committing, after), KeyEntry("reserved", 1)),
+            (BranchOutcome(operation, "UnknownKeyError", valid, b, "UnknownKeyError"), None),
+            (BranchOutcome(operation, "WrongStateError", valid, b, "WrongStateError"), None),
+            (BranchOutcome(operation, "ConflictError", valid, b, "ConflictError"), None),
+            (BranchOutcome(operation, "evicted", committing, after), KeyEntry("reserved", 1)),
         ]
         return [(o, None) for o in errors] + cases
     if operation == "put":
@@ -175,19 +175,19 @@ def _outcomes(
         errors, valid = _checks(operation, b, checks, domain)
         can = rules.eviction_can_make_room(b, demand)
         cases = [
-            (Outcome(operation, "True", z3.And(valid, can, eviction_stops(b, demand, p)), rules.after_put(b, n, p.evicted)), None),
-            (Outcome(operation, "False", z3.And(valid, z3.Not(can)), b), None),
+            (BranchOutcome(operation, "True", z3.And(valid, can, eviction_stops(b, demand, p)), rules.after_put(b, n, p.evicted)), None),
+            (BranchOutcome(operation, "False", z3.And(valid, z3.Not(can)), b), None),
         ]
         if semantics.put_present == "keep":
-            cases.append((Outcome(operation, "True/keep", valid, b), None))
+            cases.append((BranchOutcome(operation, "True/keep", valid, b), None))
         else:
-            cases.append((Outcome(operation, "WrongStateError", valid, b, "WrongStateError"), None))
+            cases.append((BranchOutcome(operation, "WrongStateError", valid, b, "WrongStateError"), None))
         if semantics.put_present == "replace":  # the idle entry of `replaced` bytes goes first, as if evicted
             without = rules.after_evict(b, p.replaced)
             room = eviction_stops(without, rules.eviction_demand(without, n, semantics.eviction_time), p)
             replacing = z3.And(valid, _within(p.replaced, b.idle), can, room)
             cases.append(
-                (Outcome(operation, "True/replace", replacing, rules.after_put(without, n, p.evicted)), KeyEntry("idle", 0, True))
+                (BranchOutcome(operation, "True/replace", replacing, rules.after_put(without, n, p.evicted)), KeyEntry("idle", 0, True))
             )
         return [(o, None) for o in errors] + cases
     if operation in ("get", "pop"):
@@ -199,7 +199,7 @@ def _outcomes(
             return missing + [anywhere("value", raises=False, key=KeyEntry("pinned", 1))]
         return missing + [
             anywhere("WrongStateError/in-use"),
-            (Outcome(operation, "value", _within(n, b.idle), rules.after_evict(b, n)), KeyEntry("idle", 0)),
+            (BranchOutcome(operation, "value", _within(n, b.idle), rules.after_evict(b, n)), KeyEntry("idle", 0)),
         ]
     if operation == "release":
         last_ready = _within(n, b.pinned)
@@ -208,14 +208,14 @@ def _outcomes(
         else:
             missing = [anywhere("UnknownKeyError"), anywhere("WrongStateError")]
         return missing + [
-            (Outcome(operation, "False/decrement", z3.BoolVal(True), b), KeyEntry("pinned", 2)),
-            (Outcome(operation, "True/abandon", _within(n, b.reserved), rules.after_abandon(b, n)), KeyEntry("reserved", 1)),
+            (BranchOutcome(operation, "False/decrement", z3.BoolVal(True), b), KeyEntry("pinned", 2)),
+            (BranchOutcome(operation, "True/abandon", _within(n, b.reserved), rules.after_abandon(b, n)), KeyEntry("reserved", 1)),
             (
-                Outcome(operation, "False/idle", z3.And(last_ready, p.retain), rules.after_last_release(b, n, p.retain, Z3_LOGIC)),
+                BranchOutcome(operation, "False/idle", z3.And(last_ready, p.retain), rules.after_last_release(b, n, p.retain, Z3_LOGIC)),
                 KeyEntry("pinned", 1),
             ),
             (
-                Outcome(
+                BranchOutcome(
                     operation,
                     "True/transient",
                     z3.And(last_ready, z3.Not(p.retain)),
@@ -230,18 +230,18 @@ def _outcomes(
         checks = evict_sizes + [("CapacityError", z3.Not(rules.eviction_can_make_room(b, demand)), True)]
         errors, valid = _checks(operation, b, checks, evict_domain)
         return [(o, None) for o in errors] + [
-            (Outcome(operation, "evicted", z3.And(valid, eviction_stops(b, demand, p)), rules.after_evict(b, p.evicted)), None)
+            (BranchOutcome(operation, "evicted", z3.And(valid, eviction_stops(b, demand, p)), rules.after_evict(b, p.evicted)), None)
         ]
     if semantics.clear_busy == "drop":
-        return [(Outcome(operation, "None", z3.BoolVal(True), rules.after_clear(b)), None)]
+        return [(BranchOutcome(operation, "None", z3.BoolVal(True), rules.after_clear(b)), None)]
     busy = z3.Or(b.reserved > 0, b.pinned > 0)
     return [
-        (Outcome(operation, "WrongStateError", busy, b, "WrongStateError"), None),
-        (Outcome(operation, "None", z3.Not(busy), rules.after_clear(b)), None),
+        (BranchOutcome(operation, "WrongStateError", busy, b, "WrongStateError"), None),
+        (BranchOutcome(operation, "None", z3.Not(busy), rules.after_clear(b)), None),
     ]
 
 
-def outcomes(operation: str, b: rules.Bytes, p: Parameters, semantics: Semantics = CONTRACT) -> list[Outcome]:
+def outcomes(operation: str, b: rules.Bytes, p: Parameters, semantics: Semantics = CONTRACT) -> list[BranchOutcome]:
     """Every way `operation` can end under `semantics`, as a guard over the byte counts and the
     call's numbers."""
     return [outcome for outcome, _ in _outcomes(operation, b, p, semantics)]
@@ -254,7 +254,7 @@ def prove(semantics: Semantics = CONTRACT) -> list[ProofResult]:
     b, p = symbolic_bytes(), symbolic_parameters()
     results = []
     init = rules.empty(b.capacity)
-    explain_init = explainer(b, p, Outcome("init", "new", z3.BoolVal(True), init), None, semantics)
+    explain_init = explainer(b, p, BranchOutcome("init", "new", z3.BoolVal(True), init), None, semantics)
     init_goals = _goals(init, None, semantics)
     for goal, proved, seconds, cx in check_goals([b.capacity >= 1], init_goals, b.capacity, explain_init):
         results.append(ProofResult(goal.invariant, "init", "new_spec(capacity)", proved, seconds, cx, MODEL))
@@ -284,7 +284,7 @@ def _prove_monotone_room(b: rules.Bytes, p: Parameters) -> list[ProofResult]:
     room = rules.has_room(rules.after_evict(b, p.evicted), p.nbytes)
     room_after_more = rules.has_room(rules.after_evict(b, more), p.nbytes)
     goal = Goal("M", z3.Implies(z3.And(room, p.evicted <= more), room_after_more))
-    outcome = Outcome("evict", "lemma", z3.BoolVal(True), b)
+    outcome = BranchOutcome("evict", "lemma", z3.BoolVal(True), b)
     explain = explainer(b, p, outcome, None, CONTRACT)
     return [
         ProofResult("M", "commit/put/evict", "has_room monotone", proved, seconds, cx, MODEL)
@@ -293,9 +293,9 @@ def _prove_monotone_room(b: rules.Bytes, p: Parameters) -> list[ProofResult]:
 
 
 def explainer(
-    b: rules.Bytes, p: Parameters, outcome: Outcome, key: KeyEntry | None, semantics: Semantics = CONTRACT
-) -> Callable[[str, z3.ModelRef], Counterexample]:
-    def explain(invariant_name: str, model: z3.ModelRef) -> Counterexample:
+    b: rules.Bytes, p: Parameters, outcome: BranchOutcome, key: KeyEntry | None, semantics: Semantics = CONTRACT
+) -> Callable[[str, z3.ModelRef], InductionCounterexample]:
+    def explain(invariant_name: str, model: z3.ModelRef) -> InductionCounterexample:
         def v(term: Any) -> Any:
             return value_of(model, term)
 

@@ -34,7 +34,7 @@ def value_recipe(nbytes: int, tag: int = 7) -> ValueRecipe:
 
 
 @dataclass(frozen=True)
-class Counterexample:
+class InductionCounterexample:
     """A pre-state satisfying the inductive invariant and a call after which `invariant` fails.
 
     `entries` is the pre-state, oldest first; `setup` the public calls that build it from
@@ -156,7 +156,7 @@ class Replayed(NamedTuple):
     result: Any  # the return value, or the CacheError raised
 
 
-def replay(counterexample: Counterexample) -> Replayed:
+def replay(counterexample: InductionCounterexample) -> Replayed:
     """Run the counterexample's call on its concrete pre-state."""
     cache = counterexample.build()
     before = cache.snapshot()
@@ -168,7 +168,7 @@ def replay(counterexample: Counterexample) -> Replayed:
     return Replayed(step, result)
 
 
-def breaks_invariant(counterexample: Counterexample) -> bool:
+def breaks_invariant(counterexample: InductionCounterexample) -> bool:
     """Whether replaying the counterexample on the spec breaks the named invariant (I1-I6 only)."""
     return not INVARIANTS_BY_NAME[counterexample.invariant].holds(replay(counterexample).step)
 
@@ -181,15 +181,15 @@ def concrete_counterexample(
     call: Call,
     outcome: str,
     semantics: Semantics = CONTRACT,
-) -> Counterexample:
+) -> InductionCounterexample:
     """A counterexample whose pre-state is built by public operations if they reproduce it."""
     setup = tuple(_building_calls(entries))
-    built = Counterexample(
+    built = InductionCounterexample(
         invariant, model, capacity_bytes, tuple(entries), setup, FROM_OPERATIONS, call, outcome, semantics
     )
     if _builds(built):
         return built
-    return Counterexample(invariant, model, capacity_bytes, tuple(entries), (), FROM_ENTRIES, call, outcome, semantics)
+    return InductionCounterexample(invariant, model, capacity_bytes, tuple(entries), (), FROM_ENTRIES, call, outcome, semantics)
 
 
 def _building_calls(entries: list[EntryView]) -> list[Call]:
@@ -205,7 +205,7 @@ def _building_calls(entries: list[EntryView]) -> list[Call]:
     return calls
 
 
-def _builds(counterexample: Counterexample) -> bool:
+def _builds(counterexample: InductionCounterexample) -> bool:
     try:
         snapshot: Snapshot = counterexample.build().snapshot()
     except CacheError:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import z3
 
 from cacheproof.contract.calls import Call
-from cacheproof.prove.cache.counterexample import Counterexample, concrete_counterexample, value_recipe
+from cacheproof.prove.cache.counterexample import InductionCounterexample, concrete_counterexample, value_recipe
 from cacheproof.prove.cache.slot_cache import (
     KEY_SLOT,
     Parameters,
@@ -31,7 +31,7 @@ from cacheproof.prove.cache.slot_cache import (
     symbolic_parameters,
 )
 from cacheproof.prove.cache.slot_transitions import OPERATIONS, outcomes
-from cacheproof.prove.induction import Goal, Outcome, ProofResult, check_goals, mark_waived, value_of
+from cacheproof.prove.induction import Goal, BranchOutcome, ProofResult, check_goals, mark_waived, value_of
 from cacheproof.spec import rules
 from cacheproof.spec.invariants import evicting_operations, waivers
 from cacheproof.spec.semantics import CONTRACT, Semantics
@@ -179,7 +179,7 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
     counterexamples are marked with the waiving option (`ProofResult.waived`)."""
     before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
     inductive, older_idle = invariant(before, semantics), older_idle_pairs(before)
-    init = Outcome("init", "new_spec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
+    init = BranchOutcome("init", "new_spec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
     init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after, semantics).items()]
     results = [
         ProofResult(goal.invariant, "init", init.name, proved, seconds, counterexample, MODEL)
@@ -210,7 +210,7 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
 
 
 def _goals(
-    operation: str, before: SlotCache, outcome: Outcome, older_idle: list[list[Any]], semantics: Semantics
+    operation: str, before: SlotCache, outcome: BranchOutcome, older_idle: list[list[Any]], semantics: Semantics
 ) -> list[Goal]:
     after = outcome.after
     goals = [Goal(name, formula) for name, formula in state_invariants(after, semantics).items()]
@@ -221,9 +221,9 @@ def _goals(
 
 
 def _explainer(
-    before: SlotCache, parameters: Parameters, outcome: Outcome, semantics: Semantics
-) -> Callable[[str, z3.ModelRef], Counterexample]:
-    def explain(invariant_name: str, model: z3.ModelRef) -> Counterexample:
+    before: SlotCache, parameters: Parameters, outcome: BranchOutcome, semantics: Semantics
+) -> Callable[[str, z3.ModelRef], InductionCounterexample]:
+    def explain(invariant_name: str, model: z3.ModelRef) -> InductionCounterexample:
         entries = concrete_entries(model, before)
         call = concrete_call(outcome.operation, value_of(model, parameters.nbytes), value_of(model, parameters.retain))
         return concrete_counterexample(

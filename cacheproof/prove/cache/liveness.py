@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import z3
 
 from cacheproof.prove.cache import aggregate_model
-from cacheproof.prove.induction import Goal, Outcome, ProofResult, check_goals
+from cacheproof.prove.induction import Goal, BranchOutcome, ProofResult, check_goals
 from cacheproof.spec import rules
 from cacheproof.spec.semantics import CONTRACT, Semantics
 
@@ -62,7 +62,7 @@ def prove(semantics: Semantics = CONTRACT) -> list[ProofResult]:
     results = []
     inductive = aggregate_model.invariant(b, semantics)
     for fact in facts(b, p, semantics):
-        outcome = Outcome(fact.operation, fact.outcome, fact.premise, b)
+        outcome = BranchOutcome(fact.operation, fact.outcome, fact.premise, b)
         key = aggregate_model.KeyEntry("reserved", 1) if fact.operation == "commit" else None
         explain = aggregate_model.explainer(b, p, outcome, key, semantics)
         checked = check_goals([inductive, fact.premise], [Goal(fact.name, fact.conclusion)], b.capacity, explain)

@@ -59,7 +59,7 @@ from cacheproof.prove.cache.refinement_encoding import (
     layout,
 )
 from cacheproof.prove.cache.refinement_report import Disagreement, RefinementReport
-from cacheproof.prove.induction import Outcome
+from cacheproof.prove.induction import BranchOutcome
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.semantics import CONTRACT, Semantics
 from cacheproof.spec.types import Acquired, EntryView
@@ -82,12 +82,12 @@ class _Model:
             op: entry_model.outcomes(op, self.cache, self.parameters, semantics) for op in entry_model.OPERATIONS
         }
         self.frontiers = range(0, num_slots + 1)  # ranks are 0..num_slots-1: every cut of them
-        self._programs: dict[str, list[tuple[list[Outcome], CompiledTerms]]] = {}
+        self._programs: dict[str, list[tuple[list[BranchOutcome], CompiledTerms]]] = {}
 
-    def guard(self, outcome: Outcome) -> Any:
+    def guard(self, outcome: BranchOutcome) -> Any:
         return z3.And(outcome.guard, outcome.exact()) if outcome.exact else outcome.guard
 
-    def programs(self, operation: str) -> list[tuple[list[Outcome], CompiledTerms]]:
+    def programs(self, operation: str) -> list[tuple[list[BranchOutcome], CompiledTerms]]:
         """[(outcomes, program)]: the program returns, per outcome, its guard then `_after_terms`."""
         if operation not in self._programs:
             groups = []
@@ -108,7 +108,7 @@ class _Model:
 
 
 
-def _after_terms(model: _Model, outcome: Outcome) -> list[Any]:
+def _after_terms(model: _Model, outcome: BranchOutcome) -> list[Any]:
     terms = []
     for slot in outcome.after.slots:
         terms += [slot.present, slot.ready, slot.nbytes, slot.refcount, slot.retain, slot.rank]
@@ -301,7 +301,7 @@ def spec_outcome(
     return error, result, cache.snapshot(), (stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes)
 
 
-def _expected(outcome: Outcome, after: list[int], lay: Layout, num_slots: int) -> tuple:
+def _expected(outcome: BranchOutcome, after: list[int], lay: Layout, num_slots: int) -> tuple:
     """(outcome name, error, result, snapshot, byte counters) the model gives, as Python values."""
     ranked = []
     for s, key in enumerate(lay.slot_keys):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, NamedTuple
 
-from cacheproof.prove.induction import Outcome
+from cacheproof.prove.induction import BranchOutcome
 from cacheproof.prove.cache.refinement_domain import READY, entry_value
 from cacheproof.spec.types import Acquired, EntryView
 
@@ -111,7 +111,7 @@ def encode_snapshot(snapshot: tuple, lay: Layout) -> tuple[int, ...]:
 
 
 
-def expected_result(outcome: Outcome, removed_mask: Any) -> Any:
+def expected_result(outcome: BranchOutcome, removed_mask: Any) -> Any:
     """The result code the spec must return when `outcome` applies."""
     if outcome.error is not None:
         return RESULT_OF_ERROR

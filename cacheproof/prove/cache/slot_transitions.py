@@ -28,7 +28,7 @@ from cacheproof.prove.cache.slot_cache import (
     cache_bytes,
     is_evictable,
 )
-from cacheproof.prove.induction import Z3_LOGIC, Outcome
+from cacheproof.prove.induction import Z3_LOGIC, BranchOutcome
 from cacheproof.spec import rules, steps
 from cacheproof.spec.semantics import CONTRACT, Semantics
 
@@ -93,13 +93,13 @@ class Check(NamedTuple):
     raises: bool = True
 
 
-def _checks(operation: str, cache: SlotCache, checks: list[Check], domain: Any) -> tuple[list[Outcome], Any]:
+def _checks(operation: str, cache: SlotCache, checks: list[Check], domain: Any) -> tuple[list[BranchOutcome], Any]:
     """The outcomes of checks made in order, within `domain` (the calls the semantics allow);
     returns them and the condition that none applies."""
     outcomes, none_yet = [], domain
     for check in checks:
         error = check.name.split("/")[0] if check.raises else None
-        outcomes.append(Outcome(operation, check.name, z3.And(none_yet, check.condition), cache, error))
+        outcomes.append(BranchOutcome(operation, check.name, z3.And(none_yet, check.condition), cache, error))
         none_yet = z3.And(none_yet, z3.Not(check.condition))
     return outcomes, none_yet
 
@@ -129,13 +129,13 @@ def _reservation(cache: SlotCache, p: Parameters, semantics: Semantics) -> Slot:
 
 def _new_reservation(
     operation: str, name: str, cache: SlotCache, p: Parameters, guard: Any, semantics: Semantics
-) -> Outcome:
+) -> BranchOutcome:
     """A reservation in slot 0; where eviction happens at reservation time, after evicting."""
     if semantics.eviction_time != "reservation":
-        return Outcome(operation, name, guard, _with_key(cache, _reservation(cache, p, semantics), newest=True))
+        return BranchOutcome(operation, name, guard, _with_key(cache, _reservation(cache, p, semantics), newest=True))
     evicted, stops, exact = _evict(cache, p.nbytes, semantics)
     after = _with_key(evicted, _reservation(cache, p, semantics), newest=True)
-    return Outcome(operation, name, z3.And(guard, stops), after, exact=exact)
+    return BranchOutcome(operation, name, z3.And(guard, stops), after, exact=exact)
 
 
 def _size_checks(semantics: Semantics, b: rules.Bytes, p: Parameters) -> list[Check]:
@@ -144,24 +144,24 @@ def _size_checks(semantics: Semantics, b: rules.Bytes, p: Parameters) -> list[Ch
     )
 
 
-def _reserve(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _reserve(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
     checks = _size_checks(semantics, b, p) + [Check("WrongStateError", key.present)]
     outcomes, valid = _checks("reserve", cache, checks, _domain(semantics, p.nbytes >= 1))
     fits = rules.reservation_fits(b, p.nbytes)
     return outcomes + [
         _new_reservation("reserve", "True", cache, p, z3.And(valid, fits), semantics),
-        Outcome("reserve", "False", z3.And(valid, z3.Not(fits)), cache),
+        BranchOutcome("reserve", "False", z3.And(valid, z3.Not(fits)), cache),
     ]
 
 
-def _acquire(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _acquire(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
     outcomes, valid = _checks("acquire", cache, _size_checks(semantics, b, p), _domain(semantics, p.nbytes >= 1))
     absent = z3.And(valid, z3.Not(key.present))
     disagrees = z3.Or(key.nbytes != p.nbytes, key.retain != p.retain)
     if semantics.acquire_conflict == "error":
-        outcomes.append(Outcome("acquire", "ConflictError", z3.And(valid, key.present, disagrees), cache, "ConflictError"))
+        outcomes.append(BranchOutcome("acquire", "ConflictError", z3.And(valid, key.present, disagrees), cache, "ConflictError"))
         agreed = z3.And(valid, key.present, z3.Not(disagrees))
     else:  # a hit on the entry as it is
         agreed = z3.And(valid, key.present)
@@ -172,25 +172,25 @@ def _acquire(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outc
     ready_hit = semantics.refreshes("ready_hit")
     return outcomes + [
         _new_reservation("acquire", "NEW_RESERVATION", cache, p, z3.And(absent, fits), semantics),
-        Outcome("acquire", "BLOCKED/absent", z3.And(absent, z3.Not(fits)), cache),
-        Outcome(
+        BranchOutcome("acquire", "BLOCKED/absent", z3.And(absent, z3.Not(fits)), cache),
+        BranchOutcome(
             "acquire",
             "RESERVATION_HIT",
             z3.And(agreed, z3.Not(key.ready)),
             _with_key(cache, referenced, semantics.refreshes("reservation_hit")),
         ),
-        Outcome(
+        BranchOutcome(
             "acquire",
             "READY_HIT/in-use",
             z3.And(agreed, key.ready, z3.Not(steps.is_idle(key.ready, key.refcount, Z3_LOGIC))),
             _with_key(cache, referenced, ready_hit),
         ),
-        Outcome("acquire", "READY_HIT/idle", z3.And(idle, pin_fits), _with_key(cache, referenced, ready_hit)),
-        Outcome("acquire", "BLOCKED/idle", z3.And(idle, z3.Not(pin_fits)), cache),
+        BranchOutcome("acquire", "READY_HIT/idle", z3.And(idle, pin_fits), _with_key(cache, referenced, ready_hit)),
+        BranchOutcome("acquire", "BLOCKED/idle", z3.And(idle, z3.Not(pin_fits)), cache),
     ]
 
 
-def _commit(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _commit(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     key = cache.slots[KEY_SLOT]
     checks = _argument_checks(semantics, [Check("InvalidArgumentError", p.nbytes < 1)]) + [
         Check("UnknownKeyError", z3.Not(key.present)),
@@ -200,13 +200,13 @@ def _commit(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outco
     outcomes, valid = _checks("commit", cache, checks, _domain(semantics, p.nbytes >= 1))
     committed = key._replace(ready=z3.BoolVal(True))
     if semantics.eviction_time == "reservation":  # the reservation made the room already
-        return outcomes + [Outcome("commit", "evicted", valid, _with_key(cache, committed, newest=True))]
+        return outcomes + [BranchOutcome("commit", "evicted", valid, _with_key(cache, committed, newest=True))]
     evicted, stops, exact = _evict(cache, key.nbytes, semantics)
     after = _with_key(evicted, committed, newest=True)
-    return outcomes + [Outcome("commit", "evicted", z3.And(valid, stops), after, exact=exact)]
+    return outcomes + [BranchOutcome("commit", "evicted", z3.And(valid, stops), after, exact=exact)]
 
 
-def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
     too_large = rules.is_too_large(b, p.nbytes)
     checks = _argument_checks(semantics, [Check("InvalidArgumentError", p.nbytes < 1)])
@@ -224,13 +224,13 @@ def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]
     )
     evicted, stops, exact = _evict(cache, p.nbytes, semantics)
     outcomes += [
-        Outcome("put", "True", z3.And(valid, z3.Not(key.present), can, stops), _with_key(evicted, entry, newest=True), exact=exact),
-        Outcome("put", "False", z3.And(valid, z3.Not(can)), cache),
+        BranchOutcome("put", "True", z3.And(valid, z3.Not(key.present), can, stops), _with_key(evicted, entry, newest=True), exact=exact),
+        BranchOutcome("put", "False", z3.And(valid, z3.Not(can)), cache),
     ]
     if semantics.put_present == "replace":  # the idle entry goes first, as if evicted
         replaced, r_stops, r_exact = _evict(_without(cache, _only_key(cache)), p.nbytes, semantics)
         outcomes.append(
-            Outcome("put", "True/replace", z3.And(valid, key.present, can, r_stops), _with_key(replaced, entry, True), exact=r_exact)
+            BranchOutcome("put", "True/replace", z3.And(valid, key.present, can, r_stops), _with_key(replaced, entry, True), exact=r_exact)
         )
     return outcomes
 
@@ -242,13 +242,13 @@ def _get_missing(semantics: Semantics, key: Slot, reserved: str) -> list[Check]:
     return [Check("UnknownKeyError", z3.Not(key.present)), Check(reserved, z3.Not(key.ready))]
 
 
-def _get(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _get(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     key = cache.slots[KEY_SLOT]
     outcomes, valid = _checks("get", cache, _get_missing(semantics, key, "WrongStateError"), z3.BoolVal(True))
-    return outcomes + [Outcome("get", "value", valid, _with_key(cache, key, newest=semantics.refreshes("get")))]
+    return outcomes + [BranchOutcome("get", "value", valid, _with_key(cache, key, newest=semantics.refreshes("get")))]
 
 
-def _release(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _release(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     key = cache.slots[KEY_SLOT]
     if semantics.release_missing == "noop":
         checks = [Check("False/noop", z3.Or(z3.Not(key.present), z3.Not(steps.is_referenced(key.refcount))), False)]
@@ -263,19 +263,19 @@ def _release(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outc
     last = z3.And(valid, z3.Not(more))
     gone = z3.And(last, steps.removed_at_last_release(key.ready, key.retain, Z3_LOGIC))
     return outcomes + [
-        Outcome("release", "False/decrement", z3.And(valid, more), _with_key(cache, released, newest=False)),
-        Outcome("release", "True/abandon", z3.And(gone, z3.Not(key.ready)), _without(cache, _only_key(cache))),
-        Outcome(
+        BranchOutcome("release", "False/decrement", z3.And(valid, more), _with_key(cache, released, newest=False)),
+        BranchOutcome("release", "True/abandon", z3.And(gone, z3.Not(key.ready)), _without(cache, _only_key(cache))),
+        BranchOutcome(
             "release",
             "False/idle",
             z3.And(last, z3.Not(gone)),
             _with_key(cache, released, newest=semantics.refreshes("release")),
         ),
-        Outcome("release", "True/transient", z3.And(gone, key.ready), _without(cache, _only_key(cache))),
+        BranchOutcome("release", "True/transient", z3.And(gone, key.ready), _without(cache, _only_key(cache))),
     ]
 
 
-def _evict_operation(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _evict_operation(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     b = cache_bytes(cache)
     checks = _argument_checks(
         semantics, [Check("InvalidArgumentError", p.nbytes < 0), Check("TooLargeError", rules.is_too_large(b, p.nbytes))]
@@ -284,30 +284,30 @@ def _evict_operation(cache: SlotCache, p: Parameters, semantics: Semantics) -> l
     checks.append(Check("CapacityError", z3.Not(rules.eviction_can_make_room(b, demand))))
     outcomes, valid = _checks("evict", cache, checks, _domain(semantics, p.nbytes >= 0))
     evicted, stops, exact = _evict(cache, p.nbytes, semantics)
-    return outcomes + [Outcome("evict", "evicted", z3.And(valid, stops), evicted, exact=exact)]
+    return outcomes + [BranchOutcome("evict", "evicted", z3.And(valid, stops), evicted, exact=exact)]
 
 
-def _pop(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _pop(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     key = cache.slots[KEY_SLOT]
     checks = _get_missing(semantics, key, "WrongStateError/reserved") + [Check("WrongStateError/in-use", steps.is_referenced(key.refcount))]
     outcomes, valid = _checks("pop", cache, checks, z3.BoolVal(True))
-    return outcomes + [Outcome("pop", "value", valid, _without(cache, _only_key(cache)))]
+    return outcomes + [BranchOutcome("pop", "value", valid, _without(cache, _only_key(cache)))]
 
 
-def _clear(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Outcome]:
+def _clear(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     everything = _without(cache, [z3.BoolVal(True)] * len(cache.slots))
     if semantics.clear_busy == "drop":
-        return [Outcome("clear", "None", z3.BoolVal(True), everything)]
+        return [BranchOutcome("clear", "None", z3.BoolVal(True), everything)]
     busy = z3.Or([z3.And(s.present, steps.is_referenced(s.refcount)) for s in cache.slots])
     outcomes, valid = _checks("clear", cache, [Check("WrongStateError", busy)], z3.BoolVal(True))
-    return outcomes + [Outcome("clear", "None", valid, everything)]
+    return outcomes + [BranchOutcome("clear", "None", valid, everything)]
 
 
 def _only_key(cache: SlotCache) -> list[Any]:
     return [z3.BoolVal(i == KEY_SLOT) for i in range(len(cache.slots))]
 
 
-_TRANSITIONS: dict[str, Callable[[SlotCache, Parameters, Semantics], list[Outcome]]] = {
+_TRANSITIONS: dict[str, Callable[[SlotCache, Parameters, Semantics], list[BranchOutcome]]] = {
     "reserve": _reserve,
     "acquire": _acquire,
     "commit": _commit,
@@ -320,7 +320,7 @@ _TRANSITIONS: dict[str, Callable[[SlotCache, Parameters, Semantics], list[Outcom
 }
 
 
-def outcomes(operation: str, cache: SlotCache, parameters: Parameters, semantics: Semantics = CONTRACT) -> list[Outcome]:
+def outcomes(operation: str, cache: SlotCache, parameters: Parameters, semantics: Semantics = CONTRACT) -> list[BranchOutcome]:
     """Every way `operation` can end from `cache` under `semantics`; exactly one guard holds for
     any state and call of the domain (with trusted arguments: the calls a caller may make)."""
     return _TRANSITIONS[operation](cache, parameters, semantics)

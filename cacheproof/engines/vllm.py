@@ -1,0 +1,206 @@
+"""vLLM's real KV block pool (`vllm.v1.core.block_pool.BlockPool`) behind the block-pool contract.
+
+`block_pool(num_blocks)` builds vLLM's own `BlockPool(num_blocks, enable_caching=True,
+hash_block_size=1)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
+contract of docs/block-pool-contract.md (`factory(num_blocks)`, block 0 the null block, requests,
+blocks and hashes as ints). The adapter decides no outcome: every result, error and state change is
+vLLM's, and the snapshot is read back from vLLM's objects, so a difference between vLLM and the
+contract reaches the checker as a difference, never smoothed over here.
+
+Translations, call by call (vLLM's names are those of vllm 0.34.0):
+- block ids <-> vLLM's `KVCacheBlock` objects: id `b` is `pool.blocks[b]`. An id that names no
+  block object (not an int, or outside 0..num_blocks-1) has no vLLM form, so it raises
+  `InvalidArgumentError` here: the one answer the adapter gives itself, for lack of an argument
+  to pass. `evict` passes its ids to vLLM unchanged (vLLM takes ids there).
+- hashes <-> vLLM's `BlockHash` (bytes): an int is written as its minimal two's-complement
+  big-endian bytes (one-to-one; a non-int hash has no vLLM form: `InvalidArgumentError`); the hash
+  map keys are vLLM's own `make_block_hash_with_group_id(hash, 0)` (one KV-cache group, id 0).
+- `allocate(request, n)` -> `get_new_blocks(n)`; the `ValueError` vLLM raises when `n` exceeds the
+  free count becomes `CapacityError`. The blocks returned are recorded as held by `request`.
+- `touch(request, blocks)` -> `touch([blocks])`; each block is recorded as held once more.
+- `cache_blocks(request, blocks, hashes)` -> `cache_full_blocks(req, [blocks], 0, len(blocks),
+  1, 0)` where `req` is a real `vllm.v1.request.Request` (id `str(request)`, one placeholder
+  token per hash, `block_hashes` the hashes): every given block is a new full block of size one
+  token, in KV-cache group 0.
+- `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
+  miss (the prefix walk of vLLM's full-attention manager, without its token limit).
+- `free(request, blocks)` -> `free_blocks([blocks])`; one holding of each block by `request` is
+  forgotten when there is one.
+- `evict(blocks)` -> `evict_blocks(set(blocks))`; the result is read back: the given blocks (in
+  the order given, once each) that had a hash before the call and have none after.
+- `reset()` -> `reset_prefix_cache()`; `num_free()` -> `get_num_free_blocks()`.
+- `snapshot()` reads vLLM's state: the free queue walked from `free_block_queue`'s fake head
+  along `next_free_block` (at most num_blocks + 1 steps, so a corrupt cycle shows as an
+  impossible length instead of hanging), each block's `ref_cnt` and the int of its `block_hash`,
+  and the holdings the adapter recorded (vLLM's pool has no request identity).
+
+Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
+a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
+snapshot shows both vLLM's count and the record, so the checker sees the disagreement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError
+
+__all__ = ["VllmBlockPool", "block_pool"]
+
+_MISSING = (
+    "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
+    "`pip install cacheproof[engines]`, or build a venv that has it with "
+    "`bash tools/engines_venv.sh VENV` (pins in constraints/engines.txt)"
+)
+_GROUP = 0
+"""The one KV-cache group the adapter uses."""
+
+
+def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
+    """vLLM's real BlockPool with `num_blocks` blocks (block 0 the null block), as a contract pool.
+
+    `pool_class` replaces `vllm.v1.core.block_pool.BlockPool` (a subclass, a patched class) and is
+    built with the same arguments. Raises ImportError naming the extra and the tools script when
+    vLLM is not installed.
+    """
+    try:
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.core import block_pool as vllm_block_pool
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash
+        from vllm.v1.request import Request
+    except ImportError as error:
+        raise ImportError(f"{_MISSING} ({error})") from error
+    cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
+    pool = cls(num_blocks, enable_caching=True, hash_block_size=1)
+    vllm = _VllmNames(BlockHash, get_block_hash, Request, SamplingParams(max_tokens=1))
+    return VllmBlockPool(pool, vllm)
+
+
+class _VllmNames:
+    """The vLLM types and helpers the adapter builds arguments with (imported lazily)."""
+
+    __slots__ = ("block_hash", "get_block_hash", "request", "sampling")
+
+    def __init__(self, block_hash: Any, get_block_hash: Any, request: Any, sampling: Any) -> None:
+        self.block_hash = block_hash
+        self.get_block_hash = get_block_hash
+        self.request = request
+        self.sampling = sampling
+
+
+class VllmBlockPool:
+    """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself."""
+
+    def __init__(self, pool: Any, vllm: _VllmNames) -> None:
+        self.pool = pool
+        self._vllm = vllm
+        self._held: dict[int, list[int]] = {}
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.pool.blocks)
+
+    # ----------------------------------------------------------------- translations
+
+    def _blocks(self, ids: tuple[int, ...]) -> list[Any]:
+        """vLLM's block objects for `ids`; an id naming none has no vLLM form."""
+        objects = self.pool.blocks
+        for block in ids:
+            if isinstance(block, bool) or not isinstance(block, int) or not 0 <= block < len(objects):
+                raise InvalidArgumentError(f"block {block!r} names no block of vLLM's pool (0..{len(objects) - 1})")
+        return [objects[block] for block in ids]
+
+    def _hash(self, value: int) -> bytes:
+        """An int hash as vLLM's BlockHash: minimal two's-complement big-endian bytes."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgumentError(f"hash {value!r} is not an int, so it has no BlockHash form")
+        return self._vllm.block_hash(value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True))
+
+    def _hash_of(self, key: bytes | None) -> int | None:
+        """The int of a block's hash key (BlockHash plus group id), None for no hash."""
+        return None if key is None else int.from_bytes(self._vllm.get_block_hash(key), "big", signed=True)
+
+    def _hold(self, request: int, blocks: list[Any]) -> None:
+        self._held.setdefault(request, []).extend(block.block_id for block in blocks)
+
+    # ----------------------------------------------------------------- operations
+
+    def allocate(self, request: int, n: int) -> tuple[int, ...]:
+        """get_new_blocks(n); its ValueError (n above the free count) as CapacityError."""
+        try:
+            blocks = self.pool.get_new_blocks(n)
+        except ValueError as error:
+            raise CapacityError(str(error)) from error
+        self._hold(request, blocks)
+        return tuple(block.block_id for block in blocks)
+
+    def touch(self, request: int, blocks: tuple[int, ...]) -> None:
+        """touch(blocks): a prefix hit by `request`."""
+        objects = self._blocks(tuple(blocks))
+        self.pool.touch(objects)
+        self._hold(request, objects)
+
+    def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
+        """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes."""
+        objects = self._blocks(tuple(blocks))
+        block_hashes = [self._hash(value) for value in hashes]
+        vllm = self._vllm
+        req = vllm.request(str(request), [0] * len(block_hashes), vllm.sampling, None, block_hashes=block_hashes)
+        self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP)
+
+    def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
+        """get_cached_block for each hash until the first miss."""
+        found = []
+        for value in hashes:
+            cached = self.pool.get_cached_block(self._hash(value), [_GROUP])
+            if cached is None:
+                break
+            found.append(cached[0].block_id)
+        return tuple(found)
+
+    def free(self, request: int, blocks: tuple[int, ...]) -> None:
+        """free_blocks(blocks) in the order given; one recorded holding of each is forgotten."""
+        objects = self._blocks(tuple(blocks))
+        self.pool.free_blocks(objects)
+        held = self._held.get(request, [])
+        for block in objects:
+            if block.block_id in held:
+                held.remove(block.block_id)
+
+    def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """evict_blocks(set(blocks)); returns the given blocks whose hash it dropped."""
+        ids = tuple(dict.fromkeys(blocks))
+        objects = self.pool.blocks
+        try:
+            hashed = [block for block in ids if objects[block].block_hash is not None]
+        except (IndexError, TypeError):
+            hashed = []  # vLLM's own check answers below
+        self.pool.evict_blocks(set(ids))
+        return tuple(block for block in hashed if objects[block].block_hash is None)
+
+    def reset(self) -> bool:
+        """reset_prefix_cache()."""
+        return self.pool.reset_prefix_cache()
+
+    def num_free(self) -> int:
+        """get_num_free_blocks()."""
+        return self.pool.get_num_free_blocks()
+
+    # ----------------------------------------------------------------- state read back
+
+    def free_queue(self) -> tuple[int, ...]:
+        """vLLM's free queue, head first, walked along next_free_block (bounded)."""
+        queue = self.pool.free_block_queue
+        tail = queue.fake_free_list_tail
+        order = []
+        block = queue.fake_free_list_head.next_free_block
+        while block is not None and block is not tail and len(order) <= len(self.pool.blocks):
+            order.append(block.block_id)
+            block = block.next_free_block
+        return tuple(order)
+
+    def snapshot(self) -> tuple[tuple[int, ...], tuple[tuple[int, int | None], ...], tuple[tuple[int, tuple[int, ...]], ...]]:
+        """(free queue, per-block (ref_cnt, hash or None), sorted holdings) read from vLLM."""
+        blocks = tuple((block.ref_cnt, self._hash_of(block.block_hash)) for block in self.pool.blocks)
+        holdings = tuple(sorted((request, tuple(held)) for request, held in self._held.items() if held))
+        return self.free_queue(), blocks, holdings

@@ -1,0 +1,99 @@
+"""The adapter over vLLM's REAL BlockPool: hand-worked contract outcomes, vLLM's double free seen
+through the snapshot, and a subclass checked through `pool_class`. Skipped without vLLM."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip(
+    "vllm.v1.core.block_pool",
+    reason="vLLM is not installed: build the engines venv with `bash tools/engines_venv.sh VENV`",
+)
+
+from vllm.v1.core.block_pool import BlockPool  # noqa: E402
+
+from cacheproof.engines.vllm import VllmBlockPool, block_pool  # noqa: E402
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
+
+
+def test_fresh_pool_reads_back_from_vllm() -> None:
+    pool = block_pool(6)
+    assert isinstance(pool, VllmBlockPool) and type(pool.pool) is BlockPool
+    assert pool.num_blocks == 6 and pool.num_free() == 5
+    assert pool.snapshot() == ((1, 2, 3, 4, 5), ((0, None),) * 6, ())
+
+
+def test_hand_worked_walk_on_the_real_pool() -> None:
+    pool = block_pool(6)
+    assert pool.allocate(1, 3) == (1, 2, 3)
+    pool.cache_blocks(1, (1, 2), (10, -11))
+    assert pool.lookup((10, -11, 12)) == (1, 2)
+    assert pool.lookup((12, 10)) == ()
+    pool.free(1, (3, 2, 1))
+    assert pool.snapshot() == ((3, 4, 5, 2, 1), ((0, None), (0, 10), (0, -11), (0, None), (0, None), (0, None)), ())
+    assert pool.allocate(2, 2) == (3, 4)
+    pool.touch(2, (1,))
+    assert pool.snapshot()[0] == (5, 2)
+    assert pool.allocate(2, 2) == (5, 2)
+    assert pool.lookup((10, -11)) == (1,)
+    assert pool.snapshot() == (
+        (),
+        ((0, None), (1, 10), (1, None), (1, None), (1, None), (1, None)),
+        ((2, (3, 4, 1, 5, 2)),),
+    )
+    with pytest.raises(CapacityError):
+        pool.allocate(3, 1)
+    assert pool.reset() is False
+
+
+def test_duplicates_evict_and_reset() -> None:
+    pool = block_pool(6)
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (2,), (7,))
+    pool.cache_blocks(1, (1,), (7,))
+    assert pool.lookup((7,)) == (2,)
+    assert pool.evict((2, 2, 3)) == (2,)
+    assert pool.lookup((7,)) == (1,)
+    pool.free(1, (1, 2))
+    assert pool.snapshot()[0] == (2, 3, 4, 5, 1)  # 2 unhashed -> head, 1 hashed -> tail
+    assert pool.reset() is True
+    assert pool.lookup((7,)) == () and pool.snapshot()[1] == ((0, None),) * 6
+
+
+def test_ids_with_no_vllm_block_are_invalid() -> None:
+    pool = block_pool(4)
+    with pytest.raises(InvalidArgumentError):
+        pool.touch(1, (4,))
+    with pytest.raises(InvalidArgumentError):
+        pool.cache_blocks(1, (1,), ("h",))
+
+
+def test_real_double_free_drives_ref_to_minus_one() -> None:
+    pool = block_pool(4)
+    pool.allocate(1, 1)
+    pool.free(1, (1,))
+    pool.free(1, (1,))  # the contract's WrongStateError; vLLM decrements without a check
+    assert pool.pool.blocks[1].ref_cnt == -1
+    assert pool.snapshot() == ((1, 2, 3), ((0, None), (-1, None), (0, None), (0, None)), ())
+    assert pool.num_free() == 3
+
+
+def test_negative_allocation_corrupts_the_free_count() -> None:
+    pool = block_pool(4)
+    assert pool.allocate(1, -1) == ()  # the contract's InvalidArgumentError
+    assert pool.num_free() == 4 and pool.snapshot()[0] == (1, 2, 3)
+
+
+def test_pool_class_is_used() -> None:
+    calls = []
+
+    class CountingPool(BlockPool):
+        def free_blocks(self, ordered_blocks, evict_first=False):
+            calls.append([block.block_id for block in ordered_blocks])
+            super().free_blocks(ordered_blocks, evict_first)
+
+    pool = block_pool(4, pool_class=CountingPool)
+    assert type(pool.pool) is CountingPool
+    pool.free(1, pool.allocate(1, 2))
+    assert calls == [[1, 2]]
+    assert pool.snapshot()[0] == (1, 2, 3)

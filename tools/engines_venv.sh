@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Build a venv that imports the REAL vLLM v1 BlockPool on a CPU-only machine,
+# with cacheproof installed editable, for model_tests/engines and the
+# block-pool bench.            usage: bash tools/engines_venv.sh VENV
+#
+# Rules: every version comes from constraints/engines.txt (exact pins).
+#  1. torch 2.13.0 with its own dependencies (the CPU wheel; vllm 0.34.0 asks
+#     for torch 2.14.0, whose wheel is the CUDA build with nvidia-* packages).
+#  2. vllm and the small packages its import chain touches, all --no-deps:
+#     vllm's declared dependencies (CUDA kernels, servers) are never imported
+#     by vllm.v1.core.block_pool, and vllm._C is not used.
+#  3. cacheproof itself, editable and --no-deps, plus its checker's own
+#     dependencies (hypothesis, z3-solver, pytest, rich).
+#  4. A smoke import of the BlockPool (5-15 s: vllm.config pulls transformers).
+# Cold cache: a few minutes and about 1.8 GB.
+set -euo pipefail
+VENV=${1:?usage: tools/engines_venv.sh VENV}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PINS="$ROOT/constraints/engines.txt"
+PY=${PYTHON:-python3}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install -q -c "$PINS")
+"${PIP[@]}" torch
+"${PIP[@]}" --no-deps -r "$PINS"
+"${PIP[@]}" hypothesis z3-solver pytest rich
+"${PIP[@]}" --no-deps -e "$ROOT"
+cd "$VENV" && "$VENV/bin/python" -W ignore -c "
+import vllm
+from vllm.v1.core.block_pool import BlockPool
+import cacheproof
+print('vllm', vllm.__version__, 'BlockPool OK; cacheproof', cacheproof.__version__)"
