@@ -1,3 +1,3 @@
-from cacheproof.settings import register_profiles
+from cacheproof.settings import register_settings
 
-register_profiles()
+register_settings()

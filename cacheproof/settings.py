@@ -1,6 +1,9 @@
-"""Hypothesis settings profiles: `ci` (derandomized, no example database, bounded) when CI=true,
-`thorough` for long local runs (2,000 examples; `cacheproof.testing` then draws from the wide scope
-too, as `cacheproof check --thorough` does: docs/scope.md), `dev` otherwise. HYPOTHESIS_PROFILE overrides the choice.
+"""cacheproof's Hypothesis settings, registered under its own names so that none replaces a user's:
+`cacheproof-ci` (derandomized, no example database, bounded) when CI=true, `cacheproof-thorough`
+for long local runs (2,000 examples; `cacheproof.testing` then draws from the wide scope too, as
+`cacheproof check --thorough` does: docs/scope.md), `cacheproof-dev` otherwise. HYPOTHESIS_PROFILE
+overrides the choice. ("Profile" in cacheproof means a semantic profile, spec/profiles.py; these are
+Hypothesis settings.)
 
 `scratch_storage()` keeps the command line's Hypothesis runs from writing `.hypothesis/` into the
 current folder (Hypothesis caches the constants of local modules there even without a database).
@@ -16,13 +19,16 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 
+CI_SETTINGS, DEV_SETTINGS, THOROUGH_SETTINGS = "cacheproof-ci", "cacheproof-dev", "cacheproof-thorough"
+"""The names cacheproof registers its Hypothesis settings under."""
+
 _SLOW_GENERATION = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 
 
-def register_profiles() -> str:
-    """Register the profiles, load the one this environment asks for, and return its name."""
+def register_settings() -> str:
+    """Register cacheproof's settings, load the ones this environment asks for, and return their name."""
     settings.register_profile(
-        "ci",
+        CI_SETTINGS,
         derandomize=True,
         database=None,
         max_examples=50,
@@ -30,11 +36,11 @@ def register_profiles() -> str:
         print_blob=True,
         suppress_health_check=_SLOW_GENERATION,
     )
-    settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=_SLOW_GENERATION)
+    settings.register_profile(DEV_SETTINGS, max_examples=100, deadline=None, suppress_health_check=_SLOW_GENERATION)
     settings.register_profile(
-        "thorough", max_examples=2000, deadline=None, suppress_health_check=_SLOW_GENERATION
+        THOROUGH_SETTINGS, max_examples=2000, deadline=None, suppress_health_check=_SLOW_GENERATION
     )
-    name = profile_for_environment()
+    name = settings_for_environment()
     settings.load_profile(name)
     return name
 
@@ -61,6 +67,7 @@ def scratch_storage() -> Iterator[None]:
             set_hypothesis_home_dir(previous)
 
 
-def profile_for_environment() -> str:
-    """The profile this environment asks for: HYPOTHESIS_PROFILE, else `ci` when CI=true, else `dev`."""
-    return os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+def settings_for_environment() -> str:
+    """The settings this environment asks for: HYPOTHESIS_PROFILE, else `cacheproof-ci` when CI=true,
+    else `cacheproof-dev`."""
+    return os.environ.get("HYPOTHESIS_PROFILE") or (CI_SETTINGS if os.environ.get("CI") == "true" else DEV_SETTINGS)

@@ -37,7 +37,7 @@ from cacheproof.sandbox.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, 
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
 from cacheproof.contract.sequence import first_divergence
-from cacheproof.settings import profile_for_environment, register_profiles
+from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.semantics import Semantics
 
@@ -138,7 +138,7 @@ def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
     """
     parent = settings.default
     if settings.get_current_profile_name() == "default":
-        chosen = register_profiles()
+        chosen = register_settings()
         settings.load_profile("default")
         parent = settings.get_profile(chosen)
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
@@ -200,17 +200,16 @@ def _failure(
     except Divergence as error:
         return f"{impl} diverges from the spec: {_explained(factory, impl, tally, error, semantics)}"
     return None
-THOROUGH_PROFILE = "thorough"
 
 
 def profile_scopes(profile: str | None = None) -> tuple[Scope, ...]:
     """The scopes a `cache_test_case` runs under the profile `profile` (default: the active one):
-    the small, wide and long scopes under "thorough" (as `cacheproof check --thorough`), else the small one."""
+    the small, wide and long scopes under "cacheproof-thorough" (as `cacheproof check --thorough`), else the small one."""
     if profile is None:
         profile = settings.get_current_profile_name()
         if profile == "default":  # none loaded: `active_settings` uses the environment's
-            profile = profile_for_environment()
-    return tuple(phase.scope for phase in THOROUGH) if profile == THOROUGH_PROFILE else (SMALL,)
+            profile = settings_for_environment()
+    return tuple(phase.scope for phase in THOROUGH) if profile == THOROUGH_SETTINGS else (SMALL,)
 
 
 def scope_settings(parent: settings, scope: Scope) -> settings:

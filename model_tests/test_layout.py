@@ -122,12 +122,12 @@ def test_every_documented_public_name_still_imports() -> None:
     import cacheproof
     import cacheproof.impl.block_table as block_table
     from cacheproof.impl import TensorLRUCache
-    from cacheproof.settings import register_profiles
+    from cacheproof.settings import register_settings
     from cacheproof.spec import __all__ as spec_names
     from cacheproof.testing import cache_test_case
 
     assert callable(cacheproof.monitor) and issubclass(cacheproof.DivergenceError, Exception)
-    assert callable(cache_test_case) and callable(register_profiles) and isinstance(TensorLRUCache, type)
+    assert callable(cache_test_case) and callable(register_settings) and isinstance(TensorLRUCache, type)
     assert all(hasattr(cacheproof, name) for name in spec_names)
     assert hasattr(block_table, "MmRunLayout")
 

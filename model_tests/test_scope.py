@@ -133,8 +133,8 @@ def test_thorough_is_a_usage_error_with_its_own_budget_flags(capsys):
 
 
 def test_the_thorough_profile_gives_the_testing_kit_the_same_scopes():
-    assert profile_scopes("thorough") == tuple(phase.scope for phase in THOROUGH)
-    assert profile_scopes("dev") == (SMALL,)
+    assert profile_scopes("cacheproof-thorough") == tuple(phase.scope for phase in THOROUGH)
+    assert profile_scopes("cacheproof-dev") == (SMALL,)
     from hypothesis import settings
 
     case = cache_test_case(broken.NormalisesKeysWithStr)

@@ -74,10 +74,10 @@ def test_explicit_settings_on_the_class_win(quick_profile):
 
 def test_without_a_loaded_profile_cacheproofs_own_is_used_for_these_tests_only(monkeypatch):
     previous = settings.get_current_profile_name()
-    monkeypatch.setenv("HYPOTHESIS_PROFILE", "thorough")
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "cacheproof-thorough")
     settings.load_profile("default")
     try:
-        assert active_settings().max_examples == 2000  # cacheproof's "thorough" profile
+        assert active_settings().max_examples == 2000  # cacheproof's "cacheproof-thorough" settings
         assert settings.get_current_profile_name() == "default"  # the global profile is left alone
     finally:
         settings.load_profile(previous)
