@@ -395,10 +395,11 @@ class KVBlockPool:
         )
 
     def snapshot(self) -> Snapshot:
-        """(free queue head first, per-block (count, hash or None), holdings)."""
+        """(free queue head first, per-block (count, hash or None), per request its blocks sorted,
+        repeated as often as held): the block contract's snapshot."""
         ref, hashes = self._ref, self._hash
         blocks = tuple((ref.get(block, 0), hashes.get(block)) for block in range(self._n))
-        return tuple(self._free.order()), blocks, self.holdings()
+        return tuple(self._free.order()), blocks, tuple((request, tuple(sorted(held))) for request, held in self.holdings())
 
     def page_buffers(self, requests: Iterable[int]) -> list[np.ndarray]:
         """One native int32 array per request (its holdings, as `holdings` orders them): the

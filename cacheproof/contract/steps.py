@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cacheproof.contract.calls import Call, invoke
+from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.outcomes import error_classes, error_matches, results_match
 from cacheproof.spec.errors import CacheError
 
@@ -85,7 +85,7 @@ class StepDifference(NamedTuple):
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
         if self.snapshot_differs:
             parts.append(f"snapshot() is {self.actual_snapshot!r}, the spec's {self.expected_snapshot!r}")
-        return "; ".join(parts)
+        return f"{to_python(self.call)}: " + "; ".join(parts)
 
 
 def differential_step(model: Any, implementation: Any, call: Call) -> StepDifference | None:

@@ -41,6 +41,8 @@ snapshot shows both vLLM's count and the record, so the checker sees the disagre
 
 from __future__ import annotations
 
+import logging
+
 from typing import Any
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
@@ -121,7 +123,8 @@ class VllmBlockPool:
         return None if key is None else int.from_bytes(self._vllm.get_block_hash(key), "big", signed=True)
 
     def _hold(self, request: int, blocks: list[Any]) -> None:
-        self._held.setdefault(request, []).extend(block.block_id for block in blocks)
+        """Record the holdings vLLM's call made: the null block it passes over (`is_null`) is not held."""
+        self._held.setdefault(request, []).extend(block.block_id for block in blocks if not block.is_null)
 
     # ----------------------------------------------------------------- operations
 
@@ -179,8 +182,15 @@ class VllmBlockPool:
         return tuple(block for block in hashed if objects[block].block_hash is None)
 
     def reset(self) -> bool:
-        """reset_prefix_cache()."""
-        return self.pool.reset_prefix_cache()
+        """reset_prefix_cache(); its warning on a busy pool (an answer, False, not news) is kept
+        out of the checker's output."""
+        logger = logging.getLogger("vllm")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            return self.pool.reset_prefix_cache()
+        finally:
+            logger.setLevel(level)
 
     def num_free(self) -> int:
         """get_num_free_blocks()."""
@@ -202,5 +212,5 @@ class VllmBlockPool:
     def snapshot(self) -> tuple[tuple[int, ...], tuple[tuple[int, int | None], ...], tuple[tuple[int, tuple[int, ...]], ...]]:
         """(free queue, per-block (ref_cnt, hash or None), sorted holdings) read from vLLM."""
         blocks = tuple((block.ref_cnt, self._hash_of(block.block_hash)) for block in self.pool.blocks)
-        holdings = tuple(sorted((request, tuple(held)) for request, held in self._held.items() if held))
+        holdings = tuple(sorted((request, tuple(sorted(held))) for request, held in self._held.items() if held))
         return self.free_queue(), blocks, holdings
