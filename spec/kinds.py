@@ -15,6 +15,7 @@ DEFAULT_KIND = "cache"
 
 _REGISTRY: dict[str, str] = {
     "cache": "cacheproof.spec.cache_kind:CACHE_KIND",
+    "blocks": "cacheproof.spec.block_kind:BLOCK_KIND",
 }
 
 

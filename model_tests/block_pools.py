@@ -1,0 +1,353 @@
+"""Block pools speaking the block contract (docs/block-pool-contract.md), in plain Python.
+
+`ListBlockPool` is a correct pool written apart from the spec, on other data structures: the free
+queue is an OrderedDict with a separate free counter, ref counts and holdings are Counters, the hash
+map is a dict of insertion-ordered dicts. The other classes each carry one bug modelled on a real
+one (the class docstring names it); `differential_walk` (model_tests/block_walk.py) must catch each.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+
+from cacheproof.spec.block_manager_spec import BLOCK_SIZE, chain_hashes
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class ListBlockPool:
+    """A correct block pool (pool and request level)."""
+
+    def __init__(self, num_blocks: int, block_size: int = BLOCK_SIZE) -> None:
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(1, num_blocks))
+        self._num_free = num_blocks - 1
+        self._refs: Counter[int] = Counter()
+        self._block_hash: dict[int, int] = {}
+        self._by_hash: dict[int, dict[int, None]] = {}
+        self._holdings: dict[int, Counter[int]] = {}
+        self._requests: dict[int, list] = {}  # request -> [table, tokens, number of cached blocks]
+        self._written: dict[int, tuple] = {}  # block -> (parent hash, tokens)
+
+    # argument checks, all before any state check
+    def _req(self, request):
+        if not _int(request):
+            raise InvalidArgumentError(f"request {request!r} is not an int")
+
+    def _ids(self, blocks):
+        if not isinstance(blocks, (tuple, list)):
+            raise InvalidArgumentError(f"blocks {blocks!r} is not a tuple")
+        for b in blocks:
+            if not _int(b) or b <= 0 or b >= self.num_blocks:
+                raise InvalidArgumentError(f"block {b!r} is not a usable block id")
+        return tuple(blocks)
+
+    def _hashes(self, hashes):
+        if not isinstance(hashes, (tuple, list)) or not all(_int(h) for h in hashes):
+            raise InvalidArgumentError(f"hashes {hashes!r} are not a tuple of ints")
+        return tuple(hashes)
+
+    def _tokens(self, tokens):
+        if not isinstance(tokens, (tuple, list)) or not all(_int(t) for t in tokens):
+            raise InvalidArgumentError(f"tokens {tokens!r} are not a tuple of ints")
+        return tuple(tokens)
+
+    def _pool_level(self, request):
+        if request in self._requests:
+            raise WrongStateError(f"request {request} is managed at the request level")
+
+    # pool level
+    def allocate(self, request, n):
+        self._req(request)
+        if not _int(n) or n < 0:
+            raise InvalidArgumentError(f"n={n!r}")
+        self._pool_level(request)
+        if n > self._num_free:
+            raise CapacityError(f"{n} > {self._num_free} free")
+        return self._get(request, n)
+
+    def _get(self, request, n):
+        got = []
+        for _ in range(n):
+            block, _ = self._free.popitem(last=False)
+            self._forget_hash(block)
+            self._written.pop(block, None)
+            self._refs[block] = 1
+            got.append(block)
+        self._num_free -= n
+        if got:
+            self._holdings.setdefault(request, Counter()).update(got)
+        return tuple(got)
+
+    def _forget_hash(self, block):
+        if block in self._block_hash:
+            value = self._block_hash.pop(block)
+            del self._by_hash[value][block]
+            if not self._by_hash[value]:
+                del self._by_hash[value]
+
+    def touch(self, request, blocks):
+        self._req(request)
+        ids = self._ids(blocks)
+        self._pool_level(request)
+        for b in ids:
+            if not self._refs[b] and b not in self._block_hash:
+                raise WrongStateError(f"block {b} is free and unhashed")
+        self._hit(request, ids)
+
+    def _hit(self, request, ids):
+        for b in ids:
+            if not self._refs[b]:
+                del self._free[b]
+                self._num_free -= 1
+            self._refs[b] += 1
+            self._holdings.setdefault(request, Counter())[b] += 1
+
+    def cache_blocks(self, request, blocks, hashes):
+        self._req(request)
+        ids = self._ids(blocks)
+        values = self._hashes(hashes)
+        if len(ids) != len(values) or len(set(ids)) != len(ids):
+            raise InvalidArgumentError("length mismatch or repeated block")
+        self._pool_level(request)
+        held = self._holdings.get(request, Counter())
+        for b in ids:
+            if not held[b] or b in self._block_hash or b in self._written:
+                raise WrongStateError(f"block {b} cannot be cached by request {request}")
+        self._add_hashes(ids, values)
+
+    def _add_hashes(self, ids, values):
+        for b, h in zip(ids, values):
+            self._block_hash[b] = h
+            self._by_hash.setdefault(h, {})[b] = None
+
+    def lookup(self, hashes):
+        out = []
+        for h in self._hashes(hashes):
+            if h not in self._by_hash:
+                break
+            out.append(next(iter(self._by_hash[h])))
+        return tuple(out)
+
+    def free(self, request, blocks):
+        self._req(request)
+        ids = self._ids(blocks)
+        self._pool_level(request)
+        held = self._holdings.get(request, Counter())
+        if Counter(ids) - held:
+            raise WrongStateError(f"request {request} does not hold {ids}")
+        self._put_back(request, ids)
+
+    def _put_back(self, request, ids):
+        held = self._holdings.get(request, Counter())
+        to_head = []
+        for b in ids:
+            held[b] -= 1
+            self._refs[b] -= 1
+            if not self._refs[b]:
+                del self._refs[b]
+                self._num_free += 1
+                if b in self._block_hash:
+                    self._free[b] = None
+                else:
+                    to_head.append(b)
+        for b in reversed(to_head):
+            self._free[b] = None
+            self._free.move_to_end(b, last=False)
+        if not +held:
+            self._holdings.pop(request, None)
+
+    def evict(self, blocks):
+        ids = self._ids(blocks)
+        out = tuple(b for b in dict.fromkeys(ids) if b in self._block_hash)
+        for b in out:
+            self._forget_hash(b)
+        return out
+
+    def reset(self):
+        if +self._refs:
+            return False
+        self._block_hash.clear()
+        self._by_hash.clear()
+        return True
+
+    def num_free(self):
+        return self._num_free
+
+    # request level
+    def _hit_prefix(self, tokens):
+        return self.lookup(chain_hashes(tokens[:-1], self.block_size))
+
+    def find_cached_prefix(self, tokens):
+        return len(self._hit_prefix(self._tokens(tokens))) * self.block_size
+
+    def allocate_slots(self, request, tokens):
+        self._req(request)
+        tokens = self._tokens(tokens)
+        size = self.block_size
+        total = (len(tokens) + size - 1) // size
+        record = self._requests.get(request)
+        if record is None:
+            if request in self._holdings:
+                raise WrongStateError(f"request {request} holds blocks at the pool level")
+            hit = self._hit_prefix(tokens)
+            if total - len(hit) > self._num_free - sum(1 for b in set(hit) if not self._refs[b]):
+                return None
+            self._hit(request, hit)
+            record = self._requests[request] = [list(hit), (), len(hit)]
+            start = len(hit)
+        else:
+            if tokens[: len(record[1])] != record[1]:
+                raise WrongStateError("tokens do not extend the request's")
+            if total - len(record[0]) > self._num_free:
+                return None
+            start = len(record[1]) // size
+        record[0].extend(self._get(request, total - len(record[0])))
+        record[1] = tokens
+        hashes = chain_hashes(tokens, size)
+        for i in range(start, len(record[0])):
+            self._written[record[0][i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+        self._add_hashes(record[0][record[2] : len(hashes)], hashes[record[2] :])
+        record[2] = max(record[2], len(hashes))
+        return tuple(record[0])
+
+    def free_request(self, request):
+        self._req(request)
+        if request not in self._requests:
+            raise WrongStateError(f"request {request} is not managed at the request level")
+        table = self._requests.pop(request)[0]
+        self._put_back(request, self._free_order(table))
+
+    def _free_order(self, table):
+        return tuple(reversed(table))
+
+    # views
+    def snapshot(self):
+        blocks = tuple((self._refs[b], self._block_hash.get(b)) for b in range(self.num_blocks))
+        holdings = tuple(
+            (r, tuple(sorted(held.elements()))) for r, held in sorted(self._holdings.items()) if +held
+        )
+        return tuple(self._free), blocks, holdings
+
+    def hash_map(self):
+        return tuple((h, tuple(bs)) for h, bs in sorted(self._by_hash.items()))
+
+    def tables(self):
+        return tuple((r, tuple(rec[0])) for r, rec in sorted(self._requests.items()))
+
+    def contents(self):
+        return tuple((b, p, t) for b, (p, t) in sorted(self._written.items()))
+
+
+class DoubleFreePool(ListBlockPool):
+    """vLLM #42571 / vLLM's unchecked free_blocks: a free of a block the request does not hold is
+    accepted; the count goes to 0 and then -1, and each free at <= 0 counts the block free again,
+    so the free count rises above the unique free blocks."""
+
+    def free(self, request, blocks):
+        self._req(request)
+        ids = self._ids(blocks)
+        held = self._holdings.setdefault(request, Counter())
+        for b in ids:
+            held[b] -= 1
+            self._refs[b] -= 1
+            if self._refs[b] <= 0:
+                self._num_free += 1
+                self._free[b] = None
+
+
+class HeadFreePool(ListBlockPool):
+    """A hashed block reaching ref 0 goes to the head of the free queue instead of the tail, so
+    the prefix cache is evicted first (the order vLLM's free_blocks keeps for unhashed blocks)."""
+
+    def _put_back(self, request, ids):
+        super()._put_back(request, ids)
+        for b in reversed(ids):
+            if b in self._free and b in self._block_hash:
+                self._free.move_to_end(b, last=False)
+
+
+class StaleHashMapPool(ListBlockPool):
+    """Lazy eviction that forgets the hash map (as vLLM #4761's evicted block left in the cached
+    tracking): allocate clears a reused block's hash but leaves its map entry, so lookup still
+    answers the block, now holding another request's KV."""
+
+    def _forget_hash(self, block):
+        self._block_hash.pop(block, None)
+
+
+class GapLookupPool(ListBlockPool):
+    """lookup skips a missing hash and goes on, answering a non-contiguous prefix (a hit past a
+    miss attaches KV computed after another prefix)."""
+
+    def lookup(self, hashes):
+        return tuple(next(iter(self._by_hash[h])) for h in self._hashes(hashes) if h in self._by_hash)
+
+
+class TouchLeavesQueuedPool(ListBlockPool):
+    """vLLM #37076: a prefix hit on a cached ref-0 block pins it but leaves it in the free queue,
+    so a later allocation hands the pinned block to another request."""
+
+    def _hit(self, request, ids):
+        for b in ids:
+            self._refs[b] += 1
+            self._holdings.setdefault(request, Counter())[b] += 1
+
+
+class ResetInUsePool(ListBlockPool):
+    """reset drops every hash even while blocks are in use (vLLM's reset_prefix_cache refuses),
+    so running requests' cached blocks vanish from the prefix cache under them."""
+
+    def reset(self):
+        self._block_hash.clear()
+        self._by_hash.clear()
+        return True
+
+
+class CounterDriftPool(ListBlockPool):
+    """The free counter drifts from the queue: a prefix hit takes a free block out of the queue
+    without counting it, so num_free over-reports and allocate trusts a count the queue lacks."""
+
+    def _hit(self, request, ids):
+        before = self._num_free
+        super()._hit(request, ids)
+        self._num_free = before
+
+
+class ForwardFreeRequestPool(ListBlockPool):
+    """free_request frees the request's blocks first block first, not last block first, so a
+    prefix's parent blocks are evicted before their children (the order #48489 lost)."""
+
+    def _free_order(self, table):
+        return tuple(table)
+
+
+class LastInsertedLookupPool(ListBlockPool):
+    """lookup answers the last inserted of several blocks carrying a hash, not the first still
+    present (vLLM's get_cached_block answers the first)."""
+
+    def lookup(self, hashes):
+        out = []
+        for h in self._hashes(hashes):
+            if h not in self._by_hash:
+                break
+            out.append(list(self._by_hash[h])[-1])
+        return tuple(out)
+
+
+BROKEN_POOLS = (
+    DoubleFreePool,
+    HeadFreePool,
+    StaleHashMapPool,
+    GapLookupPool,
+    TouchLeavesQueuedPool,
+    ResetInUsePool,
+    CounterDriftPool,
+    ForwardFreeRequestPool,
+    LastInsertedLookupPool,
+)
+"""Every broken pool, one bug each."""

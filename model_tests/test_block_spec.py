@@ -1,0 +1,219 @@
+"""The block pool spec: hand-worked outcomes, misuse changing nothing, semantics, the invariant
+table, and the differential walk against `ListBlockPool` and every broken pool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cacheproof.spec.block_invariants import BLOCK_INVARIANTS, BlockStep, broken_invariants
+from cacheproof.spec.block_manager_spec import block_hash, chain_hashes
+from cacheproof.spec.block_operations import POOL_OPERATIONS
+from cacheproof.spec.block_pool_spec import BlockPoolSpec
+from cacheproof.spec.block_semantics import BLOCK_PROFILES, BlockSemantics
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+from cacheproof.spec.kinds import get_kind, new_spec
+from model_tests.block_pools import BROKEN_POOLS, ListBlockPool
+from model_tests.block_walk import differential_walk
+
+NONE5 = ((0, None),) * 5
+
+
+def test_pool_level_hand_worked() -> None:
+    pool = BlockPoolSpec(5)
+    assert pool.allocate(7, 2) == (1, 2) and pool.num_free() == 2
+    pool.cache_blocks(7, (2,), (50,))
+    pool.cache_blocks(7, (1,), (50,))  # a duplicate: 2 was first
+    assert pool.lookup((50,)) == (2,) and pool.hash_map() == ((50, (2, 1)),)
+    pool.free(7, (1, 2))  # both hashed: the tail, in the order given
+    assert pool.snapshot() == ((3, 4, 1, 2), ((0, None), (0, 50), (0, 50), (0, None), (0, None)), ())
+    assert pool.allocate(8, 3) == (3, 4, 1)  # 1 loses its hash (lazy eviction)
+    assert pool.lookup((50,)) == (2,) and pool.hash_map() == ((50, (2,)),)
+    pool.touch(9, (2,))  # a hit on a free cached block: it leaves the queue
+    assert pool.num_free() == 0 and pool.snapshot()[0] == ()
+    with pytest.raises(CapacityError):
+        pool.allocate(9, 1)
+    assert pool.evict((2, 2)) == (2,)  # in use, yet its hash goes
+    assert pool.lookup((50,)) == () and pool.snapshot()[1][2] == (1, None)
+    pool.free(9, (2,))  # unhashed now: the head
+    assert pool.snapshot()[0] == (2,)
+    assert pool.reset() is False  # 3, 4, 1 are in use
+    pool.free(8, (3, 4, 1))  # unhashed: the head together, in the order given
+    assert pool.snapshot()[0] == (3, 4, 1, 2)
+    assert pool.reset() is True
+    assert pool.snapshot() == ((3, 4, 1, 2), NONE5, ())
+    pool.check_invariants()
+
+
+def test_shared_block_and_holdings_sorted_with_multiplicity() -> None:
+    pool = BlockPoolSpec(4)
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (2,), (5,))
+    pool.touch(2, (2, 2))
+    pool.allocate(2, 1)
+    assert pool.snapshot() == ((), ((0, None), (1, None), (3, 5), (1, None)), ((1, (1, 2)), (2, (2, 2, 3))))
+    pool.free(2, (3, 2))  # 3 reaches 0 (head); 2 goes 3 -> 2
+    pool.free(1, (2, 1))  # 2 -> 1; 1 reaches 0 (head)
+    assert pool.snapshot() == ((1, 3), ((0, None), (0, None), (1, 5), (0, None)), ((2, (2,)),))
+
+
+def test_request_level_hand_worked() -> None:
+    pool = BlockPoolSpec(6)
+    h1 = block_hash(None, (1, 2))
+    h2 = block_hash(h1, (3, 4))
+    h3 = block_hash(h2, (5, 6))
+    assert chain_hashes((1, 2, 3, 4, 5, 6, 7)) == (h1, h2, h3)
+    assert pool.find_cached_prefix((1, 2, 3, 4, 5)) == 0
+    assert pool.allocate_slots(10, (1, 2, 3, 4, 5)) == (1, 2, 3)
+    assert pool.contents() == ((1, None, (1, 2)), (2, h1, (3, 4)), (3, h2, (5,)))
+    assert pool.find_cached_prefix((1, 2, 3, 4, 5)) == 4
+    assert pool.find_cached_prefix((1, 2, 3, 4)) == 2  # the last token is never a hit
+    assert pool.allocate_slots(11, (1, 2, 3, 4, 9)) == (1, 2, 4)
+    assert pool.allocate_slots(10, (1, 2, 3, 4, 5, 6, 7)) == (1, 2, 3, 5)
+    assert pool.snapshot()[1][3] == (1, h3) and pool.num_free() == 0
+    before = pool.state_key()
+    assert pool.allocate_slots(11, (1, 2, 3, 4, 9, 9, 9)) is None
+    assert pool.state_key() == before
+    pool.free_request(10)  # 5 (unhashed) to the head, 3 (hashed) to the tail; 2 and 1 still held
+    assert pool.snapshot() == (
+        (5, 3),
+        ((0, None), (1, h1), (1, h2), (0, h3), (1, None), (0, None)),
+        ((11, (1, 2, 4)),),
+    )
+    with pytest.raises(WrongStateError):
+        pool.free_request(10)
+    with pytest.raises(WrongStateError):
+        pool.allocate(11, 1)
+    assert pool.allocate_slots(12, (1, 2, 3, 4, 5, 6, 8)) == (1, 2, 3, 5)  # 3 hit, 5 new
+    assert pool.snapshot()[0] == () and pool.tables() == ((11, (1, 2, 4)), (12, (1, 2, 3, 5)))
+    pool.check_invariants()
+
+
+def misuse_setup() -> BlockPoolSpec:
+    """Request 1 holds 1 (hash 10) and 2; 3 is free with hash 12; 5, 6 free; request 9 holds 4 (managed)."""
+    pool = BlockPoolSpec(7)
+    pool.allocate(1, 3)
+    pool.cache_blocks(1, (1, 3), (10, 12))
+    pool.free(1, (3,))
+    pool.allocate_slots(9, (7,))
+    return pool
+
+
+MISUSE = [
+    (lambda p: p.allocate(2, -1), InvalidArgumentError),
+    (lambda p: p.allocate(2, True), InvalidArgumentError),
+    (lambda p: p.allocate("r", 1), InvalidArgumentError),
+    (lambda p: p.allocate(2, 4), CapacityError),
+    (lambda p: p.allocate(9, 1), WrongStateError),
+    (lambda p: p.touch(2, (3, 0)), InvalidArgumentError),
+    (lambda p: p.touch(2, (7,)), InvalidArgumentError),
+    (lambda p: p.touch(2, (3, 5)), WrongStateError),
+    (lambda p: p.touch(9, (3,)), WrongStateError),
+    (lambda p: p.cache_blocks(1, (2, 1), (20, 21)), WrongStateError),
+    (lambda p: p.cache_blocks(2, (2,), (20,)), WrongStateError),
+    (lambda p: p.cache_blocks(1, (2,), (20, 21)), InvalidArgumentError),
+    (lambda p: p.cache_blocks(1, (2, 2), (20, 21)), InvalidArgumentError),
+    (lambda p: p.cache_blocks(1, (2,), ("h",)), InvalidArgumentError),
+    (lambda p: p.lookup((10, 1.5)), InvalidArgumentError),
+    (lambda p: p.free(1, (2, 3)), WrongStateError),
+    (lambda p: p.free(1, (2, 2)), WrongStateError),
+    (lambda p: p.free(2, (1,)), WrongStateError),
+    (lambda p: p.free(1, (2, 0)), InvalidArgumentError),
+    (lambda p: p.evict((1, 0)), InvalidArgumentError),
+    (lambda p: p.evict((1, -1)), InvalidArgumentError),
+    (lambda p: p.find_cached_prefix(("a",)), InvalidArgumentError),
+    (lambda p: p.allocate_slots(1, (1, 2)), WrongStateError),
+    (lambda p: p.allocate_slots(9, (8, 8)), WrongStateError),
+    (lambda p: p.allocate_slots(9, 7), InvalidArgumentError),
+    (lambda p: p.free_request(2), WrongStateError),
+    (lambda p: p.free_request(None), InvalidArgumentError),
+]
+
+
+@pytest.mark.parametrize("call, error", MISUSE)
+def test_misuse_raises_typed_error_and_changes_nothing(call, error) -> None:
+    pool = misuse_setup()
+    before = pool.state_key()
+    with pytest.raises(error):
+        call(pool)
+    assert pool.state_key() == before
+    pool.check_invariants()
+
+
+def test_null_block_skip_semantics() -> None:
+    pool = BlockPoolSpec(4, BlockSemantics(null_block="skip"))
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (0, 2), (30, 31))  # the null block and its hash are skipped
+    pool.touch(2, (0, 2))
+    assert pool.evict((0,)) == ()
+    pool.free(2, (2, 0))
+    assert pool.snapshot() == ((3,), ((0, None), (1, None), (1, 31), (0, None)), ((1, (1, 2)),))
+    with pytest.raises(InvalidArgumentError):
+        BlockSemantics(misuse="lenient")
+
+
+def test_kind_and_profiles() -> None:
+    kind = get_kind("blocks")
+    assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
+    assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
+    assert set(BLOCK_PROFILES) == {"contract", "vllm-block-pool"}
+    vllm = BLOCK_PROFILES["vllm-block-pool"]
+    assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip"}
+    assert vllm.operations == POOL_OPERATIONS
+    assert not kind.operation("lookup").mutates and kind.operation("free_request").mutates
+
+
+def test_invariants_bite() -> None:
+    good = BlockPoolSpec(3).snapshot()
+    double = ((1, 2, 2), ((0, None), (0, None), (0, None)), ())
+    negative = ((1, 2), ((0, None), (0, None), (-1, None)), ())
+    orphan = ((1,), ((0, None), (0, None), (1, None)), ())
+    gap = BlockStep("lookup", 3, ((), ((0, None), (1, 5), (1, 7)), ((1, (1, 2)),)), good, False, ((5, 7),), (1,))
+
+    def names(after, **fields):
+        return [inv.name for inv in broken_invariants(BlockStep("free", 3, good, after, False, **fields))]
+
+    assert names(good) == []
+    assert "B1" in names(double) and "B2" in names(double)
+    assert "B3" in names(negative)
+    assert "B7" in names(orphan)
+    assert names(((1, 2), ((0, None), (0, 4), (0, None)), ()), hash_map=((4, (2,)),)) == ["B4"]
+    wrong_content = ((1, 2), ((0, None), (0, 4), (0, None)), ())
+    assert names(wrong_content, contents=((1, None, (1, 2)),)) == ["B5"]
+    assert [inv.name for inv in broken_invariants(gap)] == ["B6"]
+    assert "B8" in [inv.name for inv in broken_invariants(BlockStep("free", 3, good, double, True))]
+    assert all(inv.excludes for inv in BLOCK_INVARIANTS)
+
+
+def test_chain_hashes_are_the_same_in_every_process() -> None:
+    code = "from cacheproof.spec.block_manager_spec import chain_hashes; print(chain_hashes((1, 2, 3, 4, 5)))"
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={"PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2")
+    }
+    assert outputs == {f"{chain_hashes((1, 2, 3, 4, 5))}\n"}
+
+
+def test_spec_imports_only_the_standard_library() -> None:
+    code = (
+        "import sys\n"
+        "for name in ('hypothesis', 'torch', 'numpy', 'z3'): sys.modules[name] = None\n"
+        "import cacheproof.spec.block_kind\n"
+        "print(sorted(m for m in ('hypothesis', 'torch', 'numpy', 'z3') if sys.modules[m] is not None))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_walk_list_pool_agrees_and_invariants_hold(seed) -> None:
+    assert differential_walk(ListBlockPool, seed, 3000) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("broken", BROKEN_POOLS, ids=lambda cls: cls.__name__)
+def test_random_walk_catches_each_broken_pool(broken, seed) -> None:
+    divergence = differential_walk(broken, seed, 2000)
+    assert divergence is not None, f"{broken.__name__} not caught in 2000 steps (seed {seed})"

@@ -1,0 +1,228 @@
+"""The block pool's invariants B1-B8 as named predicates in one table, each with the bug it excludes.
+
+Every predicate judges one `BlockStep`: the snapshots before and after an operation (the
+`BlockPoolSpec.snapshot` shape: free queue, per-block (ref count, hash or None), holdings), whether
+it raised, and, where the judge can see them, the call's arguments and result, the hash map and the
+block contents after it. The state invariants (B1-B5, B7) look at the state after; B6 judges the
+answer of a lookup against the state before; B8 compares before and after. A predicate whose input
+the judge could not see (hash map or contents None) holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from cacheproof.spec.block_manager_spec import BLOCK_SIZE, block_hash, chain_hashes
+
+
+class BlockStep(NamedTuple):
+    """One block-pool operation as the invariants see it."""
+
+    operation: str | None  # None when judging a state on its own
+    num_blocks: int
+    before: tuple
+    after: tuple
+    raised: bool
+    arguments: tuple = ()
+    result: Any = None
+    hash_map: tuple | None = None  # after: (hash, blocks carrying it), as BlockPoolSpec.hash_map
+    contents: tuple | None = None  # after: (block, parent, tokens), as BlockPoolSpec.contents
+    block_size: int = BLOCK_SIZE
+
+
+class BlockInvariant(NamedTuple):
+    """A named predicate over a `BlockStep`: the rule in words, the real bug it excludes, and the
+    operations that could break it."""
+
+    name: str
+    rule: str
+    excludes: str
+    holds: Callable[[BlockStep], bool]
+    touched_by: tuple[str, ...]
+
+
+class InvariantViolation(AssertionError):
+    """A block pool (or the spec itself) broke a named invariant. A bug, not a usage error."""
+
+
+def _queue(snapshot: tuple) -> tuple[int, ...]:
+    return snapshot[0]
+
+
+def _blocks(snapshot: tuple) -> tuple[tuple[int, int | None], ...]:
+    return snapshot[1]
+
+
+def _free_count_exact(step: BlockStep) -> bool:
+    free = sum(1 for block, (ref, _) in enumerate(_blocks(step.after)) if block and ref == 0)
+    return len(_queue(step.after)) == free
+
+
+def _queue_clean(step: BlockStep) -> bool:
+    queue, blocks = _queue(step.after), _blocks(step.after)
+    return (
+        len(set(queue)) == len(queue)
+        and all(0 < block < len(blocks) and blocks[block][0] == 0 for block in queue)
+    )
+
+
+def _refs_valid(step: BlockStep) -> bool:
+    blocks = _blocks(step.after)
+    null_held = any(0 in held for _, held in step.after[2])
+    return all(ref >= 0 for ref, _ in blocks) and blocks[0] == (0, None) and not null_held
+
+
+def _hash_map_exact(step: BlockStep) -> bool:
+    blocks = _blocks(step.after)
+    if step.operation == "lookup" and not step.raised:
+        asked = step.arguments[0]
+        if any(_blocks(step.before)[block][1] != asked[i] for i, block in enumerate(step.result)):
+            return False
+    if step.hash_map is None:
+        return True
+    listed = [(block, value) for value, carriers in step.hash_map for block in carriers]
+    hashed = [(block, value) for block, (_, value) in enumerate(blocks) if value is not None]
+    return sorted(listed) == sorted(hashed) and all(carriers for _, carriers in step.hash_map)
+
+
+def _contents_match(step: BlockStep) -> bool:
+    if step.contents is None:
+        return True
+    blocks = _blocks(step.after)
+    return all(
+        len(tokens) == step.block_size and blocks[block][1] == block_hash(parent, tokens)
+        for block, parent, tokens in step.contents
+        if blocks[block][1] is not None
+    )
+
+
+def _cached_prefix_length(step: BlockStep, hashes: tuple[int, ...]) -> int:
+    carried = {value for _, value in _blocks(step.before) if value is not None}
+    length = 0
+    while length < len(hashes) and hashes[length] in carried:
+        length += 1
+    return length
+
+
+def _prefix_contiguous(step: BlockStep) -> bool:
+    if step.raised:
+        return True
+    if step.operation == "lookup":
+        return len(step.result) == _cached_prefix_length(step, tuple(step.arguments[0]))
+    if step.operation == "find_cached_prefix":
+        tokens = tuple(step.arguments[0])
+        hashes = chain_hashes(tokens[:-1], step.block_size)
+        return step.result == _cached_prefix_length(step, hashes) * step.block_size
+    return True
+
+
+def _no_orphan(step: BlockStep) -> bool:
+    held: dict[int, int] = {}
+    for _, blocks in step.after[2]:
+        for block in blocks:
+            held[block] = held.get(block, 0) + 1
+    return all(ref == held.get(block, 0) for block, (ref, _) in enumerate(_blocks(step.after)))
+
+
+def _raise_changes_nothing(step: BlockStep) -> bool:
+    return not step.raised or step.before == step.after
+
+
+_MUTATING = ("allocate", "touch", "cache_blocks", "free", "evict", "reset", "allocate_slots", "free_request")
+
+BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
+    BlockInvariant(
+        "B1",
+        "the free count is exact: the free queue's length equals the number of non-null blocks "
+        "with ref count 0",
+        "vLLM #42571: one block freed twice in one free_blocks call pushed num_free_blocks above "
+        "the unique free blocks, until the queue's assertions failed (fix attempt PR #42612; "
+        "vllm-ascend #14301 and UCM PR #1053 dedup the call)",
+        _free_count_exact,
+        ("allocate", "touch", "free", "allocate_slots", "free_request"),
+    ),
+    BlockInvariant(
+        "B2",
+        "the free queue holds each block at most once, never the null block, never a block in use",
+        "vLLM #37076: a cached ref-0 block found by one request was handed out by another's "
+        "allocation before it was pinned (a block in use still in the queue); #42571's block "
+        "queued twice",
+        _queue_clean,
+        ("allocate", "touch", "free", "allocate_slots", "free_request"),
+    ),
+    BlockInvariant(
+        "B3",
+        "every ref count is >= 0; the null block has ref 0, no hash, and no request holds it",
+        "SGLang #11970, #6888, #7130: a lock_ref driven below zero made a running request's KV "
+        "evictable; vLLM's free_blocks decrements to -1 on a double free (V0 raised "
+        "'Double free!', #1556)",
+        _refs_valid,
+        ("free", "touch", "cache_blocks", "free_request"),
+    ),
+    BlockInvariant(
+        "B4",
+        "the hash map is exact: every hashed block is listed under its hash once, every listed "
+        "block still carries that hash, so a lookup only ever answers a block carrying the hash asked",
+        "vLLM #4761 (V0 block manager): an evicted block stayed in the cached-block tracking, so a "
+        "later prefix hit pinned a block that now held another request's KV",
+        _hash_map_exact,
+        ("allocate", "cache_blocks", "evict", "reset", "allocate_slots", "lookup"),
+    ),
+    BlockInvariant(
+        "B5",
+        "a cached block's content matches its hash: a hashed block written at the request level "
+        "is full and carries block_hash(parent hash, its tokens)",
+        "vLLM #20261: images that differ hashed to the same prefix-cache key, so requests read "
+        "another image's KV (fixed by adding mm hashes to the key, #11187/#36708); stale KV in "
+        "recycled blocks, #43741/#43990",
+        _contents_match,
+        ("allocate_slots", "cache_blocks", "allocate"),
+    ),
+    BlockInvariant(
+        "B6",
+        "prefix closure: lookup answers the longest contiguous cached prefix of the hashes asked, "
+        "stopping at the first hash no block carries and at no other; find_cached_prefix answers "
+        "that prefix of the full blocks of tokens[:-1], in tokens",
+        "a hit past a miss would attach KV computed after another prefix; the request level frees "
+        "last block first so a child is evicted before its parent (vLLM #48489 lost that order "
+        "on the deferred-free path)",
+        _prefix_contiguous,
+        ("lookup", "find_cached_prefix"),
+    ),
+    BlockInvariant(
+        "B7",
+        "no orphan: each block's ref count equals the number of holdings of it over all requests",
+        "SGLang #24153: dec_lock_ref on a node whose swa_lock_ref was already 0 (a reference "
+        "dropped that no request held); a leaked reference pins a block for ever",
+        _no_orphan,
+        ("allocate", "touch", "free", "allocate_slots", "free_request"),
+    ),
+    BlockInvariant(
+        "B8",
+        "an operation that raises changes nothing (queue, ref counts, hashes, holdings)",
+        "vLLM PR #20569: an allocation that failed part way left the blocks it had taken occupied",
+        _raise_changes_nothing,
+        _MUTATING,
+    ),
+)
+
+BLOCK_INVARIANTS_BY_NAME = {invariant.name: invariant for invariant in BLOCK_INVARIANTS}
+
+def broken_invariants(step: BlockStep) -> list[BlockInvariant]:
+    """The invariants `step` breaks, in table order."""
+    return [invariant for invariant in BLOCK_INVARIANTS if not invariant.holds(step)]
+
+
+def check_step(step: BlockStep) -> None:
+    """Raise `InvariantViolation` naming the first invariant that `step` breaks."""
+    for invariant in broken_invariants(step):
+        raise InvariantViolation(
+            f"{invariant.name} broken by {step.operation or 'the state'}{step.arguments}: {invariant.rule}\n"
+            f"  before: {step.before}\n  after:  {step.after}\n  result: {step.result!r}"
+        )
+
+
+def check_state(num_blocks: int, snapshot: tuple, hash_map: tuple | None = None,
+                contents: tuple | None = None, block_size: int = BLOCK_SIZE) -> None:
+    """Raise `InvariantViolation` if the state breaks B1-B5 or B7."""
+    check_step(BlockStep(None, num_blocks, snapshot, snapshot, False, (), None, hash_map, contents, block_size))

@@ -1,0 +1,21 @@
+"""The KV-cache block pool as a spec kind: `BlockPoolSpec`, its operation table, invariants and
+profiles (docs/block-pool-contract.md)."""
+
+from __future__ import annotations
+
+from cacheproof.spec.block_invariants import BLOCK_INVARIANTS
+from cacheproof.spec.block_operations import BLOCK_OPERATIONS
+from cacheproof.spec.block_pool_spec import BlockPoolSpec
+from cacheproof.spec.block_semantics import BLOCK_PROFILES
+from cacheproof.spec.kind import SpecKind
+
+BLOCK_KIND = SpecKind(
+    name="blocks",
+    summary="a ref-counted KV-cache block pool with a free queue and prefix caching, and a request "
+    "level on top (docs/block-pool-contract.md)",
+    operations=BLOCK_OPERATIONS,
+    size_name="num_blocks",
+    new=BlockPoolSpec,
+    invariants=BLOCK_INVARIANTS,
+    profiles=BLOCK_PROFILES,
+)

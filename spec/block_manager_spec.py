@@ -1,0 +1,157 @@
+"""The request level of the block pool spec: a KV cache manager on top of the pool, and the hash.
+
+A request hands over its whole token sequence so far; the manager keeps, per request, its block
+table (block i holds tokens[i*block_size:(i+1)*block_size]), its tokens and how many of its blocks
+it has cached. Rules (each operation is an action over the pool-level steps of `BlockPoolSpec`):
+
+1. `find_cached_prefix(tokens)` (read-only): the chained hashes of the full blocks of
+   tokens[:-1] (the last token is always computed, so a hit never covers it, as vLLM's
+   get_computed_blocks), looked up as one prefix; the answer is hit blocks * block_size tokens.
+2. `allocate_slots(request, tokens)`, first call for `request`: the cached prefix is touched
+   (pinned), then the missing blocks are allocated from the head of the free queue. Free blocks
+   in the hit leave the queue, so they count against the free blocks; if too few are free the
+   answer is None and nothing changes. Later calls: `tokens` must extend the request's tokens;
+   blocks for the new tokens are allocated (None, nothing changed, if too few are free).
+   Either way the blocks the request wrote record their tokens (`contents`), every block that is
+   now full and not yet cached by the request gets its chained hash, and the answer is the
+   request's whole block table.
+3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
+   in reverse), so its tail blocks are the first evicted; the request is forgotten.
+
+A request managed here is not used at the pool level and the reverse (WrongStateError): the
+table and the holdings then stay one and the same. A block written here is cached only here.
+
+Hashes: `block_hash(parent, tokens)` is Python's hash of a tuple of ints, which is the same in
+every process (unlike the hash of a str); the first block has no parent.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
+
+BLOCK_SIZE = 2
+"""Tokens per block of the request level: small, so short token sequences fill blocks. An
+implementation speaking the request level uses the same size."""
+
+
+def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
+    """The chained hash of one full block: of its tokens alone for the first block of a sequence,
+    of its parent's hash and its tokens otherwise."""
+    return hash((tokens,)) if parent is None else hash((parent, tokens))
+
+
+def chain_hashes(tokens: Iterable[int], block_size: int = BLOCK_SIZE, parent: int | None = None) -> tuple[int, ...]:
+    """The chained hashes of the full blocks of `tokens` (a trailing partial block has none);
+    `parent` is the hash of the block before the first, None at the start of a sequence."""
+    tokens = tuple(tokens)
+    hashes = []
+    for start in range(0, len(tokens) - block_size + 1, block_size):
+        parent = block_hash(parent, tokens[start : start + block_size])
+        hashes.append(parent)
+    return tuple(hashes)
+
+
+def check_tokens(operation: str, tokens: object) -> tuple[int, ...]:
+    """`tokens` as a tuple of ints; InvalidArgumentError naming the culprit otherwise."""
+    if not isinstance(tokens, (tuple, list)):
+        raise InvalidArgumentError(f"{operation}: tokens must be a tuple of ints, got {tokens!r}")
+    for token in tokens:
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise InvalidArgumentError(f"{operation}: token {token!r} is not an int")
+    return tuple(tokens)
+
+
+class RequestLevel:
+    """The request-level operations of `BlockPoolSpec` (a mixin over its pool-level steps).
+
+    Attributes (set by `BlockPoolSpec.__init__`):
+        block_size: tokens per block.
+        _tables: request -> its blocks in token order (only requests managed here).
+        _tokens: request -> its tokens so far.
+        _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
+        _contents: block -> (parent hash, tokens) written here since the block was last allocated.
+    """
+
+    def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
+        """How many leading tokens of `tokens` are cached (a multiple of block_size, < len(tokens))."""
+        return len(self._prefix_hit(check_tokens("find_cached_prefix", tokens))) * self.block_size
+
+    def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+        """Blocks for all of `tokens`: the request's block table, or None (nothing changes)."""
+        self._check_request("allocate_slots", request)
+        tokens = check_tokens("allocate_slots", tokens)
+        table = self._tables.get(request)
+        if table is None:
+            if request in self._held:
+                raise WrongStateError(
+                    f"allocate_slots(request={request}): the request holds blocks at the pool level "
+                    f"{tuple(self._held[request])}; a request is managed at one level only"
+                )
+            hit = self._prefix_hit(tokens)
+            need = self._blocks_for(len(tokens)) - len(hit)
+            if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
+                return None
+            self._pin(request, hit)
+            self._tables[request] = list(hit) + self._take(request, need)
+            self._cached[request] = len(hit)
+            self._tokens[request] = tokens
+            self._write(request, len(hit))
+            return tuple(self._tables[request])
+        old = self._tokens[request]
+        if tokens[: len(old)] != old:
+            raise WrongStateError(
+                f"allocate_slots(request={request}): the {len(tokens)} tokens do not extend the "
+                f"request's {len(old)} tokens; a request's tokens only grow"
+            )
+        need = self._blocks_for(len(tokens)) - len(table)
+        if need > len(self._queue):
+            return None
+        table.extend(self._take(request, need))
+        self._tokens[request] = tokens
+        self._write(request, len(old) // self.block_size)
+        return tuple(table)
+
+    def free_request(self, request: int) -> None:
+        """Free the request's blocks, last block first, and forget the request."""
+        self._check_request("free_request", request)
+        if request not in self._tables:
+            raise WrongStateError(
+                f"free_request(request={request}): the request has no blocks at the request level "
+                "(never allocated, or already freed)"
+            )
+        table = self._tables.pop(request)
+        del self._tokens[request], self._cached[request]
+        self._release(request, table[::-1])
+
+    # Views ------------------------------------------------------------------------------
+
+    def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(request, its blocks in token order), by request: the requests managed here."""
+        return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
+
+    def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
+        """(block, parent hash, tokens) written here since the block was last allocated, by block:
+        what an implementation's storage must read back (B5 compares full hashed ones)."""
+        return tuple((block, parent, tokens) for block, (parent, tokens) in sorted(self._contents.items()))
+
+    # Internals ----------------------------------------------------------------------------
+
+    def _blocks_for(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def _prefix_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
+        """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1]."""
+        return self._longest_prefix(chain_hashes(tokens[:-1], self.block_size))
+
+    def _write(self, request: int, first: int) -> None:
+        """Record the tokens of table[first:], then cache the full blocks not cached yet."""
+        table, tokens, size = self._tables[request], self._tokens[request], self.block_size
+        hashes = chain_hashes(tokens, size)
+        for i in range(first, len(table)):
+            self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+        cached = self._cached[request]
+        if len(hashes) > cached:
+            self._set_hashes(table[cached : len(hashes)], hashes[cached:])
+            self._cached[request] = len(hashes)

@@ -1,0 +1,58 @@
+"""The KV block pool's operation table: every operation of docs/block-pool-contract.md, once.
+
+Two levels. The pool level is vLLM's `BlockPool` in contract form (blocks, hashes and requests as
+ints). The request level is a KV cache manager on top of it (vLLM's `KVCacheManager`): a request
+hands over its tokens and the pool finds its cached prefix, pins it, allocates the rest and caches
+the full blocks under their chained hashes.
+
+Domains: "request" (an int request id), "count" (an int >= 0), "blocks" (a tuple of block ids),
+"hashes" (a tuple of int block hashes), "tokens" (a tuple of int token ids).
+"""
+
+from __future__ import annotations
+
+from cacheproof.spec.kind import Argument, Operation
+
+_REQUEST = Argument("request", "request")
+_COUNT = Argument("n", "count")
+_BLOCKS = Argument("blocks", "blocks")
+_HASHES = Argument("hashes", "hashes")
+_TOKENS = Argument("tokens", "tokens")
+_BAD = "InvalidArgumentError"
+_STATE = "WrongStateError"
+
+BLOCK_OPERATIONS: tuple[Operation, ...] = (
+    Operation("allocate", (_REQUEST, _COUNT), "blocks", (_BAD, _STATE, "CapacityError"), True,
+              summary="take n blocks from the head of the free queue (a hashed one loses its hash)"),
+    Operation("touch", (_REQUEST, _BLOCKS), "None", (_BAD, _STATE), True,
+              summary="a prefix hit: ref + 1 each, held by the request; a free block leaves the queue"),
+    Operation("cache_blocks", (_REQUEST, _BLOCKS, _HASHES), "None", (_BAD, _STATE), True,
+              summary="blocks[i], held by the request and unhashed, gets hashes[i]"),
+    Operation("lookup", (_HASHES,), "blocks", (_BAD,), False,
+              summary="the first-inserted block of each hash of the longest cached prefix"),
+    Operation("free", (_REQUEST, _BLOCKS), "None", (_BAD, _STATE), True,
+              summary="ref - 1 each in order; at 0 a hashed block goes to the tail, an unhashed to the head"),
+    Operation("evict", (_BLOCKS,), "blocks", (_BAD,), True,
+              summary="drop the hashes of the given blocks (queue places kept); the blocks that had one"),
+    Operation("reset", (), "bool", (), True,
+              summary="drop every hash; False, changing nothing, while a non-null block is in use"),
+    Operation("num_free", (), "count", (), False, summary="the free queue's length"),
+    Operation("find_cached_prefix", (_TOKENS,), "count", (_BAD,), False,
+              summary="how many leading tokens a new request with these tokens would find cached"),
+    Operation("allocate_slots", (_REQUEST, _TOKENS), "blocks or None", (_BAD, _STATE), True,
+              summary="give the request blocks for all its tokens (prefix hit first); None if too few free"),
+    Operation("free_request", (_REQUEST,), "None", (_BAD, _STATE), True,
+              summary="free every block of the request, last block first"),
+)
+"""The block pool's operations, pool level first, in the order the checker lists them."""
+
+POOL_OPERATIONS: tuple[str, ...] = (
+    "allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free",
+)
+"""The pool-level operations (vLLM's BlockPool has these)."""
+
+REQUEST_OPERATIONS: tuple[str, ...] = ("find_cached_prefix", "allocate_slots", "free_request")
+"""The request-level operations (vLLM's KVCacheManager has these)."""
+
+ALL_BLOCK_OPERATIONS: tuple[str, ...] = tuple(op.name for op in BLOCK_OPERATIONS)
+"""Every operation name of the block contract, in table order."""

@@ -1,0 +1,324 @@
+"""`BlockPoolSpec`: the reference model of a KV-cache block pool with prefix caching.
+
+Each operation is written as a TLA+ action: argument checks, then the guard on the state, then the
+updates; whatever an operation does not mention stays unchanged. Every check of a call runs before
+its first update, so a call that raises changes nothing (B8). Checks run in a fixed order, so a call
+with several faults raises one agreed type: InvalidArgumentError (the request, then the other
+arguments in order) before WrongStateError before CapacityError.
+
+Lifecycle of one non-null block (docs/block-pool-contract.md draws it):
+1. FREE (ref 0, no hash, in the free queue) --allocate--> IN USE (ref 1, held by the request).
+2. IN USE --cache_blocks--> CACHED IN USE (it carries a hash; lookup finds it).
+3. IN USE / CACHED IN USE --touch--> ref + 1 (another holding); --free--> ref - 1.
+4. At ref 0 a CACHED block joins the TAIL of the free queue (CACHED FREE: still found by lookup,
+   evicted last), an unhashed one the HEAD (FREE: reused first).
+5. CACHED FREE --touch--> CACHED IN USE (a prefix hit: it leaves the queue);
+   --allocate--> IN USE, losing its hash (lazy eviction); --evict/reset--> FREE, same queue place.
+Block 0 is the null block: never in the queue, never handed out, never hashed, ref 0 for ever.
+
+State: the free queue (a list, head first), per block its ref count and hash (or None), the hash
+map (hash -> the blocks carrying it, first inserted first: lookup answers with the first), and per
+request the blocks it holds (a multiset: a block touched twice by one request is held twice).
+The request level (spec/block_manager_spec.py) adds per-request block tables and block contents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cacheproof.spec import block_invariants
+from cacheproof.spec.block_manager_spec import BLOCK_SIZE, RequestLevel
+from cacheproof.spec.block_semantics import BLOCK_CONTRACT, BlockSemantics
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+
+NULL_BLOCK = 0
+"""The null block's id."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class BlockPoolSpec(RequestLevel):
+    """The executable spec of a block pool of `num_blocks` blocks (block 0 the null block).
+
+    `semantics` picks the design choices on which real pools differ (spec/block_semantics.py);
+    `block_size` is the request level's tokens per block.
+    """
+
+    def __init__(self, num_blocks: int, semantics: BlockSemantics = BLOCK_CONTRACT, *, block_size: int = BLOCK_SIZE) -> None:
+        if not _is_int(num_blocks) or num_blocks < 1:
+            raise InvalidArgumentError(f"num_blocks must be an int >= 1 (block 0 is the null block), got {num_blocks!r}")
+        if not _is_int(block_size) or block_size < 1:
+            raise InvalidArgumentError(f"block_size must be an int >= 1, got {block_size!r}")
+        self._num_blocks = num_blocks
+        self.semantics = semantics
+        self.block_size = block_size
+        self._queue: list[int] = list(range(1, num_blocks))  # the free queue, head first
+        self._ref: list[int] = [0] * num_blocks  # per block: its reference count
+        self._hash: list[int | None] = [None] * num_blocks  # per block: its hash, None if none
+        self._map: dict[int, list[int]] = {}  # hash -> blocks carrying it, first inserted first
+        self._held: dict[int, list[int]] = {}  # request -> blocks it holds, in acquisition order
+        self._tables: dict[int, list[int]] = {}
+        self._tokens: dict[int, tuple[int, ...]] = {}
+        self._cached: dict[int, int] = {}
+        self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
+
+    # Operations ---------------------------------------------------------------------------
+
+    def allocate(self, request: int, n: int) -> tuple[int, ...]:
+        """Take n blocks from the head of the free queue, ref 1 each, held by `request`."""
+        self._check_request("allocate", request)
+        if not _is_int(n) or n < 0:
+            raise InvalidArgumentError(f"allocate(request={request}, n={n!r}): n must be an int >= 0")
+        self._check_unmanaged("allocate", request)
+        if n > len(self._queue):
+            raise CapacityError(
+                f"allocate(request={request}, n={n}): only {len(self._queue)} of "
+                f"{self._num_blocks - 1} usable blocks are free"
+            )
+        return tuple(self._take(request, n))
+
+    def touch(self, request: int, blocks: tuple[int, ...]) -> None:
+        """A prefix hit: ref + 1 each, held by `request`; a block at ref 0 leaves the free queue.
+        Only a block in use or carrying a hash may be touched."""
+        self._check_request("touch", request)
+        ids = self._check_blocks("touch", blocks)
+        self._check_unmanaged("touch", request)
+        for block in ids:
+            if self._ref[block] == 0 and self._hash[block] is None:
+                raise WrongStateError(
+                    f"touch(request={request}, block={block}): the block is free and has no hash, "
+                    "so no request can hit it (only a cached or in-use block is touched)"
+                )
+        self._pin(request, ids)
+
+    def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
+        """blocks[i] gets hashes[i]; each block must be held by `request`, unhashed and not written
+        by the request level. Several blocks may carry one hash."""
+        self._check_request("cache_blocks", request)
+        ids = self._check_blocks("cache_blocks", blocks, keep_null=True)
+        values = self._check_hashes("cache_blocks", hashes)
+        if len(ids) != len(values):
+            raise InvalidArgumentError(
+                f"cache_blocks(request={request}): {len(ids)} blocks but {len(values)} hashes; "
+                "blocks[i] gets hashes[i]"
+            )
+        pairs = [(b, h) for b, h in zip(ids, values) if b != NULL_BLOCK]
+        if len({b for b, _ in pairs}) != len(pairs):
+            raise InvalidArgumentError(f"cache_blocks(request={request}, blocks={ids}): a block is given twice")
+        self._check_unmanaged("cache_blocks", request)
+        for block, _ in pairs:
+            if block not in self._held.get(request, ()):
+                raise WrongStateError(f"cache_blocks(request={request}, block={block}): the request does not hold the block")
+            if self._hash[block] is not None:
+                raise WrongStateError(
+                    f"cache_blocks(request={request}, block={block}): the block already has hash "
+                    f"{self._hash[block]}; a block is hashed once, when it becomes full"
+                )
+            if block in self._contents:
+                raise WrongStateError(
+                    f"cache_blocks(request={request}, block={block}): the block holds tokens written "
+                    "at the request level, which alone hashes them"
+                )
+        self._set_hashes([b for b, _ in pairs], [h for _, h in pairs])
+
+    def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
+        """The blocks of the longest prefix of `hashes` that is cached, one per hash: the first
+        inserted block still carrying it. Read-only."""
+        return self._longest_prefix(self._check_hashes("lookup", hashes))
+
+    def free(self, request: int, blocks: tuple[int, ...]) -> None:
+        """ref - 1 each, in the order given, taking one holding of `request` each. The blocks that
+        reach 0 in this call join the queue together: the hashed ones at the tail in the order
+        given (evicted last), the unhashed ones at the head in the order given (reused first)."""
+        self._check_request("free", request)
+        ids = self._check_blocks("free", blocks)
+        self._check_unmanaged("free", request)
+        held = self._held.get(request, [])
+        for block in dict.fromkeys(ids):
+            if ids.count(block) > held.count(block):
+                raise WrongStateError(
+                    f"free(request={request}, block={block}): freed {ids.count(block)} times but the "
+                    f"request holds it {held.count(block)} times (ref {self._ref[block]}); a free of "
+                    "a block the request does not hold is a double free"
+                )
+        self._release(request, ids)
+
+    def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """Drop the hashes of the given blocks; they keep their queue place, ref count and holdings
+        (an in-use block stays in use, unhashed, as vLLM's evict_blocks). The answer: the given
+        blocks that had a hash, in the order given, once each."""
+        ids = self._check_blocks("evict", blocks)
+        dropped = tuple(block for block in dict.fromkeys(ids) if self._hash[block] is not None)
+        for block in dropped:
+            self._drop_hash(block)
+        return dropped
+
+    def reset(self) -> bool:
+        """Drop every hash and return True; False, changing nothing, while a block is in use."""
+        if any(self._ref):
+            return False
+        for block in self._hash_order():
+            self._drop_hash(block)
+        return True
+
+    def num_free(self) -> int:
+        """The number of free blocks: the free queue's length."""
+        return len(self._queue)
+
+    # Views ------------------------------------------------------------------------------
+
+    @property
+    def num_blocks(self) -> int:
+        return self._num_blocks
+
+    def snapshot(self) -> tuple:
+        """(free queue head first, per block 0..num_blocks-1 (ref count, hash or None),
+        per request with holdings (request, its blocks sorted, repeated as often as held))."""
+        blocks = tuple(zip(self._ref, self._hash))
+        holdings = tuple((request, tuple(sorted(held))) for request, held in sorted(self._held.items()))
+        return tuple(self._queue), blocks, holdings
+
+    def hash_map(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(hash, the blocks carrying it, first inserted first), by hash."""
+        return tuple((value, tuple(blocks)) for value, blocks in sorted(self._map.items()))
+
+    def state_key(self) -> tuple:
+        """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
+        the request tables, tokens, cached counts and block contents."""
+        return (
+            self.snapshot(),
+            self.hash_map(),
+            self.tables(),
+            tuple(sorted(self._tokens.items())),
+            tuple(sorted(self._cached.items())),
+            self.contents(),
+        )
+
+    def copy(self) -> "BlockPoolSpec":
+        """An independent spec in the same state."""
+        twin = BlockPoolSpec.__new__(BlockPoolSpec)
+        twin.__dict__.update(self.__dict__)
+        twin._queue, twin._ref, twin._hash = list(self._queue), list(self._ref), list(self._hash)
+        twin._map = {value: list(blocks) for value, blocks in self._map.items()}
+        twin._held = {request: list(held) for request, held in self._held.items()}
+        twin._tables = {request: list(table) for request, table in self._tables.items()}
+        twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
+        return twin
+
+    def check_invariants(self) -> None:
+        """Raise `InvariantViolation` if a state invariant (B1-B5, B7) fails, or a request table
+        disagrees with the request's holdings. When all is well, an expensive no-op."""
+        for request, table in self._tables.items():
+            if sorted(table) != sorted(self._held.get(request, [])):
+                raise block_invariants.InvariantViolation(
+                    f"request {request}: table {table} != holdings {self._held.get(request, [])}"
+                )
+        block_invariants.check_state(self._num_blocks, self.snapshot(), self.hash_map(), self.contents(), self.block_size)
+
+    def __repr__(self) -> str:
+        hashed = sum(h is not None for h in self._hash)
+        return (
+            f"BlockPoolSpec(num_blocks={self._num_blocks}, free={len(self._queue)}, "
+            f"hashed={hashed}, requests={len(self._held)})"
+        )
+
+    # Checks -------------------------------------------------------------------------------
+
+    def _check_request(self, operation: str, request: object) -> None:
+        if not _is_int(request):
+            raise InvalidArgumentError(f"{operation}: request must be an int, got {request!r}")
+
+    def _check_unmanaged(self, operation: str, request: int) -> None:
+        """A pool-level call's request is not managed at the request level."""
+        if request in self._tables:
+            raise WrongStateError(
+                f"{operation}(request={request}): the request is managed at the request level "
+                "(allocate_slots); its blocks change only through allocate_slots and free_request"
+            )
+
+    def _check_blocks(self, operation: str, blocks: object, *, keep_null: bool = False) -> tuple[int, ...]:
+        """`blocks` as a tuple of block ids, every one an int in 0..num_blocks-1. The null block is
+        an InvalidArgumentError, or (null_block="skip") left out unless `keep_null`."""
+        if not isinstance(blocks, (tuple, list)):
+            raise InvalidArgumentError(f"{operation}: blocks must be a tuple of block ids, got {blocks!r}")
+        for block in blocks:
+            if not _is_int(block) or not 0 <= block < self._num_blocks:
+                raise InvalidArgumentError(
+                    f"{operation}: block {block!r} is not a block id (an int in 0..{self._num_blocks - 1})"
+                )
+            if block == NULL_BLOCK and self.semantics.null_block == "error":
+                raise InvalidArgumentError(f"{operation}: block 0 is the null block, which no request holds")
+        if keep_null:
+            return tuple(blocks)
+        return tuple(block for block in blocks if block != NULL_BLOCK)
+
+    def _check_hashes(self, operation: str, hashes: object) -> tuple[int, ...]:
+        if not isinstance(hashes, (tuple, list)):
+            raise InvalidArgumentError(f"{operation}: hashes must be a tuple of ints, got {hashes!r}")
+        for value in hashes:
+            if not _is_int(value):
+                raise InvalidArgumentError(f"{operation}: hash {value!r} is not an int")
+        return tuple(hashes)
+
+    # Steps (updates only: every check is done) ---------------------------------------------
+
+    def _take(self, request: int, n: int) -> list[int]:
+        """The first n blocks of the queue leave it; a hashed one loses its hash (lazy eviction)
+        and any recorded contents; each gets ref 1, held by `request`."""
+        taken, self._queue = self._queue[:n], self._queue[n:]
+        for block in taken:
+            if self._hash[block] is not None:
+                self._drop_hash(block)
+            self._contents.pop(block, None)
+            self._ref[block] = 1
+        if taken:
+            self._held.setdefault(request, []).extend(taken)
+        return taken
+
+    def _pin(self, request: int, blocks: Any) -> None:
+        """ref + 1 each, held by `request`; a block at ref 0 leaves the queue first."""
+        for block in blocks:
+            if self._ref[block] == 0:
+                self._queue.remove(block)
+            self._ref[block] += 1
+            self._held.setdefault(request, []).append(block)
+
+    def _set_hashes(self, blocks: Any, hashes: Any) -> None:
+        for block, value in zip(blocks, hashes):
+            self._hash[block] = value
+            self._map.setdefault(value, []).append(block)
+
+    def _release(self, request: int, blocks: Any) -> None:
+        """ref - 1 each, one holding of `request` each; the blocks reaching 0 join the queue."""
+        head, tail = [], []
+        held = self._held[request] if blocks else []
+        for block in blocks:
+            held.remove(block)
+            self._ref[block] -= 1
+            if self._ref[block] == 0:
+                (head if self._hash[block] is None else tail).append(block)
+        if blocks and not held:
+            del self._held[request]
+        self._queue = head + self._queue + tail
+
+    def _drop_hash(self, block: int) -> None:
+        value = self._hash[block]
+        self._hash[block] = None
+        carriers = self._map[value]
+        carriers.remove(block)
+        if not carriers:
+            del self._map[value]
+
+    def _hash_order(self) -> list[int]:
+        return [block for block, value in enumerate(self._hash) if value is not None]
+
+    def _longest_prefix(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
+        found = []
+        for value in hashes:
+            carriers = self._map.get(value)
+            if not carriers:
+                break
+            found.append(carriers[0])
+        return tuple(found)

@@ -1,0 +1,79 @@
+"""`BlockSemantics`: the design choices on which real KV block pools differ from the block contract.
+
+Each field names one choice; its default is the contract's (docs/block-pool-contract.md). The
+profiles reuse `spec.profiles.Profile`: a name, the semantics, the operations a pool of that design
+has, and a summary. What vLLM's code does, per field, is written next to the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from cacheproof.spec.block_operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.profiles import Profile
+
+BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "misuse": ("checked", "trusted"),
+    "null_block": ("error", "skip"),
+}
+"""The valid values of every field."""
+
+
+@dataclass(frozen=True)
+class BlockSemantics:
+    """One block pool's design choices; every default is the contract's.
+
+    - misuse: a call that breaks the contract (a double free, a touch of a free unhashed block,
+      caching a hashed block or one the request does not hold, n above the free count, a wrong
+      type, an id out of range) raises a typed error and changes nothing ("checked"), or is the
+      caller's fault ("trusted": the pool need not check, and a checker never makes such a call;
+      the spec still refuses it, having no other answer). vLLM's `BlockPool` is "trusted": its
+      `free_blocks` decrements with no check, `touch` pins whatever it is given, `evict_blocks`
+      asserts, and its callers (the KV cache manager, the connectors) are responsible.
+    - null_block: passing the null block (id 0) to touch, cache_blocks, free or evict is an
+      InvalidArgumentError ("error"), or that block is skipped and the rest of the call proceeds
+      ("skip"; in cache_blocks its hash is skipped with it). vLLM skips it: block tables pad with
+      the null block, so `touch`, `free_blocks` and `cache_full_blocks` pass over `is_null`
+      blocks, and the null block has no hash for `evict_blocks` to drop.
+    """
+
+    misuse: str = "checked"
+    null_block: str = "error"
+
+    def __post_init__(self) -> None:
+        for name, valid in BLOCK_OPTIONS.items():
+            value = getattr(self, name)
+            if value not in valid:
+                raise InvalidArgumentError(
+                    f"BlockSemantics.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
+                )
+
+    def differences(self) -> dict[str, Any]:
+        """The fields that differ from the contract's choice, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+
+BLOCK_CONTRACT = BlockSemantics()
+"""The block contract's semantics."""
+
+BLOCK_PROFILES: dict[str, Profile] = {
+    profile.name: profile
+    for profile in (
+        Profile(
+            "contract",
+            BLOCK_CONTRACT,
+            ALL_BLOCK_OPERATIONS,
+            "the block-pool contract of docs/block-pool-contract.md (default), pool and request level",
+        ),
+        Profile(
+            "vllm-block-pool",
+            BlockSemantics(misuse="trusted", null_block="skip"),
+            POOL_OPERATIONS,
+            "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
+            "free_blocks, evict_blocks, reset_prefix_cache, get_num_free_blocks)",
+        ),
+    )
+}
+"""Every named block-pool profile, by name."""
