@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cacheproof.spec import CacheError, CacheStats, EntryState, EntryView, InvalidArgumentError, UnknownKeyError
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 # Results ------------------------------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ class SizeUnit:
         return units * self.nbytes
 
     def units_of(self, value: Any, key: Any = None) -> int:
-        """The size of a value (cacheproof.spec.values.value_size) in units."""
+        """The size of a value (cacheproof.spec.cache.values.value_size) in units."""
         size = value_size(value)
         if size is None:
             raise InvalidArgumentError(f"{'' if key is None else repr(key) + ': '}{type(value).__name__} has no size")

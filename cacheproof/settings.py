@@ -2,7 +2,7 @@
 `cacheproof-ci` (derandomized, no example database, bounded) when CI=true, `cacheproof-thorough`
 for long local runs (2,000 examples; `cacheproof.testing` then draws from the wide scope too, as
 `cacheproof check --thorough` does: docs/scope.md), `cacheproof-dev` otherwise. HYPOTHESIS_PROFILE
-overrides the choice. ("Profile" in cacheproof means a semantic profile, spec/profiles.py; these are
+overrides the choice. ("Profile" in cacheproof means a semantic profile, spec/cache/profiles.py; these are
 Hypothesis settings.)
 
 `scratch_storage()` keeps the command line's Hypothesis runs from writing `.hypothesis/` into the

@@ -38,8 +38,8 @@ from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQU
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
-from cacheproof.spec.profiles import DEFAULT_PROFILE, check_operations, profile_named
-from cacheproof.spec.semantics import Semantics
+from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.cache.semantics import Semantics
 
 
 def cache_test_case(

@@ -30,7 +30,7 @@ from cacheproof.spec import (
     WrongStateError,
     arguments,
 )
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Entries live in one OrderedDict, oldest first ("move to newest" is `move_to_end`). Byte counts are
 recounted from the entries when needed: slow, but nothing can get out of step. The argument checks
-are the spec's own (`cacheproof.spec.arguments`), so errors come in the contract's order.
+are the spec's own (`cacheproof.spec.cache.arguments`), so errors come in the contract's order.
 
 Check it against the spec (exit status 0: it conforms; the factory is called as
 `MinimalCache(capacity_bytes)`, once per call sequence):

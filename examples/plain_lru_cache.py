@@ -19,7 +19,7 @@ from typing import Any, Hashable, NamedTuple
 
 from cacheproof.adapt import snapshot_from_table
 from cacheproof.spec import EntryView
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 
 class _Item(NamedTuple):

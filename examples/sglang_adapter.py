@@ -28,7 +28,7 @@ import torch  # noqa: F401  (imported with the module: a first import inside a t
 
 from cacheproof.adapt import as_tensor, make_tensor, snapshot_from_table
 from cacheproof.spec import EntryView
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 try:
     from sglang.srt.mem_cache.multimodal_cache import EmbeddingResult, MultiModalStaticCache

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Hashable
 
 from cacheproof.spec import Acquired, EntryState, WrongStateError
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 from examples.minimal_cache import MinimalCache, _Entry
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY

@@ -255,7 +255,7 @@ def factory(capacity_bytes: int) -> EncoderCacheAdapter:
 class ProfileEncoderCacheAdapter(EncoderCacheAdapter):
     """`EncoderCacheAdapter` held to the `vllm-encoder-cache` profile instead of the contract.
 
-    The profile states vLLM's deliberate differences (spec/profiles.py); two behaviours of the
+    The profile states vLLM's deliberate differences (spec/cache/profiles.py); two behaviours of the
     adapter above are not design choices but gaps of the adapter's own, closed here:
     - an item freed before its output was stored is forgotten (in vLLM the encoder runs in the step
       that scheduled it, so such an entry never stays);

@@ -6,7 +6,7 @@ newest re-stamps); every idle entry (READY, refcount 0) has exactly one live (st
 `_idle_heap`, and `_idle_count` counts them; items made stale (the entry was pinned, re-stamped or
 removed) are skipped when popped and dropped once the heap holds more than 2 * idle entries +
 HEAP_SLACK items, so eviction pops the oldest idle entry in amortized O(log n); `_bytes` holds the
-counters as `cacheproof.spec.rules` updates them. Every method runs with the cache's lock held.
+counters as `cacheproof.spec.cache.rules` updates them. Every method runs with the cache's lock held.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Callable, Hashable
 
 import torch
 
-from cacheproof.spec import arguments, invariants, rules
+from cacheproof.spec.cache import arguments, invariants, rules
 from cacheproof.spec.errors import ConflictError, UnknownKeyError, WrongStateError
-from cacheproof.spec.types import EntryState, EntryView, Snapshot
+from cacheproof.spec.cache.types import EntryState, EntryView, Snapshot
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 

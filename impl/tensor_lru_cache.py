@@ -1,8 +1,8 @@
 """`TensorLRUCache`: a byte-bounded, ref-counted LRU cache of device tensors with reservations.
 
 It has the operations, results and errors of the cache spec (`cacheproof.spec`); every argument check
-comes from `cacheproof.spec.arguments` and every guard and byte update from
-`cacheproof.spec.rules`, so the real cache runs exactly the arithmetic the spec states.
+comes from `cacheproof.spec.cache.arguments` and every guard and byte update from
+`cacheproof.spec.cache.rules`, so the real cache runs exactly the arithmetic the spec states.
 
 This module states the public operations and views, under one lock, and the device the cache
 lives on; the entries, their recency and the idle heap are kept by lru_entries.py, the copies of
@@ -19,7 +19,7 @@ import torch
 
 from cacheproof.impl.lru_entries import READY, RESERVED, Entry, EntryBookkeeping
 from cacheproof.impl import tensor_values
-from cacheproof.spec import arguments, invariants, rules
+from cacheproof.spec.cache import arguments, invariants, rules
 from cacheproof.spec.errors import (
     CapacityError,
     ConflictError,
@@ -27,7 +27,7 @@ from cacheproof.spec.errors import (
     UnknownKeyError,
     WrongStateError,
 )
-from cacheproof.spec.types import Acquired, CacheStats, Snapshot
+from cacheproof.spec.cache.types import Acquired, CacheStats, Snapshot
 
 
 class TensorLRUCache(EntryBookkeeping):

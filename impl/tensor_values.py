@@ -16,7 +16,7 @@ from typing import Any, Hashable
 import torch
 
 from cacheproof.impl.lru_entries import Entry
-from cacheproof.spec import invariants
+from cacheproof.spec.cache import invariants
 from cacheproof.spec.errors import InvalidArgumentError
 
 _DTYPES_BY_ELEMENT_SIZE: tuple[tuple[int, tuple[torch.dtype, ...]], ...] = (

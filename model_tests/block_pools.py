@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from cacheproof.spec.block_manager_spec import BLOCK_SIZE, chain_hashes
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, chain_hashes
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
 

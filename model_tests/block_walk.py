@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, NamedTuple
 
-from cacheproof.spec.block_invariants import BlockStep, broken_invariants
-from cacheproof.spec.block_operations import ALL_BLOCK_OPERATIONS, REQUEST_OPERATIONS
-from cacheproof.spec.block_pool_spec import BlockPoolSpec
+from cacheproof.spec.blocks.invariants import BlockStep, broken_invariants
+from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, REQUEST_OPERATIONS
+from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.errors import CacheError
 
 POOL_REQUESTS = (1, 2, 3)

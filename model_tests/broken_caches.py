@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cacheproof.spec import Acquired, CacheSpec
-from cacheproof.spec import arguments, rules
-from cacheproof.spec.cache_spec import READY, RESERVED
+from cacheproof.spec.cache import arguments, rules
+from cacheproof.spec.cache.model import READY, RESERVED
 
 
 class OffByOneCapacity(CacheSpec):

@@ -7,7 +7,7 @@ from typing import Any, Hashable
 
 from cacheproof.adapt import References
 from cacheproof.spec import EntryState
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 from examples.minimal_cache import _Entry
 from examples.plain_lru_cache import PlainLRUCache
 from examples.trtllm_tensor_lru_cache import TrtllmTensorLRUCache

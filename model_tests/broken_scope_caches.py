@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from cacheproof.spec import Acquired, CacheSpec, arguments, rules
-from cacheproof.spec.cache_spec import READY
+from cacheproof.spec import Acquired, CacheSpec
+from cacheproof.spec.cache import arguments, rules
+from cacheproof.spec.cache.model import READY
 
 TABLE_SLOTS = 8
 

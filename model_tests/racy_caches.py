@@ -17,9 +17,9 @@ import threading
 import time
 
 from cacheproof.spec import Acquired, CacheSpec
-from cacheproof.spec import arguments, rules
+from cacheproof.spec.cache import arguments, rules
 from cacheproof.impl import TensorLRUCache
-from cacheproof.spec.cache_spec import READY, RESERVED, _Entry
+from cacheproof.spec.cache.model import READY, RESERVED, _Entry
 
 _OPERATIONS = (
     "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",

@@ -188,7 +188,7 @@ def test_as_tensor_keeps_bytes_and_size():
 
     from cacheproof.adapt import as_tensor, make_tensor
     from cacheproof.contract.values import storage_free_value
-    from cacheproof.spec.values import value_size
+    from cacheproof.spec.cache.values import value_size
 
     tensor = make_tensor(3, 258)
     assert tensor.dtype == torch.uint8 and tensor.tolist() == [2, 2, 2]

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from cacheproof.spec.block_invariants import BLOCK_INVARIANTS, BlockStep, broken_invariants
-from cacheproof.spec.block_manager_spec import block_hash, chain_hashes
-from cacheproof.spec.block_operations import POOL_OPERATIONS
-from cacheproof.spec.block_pool_spec import BlockPoolSpec
-from cacheproof.spec.block_semantics import BLOCK_PROFILES, BlockSemantics
+from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS, BlockStep, broken_invariants
+from cacheproof.spec.blocks.manager import block_hash, chain_hashes
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.spec.blocks.semantics import BLOCK_PROFILES, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.kinds import get_kind, new_spec
 from model_tests.block_pools import BROKEN_POOLS, ListBlockPool
@@ -188,7 +188,7 @@ def test_invariants_bite() -> None:
 
 
 def test_chain_hashes_are_the_same_in_every_process() -> None:
-    code = "from cacheproof.spec.block_manager_spec import chain_hashes; print(chain_hashes((1, 2, 3, 4, 5)))"
+    code = "from cacheproof.spec.blocks.manager import chain_hashes; print(chain_hashes((1, 2, 3, 4, 5)))"
     outputs = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={"PYTHONHASHSEED": seed}).stdout
@@ -201,7 +201,7 @@ def test_spec_imports_only_the_standard_library() -> None:
     code = (
         "import sys\n"
         "for name in ('hypothesis', 'torch', 'numpy', 'z3'): sys.modules[name] = None\n"
-        "import cacheproof.spec.block_kind\n"
+        "import cacheproof.spec.blocks.kind\n"
         "print(sorted(m for m in ('hypothesis', 'torch', 'numpy', 'z3') if sys.modules[m] is not None))"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -15,9 +15,9 @@ from cacheproof.check.sequential.run import run_check
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
-from cacheproof.spec.invariants import INVARIANTS_BY_NAME
-from cacheproof.spec.profiles import profile_named
-from cacheproof.spec.transitions import transition_table
+from cacheproof.spec.cache.invariants import INVARIANTS_BY_NAME
+from cacheproof.spec.cache.profiles import profile_named
+from cacheproof.spec.cache.transitions import transition_table
 from model_tests.broken_caches import EvictsPinnedEntries, GetDoesNotPromote, ReleaseOfIdleIsNoop
 from model_tests.broken_profile_caches import OversizedSetEvictsAllCache
 from model_tests.snippet_runs import assert_fails_where_it_diverges, on_cache, run_snippet

@@ -11,7 +11,7 @@ import pytest
 
 from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
-from cacheproof.spec.profiles import profile_named
+from cacheproof.spec.cache.profiles import profile_named
 from model_tests import engine_stand_ins
 
 BUDGET = 40

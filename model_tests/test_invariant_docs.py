@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cacheproof.docs import invariants as invariant_docs
-from cacheproof.spec.invariants import INVARIANTS
+from cacheproof.spec.cache.invariants import INVARIANTS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "invariants.md"
 

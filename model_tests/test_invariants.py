@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cacheproof.spec import CacheSpec, EntryState, EntryView
-from cacheproof.spec.invariants import (
+from cacheproof.spec.cache.invariants import (
     INVARIANTS,
     INVARIANTS_BY_NAME,
     InvariantViolation,

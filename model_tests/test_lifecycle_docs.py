@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cacheproof.docs.lifecycle import render
-from cacheproof.spec.transitions import TRANSITIONS
+from cacheproof.spec.cache.transitions import TRANSITIONS
 
 LIFECYCLE_MD = Path(__file__).resolve().parent.parent / "docs" / "lifecycle.md"
 

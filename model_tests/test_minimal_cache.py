@@ -15,7 +15,7 @@ import pytest
 import examples.minimal_cache
 from cacheproof.sandbox.factories import load_factory
 from cacheproof.spec import Acquired, CacheSpec, CacheStats, EntryState, EntryView, errors
-from cacheproof.spec.transitions import OPERATIONS
+from cacheproof.spec.cache.transitions import OPERATIONS
 from cacheproof.testing import cache_test_case
 from examples.minimal_cache import MinimalCache
 
@@ -111,7 +111,7 @@ def test_contract_covers_the_command(contract):
 def test_contract_gives_every_argument_check_with_its_parameters(contract):
     import inspect
 
-    from cacheproof.spec import arguments
+    from cacheproof.spec.cache import arguments
 
     checks = [name for name, value in vars(arguments).items()
               if inspect.isfunction(value) and not name.startswith("_") and value.__module__ == arguments.__name__]

@@ -30,8 +30,8 @@ from cacheproof.spec import (
     invariants,
     transitions,
 )
-from cacheproof.spec.invariants import InvariantViolation
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.invariants import InvariantViolation
+from cacheproof.spec.cache.values import value_size
 from model_tests.test_transitions import SCENARIOS, edge_of
 
 
@@ -52,7 +52,7 @@ class Tensor:
 
 
 def test_a_numpy_array_is_sized_by_its_nbytes() -> None:
-    # Kills the numpy-branch mutants of value_size in spec/values.py (`!= "numpy"`, the altered
+    # Kills the numpy-branch mutants of value_size in spec/cache/values.py (`!= "numpy"`, the altered
     # "numpy"/"ndarray" strings, `!= "ndarray"`, `int(None)`): 3 float32 elements are 3 * 4 = 12 bytes.
     assert value_size(np.zeros(3, dtype=np.float32)) == 12
 
@@ -90,7 +90,7 @@ def test_the_spec_commits_a_numpy_array_of_the_reserved_size() -> None:
     assert spec.commit("a", np.zeros(3, dtype=np.float32)) == []
 
 
-# spec/transitions.py builds TRANSITIONS at import time. Under mutmut the modules are imported once,
+# spec/cache/transitions.py builds TRANSITIONS at import time. Under mutmut the modules are imported once,
 # before any mutant is active, so a test that reads TRANSITIONS can never see a mutated builder. These
 # tests call the builders while the test runs (so mutmut maps each builder to them and the mutant is
 # live), and check the rebuilt table against two things that do not come from the builders' output:
@@ -133,7 +133,7 @@ def test_the_rebuilt_table_renders_the_committed_lifecycle_doc(monkeypatch: pyte
 # Error messages. docs/decisions.md: "Error messages name the operation, the key, the sizes involved
 # and the rule that was broken". Each call below raises; its message must start with the operation
 # and contain the key's repr and the sizes given. These kill the mutants that pass a wrong operation
-# name to spec/arguments.py (`check_key("XXreserveXX", key)`, `check_nbytes(None, ...)`), those that
+# name to spec/cache/arguments.py (`check_key("XXreserveXX", key)`, `check_nbytes(None, ...)`), those that
 # name the wrong type (`type(None).__name__`), and those that drop a message (`WrongStateError(None)`,
 # `ConflictError(None)`), in CacheSpec and in TensorLRUCache alike.
 
@@ -361,7 +361,7 @@ def test_check_valid_catches_a_stored_value_of_another_size() -> None:
 
 @pytest.mark.parametrize(("nbytes", "tag"), [(0, 1), (4, True)], ids=["nbytes-0", "bool-tag"])
 def test_make_value_rejects_a_bad_size_or_a_bool_tag_naming_itself(nbytes: Any, tag: Any) -> None:
-    # make_value(nbytes: int >= 1, tag: int); like every int argument of the contract (spec/arguments.py
+    # make_value(nbytes: int >= 1, tag: int); like every int argument of the contract (spec/cache/arguments.py
     # `_is_int`), a bool is not an int. Kills `not isinstance(tag, int) and isinstance(tag, bool)` (for
     # `or`, which lets True through) and both `InvalidArgumentError(None)` message mutants.
     cache = _tensor_cache(10)

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from typing import Any, Hashable
 
 from cacheproof.cli import main
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 EXAMPLES = ["--examples", "60", "--quiet"]
 
@@ -64,7 +64,7 @@ def test_the_vllm_broken_variant_is_found():
     profile = ["--profile", "vllm-encoder-cache"]
     assert main(["check", "--max-divergences", "1", "--impl", "model_tests.broken_profile_caches:same_request_twice", *profile, *EXAMPLES]) == 1
     from cacheproof.check.sequential.run import run_check
-    from cacheproof.spec.profiles import profile_named
+    from cacheproof.spec.cache.profiles import profile_named
     from model_tests.broken_profile_caches import same_request_twice
 
     chosen = profile_named("vllm-encoder-cache")

@@ -17,7 +17,7 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec, InvalidArgumentError
-from cacheproof.spec.semantics import Semantics
+from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.testing import cache_test_case
 from cacheproof.trace.format import TraceFormatError, parse_trace, read_trace, spec_trace, trace_text
 from cacheproof.trace.replay import replay_against_cache

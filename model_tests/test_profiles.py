@@ -8,8 +8,8 @@ import unittest
 import pytest
 
 from cacheproof.spec import CacheSpec, ConflictError, InvalidArgumentError, TooLargeError, UnknownKeyError, WrongStateError
-from cacheproof.spec.profiles import PROFILES, check_operations, profile_named
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_named
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 
 def keys(spec: CacheSpec) -> list:

@@ -17,11 +17,12 @@ from cacheproof.prove import command as prove
 from cacheproof.cli import main
 from cacheproof.check.sequential.run import run_check
 from cacheproof.prove.cache.counterexample import FROM_OPERATIONS, breaks_invariant
-from cacheproof.spec import CacheSpec, invariants, rules
-from cacheproof.spec.profiles import PROFILES
-from cacheproof.spec.semantics import OPTIONS, REFRESHING_CALLS, Semantics
+from cacheproof.spec import CacheSpec
+from cacheproof.spec.cache import invariants, rules
+from cacheproof.spec.cache.profiles import PROFILES
+from cacheproof.spec.cache.semantics import OPTIONS, REFRESHING_CALLS, Semantics
 from cacheproof.spec.errors import CacheError
-from cacheproof.spec.types import Acquired, EntryState
+from cacheproof.spec.cache.types import Acquired, EntryState
 
 SLOTS = 4
 

@@ -1,6 +1,6 @@
 """A few one-token edits of spec/ from tools/prove_mutations.py, applied in-process: each breaks an
 invariant on a random walk of the concrete spec, and the prover fails on it, by a proof
-obligation (an edit of spec/steps.py, which the per-entry model runs) or by the refinement check
+obligation (an edit of spec/cache/steps.py, which the per-entry model runs) or by the refinement check
 (an edit of `CacheSpec` itself). The full run over every edit is `python tools/prove_mutations.py`
 (docs/proofs.md has its numbers)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 import cacheproof.spec
 from cacheproof.prove.cache import entry_model, refinement
-from cacheproof.spec import steps
+from cacheproof.spec.cache import steps
 from tools import prove_mutations
 from tools.prove_mutations import Mutation, load_module, mutations_of, patch_module, random_walks, restore
 
@@ -37,8 +37,8 @@ def _walk_breaks() -> set[str]:
 
 
 STEP_EDITS = {
-    "acquire adds -1": (("spec/steps.py", "return refcount + 1", "+", "-"), "I3"),
-    "a release keeps an entry at refcount 0": (("spec/steps.py", "return refcount > 0", ">", ">="), "I4"),
+    "acquire adds -1": (("spec/cache/steps.py", "return refcount + 1", "+", "-"), "I3"),
+    "a release keeps an entry at refcount 0": (("spec/cache/steps.py", "return refcount > 0", ">", ">="), "I4"),
 }
 
 
@@ -57,9 +57,9 @@ def test_a_step_edit_breaks_the_spec_and_fails_a_proof(name):
 
 SPEC_EDITS = {
     "acquire pins an idle entry when it does not fit": (
-        "spec/cache_spec.py", "if not rules.reservation_fits(self._bytes, nbytes):", "not ", "", 0, "I1"
+        "spec/cache/model.py", "if not rules.reservation_fits(self._bytes, nbytes):", "not ", "", 0, "I1"
     ),
-    "release drops the wrong byte class": ("spec/cache_spec.py", "if entry.state is RESERVED:", "is", "is not", 0, "I2"),
+    "release drops the wrong byte class": ("spec/cache/model.py", "if entry.state is RESERVED:", "is", "is not", 0, "I2"),
 }
 
 
@@ -82,4 +82,4 @@ def test_the_tool_lists_one_token_edits_of_code_only():
     edits = {(m.old, m.new) for m in mutations_of("f.py", source)}
     assert edits == {("+", "-"), ("is not", "is"), ("and", "or"), ("<=", "<"), ("1", "0")}
     assert all(m.apply(source) != source for m in mutations_of("f.py", source))
-    assert prove_mutations.DEFAULT_FILES[0] == "spec/cache_spec.py"
+    assert prove_mutations.DEFAULT_FILES[0] == "spec/cache/model.py"

@@ -16,9 +16,9 @@ import cacheproof.spec
 import numpy as np
 import pytest
 from cacheproof.spec import CacheSpec, EntryState, EntryView
-from cacheproof.spec.invariants import Step, broken_invariants
-from cacheproof.spec.profiles import PROFILES
-from cacheproof.spec.semantics import Semantics
+from cacheproof.spec.cache.invariants import Step, broken_invariants
+from cacheproof.spec.cache.profiles import PROFILES
+from cacheproof.spec.cache.semantics import Semantics
 
 from cacheproof.prove.cache import refinement
 from cacheproof.prove.cache.array_eval import z3_value
@@ -41,7 +41,7 @@ def test_the_spec_refines_the_model_on_the_default_bound(default_report):
 
 def _all_small_states(capacity: int, max_entries: int) -> set[tuple[EntryView, ...]]:
     """Every sequence of entries with keys a, b, ... (any state, refcount 0..2, nbytes 1..capacity)
-    that breaks none of I1-I4, judged by spec/invariants.py."""
+    that breaks none of I1-I4, judged by spec/cache/invariants.py."""
     fields = list(itertools.product(EntryState, range(3), range(1, capacity + 1), (True, False)))
     found = set()
     for count in range(max_entries + 1):
@@ -94,8 +94,8 @@ def test_the_array_evaluation_is_z3s_evaluation():
 
 
 def _mutant_spec(old: str, new: str) -> type:
-    """`CacheSpec` from spec/cache_spec.py with one edit, as a class of its own module."""
-    source = Path(cacheproof.spec.cache_spec.__file__).read_text()
+    """`CacheSpec` from spec/cache/model.py with one edit, as a class of its own module."""
+    source = Path(cacheproof.spec.cache.model.__file__).read_text()
     assert source.count(old) == 1, old
     module = types.ModuleType("cacheproof.spec.cache_spec_mutant")
     sys.modules[module.__name__] = module  # dataclasses look their module up

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cacheproof.spec import rules
-from cacheproof.spec.rules import Bytes
+from cacheproof.spec.cache import rules
+from cacheproof.spec.cache.rules import Bytes
 
 
 def test_derived_counts():

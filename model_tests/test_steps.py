@@ -1,4 +1,4 @@
-"""spec/steps.py: the per-entry steps, written once for the spec and the per-entry prover model.
+"""spec/cache/steps.py: the per-entry steps, written once for the spec and the per-entry prover model.
 
 The steps state the contract's per-entry rules (docs/contract.md): checked here on ints against
 that text, on z3 terms against the ints, and shown to be what both `CacheSpec` and the prover run:
@@ -11,7 +11,8 @@ import itertools
 
 import pytest
 import z3
-from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView, rules, steps
+from cacheproof.spec import Acquired, CacheSpec, EntryState, EntryView
+from cacheproof.spec.cache import rules, steps
 
 from cacheproof.prove.cache import entry_model
 from cacheproof.prove.induction import Z3_LOGIC

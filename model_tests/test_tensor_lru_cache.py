@@ -21,7 +21,7 @@ from cacheproof.spec import (
     EntryState,
     InvalidArgumentError,
 )
-from cacheproof.spec.invariants import InvariantViolation, check_state
+from cacheproof.spec.cache.invariants import InvariantViolation, check_state
 
 
 def cpu_cache(capacity_bytes: int = 1 << 20, **kwargs: Any) -> TensorLRUCache:

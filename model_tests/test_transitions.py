@@ -1,4 +1,4 @@
-"""The transition table in spec/transitions.py agrees with `CacheSpec`.
+"""The transition table in spec/cache/transitions.py agrees with `CacheSpec`.
 
 Every edge is run on a hand-built `CacheSpec` where the key is in the edge's source state and its
 guard holds; the table is complete over (state, operation); and random runs of `CacheSpec` only
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheproof.spec import Acquired, CacheError, CacheSpec, EntryState, EntryView, rules, steps
-from cacheproof.spec.transitions import (
+from cacheproof.spec import Acquired, CacheError, CacheSpec, EntryState, EntryView
+from cacheproof.spec.cache import rules, steps
+from cacheproof.spec.cache.transitions import (
     OPERATIONS,
     TRANSITIONS,
     AbstractState,

@@ -20,7 +20,7 @@ import torch
 from cacheproof.impl import TensorLRUCache
 from cacheproof.impl.block_table import MmRunLayout
 from cacheproof.spec import CacheSpec, EntryState, EntryView, InvalidArgumentError
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 from model_tests.test_cache_contract import UNSTORABLE, LyingLength, observe
 
 

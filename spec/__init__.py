@@ -10,7 +10,7 @@ Lifecycle of one key:
 6. idle READY --evict/commit/put (eviction), pop, clear--> ABSENT.
 """
 
-from cacheproof.spec.cache_spec import CacheSpec
+from cacheproof.spec.cache.model import CacheSpec
 from cacheproof.spec.errors import (
     CacheError,
     CapacityError,
@@ -20,7 +20,7 @@ from cacheproof.spec.errors import (
     UnknownKeyError,
     WrongStateError,
 )
-from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
+from cacheproof.spec.cache.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
 
 __all__ = [
     "Acquired",

@@ -58,6 +58,17 @@ class Operation:
         return bool(self.arguments) and self.arguments[0].domain == "key"
 
 
+@dataclass(frozen=True)
+class Profile:
+    """A named semantic profile: the semantics of one design, the operations a cache or pool of that
+    design has, and a summary (the kinds' profiles tables hold these)."""
+
+    name: str
+    semantics: Any
+    operations: tuple[str, ...]
+    summary: str
+
+
 class Model(Protocol):
     """What every executable spec offers besides its operations."""
 
@@ -80,7 +91,8 @@ class SpecKind:
 
     `new(size, semantics)` builds a fresh model; `size_name` says what the size counts
     ("capacity_bytes", "num_blocks"). `profiles` maps a semantic profile's name to its `Profile`
-    (semantics and operation subset); `invariants` is the named invariant table.
+    (semantics and operation subset); `invariants` is the named invariant table; `views` names the
+    read-only methods whose answers a differential check compares after every call.
     """
 
     name: str
@@ -91,6 +103,7 @@ class SpecKind:
     invariants: tuple[Any, ...]
     profiles: dict[str, Any] = field(default_factory=dict)
     default_profile: str = "contract"
+    views: tuple[str, ...] = ("snapshot",)
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

@@ -14,8 +14,8 @@ from cacheproof.spec.kind import SpecKind
 DEFAULT_KIND = "cache"
 
 _REGISTRY: dict[str, str] = {
-    "cache": "cacheproof.spec.cache_kind:CACHE_KIND",
-    "blocks": "cacheproof.spec.block_kind:BLOCK_KIND",
+    "cache": "cacheproof.spec.cache.kind:CACHE_KIND",
+    "blocks": "cacheproof.spec.blocks.kind:BLOCK_KIND",
 }
 
 

@@ -1,7 +1,7 @@
 """Mutation tests of the prover: does every one-token edit of spec/ that breaks an invariant make
 `cacheproof prove` fail? For the project's developers (not part of the installed package):
 
-    python tools/prove_mutations.py [--files spec/cache_spec.py spec/rules.py ...] [--slots 4]
+    python tools/prove_mutations.py [--files spec/cache/model.py spec/cache/rules.py ...] [--slots 4]
                                     [--walks 300] [--calls 40] [--jobs 2] [--json report.json]
 
 Each edit swaps one token of the code (not of strings or comments): a comparison (< and <=, > and
@@ -9,7 +9,7 @@ Each edit swaps one token of the code (not of strings or comments): a comparison
 True and False. For each edit, in a copy of the package whose spec/ holds the edit:
 1. **breaks**: random walks of the concrete spec (`--walks` walks of up to `--calls` calls each,
    capacities 1..8, keys a-d, sizes and flags mostly valid) judged after every call by
-   spec/invariants.py: does some walk break I1, I2, I3 or I4? (I5, I6 and crashes are reported
+   spec/cache/invariants.py: does some walk break I1, I2, I3 or I4? (I5, I6 and crashes are reported
    beside it.)
 2. **caught**: `python -m cacheproof prove --slots N --quiet` in the copy exits 1 with its verdict
    printed (a failed obligation or a spec/model disagreement).
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FILES = ("spec/cache_spec.py", "spec/rules.py", "spec/steps.py", "spec/arguments.py")
+DEFAULT_FILES = ("spec/cache/model.py", "spec/cache/rules.py", "spec/cache/steps.py", "spec/cache/arguments.py")
 SWAPS = {
     "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "+": "-", "-": "+",
     "and": "or", "or": "and", "True": "False", "False": "True", "0": "1", "1": "0",
@@ -170,7 +170,7 @@ def random_walks(walks: int, calls: int, seed: int = 0) -> dict[str, Any]:
     """Random walks of `cacheproof.spec.CacheSpec` as imported now; which invariants break, and
     the first call that broke each (or crashed)."""
     from cacheproof.spec import CacheError, CacheSpec
-    from cacheproof.spec.invariants import Step, broken_invariants
+    from cacheproof.spec.cache.invariants import Step, broken_invariants
 
     rng = random.Random(seed)
     broken: dict[str, str] = {}

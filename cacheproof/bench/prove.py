@@ -19,8 +19,8 @@ from cacheproof.prove.cache import entry_model
 from cacheproof.prove.cache import liveness
 from cacheproof.prove.cache import refinement
 from cacheproof.prove.command import prove_all
-from cacheproof.spec.profiles import PROFILES
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.profiles import PROFILES
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 DEFAULT_SLOTS = (4, 8, 16, 32, 64)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from cacheproof.spec.profiles import PROFILES
-from cacheproof.spec.semantics import CONTRACT, describe_value, field_names
+from cacheproof.spec.cache.profiles import PROFILES
+from cacheproof.spec.cache.semantics import CONTRACT, describe_value, field_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

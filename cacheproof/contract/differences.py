@@ -38,7 +38,7 @@ from cacheproof.contract.faults import UserCodeError
 from cacheproof.contract.sequence import compared_keys
 from cacheproof.contract.values import value_for, values_equal
 
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 

@@ -21,10 +21,10 @@ from typing import Any, Sequence
 
 from cacheproof.contract.calls import Call
 from cacheproof.contract.differences import DivergingStep
-from cacheproof.spec.invariants import INVARIANTS, Step
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.transitions import Transition, abstract_state, transition_table
-from cacheproof.spec.types import EntryState, EntryView
+from cacheproof.spec.cache.invariants import INVARIANTS, Step
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.transitions import Transition, abstract_state, transition_table
+from cacheproof.spec.cache.types import EntryState, EntryView
 
 STATE_INVARIANTS = ("I1", "I2", "I3", "I4")
 """The invariants that hold under every semantics option (docs/invariants.md)."""

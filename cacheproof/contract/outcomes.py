@@ -10,8 +10,8 @@ from typing import Any, Hashable, Iterable, NamedTuple
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text
 from cacheproof.spec import CacheError
-from cacheproof.spec.invariants import InvariantViolation, Step, broken_invariants
-from cacheproof.spec.semantics import CONTRACT
+from cacheproof.spec.cache.invariants import InvariantViolation, Step, broken_invariants
+from cacheproof.spec.cache.semantics import CONTRACT
 from cacheproof.contract.values import values_equal
 
 STATS_FIELDS = (

@@ -19,8 +19,8 @@ from cacheproof.contract.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.contract.outcomes import Outcome, run_spec_call
 from cacheproof.cmdline.output_paths import write_atomically
 from cacheproof.spec import errors
-from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
-from cacheproof.spec.semantics import CONTRACT, Semantics, describe_value
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics, describe_value
 from cacheproof.spec.kinds import new_spec
 
 TRACE_FORMAT = 1

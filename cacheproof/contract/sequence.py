@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 from cacheproof.contract.calls import Call
 from cacheproof.contract.outcomes import normalize_snapshot, step_difference
 from cacheproof.contract.keys import SMALL_KEYS, WIDE_KEYS
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 
 

@@ -189,6 +189,7 @@ def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Se
         lines += [f"result = {call_format.to_python(last)}{marker}",
                   f"assert result == {expected.result!r}, f\"spec: {_escaped(repr(expected.result))}; "
                   f"this implementation: {{result!r}}\""]
-    lines += [f"spec_snapshot = {difference.expected_snapshot!r}",
-              "assert cache.snapshot() == spec_snapshot, f\"spec: {spec_snapshot}; this implementation: {cache.snapshot()}\""]
+    for view, expected_view, _ in difference.views:
+        lines += [f"spec_{view} = {expected_view!r}",
+                  f"assert cache.{view}() == spec_{view}, f\"spec: {{spec_{view}}}; this implementation: {{cache.{view}()}}\""]
     return "\n".join(lines) + "\n"

@@ -63,41 +63,56 @@ def _equal(expected: Any, actual: Any) -> bool:
 
 
 class StepDifference(NamedTuple):
-    """Everything that differs at one call: the outcomes, and the snapshots after it (None when equal)."""
+    """Everything that differs at one call: the outcomes, and each compared view after it, as
+    (view, the spec's answer, the implementation's) for the views that differ."""
 
     call: Call
     expected: StepOutcome
     actual: StepOutcome
-    expected_snapshot: Any
-    actual_snapshot: Any
+    views: tuple[tuple[str, Any, Any], ...] = ()
 
     @property
     def outcome_differs(self) -> bool:
         return not outcomes_agree(self.call.op, self.expected, self.actual)
 
     @property
-    def snapshot_differs(self) -> bool:
-        return not _equal(self.expected_snapshot, self.actual_snapshot)
+    def view_differs(self) -> bool:
+        return bool(self.views)
 
     def describe(self) -> str:
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
-        if self.snapshot_differs:
-            parts.append(f"snapshot() is {self.actual_snapshot!r}, the spec's {self.expected_snapshot!r}")
+        parts += [f"{view}() is {actual!r}, the spec's {expected!r}" for view, expected, actual in self.views]
         return f"{to_python(self.call)}: " + "; ".join(parts)
 
 
-def differential_step(model: Any, implementation: Any, call: Call) -> StepDifference | None:
-    """Run `call` on both; None when the implementation conforms at it, else what differs."""
+def view_of(target: Any, view: str) -> Any:
+    """`target.view()`, or a text saying it is missing or raised (which differs from any answer)."""
+    method = getattr(target, view, None)
+    if not callable(method):
+        return f"<no {view}()>"
+    try:
+        return method()
+    except Exception as error:  # noqa: BLE001 - a view that raises differs
+        return f"<{view}() raised {type(error).__name__}: {error}>"
+
+
+def differential_step(model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",)) -> StepDifference | None:
+    """Run `call` on both and compare the outcomes and `views`; None when the implementation
+    conforms at it, else what differs. A view the implementation lacks is compared only while the
+    spec's answer is empty (a pool-level implementation has no request tables to show)."""
     expected = outcome_of(model, call)
     actual = outcome_of(implementation, call)
-    expected_snapshot = model.snapshot()
-    try:
-        actual_snapshot = implementation.snapshot()
-    except Exception as error:  # noqa: BLE001 - a snapshot that raises differs
-        actual_snapshot = f"<snapshot() raised {type(error).__name__}: {error}>"
-    difference = StepDifference(call, expected, actual, expected_snapshot, actual_snapshot)
-    if difference.outcome_differs or difference.snapshot_differs:
+    differing = []
+    for view in views:
+        wanted = getattr(model, view)()
+        if not callable(getattr(implementation, view, None)) and not wanted and view != "snapshot":
+            continue
+        seen = view_of(implementation, view)
+        if not _equal(wanted, seen):
+            differing.append((view, wanted, seen))
+    difference = StepDifference(call, expected, actual, tuple(differing))
+    if difference.outcome_differs or difference.view_differs:
         return difference
     return None

@@ -1,6 +1,6 @@
 """`cacheproof prove`: z3 proofs that every operation keeps the invariants, from the spec's rules.
 
-Three models, all calling `cacheproof.spec.rules` (and the per-entry one `cacheproof.spec.steps`)
+Three models, all calling `cacheproof.spec.cache.rules` (and the per-entry one `cacheproof.spec.cache.steps`)
 at proof time: the aggregate model (byte counts, unbounded, any number of entries), the liveness
 facts L1-L3 over it, and the per-entry model of N symbolic slots. One line per (model, invariant,
 operation), summing its outcomes' times; a failed proof prints its counterexample as runnable
@@ -8,11 +8,11 @@ Python. Then the bounded refinement check (refinement.py): on every small state 
 the spec does what the per-entry model says; one line, and a runnable snippet per
 disagreement. Exit 0 when everything is proved and the spec refines the model, 1 otherwise.
 
-Semantics (spec/semantics.py) are proved one at a time, as concrete data: `--profile NAME` and
+Semantics (spec/cache/semantics.py) are proved one at a time, as concrete data: `--profile NAME` and
 `--semantics FIELD=VALUE,...` pick one (default: the contract); `--all-semantics` runs every
 profile and every single option. Under each, the models take their branches from the same
 `Semantics` object the spec runs, and the refinement check runs under it too. An invariant that
-does not hold under an option (spec/invariants.py `WAIVERS`) is still proved and reported as
+does not hold under an option (spec/cache/invariants.py `WAIVERS`) is still proved and reported as
 "does not hold under field=value" with its counterexample; a waiver the proofs cannot confirm
 fails the run.
 """
@@ -39,9 +39,9 @@ from cacheproof.prove.cache.counterexample import json_value
 from cacheproof.prove.induction import ProofResult
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
-from cacheproof.spec.invariants import waivers
-from cacheproof.spec.profiles import DEFAULT_PROFILE, PROFILES, profile_named
-from cacheproof.spec.semantics import CONTRACT, OPTIONS, REFRESHING_CALLS, Semantics, describe_value, field_names
+from cacheproof.spec.cache.invariants import waivers
+from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, PROFILES, profile_named
+from cacheproof.spec.cache.semantics import CONTRACT, OPTIONS, REFRESHING_CALLS, Semantics, describe_value, field_names
 
 __all__ = ["ProofResult", "Target", "add_arguments", "prove_all", "run", "semantic_targets"]
 
@@ -85,10 +85,10 @@ def semantic_targets() -> list[Target]:
 
 def unconfirmed_waivers(results: list[ProofResult], semantics: Semantics) -> list[str]:
     """Invariants waived under `semantics` that no obligation found a counterexample to: the
-    waiver table (spec/invariants.py `WAIVERS`) says more than the proofs show."""
+    waiver table (spec/cache/invariants.py `WAIVERS`) says more than the proofs show."""
     broken = {r.invariant for r in results if not r.proved}
     return [
-        f"{name} is waived under {', '.join(w.option for w in found)} (spec/invariants.py WAIVERS), "
+        f"{name} is waived under {', '.join(w.option for w in found)} (spec/cache/invariants.py WAIVERS), "
         "yet every obligation proved it"
         for name, found in waivers(semantics).items()
         if name not in broken

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Sequence
 import z3
 
 from cacheproof.prove.cache.counterexample import InductionCounterexample
-from cacheproof.spec import rules
+from cacheproof.spec.cache import rules
 
 Z3_LOGIC = rules.Logic(choose=z3.If, all_of=z3.And, any_of=z3.Or, negate=z3.Not)
 """The spec's rules over z3 terms: every branch becomes an `If`."""
@@ -30,7 +30,7 @@ class ProofResult:
 
     `model` is "aggregate", "entries" (N symbolic slots) or "liveness". `seconds` is the solver
     time of this obligation alone. `counterexample` is set exactly when `proved` is False.
-    `waived` names the options under which the invariant does not hold (spec/invariants.py
+    `waived` names the options under which the invariant does not hold (spec/cache/invariants.py
     `WAIVERS`), set only on a counterexample to such an invariant: it is expected, not a failure.
     """
 

@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from cacheproof.spec.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 
 DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
 

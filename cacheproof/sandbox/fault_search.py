@@ -17,7 +17,7 @@ from cacheproof.contract.calls import Call
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.contract.sequence import first_divergence
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 DIVERGENCE = "divergence"
 HANG = "hang"

@@ -26,7 +26,7 @@ from typing import Any, Callable, TypeVar
 from cacheproof.contract.calls import OPERATIONS, Call, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, CacheFault, StopRequested, UsageAbort, UserCodeError
 from cacheproof.contract.faults import one_line, user_traceback
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.values import value_size
 
 DEFAULT_CALL_TIMEOUT = 10.0
 """Seconds a single call to the user's code may take before it is reported as hung."""

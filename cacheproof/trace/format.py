@@ -21,8 +21,8 @@ from typing import Any, Sequence
 
 from cacheproof.contract.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
-from cacheproof.spec.semantics import Semantics, parse_value
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.cache.semantics import Semantics, parse_value
 from cacheproof.contract.record import (  # noqa: F401  (re-exported: the trace format's public names)
     CONTRACT_ERRORS,
     DivergentOutcome,

@@ -27,8 +27,9 @@ from typing import Any, Hashable
 
 from cacheproof.contract.calls import Call, to_python
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value
-from cacheproof.spec import CacheError, arguments
-from cacheproof.spec.values import value_size
+from cacheproof.spec import CacheError
+from cacheproof.spec.cache import arguments
+from cacheproof.spec.cache.values import value_size
 from cacheproof.spec.kind import Model
 
 STORING_OPERATIONS = ("commit", "put")

@@ -18,8 +18,8 @@ from cacheproof.contract.calls import Call
 from cacheproof.contract.outcomes import Outcome, inspection_failure, normalize_snapshot, run_call, run_spec_call
 from cacheproof.contract.outcomes import state_difference
 
-from cacheproof.spec.invariants import Step, broken_invariants
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.invariants import Step, broken_invariants
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 
 FULL_CHECK_MINIMUM = 16

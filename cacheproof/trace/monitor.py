@@ -39,9 +39,9 @@ from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.cmdline.output_paths import check_output_path
 from cacheproof.contract.outcomes import STATS_FIELDS, Outcome, outcome_difference, state_difference
 from cacheproof.spec import CacheError
-from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 from cacheproof.spec.kinds import new_spec

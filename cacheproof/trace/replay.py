@@ -30,9 +30,9 @@ from cacheproof.cmdline.output_paths import first_problem, write_atomically
 from cacheproof.cmdline.progress import summary_table
 
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.profiles import PROFILES, check_operations, profile_named
-from cacheproof.spec.semantics import describe_value, field_names
-from cacheproof.spec.values import value_size
+from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_named
+from cacheproof.spec.cache.semantics import describe_value, field_names
+from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace.format import (
     SOME_VALUE,

@@ -31,7 +31,7 @@ class BlockCalls:
     """`CallGenerator` of the block pool kind (see the module docstring)."""
 
     def sizes(self) -> st.SearchStrategy[int]:
-        return st.one_of(st.integers(1, 12), st.integers(13, 40))
+        return st.one_of(st.integers(1, 12), st.integers(1, 40))
 
     def draw_call(self, draw: Draw, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         queue, blocks, holdings = model.snapshot()

@@ -87,6 +87,7 @@ def _kind_of(difference: StepDifference) -> tuple:
         difference.expected.error or "returns",
         difference.actual.crash and "crash" or difference.actual.error or "returns",
         difference.outcome_differs,
+        tuple(view for view, _, _ in difference.views),
     )
 
 
@@ -112,7 +113,7 @@ def run_program_check(
             call = generator.draw_call(data.draw, model, operations, options.misuse)
             calls.append(call)
             report.steps += 1
-            difference = differential_step(model, implementation, call)
+            difference = differential_step(model, implementation, call, kind.views)
             if difference is not None:
                 if any(_kind_of(difference) == found.kind_of() for found in report.counterexamples):
                     hypothesis.reject()

@@ -24,8 +24,8 @@ from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, check_impl_
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
-from cacheproof.spec.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 INTERRUPTED_STATUS = 130
 """The exit status after the user's Ctrl-C (128 + SIGINT), as shells report it."""

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
 from cacheproof.contract.differences import diverging_step
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 MAX_DIVERGENCES = 8
 """Distinct kinds of divergence `cacheproof check` reports at most by default (--max-divergences);

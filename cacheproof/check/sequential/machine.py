@@ -36,8 +36,8 @@ from cacheproof.check.sequential.scope import (
     universes,
 )
 from cacheproof.spec import EntryState
-from cacheproof.spec.profiles import ALL_OPERATIONS
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 

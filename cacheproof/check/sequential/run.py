@@ -32,8 +32,8 @@ from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.check.sequential.scope import SMALL, SMALL_KEYS, WIDE_KEYS, Phase
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
 
-from cacheproof.spec.profiles import ALL_OPERATIONS
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 
 T = TypeVar("T")
@@ -251,7 +251,7 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
     fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
     `isolate=True` runs the cache in a child process built from `impl` ("module:factory"; `factory`
     is then unused), so that crashes are counterexamples too.
-    The spec runs with `semantics` (spec/semantics.py); only calls in `operations` (None: all) are
+    The spec runs with `semantics` (spec/cache/semantics.py); only calls in `operations` (None: all) are
     made, and a cache lacking one of them is `UsageAbort`; `bad_arguments=False` makes no bad calls.
     `phases` (default: `examples` examples of `steps_per_example` steps in the small scope) say
     which scopes the examples are drawn from, in order (`cacheproof.check.sequential.scope.THOROUGH`). A cache

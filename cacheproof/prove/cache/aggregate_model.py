@@ -22,10 +22,10 @@ import z3
 from cacheproof.contract.calls import Call
 from cacheproof.prove.cache.counterexample import InductionCounterexample, concrete_counterexample, value_recipe
 from cacheproof.prove.induction import Z3_LOGIC, Goal, BranchOutcome, ProofResult, check_goals, mark_waived, value_of
-from cacheproof.spec import rules
-from cacheproof.spec.invariants import waivers
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import EntryState, EntryView
+from cacheproof.spec.cache import rules
+from cacheproof.spec.cache.invariants import waivers
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import EntryState, EntryView
 from cacheproof.spec.kinds import new_spec
 
 MODEL = "aggregate"

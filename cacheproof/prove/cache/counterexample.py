@@ -16,13 +16,13 @@ from cacheproof.contract import calls
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.spec.kinds import get_kind
 from cacheproof.spec.errors import CacheError
-from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import EntryState, EntryView, Snapshot
+from cacheproof.spec.cache.invariants import INVARIANTS_BY_NAME, Step
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import EntryState, EntryView, Snapshot
 from cacheproof.contract.values import value_for
 
 SPEC_CLASS = get_kind("cache").new
-"""The cache spec's class, named once in spec/cache_kind.py."""
+"""The cache spec's class, named once in spec/cache/kind.py."""
 
 FROM_OPERATIONS = "operations"
 FROM_ENTRIES = "from_entries"
@@ -70,12 +70,12 @@ class InductionCounterexample:
             f"# {self.invariant} fails after {self.call.op} ({self.model} model)",
             f"from cacheproof.spec import {SPEC_CLASS.__name__}, EntryState, EntryView",
             "from cacheproof.spec.errors import CacheError",
-            "from cacheproof.spec.invariants import INVARIANTS_BY_NAME, Step",
+            "from cacheproof.spec.cache.invariants import INVARIANTS_BY_NAME, Step",
             "from cacheproof.contract.values import value_for",
         ]
         semantics = ""
         if self.semantics != CONTRACT:
-            lines.append("from cacheproof.spec.semantics import Semantics")
+            lines.append("from cacheproof.spec.cache.semantics import Semantics")
             semantics = f"semantics={semantics_python(self.semantics)}"
         lines.append("")
         if self.built_by == FROM_ENTRIES:

@@ -32,10 +32,10 @@ from cacheproof.prove.cache.slot_cache import (
 )
 from cacheproof.prove.cache.slot_transitions import OPERATIONS, outcomes
 from cacheproof.prove.induction import Goal, BranchOutcome, ProofResult, check_goals, mark_waived, value_of
-from cacheproof.spec import rules
-from cacheproof.spec.invariants import evicting_operations, waivers
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import EntryState, EntryView
+from cacheproof.spec.cache import rules
+from cacheproof.spec.cache.invariants import evicting_operations, waivers
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import EntryState, EntryView
 from cacheproof.spec.kinds import new_spec
 
 MODEL = "entries"

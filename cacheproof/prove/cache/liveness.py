@@ -18,8 +18,8 @@ import z3
 
 from cacheproof.prove.cache import aggregate_model
 from cacheproof.prove.induction import Goal, BranchOutcome, ProofResult, check_goals
-from cacheproof.spec import rules
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache import rules
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 MODEL = "liveness"
 

@@ -61,8 +61,8 @@ from cacheproof.prove.cache.refinement_encoding import (
 from cacheproof.prove.cache.refinement_report import Disagreement, RefinementReport
 from cacheproof.prove.induction import BranchOutcome
 from cacheproof.spec import CacheSpec
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import Acquired, EntryView
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import Acquired, EntryView
 
 
 # What the model says ------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from typing import Any, Hashable, Iterator, NamedTuple
 
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.values import value_for
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import EntryState, EntryView
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import EntryState, EntryView
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 ABSENT_KEY = "new"

@@ -14,7 +14,7 @@ from typing import Any, Hashable, NamedTuple
 
 from cacheproof.prove.induction import BranchOutcome
 from cacheproof.prove.cache.refinement_domain import READY, entry_value
-from cacheproof.spec.types import Acquired, EntryView
+from cacheproof.spec.cache.types import Acquired, EntryView
 
 NO_ERROR = "-"
 RESULT_OF_ERROR = -3

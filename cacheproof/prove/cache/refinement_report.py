@@ -15,12 +15,12 @@ from cacheproof.contract import calls
 from cacheproof.contract.calls import Call
 from cacheproof.prove.cache.counterexample import from_entries_python, json_value, semantics_python
 from cacheproof.prove.cache.refinement_domain import READY, Bound, value_tag
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import Acquired, EntryView
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import Acquired, EntryView
 from cacheproof.spec.kinds import get_kind
 
 SPEC_CLASS = get_kind("cache").new
-"""The cache spec's class, named once in spec/cache_kind.py."""
+"""The cache spec's class, named once in spec/cache/kind.py."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Disagreement:
             "from cacheproof.contract.values import value_for",
         ]
         if self.semantics != CONTRACT:
-            lines.append("from cacheproof.spec.semantics import Semantics")
+            lines.append("from cacheproof.spec.cache.semantics import Semantics")
         semantics = "" if self.semantics == CONTRACT else f"semantics={semantics_python(self.semantics)}"
         lines += ["", *from_entries_python(self.capacity_bytes, self.entries, _value_python, semantics)]
         if self.call is None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 import z3
 
 from cacheproof.prove.induction import Z3_LOGIC
-from cacheproof.spec import rules, steps
+from cacheproof.spec.cache import rules, steps
 
 KEY_SLOT = 0
 """The slot of the key an operation names."""

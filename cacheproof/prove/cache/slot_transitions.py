@@ -3,7 +3,7 @@
 Rule: guards come from `rules` and what a step does to an entry (refcount changes, idle and
 last-release tests, the fields of a new entry) from `steps`, both called as `rules.<name>` /
 `steps.<name>` at proof time, so a patched rule or step is the one proved. Every transition takes
-the `Semantics` the spec runs (spec/semantics.py; the contract by default) and branches on it in
+the `Semantics` the spec runs (spec/cache/semantics.py; the contract by default) and branches on it in
 plain Python, as the spec does: which check raises or returns, when eviction happens
 (`rules.eviction_demand`), which call moves an entry to newest (`Semantics.refreshes`), a new
 reservation's retain flag (`steps.reservation_retain`). The refinement check runs under the same
@@ -29,8 +29,8 @@ from cacheproof.prove.cache.slot_cache import (
     is_evictable,
 )
 from cacheproof.prove.induction import Z3_LOGIC, BranchOutcome
-from cacheproof.spec import rules, steps
-from cacheproof.spec.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache import rules, steps
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
 

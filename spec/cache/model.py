@@ -19,15 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable
 
-from cacheproof.spec import arguments, invariants, rules, steps
+from cacheproof.spec.cache import arguments, invariants, rules, steps
 from cacheproof.spec.errors import (
     CapacityError,
     ConflictError,
     UnknownKeyError,
     WrongStateError,
 )
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 
@@ -54,7 +54,7 @@ class _Entry:
 class CacheSpec:
     """The executable spec of a byte-bounded, ref-counted LRU cache with reservations.
 
-    `semantics` picks the design choices on which real caches differ (spec/semantics.py); each is
+    `semantics` picks the design choices on which real caches differ (spec/cache/semantics.py); each is
     one visible `if` in the operation it changes, and the default is the contract.
     """
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from cacheproof.spec import rules
+from cacheproof.spec.cache import rules
 from cacheproof.spec.errors import InvalidArgumentError, TooLargeError
-from cacheproof.spec.values import unsizable_reason, value_size
+from cacheproof.spec.cache.values import unsizable_reason, value_size
 
 
 def _is_int(number: Any) -> bool:

@@ -9,14 +9,14 @@ the spec runs. As in `rules`, a branch on a possibly symbolic value goes through
 a patched step is the step proved.
 
 An entry is described here by `ready` (True for READY, False for RESERVED), its `refcount` and its
-`retain` flag. The invariants (spec/invariants.py) are stated independently of these steps.
+`retain` flag. The invariants (spec/cache/invariants.py) are stated independently of these steps.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cacheproof.spec.rules import CONCRETE, Logic
+from cacheproof.spec.cache.rules import CONCRETE, Logic
 
 RESERVATION_REFCOUNT = 1
 """A new RESERVED entry (reserve, acquire NEW_RESERVATION) holds one reference: its producer's."""

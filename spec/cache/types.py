@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Hashable, NamedTuple
 
-from cacheproof.spec import rules
+from cacheproof.spec.cache import rules
 
 
 class EntryState(enum.Enum):

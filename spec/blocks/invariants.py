@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from cacheproof.spec.block_manager_spec import BLOCK_SIZE, block_hash, chain_hashes
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash, chain_hashes
 
 
 class BlockStep(NamedTuple):

@@ -1,7 +1,7 @@
 """`BlockSemantics`: the design choices on which real KV block pools differ from the block contract.
 
 Each field names one choice; its default is the contract's (docs/block-pool-contract.md). The
-profiles reuse `spec.profiles.Profile`: a name, the semantics, the operations a pool of that design
+profiles reuse `spec.kind.Profile`: a name, the semantics, the operations a pool of that design
 has, and a summary. What vLLM's code does, per field, is written next to the field.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from cacheproof.spec.block_operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
+from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.profiles import Profile
+from cacheproof.spec.kind import Profile
 
 BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),

@@ -19,16 +19,16 @@ Block 0 is the null block: never in the queue, never handed out, never hashed, r
 State: the free queue (a list, head first), per block its ref count and hash (or None), the hash
 map (hash -> the blocks carrying it, first inserted first: lookup answers with the first), and per
 request the blocks it holds (a multiset: a block touched twice by one request is held twice).
-The request level (spec/block_manager_spec.py) adds per-request block tables and block contents.
+The request level (spec/blocks/manager.py) adds per-request block tables and block contents.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cacheproof.spec import block_invariants
-from cacheproof.spec.block_manager_spec import BLOCK_SIZE, RequestLevel
-from cacheproof.spec.block_semantics import BLOCK_CONTRACT, BlockSemantics
+from cacheproof.spec.blocks import invariants as block_invariants
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
+from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
 NULL_BLOCK = 0
@@ -42,7 +42,7 @@ def _is_int(value: object) -> bool:
 class BlockPoolSpec(RequestLevel):
     """The executable spec of a block pool of `num_blocks` blocks (block 0 the null block).
 
-    `semantics` picks the design choices on which real pools differ (spec/block_semantics.py);
+    `semantics` picks the design choices on which real pools differ (spec/blocks/semantics.py);
     `block_size` is the request level's tokens per block.
     """
 

@@ -10,18 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.semantics import Semantics
+from cacheproof.spec.cache.semantics import Semantics
+from cacheproof.spec.kind import Profile
 
 ALL_OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains")
 """Every operation of the contract, in the order the checker lists them."""
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    semantics: Semantics
-    operations: tuple[str, ...]
-    summary: str
 
 
 PROFILES: dict[str, Profile] = {

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cacheproof.spec.cache_operations import CACHE_OPERATIONS
-from cacheproof.spec.cache_spec import CacheSpec
-from cacheproof.spec.invariants import INVARIANTS
+from cacheproof.spec.cache.operations import CACHE_OPERATIONS
+from cacheproof.spec.cache.model import CacheSpec
+from cacheproof.spec.cache.invariants import INVARIANTS
 from cacheproof.spec.kind import SpecKind
-from cacheproof.spec.profiles import PROFILES
+from cacheproof.spec.cache.profiles import PROFILES
 
 CACHE_KIND = SpecKind(
     name="cache",

@@ -3,10 +3,10 @@ profiles (docs/block-pool-contract.md)."""
 
 from __future__ import annotations
 
-from cacheproof.spec.block_invariants import BLOCK_INVARIANTS
-from cacheproof.spec.block_operations import BLOCK_OPERATIONS
-from cacheproof.spec.block_pool_spec import BlockPoolSpec
-from cacheproof.spec.block_semantics import BLOCK_PROFILES
+from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
+from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
 from cacheproof.spec.kind import SpecKind
 
 BLOCK_KIND = SpecKind(
@@ -18,4 +18,5 @@ BLOCK_KIND = SpecKind(
     new=BlockPoolSpec,
     invariants=BLOCK_INVARIANTS,
     profiles=BLOCK_PROFILES,
+    views=("snapshot", "tables", "contents"),
 )

@@ -23,8 +23,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from cacheproof.spec import steps
-from cacheproof.spec.types import EntryState, EntryView
+from cacheproof.spec.cache import steps
+from cacheproof.spec.cache.types import EntryState, EntryView
 
 OPERATIONS: tuple[str, ...] = (
     "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from cacheproof.spec.semantics import CONTRACT, Semantics
-from cacheproof.spec.types import EntryState, Snapshot
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import EntryState, Snapshot
 
 EVICTING_OPERATIONS = ("commit", "put", "evict")
 """Operations that may evict idle entries to make room (under the contract's semantics)."""
