@@ -28,8 +28,8 @@ from cacheproof.spec import (
     EntryView,
     UnknownKeyError,
     WrongStateError,
-    arguments,
 )
+from cacheproof.spec.cache import arguments
 from cacheproof.spec.cache.values import value_size
 
 

@@ -17,9 +17,16 @@ from dataclasses import dataclass
 from typing import Any, Hashable
 
 from cacheproof.spec import (
-    Acquired, CacheStats, CapacityError, ConflictError, EntryState, EntryView, UnknownKeyError,
-    WrongStateError, arguments,
+    Acquired,
+    CacheStats,
+    CapacityError,
+    ConflictError,
+    EntryState,
+    EntryView,
+    UnknownKeyError,
+    WrongStateError,
 )
+from cacheproof.spec.cache import arguments
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 

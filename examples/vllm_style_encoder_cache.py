@@ -30,8 +30,8 @@ from cacheproof.spec import (
     EntryView,
     UnknownKeyError,
     WrongStateError,
-    arguments,
 )
+from cacheproof.spec.cache import arguments
 
 RequestId = str
 

@@ -27,9 +27,8 @@ from cacheproof.spec import (
     InvalidArgumentError,
     TooLargeError,
     UnknownKeyError,
-    invariants,
-    transitions,
 )
+from cacheproof.spec.cache import invariants, transitions
 from cacheproof.spec.cache.invariants import InvariantViolation
 from cacheproof.spec.cache.values import value_size
 from model_tests.test_transitions import SCENARIOS, edge_of
