@@ -91,28 +91,40 @@ def view_of(target: Any, view: str) -> Any:
     """`target.view()`, or a text saying it is missing or raised (which differs from any answer)."""
     method = getattr(target, view, None)
     if not callable(method):
-        return f"<no {view}()>"
+        return missing_view(view)
     try:
         return method()
     except Exception as error:  # noqa: BLE001 - a view that raises differs
         return f"<{view}() raised {type(error).__name__}: {error}>"
 
 
-def differential_step(model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",)) -> StepDifference | None:
-    """Run `call` on both and compare the outcomes and `views`; None when the implementation
-    conforms at it, else what differs. A view the implementation lacks is compared only while the
-    spec's answer is empty (a pool-level implementation has no request tables to show)."""
-    expected = outcome_of(model, call)
-    actual = outcome_of(implementation, call)
+def missing_view(view: str) -> str:
+    """What `view_of` answers for an implementation without the view."""
+    return f"<no {view}()>"
+
+
+def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) -> tuple[tuple[str, Any, Any], ...]:
+    """(view, the spec's answer, the implementation's) for each view in `views` that differs; `seen`
+    holds the implementation's answers (`view_of`). A view the implementation lacks counts only
+    while the spec's answer is not empty (a pool-level implementation shows no request tables),
+    except `snapshot`, which every implementation has."""
     differing = []
     for view in views:
         wanted = getattr(model, view)()
-        if not callable(getattr(implementation, view, None)) and not wanted and view != "snapshot":
+        if seen[view] == missing_view(view) and not wanted and view != "snapshot":
             continue
-        seen = view_of(implementation, view)
-        if not _equal(wanted, seen):
-            differing.append((view, wanted, seen))
-    difference = StepDifference(call, expected, actual, tuple(differing))
+        if not _equal(wanted, seen[view]):
+            differing.append((view, wanted, seen[view]))
+    return tuple(differing)
+
+
+def differential_step(model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",)) -> StepDifference | None:
+    """Run `call` on both and compare the outcomes and `views` (`differing_views`); None when the
+    implementation conforms at it, else what differs."""
+    expected = outcome_of(model, call)
+    actual = outcome_of(implementation, call)
+    seen = {view: view_of(implementation, view) for view in views}
+    difference = StepDifference(call, expected, actual, differing_views(model, seen, views))
     if difference.outcome_differs or difference.view_differs:
         return difference
     return None

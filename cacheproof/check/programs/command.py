@@ -1,6 +1,7 @@
 """`cacheproof check --spec KIND` for the kinds other than the tensor cache: their implementation
 (`--impl MODULE:FACTORY`, default the kind's built-in), profile, budget, seed, distinct divergences,
-JSON report and runnable snippets. Exit 0 conforms, 1 counterexample, 2 usage error.
+JSON report, runnable snippets and the first counterexample as a program trace (`--trace-out`,
+docs/block-traces.md). Exit 0 conforms, 1 counterexample, 2 usage error.
 """
 
 from __future__ import annotations
@@ -13,17 +14,19 @@ from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
+from cacheproof.contract.calls import encode_value, to_json
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import outcome_of
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
+from cacheproof.version import __version__
 
-DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_block_pool:KVBlockPool"}
+DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
 """The built-in implementation each kind is checked against when no --impl is given."""
 
-_CACHE_ONLY = ("isolate", "threads", "trace_out", "thorough", "max_capacity")
+_CACHE_ONLY = ("isolate", "thorough", "max_capacity")
 """Flags of `cacheproof check` that only the tensor cache's checker has so far."""
 
 
@@ -33,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if given:
         print(f"cacheproof check: {', '.join(given)} not yet for --spec {kind.name}", file=sys.stderr)
         return 2
-    problem = first_problem({"--json": args.json})
+    problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
@@ -46,6 +49,13 @@ def run(args: argparse.Namespace) -> int:
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    missing = missing_operations(kind, factory, operations)
+    if missing:
+        print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
+              f"check fewer operations with --ops or a profile that names them (--profile)", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        return _run_threads(args, kind, factory, impl, semantics, operations, profile.name)
     with Progress("check", total=args.examples, quiet=args.quiet) as progress:
         report = run_program_check(
             kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
@@ -56,11 +66,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.json is not None:
             write_atomically(args.json, json.dumps(report_json(report, impl, profile.name, args.seed, snippets), indent=2) + "\n")
+        if args.trace_out is not None and report.counterexample is not None:
+            write_atomically(args.trace_out, program_trace_text(kind, report.counterexample, profile.name, semantics))
     except OutputPathError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     _print(args, report, impl, profile.name, snippets)
     return 0 if report.ok else 1
+
+
+PROBE_SIZE = 4
+"""The size of the implementation built to see which operations it has before any example runs."""
+
+
+def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> list[str]:
+    """The operations among `operations` that `factory(PROBE_SIZE)` has no method for."""
+    probe = factory(PROBE_SIZE)
+    return [name for name in operations
+            if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
 
 
 def misuse_checked(semantics) -> bool:
@@ -92,9 +115,23 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
 
 
-def report_json(report: ProgramReport, impl: str, profile: str, seed: int, snippets: list[str]) -> dict:
-    from cacheproof.contract.calls import to_json
+def program_trace_text(kind: SpecKind, example: ProgramCounterexample, profile: str, semantics) -> str:
+    """The example as a program trace, each call with the spec's outcome: the format that
+    `cacheproof.trace.program_format` reads (and writes; the checker may not import the traces'
+    layer, so this is its writer of that format, and a test replays what it writes)."""
+    header = {"format": "cacheproof-program-trace", "format_version": 1, "version": __version__,
+              "spec": kind.name, kind.size_name: example.size, "profile": profile}
+    if semantics != kind.profiles[profile].semantics:
+        header["semantics"] = {name: encode_value(value) for name, value in semantics.differences().items()}
+    model, lines = kind.new(example.size, semantics), [json.dumps(header)]
+    for call in example.calls:
+        outcome = outcome_of(model, call)
+        recorded = {"error": outcome.error} if outcome.error is not None else {"result": encode_value(outcome.result)}
+        lines.append(json.dumps({**to_json(call), **recorded}))
+    return "\n".join(lines) + "\n"
 
+
+def report_json(report: ProgramReport, impl: str, profile: str, seed: int, snippets: list[str]) -> dict:
     return {
         "ok": report.ok, "spec": report.kind, "impl": impl, "profile": profile, "seed": seed,
         "examples": report.examples, "steps": report.steps, "seconds": round(report.seconds, 3),
@@ -123,3 +160,32 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     if not args.quiet:
         for snippet in snippets:
             print(snippet)
+
+
+def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, semantics, operations, profile: str) -> int:
+    """`--threads N`: linearizability of N threads' calls (cacheproof.check.concurrent.programs)."""
+    from cacheproof.check.concurrent.programs import run_program_concurrent_check
+
+    with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+        report = run_program_concurrent_check(
+            kind, factory, generator_for(kind.name), threads=args.threads, scenarios=args.examples, runs=args.runs,
+            seed=args.seed, semantics=semantics, operations=operations,
+            misuse=misuse_checked(semantics) and not args.no_bad_arguments,
+            on_scenario=lambda scenarios, runs: progress.update(scenarios, runs),
+        )
+    if args.json is not None:
+        write_atomically(args.json, json.dumps({
+            "ok": report.ok, "spec": kind.name, "impl": impl, "profile": profile, "threads": report.threads,
+            "seed": args.seed, "scenarios": report.scenarios, "runs": report.runs, "unknown_histories": report.unknown,
+            "seconds": round(report.seconds, 3), "reason": report.reason or None,
+            "scenario": None if report.ok else report.counterexample.describe(), "history": report.history,
+        }, indent=2) + "\n")
+    if report.ok:
+        print(f"linearizable: {report.scenarios} scenarios of {report.threads} threads, {report.runs} runs"
+              + (f", {report.unknown} histories unknown (search budget)" if report.unknown else ""))
+        return 0
+    print(f"NOT LINEARIZABLE: {report.reason}")
+    if not args.quiet:
+        print(report.counterexample.describe())
+        print("\n".join(report.history))
+    return 1

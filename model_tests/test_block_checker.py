@@ -1,0 +1,132 @@
+"""The checker of the block pool kind (`cacheproof check --spec blocks`), proven by the bugs it
+catches: every broken pool of model_tests/block_pools.py is found with a shrunk counterexample whose
+snippet fails when run, the correct pools are never flagged, a race is found under --threads and a
+locked pool is linearizable, and a pool missing an operation is a usage error naming it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from cacheproof.check.concurrent.programs import run_program_concurrent_check
+from cacheproof.check.programs.command import snippet_of
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import run_program_check
+from cacheproof.cli import main
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.spec.kinds import get_kind
+from model_tests import block_pools
+
+KIND = get_kind("blocks")
+BROKEN = ["DoubleFreePool", "HeadFreePool", "StaleHashMapPool", "GapLookupPool", "TouchLeavesQueuedPool",
+          "ResetInUsePool", "CounterDriftPool", "ForwardFreeRequestPool", "LastInsertedLookupPool"]
+
+
+def _check(factory, **options):
+    return run_program_check(KIND, factory, generator_for("blocks"), **options)
+
+
+@pytest.mark.parametrize("factory", [BlockPoolSpec, block_pools.ListBlockPool], ids=["spec", "list pool"])
+def test_correct_pools_conform(factory):
+    report = _check(factory, examples=150, seed=0)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    assert report.examples == 150 and report.steps > 150
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_every_broken_pool_is_found_with_a_snippet_that_fails(name):
+    factory = getattr(block_pools, name)
+    report = _check(factory, examples=400, seed=0)
+    assert not report.ok, f"{name} was not found"
+    example = report.counterexample
+    assert len(example.calls) <= 12, example.calls
+    snippet = snippet_of(KIND, f"model_tests.block_pools:{name}", example, None)
+    with pytest.raises(AssertionError):
+        exec(compile(snippet, "<snippet>", "exec"), {})
+
+
+def test_the_snippet_of_a_divergence_passes_on_the_correct_pool():
+    """The snippet asserts the spec's behaviour: on a correct pool it runs through."""
+    report = _check(block_pools.DoubleFreePool, examples=200, seed=0)
+    snippet = snippet_of(KIND, "model_tests.block_pools:ListBlockPool", report.counterexample, None)
+    exec(compile(snippet, "<snippet>", "exec"), {})
+
+
+def test_distinct_divergences_are_each_reported():
+    report = _check(block_pools.DoubleFreePool, examples=300, seed=0, max_divergences=3)
+    kinds = [example.kind_of() for example in report.counterexamples]
+    assert len(kinds) == len(set(kinds)) >= 1
+
+
+class LockedListPool(block_pools.ListBlockPool):
+    """ListBlockPool with every operation and view under one lock: linearizable by construction."""
+
+    def __init__(self, num_blocks: int) -> None:
+        super().__init__(num_blocks)
+        self._lock = threading.Lock()
+
+
+def _locked(name: str):
+    def method(self, *args, **kwargs):
+        with self._lock:
+            return getattr(block_pools.ListBlockPool, name)(self, *args, **kwargs)
+
+    return method
+
+
+for _name in KIND.names + KIND.views:
+    setattr(LockedListPool, _name, _locked(_name))
+
+
+class RacyAllocatePool(LockedListPool):
+    """Allocation reads the free queue's head outside the lock, yields, then takes those blocks:
+    two threads can both take one block (a pool shared without a lock around its allocation)."""
+
+    def allocate(self, request, n):
+        if not (isinstance(n, int) and 0 < n <= self.num_free()):
+            return super().allocate(request, n)
+        seen = list(self._free)[:n]
+        time.sleep(0.0005)
+        with self._lock:
+            for block in seen:
+                self._free.pop(block, None)
+                self._refs[block] += 1
+                self._holdings.setdefault(request, Counter())[block] += 1
+            self._num_free = len(self._free)
+        return tuple(seen)
+
+
+POOL_OPS = ("allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free")
+
+
+def test_a_locked_pool_is_linearizable_under_threads():
+    report = run_program_concurrent_check(KIND, LockedListPool, generator_for("blocks"), threads=3, scenarios=25,
+                                          runs=5, seed=0, operations=POOL_OPS)
+    assert report.ok, report.reason
+    assert report.scenarios == 25 and report.runs >= 125
+
+
+def test_a_racy_allocation_is_not_linearizable():
+    report = run_program_concurrent_check(KIND, RacyAllocatePool, generator_for("blocks"), threads=2, scenarios=200,
+                                          runs=10, seed=0, operations=("allocate", "num_free", "free"))
+    assert not report.ok
+    assert "allocate" in report.counterexample.describe()
+    assert report.counterexample.calls <= 6
+
+
+def test_a_pool_missing_an_operation_is_a_usage_error(capsys):
+    code = main(["check", "--spec", "blocks", "--impl", "cacheproof.impl.kv_block_pool:KVBlockPool",
+                 "--ops", "allocate,free,find_cached_prefix", "--examples", "5"])
+    assert code == 2
+    assert "lacks find_cached_prefix" in capsys.readouterr().err
+
+
+def test_check_spec_blocks_exits_one_on_a_broken_pool_and_zero_on_a_correct_one(capsys):
+    assert main(["check", "--spec", "blocks", "--impl", "model_tests.block_pools:ListBlockPool",
+                 "--examples", "60", "--quiet"]) == 0
+    assert main(["check", "--spec", "blocks", "--impl", "model_tests.block_pools:DoubleFreePool",
+                 "--examples", "200", "--quiet", "--max-divergences", "1"]) == 1
+    assert "cache.free(" in capsys.readouterr().out
