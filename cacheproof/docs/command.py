@@ -17,6 +17,7 @@ from cacheproof.cmdline.output_paths import first_problem, write_atomically
 GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",
     "lifecycle.md": "cacheproof.docs.lifecycle",
+    "block-pool-invariants.md": "cacheproof.docs.block_pool",
 }
 
 
