@@ -10,6 +10,9 @@ attribute `settings` to a `hypothesis.settings` to override everything. Under th
 profile the test draws from the wide and long scopes too (`profile_scopes`; docs/scope.md); the
 class attribute `scopes` overrides that.
 
+`program_test_case(MyPool, kind="blocks")` does the same for another spec kind (`cacheproof check
+--spec KIND`): the kind's program checker, its shrunk counterexample as a runnable snippet.
+
 `concurrent_cache_test_case(MyCache)` does the same for threads: it holds the cache to the spec
 under several threads (`cacheproof check --threads`; docs/concurrency.md) and fails with the
 shrunk scenario, the observed history, the reason no sequential order explains it, and a
@@ -30,6 +33,9 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent.run import DEFAULT_RUNS, run_concurrent_check
+from cacheproof.check.programs.command import misuse_checked, snippet_of
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS, run_program_check
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.check.sequential.machine import Tally, machine_for
@@ -40,6 +46,8 @@ from cacheproof.contract.sequence import first_divergence
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kinds import get_kind
 
 
 def cache_test_case(
@@ -240,3 +248,51 @@ def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Di
     calls, found, _ = shrink_failure(attempt, tally.calls, first, seconds)
     counterexample = counterexample_of(factory, tally.capacity_bytes, calls, found.message, semantics)
     return f"{error}\n\nshrunk to {len(calls)} calls:\n{counterexample.to_python(impl)}"
+
+
+def program_test_case(
+    factory: Callable[[int], Any],
+    kind: str = "blocks",
+    *,
+    profile: str = "contract",
+    examples: int | None = None,
+    seed: int = 0,
+    steps: int = DEFAULT_PROGRAM_STEPS,
+    name: str | None = None,
+) -> type[unittest.TestCase]:
+    """A TestCase that holds `factory(size)` to the spec kind `kind` (`cacheproof check --spec
+    KIND`): `examples` programs (None: the active Hypothesis settings' max_examples, see
+    `active_settings`) of up to `steps` calls from `seed`, under `profile`'s semantics and
+    operations; class attributes of the same names override them. A divergence fails the test
+    with the shrunk counterexample as a runnable snippet. A bad kind or profile raises
+    InvalidArgumentError here, when the test case is made."""
+    spec_kind = get_kind(kind)
+    if profile not in spec_kind.profiles:
+        raise InvalidArgumentError(f"profile {profile!r}: spec kind {kind!r} has {', '.join(spec_kind.profiles)}")
+    chosen = spec_kind.profiles[profile]
+    impl = impl_name(factory)
+    name = name or _unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
+
+    class ProgramContractTest(unittest.TestCase):
+        cache_impl = impl  # "module:qualname" of the factory
+
+        def runTest(self) -> None:
+            cls = type(self)
+            report = run_program_check(
+                spec_kind, factory, generator_for(spec_kind.name), examples=cls.examples or active_settings().max_examples,
+                steps=cls.steps, seed=cls.seed, semantics=chosen.semantics, operations=chosen.operations,
+                misuse=misuse_checked(chosen.semantics),
+            )
+            example = report.counterexample
+            if example is not None:
+                raise AssertionError(
+                    f"{impl} diverges from the {spec_kind.name} spec: {example.difference.describe()}\n\n"
+                    f"shrunk to {len(example.calls)} calls:\n{snippet_of(spec_kind, impl, example, chosen.semantics)}"
+                )
+
+    ProgramContractTest.examples = examples
+    ProgramContractTest.seed = seed
+    ProgramContractTest.steps = steps
+    ProgramContractTest.__name__ = ProgramContractTest.__qualname__ = f"Test{name}"
+    ProgramContractTest.__module__ = _callers_module()
+    return ProgramContractTest

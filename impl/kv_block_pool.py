@@ -185,6 +185,14 @@ class KVBlockPool:
     def num_free(self) -> int:
         return len(self._free)
 
+    def ref_count(self, block: int) -> int:
+        """How many holdings of `block` exist (0: free, or the null block)."""
+        return self._ref.get(block, 0)
+
+    def holds(self, request: int) -> bool:
+        """Whether `request` holds any block."""
+        return bool(self._held.get(request))
+
     # ----------------------------------------------------------------- checks
 
     def _request(self, request: object) -> int:

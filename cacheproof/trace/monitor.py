@@ -44,7 +44,7 @@ from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
-from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kinds import DEFAULT_KIND, new_spec
 from cacheproof.spec.kind import Model
 
 _VALUE_OPERATIONS = ("get", "pop")
@@ -56,11 +56,13 @@ ADAPTIVE_CALLS_PER_ENTRY = 2
 
 
 class DivergenceError(AssertionError):
-    """The monitored cache disagreed with the spec. `.trace` holds the calls up to the bad one, included."""
+    """The monitored cache (or implementation of another kind) disagreed with the spec. `.trace`
+    holds the calls up to the bad one, included; `writer` names the function that writes it."""
 
-    def __init__(self, message: str, trace: Trace, logged_to: str | None = None, impl: str = "MODULE:FACTORY") -> None:
+    def __init__(self, message: str, trace: Trace, logged_to: str | None = None, impl: str = "MODULE:FACTORY",
+                 writer: str = "cacheproof.trace.format.write_trace") -> None:
         if logged_to is None:
-            how = (f"the trace so far holds {len(trace.calls)} calls: cacheproof.trace.format.write_trace("
+            how = (f"the trace so far holds {len(trace.calls)} calls: {writer}("
                    f"path, error.trace), then `cacheproof replay path --impl {impl}`")
         else:
             how = f"every call is logged in {logged_to}: `cacheproof replay {logged_to} --impl {impl}` replays it"
@@ -289,8 +291,16 @@ def monitor(
     profile: str = DEFAULT_PROFILE,
     semantics: str | Semantics = "",
     ops: Sequence[str] | None = None,
-) -> MonitoredCache:
+    kind: str = DEFAULT_KIND,
+    size: int | None = None,
+) -> Any:
     """Wrap an empty `cache` so that every call is checked against the spec.
+
+    With another spec `kind` ("blocks"), `cache` is an implementation of that kind and the
+    `MonitoredProgram` of `cacheproof.trace.program_monitor` wraps it: `size` (default the target's
+    `<size_name>` attribute) sizes the model, `state_every=k` compares the kind's views every k calls
+    (None: every call), `profile` and a semantics object apply as below; capacity_bytes, ops and
+    FIELD=VALUE overrides are the tensor cache's (ValueError).
 
     The capacity is `capacity_bytes`, else `cache.capacity_bytes`, else `cache.stats().capacity_bytes`.
     `trace_path` logs every call as a trace that `cacheproof replay` reads. `state_every=n` compares
@@ -301,6 +311,14 @@ def monitor(
     another on the monitored cache raises AttributeError. The trace header records all three, so
     the trace file replays under them with no flags.
     """
+    if kind != DEFAULT_KIND:
+        if capacity_bytes is not None or ops is not None or isinstance(semantics, str) and semantics:
+            raise ValueError(f"monitor: capacity_bytes=, ops= and semantics overrides are the tensor cache's; "
+                             f"for kind={kind!r} pass size= and a semantics object")
+        from cacheproof.trace.program_monitor import monitor_program  # it imports DivergenceError from here
+
+        return monitor_program(cache, kind, size=size, trace_path=trace_path, views_every=state_every or 1,
+                               profile=profile, semantics=semantics or None)
     chosen = profile_named(profile)
     if isinstance(semantics, Semantics):
         spec_semantics = semantics

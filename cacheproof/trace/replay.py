@@ -5,7 +5,8 @@ recorded outcome must be the one the spec gives. With --impl the cache runs besi
 (`lockstep`: outcomes, len and `in` after every call, stats, snapshot and the spec's I1-I4
 periodically, the call that broke the state located by bisection) and its outcomes must also match
 the recorded ones. Both are O(1) amortized per call. Exit 0 no divergence, 1 divergence, 2 usage
-error (bad flag, unreadable or malformed trace, factory not importable).
+error (bad flag, unreadable or malformed trace, factory not importable). A trace whose header
+names a spec kind (`"spec": "blocks"`) is replayed by `program_replay` (docs/block-traces.md).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_n
 from cacheproof.spec.cache.semantics import describe_value, field_names
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
+from cacheproof.trace import program_replay
+from cacheproof.trace.program_format import names_a_kind
 from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
@@ -263,7 +266,8 @@ class ReplayReport:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", type=Path, help="the trace file (JSON lines, see docs/traces.md)")
+    parser.add_argument("trace", type=Path, help="the trace file (JSON lines, see docs/traces.md; "
+                        "of another spec kind, docs/block-traces.md)")
     parser.add_argument("--impl", help="MODULE:FACTORY of a cache to run beside the spec (default: the spec alone)")
     parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
@@ -277,6 +281,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if names_a_kind(args.trace):  # a trace of another spec kind (docs/block-traces.md)
+        return program_replay.run(args)
     problem = first_problem({"--json": args.json})
     if problem is not None:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
