@@ -14,14 +14,14 @@ from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
-from cacheproof.contract.calls import encode_value, to_json
+from cacheproof.contract.calls import to_json
+from cacheproof.contract.program_record import program_trace_text, spec_program_trace
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import outcome_of
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
-from cacheproof.version import __version__
 
 DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
 """The built-in implementation each kind is checked against when no --impl is given."""
@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         if args.json is not None:
             write_atomically(args.json, json.dumps(report_json(report, impl, profile.name, args.seed, snippets), indent=2) + "\n")
         if args.trace_out is not None and report.counterexample is not None:
-            write_atomically(args.trace_out, program_trace_text(kind, report.counterexample, profile.name, semantics))
+            example = report.counterexample
+            trace = spec_program_trace(kind.name, example.size, example.calls, profile.name, semantics)
+            write_atomically(args.trace_out, program_trace_text(trace))
     except OutputPathError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
@@ -113,22 +115,6 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     model = kind.new(example.size, semantics)
     errors = [outcome_of(model, call).error for call in example.calls[:-1]]
     return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
-
-
-def program_trace_text(kind: SpecKind, example: ProgramCounterexample, profile: str, semantics) -> str:
-    """The example as a program trace, each call with the spec's outcome: the format that
-    `cacheproof.trace.program_format` reads (and writes; the checker may not import the traces'
-    layer, so this is its writer of that format, and a test replays what it writes)."""
-    header = {"format": "cacheproof-program-trace", "format_version": 1, "version": __version__,
-              "spec": kind.name, kind.size_name: example.size, "profile": profile}
-    if semantics != kind.profiles[profile].semantics:
-        header["semantics"] = {name: encode_value(value) for name, value in semantics.differences().items()}
-    model, lines = kind.new(example.size, semantics), [json.dumps(header)]
-    for call in example.calls:
-        outcome = outcome_of(model, call)
-        recorded = {"error": outcome.error} if outcome.error is not None else {"result": encode_value(outcome.result)}
-        lines.append(json.dumps({**to_json(call), **recorded}))
-    return "\n".join(lines) + "\n"
 
 
 def report_json(report: ProgramReport, impl: str, profile: str, seed: int, snippets: list[str]) -> dict:
