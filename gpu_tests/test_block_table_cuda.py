@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from cacheproof.impl import block_table as bt
+from cacheproof.spec.errors import InvalidArgumentError
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -45,10 +46,21 @@ def test_copy_block_offsets_on_cuda_matches_the_reference():
     dst = torch.full((5, 6), 7, dtype=torch.int32, device="cuda")
     expected = dst.cpu()
     rows, ids = [4, 1, 2], [[1, 2, 3], [], np.arange(6)]
-    bt.copy_block_offsets_reference(expected, rows, ids)
-    bt.copy_block_offsets(dst, torch.tensor(rows), ids)
+    bt.copy_block_offsets_reference(expected, rows, ids, num_blocks=6)
+    bt.copy_block_offsets(dst, torch.tensor(rows), ids, num_blocks=6)
     assert torch.equal(dst.cpu(), expected)
     before = dst.clone()
     with pytest.raises(ValueError):
-        bt.copy_block_offsets(dst, [0, 0], [[1], [2]])
+        bt.copy_block_offsets(dst, [0, 0], [[1], [2]], num_blocks=6)
+    assert torch.equal(dst, before)
+
+
+@pytest.mark.parametrize("bad_id", [6, -1, 2**31 - 1])
+def test_copy_block_offsets_on_cuda_rejects_ids_outside_the_pool(bad_id):
+    dst = torch.full((3, 4), 7, dtype=torch.int32, device="cuda")
+    before = dst.clone()
+    message = rf"block_ids\[1\] \(dst row 0\) holds block id {bad_id} at column 2"
+    with pytest.raises(InvalidArgumentError, match=message):
+        bt.copy_block_offsets(dst, [2, 0], [[0, 5], [1, 2, bad_id]], num_blocks=6)
+    torch.cuda.synchronize()
     assert torch.equal(dst, before)

@@ -5,10 +5,15 @@ The kernels live next to this module: page buffers to a padded block table in bl
 their public names are importable from here (`__all__`). This module states the multimodal run
 layout.
 
-Rule: an `MmRunLayout` is validated when it is built and immutable after; its per-token metadata
-has one slow reference that states its meaning in plain Python
-(`resolve_mm_run_metadata_reference`) and a vectorized `resolve_mm_run_metadata` that tests hold
-equal to it; `MmRunLayout.metadata` computes the latter once and hands out fresh tensors.
+Rule: an `MmRunLayout` is validated when it is built and immutable after. It offers two views,
+each with one slow reference that states its meaning in plain Python and a vectorized version
+that tests hold equal to it, each computed once and handed out as fresh tensors:
+
+- per token (`metadata`, `resolve_mm_run_metadata[_reference]`): one entry per multimodal token;
+  a zero-length run has no token, so it appears only as a repeated entry of `cu_lengths`;
+- per run (`per_run`, `resolve_mm_per_run_metadata[_reference]`): one entry per run, zero-length
+  runs included, with the four fields TensorRT-LLM's `_resolve_multimodal_run_metadata` returns
+  (run positions, run ends, item index of each run, item-local token offset of each run).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = [
     "BAD_PAGE_INDEX",
     "INT32_MAX",
     "MmRunLayout",
+    "MmPerRunMetadata",
     "MmRunMetadata",
     "PageBuffer",
     "block_ids_numpy",
@@ -44,6 +50,8 @@ __all__ = [
     "copy_block_offsets",
     "copy_block_offsets_reference",
     "get_block_ids_per_seq",
+    "resolve_mm_per_run_metadata",
+    "resolve_mm_per_run_metadata_reference",
     "resolve_mm_run_metadata",
     "resolve_mm_run_metadata_reference",
 ]
@@ -62,6 +70,23 @@ class MmRunMetadata(NamedTuple):
     run_index: torch.Tensor
     item_index: torch.Tensor
     cu_lengths: torch.Tensor
+
+
+class MmPerRunMetadata(NamedTuple):
+    """Per-run metadata of a request's multimodal runs, TensorRT-LLM's `_MmRunMetadata` fields
+    (all int64 on the CPU, num_runs entries each, zero-length runs included).
+
+    run_positions: the first prompt position of each run.
+    run_ends: one past the last prompt position of each run (run_positions + run_lengths).
+    run_item_indices: the item that owns each run.
+    run_item_offsets: how many tokens of the same item come before the run (the item-local
+        offset of its first token).
+    """
+
+    run_positions: torch.Tensor
+    run_ends: torch.Tensor
+    run_item_indices: torch.Tensor
+    run_item_offsets: torch.Tensor
 
 
 def _int_vector(name: str, values: object) -> np.ndarray:
@@ -88,12 +113,14 @@ class MmRunLayout:
     int64 metadata (3 entries per token plus num_runs + 1), does not fit int64. The arrays are private
     read-only copies.
 
-    `metadata` memoizes `resolve_mm_run_metadata(self)` for the layout's lifetime. Each access
-    returns fresh tensors (one memcpy of the memo), so a caller mutating what it got back can
-    never change what the next caller gets.
+    `metadata` memoizes `resolve_mm_run_metadata(self)` (per token) and `per_run` memoizes
+    `resolve_mm_per_run_metadata(self)` (per run) for the layout's lifetime. Each access returns
+    fresh tensors (one memcpy of the memo), so a caller mutating what it got back can never
+    change what the next caller gets. Every int64 value of both views fits int64 (checked here,
+    at construction), so neither view can wrap where the engine's int64 tensors would.
     """
 
-    __slots__ = ("_cu_offsets", "_run_positions", "_run_lengths", "_memo")
+    __slots__ = ("_cu_offsets", "_run_positions", "_run_lengths", "_memo", "_per_run_memo")
 
     def __init__(self, cu_offsets: Sequence[int], run_positions: Sequence[int], run_lengths: Sequence[int]) -> None:
         cu = _int_vector("cu_offsets", cu_offsets)
@@ -126,6 +153,7 @@ class MmRunLayout:
         object.__setattr__(self, "_run_positions", positions)
         object.__setattr__(self, "_run_lengths", lengths)
         object.__setattr__(self, "_memo", None)
+        object.__setattr__(self, "_per_run_memo", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"MmRunLayout is immutable (cannot set {name})")
@@ -167,6 +195,15 @@ class MmRunLayout:
         fresh = memo.clone()
         return MmRunMetadata(*fresh.split([tokens, tokens, tokens, self.num_runs + 1]))
 
+    @property
+    def per_run(self) -> MmPerRunMetadata:
+        """`resolve_mm_per_run_metadata(self)`, computed once; fresh tensors on every access."""
+        memo = self._per_run_memo
+        if memo is None:
+            memo = torch.cat(list(resolve_mm_per_run_metadata(self)))
+            object.__setattr__(self, "_per_run_memo", memo)
+        return MmPerRunMetadata(*memo.clone().split([self.num_runs] * 4))
+
     def __repr__(self) -> str:
         return (
             f"MmRunLayout(cu_offsets={self._cu_offsets.tolist()}, "
@@ -205,3 +242,38 @@ def resolve_mm_run_metadata_reference(layout: MmRunLayout) -> MmRunMetadata:
                 item_index.append(item)
             cu_lengths.append(cu_lengths[-1] + lengths[run])
     return MmRunMetadata(*(torch.tensor(v, dtype=torch.int64) for v in (positions, run_index, item_index, cu_lengths)))
+
+
+def resolve_mm_per_run_metadata(layout: MmRunLayout) -> MmPerRunMetadata:
+    """The layout's per-run metadata, computed from scratch with vectorized numpy ops: the
+    item-local offset of a run is its exclusive running sum of lengths restarted at each item's
+    first run (the running sum minus its value at that first run)."""
+    lengths = layout.run_lengths
+    positions = layout.run_positions
+    runs_per_item = np.diff(layout.cu_offsets)
+    before_run = np.zeros(layout.num_runs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=before_run[1:])
+    item_of_run = np.repeat(np.arange(layout.num_items, dtype=np.int64), runs_per_item)
+    item_start = np.repeat(before_run[layout.cu_offsets[:-1]], runs_per_item)
+    fields = (positions, positions + lengths, item_of_run, before_run[:-1] - item_start)
+    return MmPerRunMetadata(*(torch.from_numpy(np.array(f, dtype=np.int64)) for f in fields))
+
+
+def resolve_mm_per_run_metadata_reference(layout: MmRunLayout) -> MmPerRunMetadata:
+    """The meaning, item by item and run by run, with Python lists."""
+    starts: list[int] = []
+    ends: list[int] = []
+    items: list[int] = []
+    offsets: list[int] = []
+    cu = layout.cu_offsets.tolist()
+    positions = layout.run_positions.tolist()
+    lengths = layout.run_lengths.tolist()
+    for item in range(layout.num_items):
+        seen = 0
+        for run in range(cu[item], cu[item + 1]):
+            starts.append(positions[run])
+            ends.append(positions[run] + lengths[run])
+            items.append(item)
+            offsets.append(seen)
+            seen += lengths[run]
+    return MmPerRunMetadata(*(torch.tensor(v, dtype=torch.int64) for v in (starts, ends, items, offsets)))

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cacheproof.impl import block_table as bt
+from cacheproof.spec.errors import InvalidArgumentError
 
 INT32_MAX = 2**31 - 1
 
@@ -147,6 +148,35 @@ def test_scale_and_divisor_must_be_ints_at_least_one(path, bad):
         path([b""], divisor=bad)
 
 
+def engine_block_ids(pages: list[int], index_scale: int, kv_factor: int, num_local_layers: int) -> list[int]:
+    """TensorRT-LLM KVCacheManagerV2's two steps, re-written from a reading of them: the int32
+    page tensor times index_scale floor-divided by kv_factor (torch keeps int32, so it wraps),
+    BAD pages kept as BAD; then BAD to 0 and the rest floor-divided by num_local_layers."""
+    idx = torch.as_tensor(np.array(pages, dtype=np.int32))
+    scaled = torch.where(idx != bt.BAD_PAGE_INDEX, idx * index_scale // kv_factor, bt.BAD_PAGE_INDEX).tolist()
+    ids = [i // num_local_layers if i != bt.BAD_PAGE_INDEX else 0 for i in scaled]
+    return torch.tensor(ids, dtype=torch.int).tolist()
+
+
+@pytest.mark.parametrize(
+    ("page", "scale", "divisor", "engine", "ours"),
+    [
+        (2**30, 2, 1, -(2**31), OverflowError),
+        (2**30, 4, 2, 0, OverflowError),
+        (1431655765, 3, 1, 0, OverflowError),  # the wrapped product is -1, read as BAD_PAGE_INDEX
+        (2**30, 4, 4, 0, 2**30),  # the exact id fits: cacheproof returns it, the engine wrapped
+        (2**29, 2, 3, (2**30) // 3, (2**30) // 3),  # no wrap: the two agree
+    ],
+)
+def test_engine_int32_wraps_where_cacheproof_is_exact(page, scale, divisor, engine, ours):
+    assert engine_block_ids([page, bt.BAD_PAGE_INDEX], scale, divisor, 1) == [engine, 0]
+    layers = 2 if divisor % 2 == 0 else 1  # divisor = kv_factor * num_local_layers
+    assert engine_block_ids([page], scale, divisor // layers, layers) == [engine]
+    for path in ALL_PATHS:
+        got = outcome(path, [np.array([page], dtype=np.int32)], scale, divisor)
+        assert got is OverflowError if ours is OverflowError else got.tolist() == [[ours]]
+
+
 def test_triton_without_cuda_or_interpreter_raises(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(RuntimeError, match="CUDA device or TRITON_INTERPRET=1"):
@@ -162,56 +192,100 @@ id_values = st.one_of(st.integers(0, 100), st.integers(-(2**31), INT32_MAX))
 def copies(draw):
     num_rows = draw(st.integers(1, 8))
     width = draw(st.integers(0, 12))
+    num_blocks = draw(st.one_of(st.integers(0, 120), st.just(2**31), st.integers(2**31, 2**70)))
     rows = draw(st.lists(st.integers(0, num_rows - 1), unique=True, max_size=num_rows))
-    ids = [draw(st.lists(id_values, max_size=width)) for _ in rows]
+    in_pool = st.integers(0, max(min(num_blocks, 2**31) - 1, 0))
+    values = draw(st.sampled_from([in_pool, id_values])) if num_blocks else id_values
+    ids = [draw(st.lists(values, max_size=width)) for _ in rows]
     kind = draw(st.sampled_from(["list", "numpy", "torch"]))
     if kind == "numpy":
         ids = [np.array(i, dtype=np.int64) for i in ids]
     elif kind == "torch":
         ids = [torch.tensor(i, dtype=torch.int32) for i in ids]
     garbage = draw(st.integers(-5, 99))
-    return torch.full((num_rows, width), garbage, dtype=torch.int32), rows, ids
+    return torch.full((num_rows, width), garbage, dtype=torch.int32), rows, ids, num_blocks
+
+
+def copy_outcome(copy, dst, rows, ids, num_blocks):
+    try:
+        copy(dst, rows, ids, num_blocks=num_blocks)
+    except (TypeError, ValueError, OverflowError) as error:
+        return type(error), str(error)
+    return None
 
 
 @given(copies())
 def test_copy_block_offsets_equals_the_reference(case):
-    dst, rows, ids = case
+    dst, rows, ids, num_blocks = case
     expected = dst.clone()
-    bt.copy_block_offsets_reference(expected, rows, ids)
-    bt.copy_block_offsets(dst, rows, ids)
+    before = dst.clone()
+    want = copy_outcome(bt.copy_block_offsets_reference, expected, rows, ids, num_blocks)
+    got = copy_outcome(bt.copy_block_offsets, dst, rows, ids, num_blocks)
+    assert got == want
     assert torch.equal(dst, expected)
+    if want is not None:
+        assert torch.equal(dst, before)
 
 
 def test_copy_block_offsets_clears_the_stale_tail():
     dst = torch.full((3, 4), 9, dtype=torch.int32)
-    bt.copy_block_offsets(dst, [2, 0], [[5, 6], []])
+    bt.copy_block_offsets(dst, [2, 0], [[5, 6], []], num_blocks=7)
     assert dst.tolist() == [[0, 0, 0, 0], [9, 9, 9, 9], [5, 6, 0, 0]]
+
+
+BAD_ID = r"block_ids\[1\] \(dst row 2\) holds block id {} at column 1, outside \[0, {}\)"
 
 
 @pytest.mark.parametrize("copy", [bt.copy_block_offsets, bt.copy_block_offsets_reference])
 @pytest.mark.parametrize(
-    ("rows", "ids", "error", "message"),
+    ("rows", "ids", "num_blocks", "error", "message"),
     [
-        ([0, 3], [[1], [2]], ValueError, r"rows\[1\] = 3 is out of range \[0, 3\)"),
-        ([-1], [[1]], ValueError, "out of range"),
-        ([1, 1], [[1], [2]], ValueError, "row 1 is repeated"),
-        ([0, 1], [[1], [1, 2, 3, 4, 5]], ValueError, r"block_ids\[1\] has 5 ids, longer than dst's 4"),
-        ([0, 1], [[1], [2**31]], OverflowError, "does not fit int32"),
-        ([0], [[1], [2]], ValueError, "rows has 1 entries but block_ids has 2"),
+        ([0, 3], [[1], [2]], 8, ValueError, r"rows\[1\] = 3 is out of range \[0, 3\)"),
+        ([-1], [[1]], 8, ValueError, "out of range"),
+        ([1, 1], [[1], [2]], 8, ValueError, "row 1 is repeated"),
+        ([0, 1], [[1], [1, 2, 3, 4, 5]], 8, ValueError, r"block_ids\[1\] has 5 ids, longer than dst's 4"),
+        ([0, 1], [[1], [2**31]], 8, OverflowError, "does not fit int32"),
+        ([0], [[1], [2]], 8, ValueError, "rows has 1 entries but block_ids has 2"),
+        ([0, 2], [[1], [3, 8]], 8, InvalidArgumentError, BAD_ID.format(8, 8)),
+        ([0, 2], [[1], [3, -1]], 8, InvalidArgumentError, BAD_ID.format(-1, 8)),
+        ([0, 2], [[1], [3, -(2**31)]], 8, InvalidArgumentError, BAD_ID.format(-(2**31), 8)),
+        ([0, 2], [[], [0, 0]], 0, InvalidArgumentError, r"block_ids\[1\] \(dst row 2\) holds block id 0 at column 0"),
+        ([0, 2], [[1], [3, INT32_MAX]], INT32_MAX, InvalidArgumentError, BAD_ID.format(INT32_MAX, INT32_MAX)),
+        ([0], [[1]], -1, InvalidArgumentError, "num_blocks must be an int >= 0, got -1"),
+        ([0], [[1]], True, InvalidArgumentError, "num_blocks must be an int >= 0, got bool"),
+        ([0], [[1]], 8.0, InvalidArgumentError, "num_blocks must be an int >= 0, got float"),
+        ([0, 3], [[1], [9]], 8, ValueError, "out of range"),  # rows are checked before ids
+        ([0, 1], [[9], [2**31]], 8, OverflowError, "does not fit int32"),  # int32 before the pool
+        ([0, 1], [[9], [1, 2, 3, 4, 5]], 8, ValueError, "longer than"),  # widths before the pool
     ],
 )
-def test_copy_block_offsets_rejects_and_leaves_dst_untouched(copy, rows, ids, error, message):
+def test_copy_block_offsets_rejects_and_leaves_dst_untouched(copy, rows, ids, num_blocks, error, message):
     dst = torch.arange(12, dtype=torch.int32).reshape(3, 4)
     before = dst.clone()
-    with pytest.raises(error, match=message):
-        copy(dst, rows, ids)
+    with pytest.raises(error, match=message) as raised:
+        copy(dst, rows, ids, num_blocks=num_blocks)
+    assert type(raised.value) is error
     assert torch.equal(dst, before)
 
 
 @pytest.mark.parametrize("copy", [bt.copy_block_offsets, bt.copy_block_offsets_reference])
-def test_copy_block_offsets_needs_a_2d_int32_destination(copy):
+def test_copy_block_offsets_bounds_are_inclusive_exclusive(copy):
+    dst = torch.full((2, 3), 5, dtype=torch.int32)
+    copy(dst, [1, 0], [[0, 6], [6]], num_blocks=7)
+    assert dst.tolist() == [[6, 0, 0], [0, 6, 0]]
+    copy(dst, [0], [[INT32_MAX]], num_blocks=2**31)
+    assert dst[0].tolist() == [INT32_MAX, 0, 0]
+    copy(dst, [1], [np.array([], dtype=np.int64)], num_blocks=0)  # an empty pool takes empty lists
+    assert dst[1].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("copy", [bt.copy_block_offsets, bt.copy_block_offsets_reference])
+def test_copy_block_offsets_needs_num_blocks(copy):
+    dst = torch.zeros((2, 2), dtype=torch.int32)
+    with pytest.raises(TypeError, match="num_blocks"):
+        copy(dst, [0], [[1]])
     with pytest.raises(TypeError, match="2-D int32"):
-        copy(torch.zeros((2, 2), dtype=torch.int64), [0], [[1]])
+        copy(torch.zeros((2, 2), dtype=torch.int64), [0], [[1]], num_blocks=4)
 
 
 # --------------------------------------------------------------------------- multimodal runs
@@ -312,3 +386,4 @@ def test_layout_is_immutable():
 def test_malformed_layouts_are_rejected(cu, positions, lengths, error, message):
     with pytest.raises(error, match=message):
         bt.MmRunLayout(cu, positions, lengths)
+

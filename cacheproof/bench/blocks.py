@@ -142,7 +142,8 @@ def _copy_rows(rng: np.random.Generator, sizes, args) -> list[dict[str, Any]]:
         dst = torch.zeros((requests, max_blocks), dtype=torch.int32, device=device)
         rows = rng.permutation(requests).tolist()
         lengths = rng.integers(1, max_blocks + 1, size=requests)
-        block_ids = [rng.integers(0, 2**20, size=int(n)).tolist() for n in lengths]
+        num_blocks = 2**20  # the pool the ids are drawn from
+        block_ids = [rng.integers(0, num_blocks, size=int(n)).tolist() for n in lengths]
         finished = dst.clone()
         sync = device == "cuda"
         floor = (lambda: dst.copy_(finished)) if sync else (lambda: np.copyto(dst.numpy(), finished.numpy()))
@@ -150,7 +151,9 @@ def _copy_rows(rng: np.random.Generator, sizes, args) -> list[dict[str, Any]]:
             {
                 "size": f"{requests}x{max_blocks}",
                 "per-row loop": _median_ms(lambda: _legacy_copy_loop(dst, rows, block_ids), args.reference_repeats, sync),
-                "copy_block_offsets": _median_ms(lambda: bt.copy_block_offsets(dst, rows, block_ids), args.repeats, sync),
+                "copy_block_offsets": _median_ms(
+                    lambda: bt.copy_block_offsets(dst, rows, block_ids, num_blocks=num_blocks), args.repeats, sync
+                ),
                 "memcpy": _median_ms(floor, args.repeats, sync),
             }
         )
