@@ -13,7 +13,12 @@ translation, each with its rule stated in its docstring:
   `stats_from_snapshot` (stats() from that snapshot);
 - sizes and values: `SizeUnit` (sizes a peer counts in slots, tokens or pages, as bytes) and
   `as_tensor`/`make_tensor` (the checker's values as the torch tensors a peer takes);
-- references: `References` (a peer that refers to holders by request id gets one per acquire).
+- references: `References` (a peer that refers to holders by request id gets one per acquire) and
+  `Requests` (request ids shared by several acquires, each an input of its request);
+- engines: `AdapterError`, `engine_call`, `require_members`, `module_names` (the adapter's
+  expectations of an engine's class, failing as usage errors, never as the cache's outcome),
+  `Atomic` (a look-up and the call it chooses under one lock) and `factory_profile` (the profile
+  an adapter's factory carries).
 
 docs/adapters.md walks through an adapter built from them. Only `cacheproof.spec` is imported:
 an adapter module stays importable without the checker.
@@ -21,7 +26,10 @@ an adapter module stays importable without the checker.
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
+import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -306,3 +314,177 @@ class References:
             self._holders.clear()
         else:
             self._holders.pop(key, None)
+
+
+class Requests:
+    """Request ids for a peer that counts references per request and per input of a request (vLLM's
+    encoder cache: a request's `mm_features[input_id]`), shared by several acquires.
+
+    Rule: `take(key)` is one acquire: its request is the next of `requests` ids in turn ("req-0",
+    "req-1", ...; None: a new request each time, as `References`), and its input id is the next of
+    that request's, so with n requests the (n+1)-th acquire comes from a request that made one
+    already, and one request may hold the same key twice at two inputs (vLLM #54284).
+    `give_back(key)` returns the most recent (request, input) holding key and forgets it, or None;
+    `undo(key)` forgets the last take of key (an acquire the peer refused).
+    """
+
+    def __init__(self, requests: int | None = 2, prefix: str = "req-") -> None:
+        self._requests, self._prefix = requests, prefix
+        self._made = 0
+        self.inputs: dict[str, list[tuple[Hashable, int]]] = {}  # request -> its inputs (key, size)
+        self._holders: dict[Hashable, list[tuple[str, int]]] = {}
+
+    def take(self, key: Hashable, size: int = 0) -> tuple[str, int]:
+        number = self._made if self._requests is None else self._made % self._requests
+        self._made += 1
+        request = f"{self._prefix}{number}"
+        inputs = self.inputs.setdefault(request, [])
+        inputs.append((key, size))
+        holder = (request, len(inputs) - 1)
+        self._holders.setdefault(key, []).append(holder)
+        return holder
+
+    def give_back(self, key: Hashable) -> tuple[str, int] | None:
+        holders = self._holders.get(key)
+        if not holders:
+            return None
+        holder = holders.pop()
+        if not holders:
+            del self._holders[key]
+        return holder
+
+    def undo(self, key: Hashable) -> None:
+        self.give_back(key)
+
+    def forget(self, key: Hashable | None = None) -> None:
+        """Drop the holders of key (None: of every key), as when the peer drops the entry."""
+        if key is None:
+            self._holders.clear()
+        else:
+            self._holders.pop(key, None)
+
+
+# Engines ------------------------------------------------------------------------------------------
+
+
+class AdapterError(BaseException):
+    """An adapter's expectation of an engine's class failed: a member it uses is missing, a call does
+    not fit the member's signature, or a name it takes from the class's module is not there.
+
+    Rule: the checker reports it as a usage error (exit 2) naming the member or the signature, never
+    as the cache's outcome: it says the adapter and the engine's version disagree, not that the
+    engine is wrong. A BaseException, so neither the engine's `except Exception` nor Hypothesis
+    swallows it.
+    """
+
+
+def _owner_name(owner: Any) -> str:
+    cls = owner if isinstance(owner, type) else type(owner)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def engine_member(owner: Any, name: str) -> Any:
+    """getattr(owner, name); AdapterError naming the class and the member when it has none.
+
+    Rule: only the look-up is guarded; an AttributeError raised by a property's own code is
+    reported the same way (the member cannot be read, which is the adapter's expectation failing).
+    """
+    try:
+        return getattr(owner, name)
+    except AttributeError as error:
+        raise AdapterError(f"{_owner_name(owner)} has no member {name!r} ({error})") from error
+
+
+_SIGNATURES: dict[tuple[type, str], inspect.Signature | None] = {}
+
+
+def engine_call(owner: Any, name: str, /, *args: Any, **kwargs: Any) -> Any:
+    """owner.name(*args, **kwargs), with the adapter's expectation checked first.
+
+    Rule: a missing member, or arguments that do not bind to the member's signature, raise
+    AdapterError naming the member and its signature before anything is called; whatever the call
+    itself raises (a TypeError inside the engine's method included) is the engine's outcome and
+    passes through. Signatures are read once per class and member.
+    """
+    method = engine_member(owner, name)
+    slot = (type(owner), name)
+    if slot not in _SIGNATURES:
+        try:
+            _SIGNATURES[slot] = inspect.signature(method)
+        except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+            _SIGNATURES[slot] = None
+    signature = _SIGNATURES[slot]
+    if signature is not None:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise AdapterError(
+                f"{_owner_name(owner)}.{name}{signature} does not take the adapter's arguments: {error}"
+            ) from None
+    return method(*args, **kwargs)
+
+
+def require_members(cls: type, names: Iterable[str], what: str = "") -> None:
+    """AdapterError listing every name of `names` that `cls` lacks (checked when the adapter is built).
+
+    Rule: only class attributes are looked at (methods, properties); instance attributes set in
+    `__init__` are checked where they are read, with `engine_member`.
+    """
+    missing = [name for name in names if not hasattr(cls, name)]
+    if missing:
+        raise AdapterError(
+            f"{_owner_name(cls)} lacks {', '.join(map(repr, missing))}{what}: the adapter expects "
+            "another version of the class"
+        )
+
+
+def module_names(cls: type, *names: str) -> tuple[Any, ...]:
+    """The names an adapter needs (a result type, an enum) from `cls`'s own module, in order.
+
+    Rule: taken from the module that defines the class, so a stand-in or a patched class brings
+    its own; a missing name is AdapterError naming the module and the name.
+    """
+    module = sys.modules.get(cls.__module__)
+    found = []
+    for name in names:
+        if module is None or not hasattr(module, name):
+            raise AdapterError(f"module {cls.__module__} (of {cls.__qualname__}) has no {name!r}")
+        found.append(getattr(module, name))
+    return tuple(found)
+
+
+class Atomic:
+    """A look-up and the call it chooses, under one lock: `with atomic: ...`.
+
+    Rule: the lock is the engine's own (attribute `lock_name`, default `_lock`) when it is a
+    re-entrant lock, so the engine's methods, which take it again, run inside the adapter's block;
+    otherwise (an engine without a lock, driven by one thread, as vLLM's and SGLang's schedulers
+    drive theirs) it is a lock of the adapter's, which serialises the adapter's calls as that
+    thread does. Without it, "is the key present? then release it" reads a state that another
+    thread changes before the release, and the checker reports a history the engine never made.
+    """
+
+    _RLOCK = type(threading.RLock())
+
+    def __init__(self, engine: Any, lock_name: str = "_lock") -> None:
+        own = getattr(engine, lock_name, None)
+        self.lock = own if isinstance(own, self._RLOCK) else threading.RLock()
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
+def factory_profile(factory: Any) -> str | None:
+    """The profile name an adapter's factory carries: its `profile` attribute, a str or a function
+    returning one (an adapter whose profile depends on the installed class), or None.
+
+    Rule: `cacheproof check` uses it when no --profile is given; a function is called once, and an
+    ImportError it raises (the engine is not installed) propagates to the caller.
+    """
+    profile = getattr(factory, "profile", None)
+    if callable(profile):
+        profile = profile()
+    return profile

@@ -21,21 +21,6 @@ class ValueRecipe(NamedTuple):
     tag: int
 
 
-SIGNATURES: dict[str, tuple[int, frozenset[str]]] = {
-    "reserve": (2, frozenset({"retain"})),
-    "acquire": (2, frozenset({"retain"})),
-    "commit": (2, frozenset()),
-    "put": (2, frozenset()),
-    "get": (1, frozenset()),
-    "release": (1, frozenset()),
-    "evict": (1, frozenset()),
-    "pop": (1, frozenset()),
-    "clear": (0, frozenset()),
-    "contains": (1, frozenset()),
-}
-"""Each operation's positional argument count and the keyword arguments it takes."""
-
-OPERATIONS = tuple(SIGNATURES)
 
 
 class Call(NamedTuple):

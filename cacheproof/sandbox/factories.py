@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.operations import ALL_OPERATIONS, METHOD_OPERATIONS
 
 DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
 
@@ -49,7 +49,7 @@ def load_factory(spec: str) -> Callable[[int], Any]:
 PROBE_CAPACITY_BYTES = 64
 """The capacity of the cache built to check a factory before any example runs."""
 
-REQUIRED_METHODS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+REQUIRED_METHODS = METHOD_OPERATIONS
 
 
 def missing_operations(cache: Any) -> list[str]:

@@ -23,7 +23,9 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-from cacheproof.contract.calls import OPERATIONS, Call, to_python
+from cacheproof.adapt import AdapterError
+from cacheproof.contract.calls import Call, to_python
+from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, CacheFault, StopRequested, UsageAbort, UserCodeError
 from cacheproof.contract.faults import one_line, user_traceback
 from cacheproof.spec.cache.values import value_size
@@ -96,6 +98,8 @@ class GuardedCache:
             return len(self._cache)
         except CONTROL_EXCEPTIONS:
             raise
+        except AdapterError as error:
+            raise UsageAbort(f"adapter error: {error}", user_traceback(error)) from None
         except BaseException as error:
             raise UserCodeError("len()", error) from error
         finally:
@@ -108,6 +112,8 @@ class GuardedCache:
             return key in self._cache
         except CONTROL_EXCEPTIONS:
             raise
+        except AdapterError as error:
+            raise UsageAbort(f"adapter error: {error}", user_traceback(error)) from None
         except BaseException as error:  # the outcome of a `contains` call; else an inspection failing
             raise UserCodeError(contains_code(key), error) from error
         finally:
@@ -123,6 +129,8 @@ def _guarded(name: str, method: Callable, watch: Watch) -> Callable:
             return method(*args, **kwargs)
         except CONTROL_EXCEPTIONS:
             raise
+        except AdapterError as error:  # the adapter's expectation of the engine, not the cache's outcome
+            raise UsageAbort(f"adapter error in {name}(): {error}", user_traceback(error)) from None
         except BaseException as error:
             if operation:
                 raise

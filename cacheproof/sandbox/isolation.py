@@ -29,7 +29,7 @@ import signal
 from types import SimpleNamespace
 from typing import Any
 
-from cacheproof.contract.calls import OPERATIONS
+from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS
 from cacheproof.contract.outcomes import snapshot_entries, stats_fields
 from cacheproof.contract.faults import CacheFault, MalformedResult, StopRequested, UsageAbort, UserCodeError
 from cacheproof.contract.faults import error_text, one_line, user_traceback

@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from cacheproof.contract.calls import OPERATIONS, SIGNATURES, Call, ValueRecipe, decode_value, from_json
+from cacheproof.contract.calls import Call, ValueRecipe, decode_value, from_json
+from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS, SIGNATURES
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics, parse_value

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.operations import METHOD_OPERATIONS
 from cacheproof.spec.cache.types import EntryState, Snapshot
 
 EVICTING_OPERATIONS = ("commit", "put", "evict")
@@ -102,7 +103,7 @@ def _raise_changes_nothing(step: Step) -> bool:
     return not step.raised or step.before == step.after
 
 
-_ALL_OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear")
+_ALL_OPERATIONS = METHOD_OPERATIONS
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(

@@ -152,14 +152,16 @@ class CacheSpec:
         """Insert an idle, retained READY entry without a reservation. False changes nothing."""
         arguments.check_key("put", key)
         size = self._value_size("put", key, value)
+        present = self._entries.get(key)
+        if present is not None and self.semantics.put_present == "keep":  # the key first: a hit
+            if self.semantics.refreshes("put_hit"):
+                self._move_to_newest(key, present)
+            return True
         if rules.is_too_large(self._bytes, size):
             if self.semantics.put_too_large == "false":
                 return False
             arguments.check_put_size(key, size, self._capacity)
-        present = self._entries.get(key)
         if present is not None:
-            if self.semantics.put_present == "keep":
-                return True
             if self.semantics.put_present == "error" or not steps.is_idle(present.ready, present.refcount):
                 raise WrongStateError(
                     f"put({key!r}): the key is already {present.state.name} (refcount {present.refcount}); "
@@ -319,10 +321,12 @@ class CacheSpec:
         return True
 
     def _ready_entry(self, operation: str, key: Hashable) -> _Entry | None:
-        """The READY entry of key; None where get_missing is "none" and it is absent or RESERVED."""
+        """The READY entry of key; None where the operation's missing answer (Semantics.missing) is
+        "none" and it is absent or RESERVED, or "absent" and it is absent."""
         arguments.check_key(operation, key)
         entry = self._entries.get(key)
-        if self.semantics.get_missing == "none" and (entry is None or entry.state is RESERVED):
+        missing = self.semantics.missing(operation)
+        if (missing == "none" and (entry is None or entry.state is RESERVED)) or (missing == "absent" and entry is None):
             return None
         if entry is None:
             raise UnknownKeyError(f"{operation}({key!r}): the key is absent")

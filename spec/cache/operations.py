@@ -40,3 +40,12 @@ CACHE_OPERATIONS: tuple[Operation, ...] = (
 
 ALL_OPERATIONS: tuple[str, ...] = tuple(op.name for op in CACHE_OPERATIONS)
 """Every operation name of the contract, in table order."""
+
+METHOD_OPERATIONS: tuple[str, ...] = tuple(op.name for op in CACHE_OPERATIONS if op.form == "method")
+"""The operations a cache implements as methods (`contains` is `key in cache`)."""
+
+KEYED_OPERATIONS: tuple[str, ...] = tuple(op.name for op in CACHE_OPERATIONS if op.keyed)
+"""The operations whose first argument is a key."""
+
+SIGNATURES: dict[str, tuple[int, frozenset[str]]] = {op.name: (len(op.positional), op.keywords) for op in CACHE_OPERATIONS}
+"""Each operation's positional argument count and the keyword arguments it takes."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.cache.operations import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.kind import Profile
 
-ALL_OPERATIONS = ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "contains")
-"""Every operation of the contract, in the order the checker lists them."""
 
 
 PROFILES: dict[str, Profile] = {
@@ -29,9 +28,10 @@ PROFILES: dict[str, Profile] = {
                 get_missing="none",
                 argument_checks="trusted",
                 refresh_on=frozenset({"ready_hit", "get"}),
+                pop_missing="absent",
             ),
-            ALL_OPERATIONS,
-            "TensorRT-LLM TensorLRUCache with reservations (PR #17876 design, seed 003)",
+            tuple(name for name in ALL_OPERATIONS if name != "reserve"),
+            "TensorRT-LLM TensorLRUCache with reservations (PR #17876 at 533f124: acquire, commit, ensure_capacity)",
         ),
         Profile(
             "plain-lru",
@@ -41,9 +41,10 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "sglang-mm-cache",
-            Semantics(put_present="keep", put_too_large="false", get_missing="none", argument_checks="trusted"),
+            Semantics(put_present="keep", put_too_large="false", get_missing="none", argument_checks="trusted",
+                      refresh_on=frozenset({"ready_hit", "reservation_hit", "get", "put_hit"})),
             ("put", "get", "pop", "clear", "contains"),
-            "SGLang MultiModalStaticCache (set of a present hash keeps the old embedding)",
+            "SGLang MultiModalStaticCache (set of a present hash keeps the old embedding, made newest)",
         ),
         Profile(
             "vllm-encoder-cache",

@@ -13,14 +13,16 @@ from typing import Any
 
 from cacheproof.spec.errors import InvalidArgumentError
 
-REFRESHING_CALLS = ("ready_hit", "reservation_hit", "get", "release")
+REFRESHING_CALLS = ("ready_hit", "reservation_hit", "get", "release", "put_hit")
 """Calls that may move an entry to newest: acquire of a READY entry, acquire of a RESERVED entry,
-get, and the release that leaves a READY entry idle (LRU by release time, as vLLM's freeable list)."""
+get, the release that leaves a READY entry idle (LRU by release time, as vLLM's freeable list), and
+a put of a present key that keeps it (put_present="keep": SGLang's `set` of a cached hash)."""
 
 OPTIONS: dict[str, tuple[Any, ...]] = {
     "put_present": ("error", "replace", "keep"),
     "put_too_large": ("error", "false"),
     "get_missing": ("error", "none"),
+    "pop_missing": ("get", "error", "none", "absent"),
     "release_missing": ("error", "noop"),
     "eviction_time": ("commit", "reservation"),
     "acquire_conflict": ("error", "hit"),
@@ -38,10 +40,14 @@ class Semantics:
 
     - put_present: put of a present key raises WrongStateError ("error"); "replace": an idle READY
       entry is replaced by the new value (newest), a reserved or in-use one still raises; "keep":
-      put returns True and the old entry stays as it was.
+      put returns True and the old entry stays as it was (moved to newest when refresh_on has
+      put_hit); the key is looked at first, so a present key answers True whatever the value's size.
     - put_too_large: put of a value larger than the capacity raises TooLargeError ("error") or
       returns False, changing nothing ("false").
     - get_missing: get/pop of an absent or RESERVED key raise ("error") or return None ("none").
+    - pop_missing: pop of an absent or RESERVED key: "get" as get_missing says; "error" or "none"
+      as get_missing's values; "absent": an absent key answers None and a RESERVED one raises
+      WrongStateError (it is referenced: TensorRT-LLM's pop at PR #17876).
     - release_missing: release of an absent or unreferenced key raises ("error") or does nothing
       and returns False ("noop").
     - eviction_time: idle entries are evicted when a value is stored, commit or put ("commit"), or
@@ -63,6 +69,7 @@ class Semantics:
     put_present: str = "error"
     put_too_large: str = "error"
     get_missing: str = "error"
+    pop_missing: str = "get"
     release_missing: str = "error"
     eviction_time: str = "commit"
     refresh_on: frozenset = frozenset({"ready_hit", "reservation_hit", "get"})
@@ -85,6 +92,13 @@ class Semantics:
                 raise InvalidArgumentError(
                     f"Semantics.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
                 )
+
+    def missing(self, operation: str) -> str:
+        """What get or pop (`operation`) answers for an absent or RESERVED key: "error", "none" or
+        "absent" (pop only: None for an absent key, WrongStateError for a RESERVED one)."""
+        if operation == "pop" and self.pop_missing != "get":
+            return self.pop_missing
+        return self.get_missing
 
     def refreshes(self, call: str) -> bool:
         """Whether `call` (one of REFRESHING_CALLS) moves its entry to newest."""

@@ -24,12 +24,11 @@ import enum
 from typing import NamedTuple
 
 from cacheproof.spec.cache import steps
+from cacheproof.spec.cache.operations import METHOD_OPERATIONS
 from cacheproof.spec.cache.types import EntryState, EntryView
 
-OPERATIONS: tuple[str, ...] = (
-    "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",
-)
-"""Every state-changing or state-reading operation of the contract, in CONTRACT.md's order."""
+OPERATIONS: tuple[str, ...] = METHOD_OPERATIONS
+"""Every state-changing or state-reading operation of the contract, in the operation table's order."""
 
 
 class AbstractState(enum.Enum):

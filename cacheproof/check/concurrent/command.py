@@ -16,6 +16,8 @@ from cacheproof.sandbox.factories import FactoryError, TimedFactory, load_factor
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.cmdline.output_paths import write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.semantics import CONTRACT
 
 MIN_CLI_THREADS = 2
 INTERRUPTED_STATUS = 130
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         factory = TimedFactory(load_factory(args.impl), args.impl, args.call_timeout)
-        probe_factory(factory, args.impl)
+        probe_factory(factory, args.impl, getattr(args, "operations_chosen", None))
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
@@ -62,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 timeout=args.call_timeout,
                 on_scenario=on_scenario,
+                semantics=getattr(args, "semantics_chosen", None) or CONTRACT,
+                operations=getattr(args, "operations_chosen", None) or ALL_OPERATIONS,
             )
     except UsageAbort as abort:
         return _usage_abort(abort)

@@ -77,7 +77,7 @@ class Observed(NamedTuple):
 
 def comparable_result(operation: str, result: Any, value_recipes: Callable[[Any], tuple] | None = None) -> tuple:
     """(kind, payload) for a result; get/pop values as the tuple of recipes they equal."""
-    if operation in _VALUE_OPERATIONS and value_recipes is not None:
+    if operation in _VALUE_OPERATIONS and value_recipes is not None and result is not None:  # None: a miss
         return ("value", value_recipes(result))
     if isinstance(result, enum.Enum):
         return ("enum", result.name)

@@ -35,7 +35,7 @@ from cacheproof.check.concurrent.history import (
 )
 from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.check.concurrent.search import linearize, predecessors_of
-from cacheproof.contract.outcomes import STATS_FIELDS, error_matches, run_spec_call
+from cacheproof.contract.outcomes import STATS_FIELDS, comparable_snapshot, error_matches, run_spec_call
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 
@@ -89,7 +89,7 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
     failure = _failure_without_search(scenario, history)
     if failure is not None:
         return Verdict(False, failure)
-    spec = new_spec(scenario.capacity_bytes)
+    spec = new_spec(scenario.capacity_bytes, scenario.semantics)
     for position, (call, observed) in enumerate(zip(scenario.prefix, history.prefix)):
         expected = _spec_step(spec, call)
         if not _matches(expected, observed):
@@ -144,7 +144,7 @@ def _spec_step(spec: Model, call: Call) -> Observed:
     outcome = run_spec_call(spec, call, values_from=_SPEC_VALUES)
     if outcome.error is not None:
         return observed_error(outcome.error)
-    if call.op in ("get", "pop"):
+    if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
         return Observed(("value", (outcome.result.recipe,)))
     return Observed(comparable_result(call.op, outcome.result))
 
@@ -169,8 +169,11 @@ def _final_difference(spec: Model, observation: Observation) -> str | None:
         for field, seen, wanted in zip(STATS_FIELDS, observation.stats, expected.stats):
             if seen != wanted:
                 return f"stats().{field} is {seen}, the spec's {wanted}"
-    if observation.snapshot is not None and observation.snapshot != expected.snapshot:
-        return f"snapshot() is {_entries(observation.snapshot)}, the spec's {_entries(expected.snapshot)}"
+    if observation.snapshot is not None:  # compared as the semantics' snapshot_order says
+        order, flags = spec.semantics.snapshot_order, spec.semantics.transient_entries
+        seen, wanted = (comparable_snapshot(view, order, flags) for view in (observation.snapshot, expected.snapshot))
+        if seen != wanted:
+            return f"snapshot() is {_entries(seen)}, the spec's {_entries(wanted)}"
     if observation.present is not None:
         for key, seen in observation.present:
             if seen != (key in spec):

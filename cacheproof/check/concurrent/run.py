@@ -19,6 +19,8 @@ from cacheproof.contract import calls as call_format
 from cacheproof.check.concurrent.history import DEFAULT_TIMEOUT, History, fast_switching, run_scenario
 from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, smaller_scenarios
 from cacheproof.check.concurrent.linearizability import Verdict, check_history
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 DEFAULT_SCENARIOS = 200
 DEFAULT_RUNS = 20
@@ -66,6 +68,7 @@ class ConcurrentCounterexample:
             "from cacheproof.check.concurrent.history import Recorder, fast_switching",
             "from cacheproof.check.concurrent.scenarios import Scenario",
             "from cacheproof.check.concurrent.linearizability import check_history",
+            "from cacheproof.spec.cache.semantics import Semantics",
             f"from {module} import {factory} as factory",
             "",
             f"SCENARIO = {self.scenario.to_python()}",
@@ -217,10 +220,13 @@ def run_concurrent_check(
     shrink_runs: int = SHRINK_RUNS,
     shrink_seconds: float = SHRINK_SECONDS,
     on_scenario: Callable[[int, int], None] | None = None,
+    semantics: Semantics = CONTRACT,
+    operations: tuple[str, ...] = ALL_OPERATIONS,
 ) -> ConcurrentReport:
     """Check `scenarios` scenarios of `threads` threads, each run `runs` times, on `factory(capacity)`.
 
-    The same seed draws the same scenarios (the interleavings met are up to the OS scheduler).
+    The same seed draws the same scenarios (the interleavings met are up to the OS scheduler);
+    `semantics` and `operations` (a profile's, --semantics, --ops) choose the spec and the calls.
     `on_scenario(scenarios done, runs done)` is called after each scenario.
     """
     seed = random.randrange(2**32) if seed is None else seed
@@ -231,7 +237,7 @@ def run_concurrent_check(
     done = 0
     with fast_switching():
         for number in range(scenarios):
-            scenario = draw_scenario(random.Random(f"{seed}:{number}"), threads)
+            scenario = draw_scenario(random.Random(f"{seed}:{number}"), threads, semantics, operations)
             failure = checker.first_failure(scenario, runs)
             done += 1
             if on_scenario is not None:

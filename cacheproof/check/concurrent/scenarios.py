@@ -8,12 +8,16 @@ the time. The prefix is drawn against the spec's state as it grows; each thread'
 against the state after the prefix followed by that thread's own earlier calls, as if it ran
 alone, so a thread tends to acquire, commit and release the entries that the other threads are
 contending for too.
+
+Under other semantics (a profile, --semantics) the spec the calls are drawn against is built with
+them, and only the chosen operations (--ops, a profile's subset) are drawn; the scenario carries
+its semantics, so its check and its script use the same spec.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Hashable
 
 from cacheproof.contract import calls as call_format
@@ -21,6 +25,8 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.check.sequential.machine import KEYS
 from cacheproof.spec import EntryState
+from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics, field_names
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
 
@@ -43,6 +49,7 @@ class Scenario:
     capacity_bytes: int
     prefix: tuple[Call, ...]
     threads: tuple[tuple[Call, ...], ...]
+    semantics: Semantics = CONTRACT
 
     @property
     def size(self) -> tuple[int, int, int]:
@@ -59,18 +66,25 @@ class Scenario:
         return tuple(seen)
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "capacity_bytes": self.capacity_bytes,
             "prefix": [call_format.to_json(call) for call in self.prefix],
             "threads": [[call_format.to_json(call) for call in calls] for calls in self.threads],
         }
+        if self.semantics != CONTRACT:
+            data["semantics"] = {name: sorted(value) if isinstance(value, frozenset) else value
+                                 for name, value in self.semantics.differences().items()}
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "Scenario":
+        changes = data.get("semantics", {})
+        semantics = replace(CONTRACT, **{name: changes[name] for name in field_names() if name in changes})
         return cls(
             data["capacity_bytes"],
             tuple(call_format.from_json(call) for call in data["prefix"]),
             tuple(tuple(call_format.from_json(call) for call in calls) for calls in data["threads"]),
+            semantics,
         )
 
     def to_python(self) -> str:
@@ -80,7 +94,10 @@ class Scenario:
         lines += ["    ),", "    threads=("]
         for calls in self.threads:
             lines.append("        (" + "".join(f"{_call_literal(call)}, " for call in calls).rstrip() + "),")
-        lines += ["    ),", ")"]
+        lines += ["    ),"]
+        if self.semantics != CONTRACT:  # needs Semantics imported too
+            lines.append(f"    semantics=Semantics(**{self.semantics.differences()!r}),")
+        lines.append(")")
         return "\n".join(lines)
 
 
@@ -88,26 +105,34 @@ def _call_literal(call: Call) -> str:
     return f"Call({call.op!r}, {call.args!r}, {call.kwargs!r})"
 
 
-def draw_scenario(rng: random.Random, threads: int) -> Scenario:
-    """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS), drawn from `rng`."""
+def draw_scenario(rng: random.Random, threads: int, semantics: Semantics = CONTRACT,
+                  operations: tuple[str, ...] = ALL_OPERATIONS) -> Scenario:
+    """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS), drawn from `rng`, of calls among
+    `operations` drawn against the spec under `semantics`."""
     if not MIN_THREADS <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in {MIN_THREADS}..{MAX_THREADS}, got {threads}")
     capacity = rng.randint(1, 8) if rng.random() < 0.5 else rng.randint(1, 64)
-    drawer = _Drawer(rng, capacity)
+    drawer = _Drawer(rng, capacity, semantics, operations)
     prefix = drawer.draw_calls(rng.randint(0, MAX_PREFIX), ())
     thread_calls = tuple(drawer.draw_calls(rng.randint(*CALLS_PER_THREAD), prefix) for _ in range(threads))
-    return Scenario(capacity, prefix, thread_calls)
+    return Scenario(capacity, prefix, thread_calls, semantics)
 
 
 class _Drawer:
-    """Draws calls that suit the spec's state, as `CacheMachine`'s rules pick their arguments."""
+    """Draws calls that suit the spec's state, as `CacheMachine`'s rules pick their arguments; only
+    `operations`, by their weights."""
 
-    def __init__(self, rng: random.Random, capacity: int) -> None:
+    def __init__(self, rng: random.Random, capacity: int, semantics: Semantics = CONTRACT,
+                 operations: tuple[str, ...] = ALL_OPERATIONS) -> None:
         self.rng = rng
         self.capacity = capacity
+        self.semantics = semantics
+        chosen = [name for name in _OPERATION_WEIGHTS if name in operations]
+        self.operations = tuple(chosen) or ("contains",)
+        self.weights = tuple(_OPERATION_WEIGHTS[name] or 0.5 for name in self.operations)
 
     def draw_calls(self, count: int, before: tuple[Call, ...]) -> tuple[Call, ...]:
-        spec = new_spec(self.capacity)
+        spec = new_spec(self.capacity, self.semantics)
         for call in before:
             run_spec_call(spec, call)
         drawn: list[Call] = []
@@ -119,7 +144,7 @@ class _Drawer:
 
     def draw_call(self, spec: Model) -> Call:
         rng = self.rng
-        operation = rng.choices(tuple(_OPERATION_WEIGHTS), weights=tuple(_OPERATION_WEIGHTS.values()))[0]
+        operation = rng.choices(self.operations, weights=self.weights)[0]
         snapshot = spec.snapshot()
         present = [e.key for e in snapshot]
         absent = [key for key in KEYS if key not in present]
@@ -175,15 +200,13 @@ def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
     threads = scenario.threads
     if len(threads) > 1:
         for index in range(len(threads)):
-            candidates.append(Scenario(scenario.capacity_bytes, scenario.prefix, threads[:index] + threads[index + 1:]))
+            candidates.append(replace(scenario, threads=threads[:index] + threads[index + 1:]))
     for index, calls in enumerate(threads):
         if len(calls) > 1:
             for position in range(len(calls)):
                 shorter = calls[:position] + calls[position + 1:]
-                candidates.append(
-                    Scenario(scenario.capacity_bytes, scenario.prefix, threads[:index] + (shorter,) + threads[index + 1:])
-                )
+                candidates.append(replace(scenario, threads=threads[:index] + (shorter,) + threads[index + 1:]))
     for position in range(len(scenario.prefix)):
         prefix = scenario.prefix[:position] + scenario.prefix[position + 1:]
-        candidates.append(Scenario(scenario.capacity_bytes, prefix, threads))
+        candidates.append(replace(scenario, prefix=prefix))
     return candidates

@@ -23,6 +23,7 @@ from cacheproof.check.concurrent.run import DEFAULT_RUNS
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
@@ -51,9 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a call not returning within SECONDS is a counterexample (default {DEFAULT_CALL_TIMEOUT:g})")
     parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, metavar="NAME",
-                        help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default {DEFAULT_PROFILE}; "
-                        "`cacheproof profiles` lists them)")
+    parser.add_argument("--profile", metavar="NAME",
+                        help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default: the factory's own "
+                        f"`profile`, else {DEFAULT_PROFILE}; `cacheproof profiles` lists them)")
     parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
                         help="override fields of the profile's semantics (docs/profiles.md)")
     parser.add_argument("--ops", metavar="OP,...",
@@ -75,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
 
+        if args.profile is None:
+            args.profile = DEFAULT_PROFILE
+
         return program_command.run(args)
     problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
     if problem is not None:
@@ -94,10 +98,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.threads is not None:
-        if semantics != CONTRACT or operations != ALL_OPERATIONS or args.no_bad_arguments:
-            print("cacheproof check: --threads checks the contract only; drop --profile/--semantics/--ops",
-                  file=sys.stderr)
-            return 2
+        args.semantics_chosen, args.operations_chosen = semantics, operations
         return concurrent_command.run(args)
     try:
         factory = check_impl_syntax(args.impl) if args.isolate else load_factory(args.impl)
@@ -160,13 +161,32 @@ def value_capacity(text: str) -> int:
 
 
 def chosen_semantics(args: argparse.Namespace) -> tuple[Semantics, tuple[str, ...]]:
-    """The semantics and operations of --profile, --semantics and --ops (InvalidArgumentError if bad)."""
+    """The semantics and operations of --profile, --semantics and --ops (InvalidArgumentError if bad).
+    Without --profile: the profile the factory carries (an engine adapter's `profile`), else the
+    contract; args.profile is set to the name chosen."""
+    if args.profile is None:
+        args.profile = _factory_profile(args) or DEFAULT_PROFILE
     profile = profile_named(args.profile)
     semantics = profile.semantics.with_overrides(args.semantics)
     operations = profile.operations if args.ops is None else check_operations(
         [name.strip() for name in args.ops.split(",") if name.strip()]
     )
     return semantics, operations
+
+
+def _factory_profile(args: argparse.Namespace) -> str | None:
+    """The `profile` of --impl's factory (cacheproof.adapt.factory_profile); None when it has none,
+    does not load (the run reports that), or runs isolated (its module is imported in the child only)."""
+    if args.isolate:
+        return None
+    try:
+        factory = load_factory(args.impl)
+    except FactoryError:
+        return None
+    try:
+        return factory_profile(factory)
+    except (ImportError, AdapterError) as error:
+        raise InvalidArgumentError(f"{args.impl}: {error}") from None
 
 
 def _write_json(args: argparse.Namespace, report: CheckReport) -> None:

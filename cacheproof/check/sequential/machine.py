@@ -36,7 +36,7 @@ from cacheproof.check.sequential.scope import (
     universes,
 )
 from cacheproof.spec import EntryState
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS
+from cacheproof.spec.cache.operations import ALL_OPERATIONS, KEYED_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
@@ -52,7 +52,7 @@ tags = st.integers(0, 255)
 BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large")
 BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
 BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
-_KEYED = frozenset(("reserve", "acquire", "commit", "put", "get", "release", "pop", "contains"))
+_KEYED = frozenset(KEYED_OPERATIONS)
 
 
 def key_picks(scope: Scope) -> st.SearchStrategy[tuple[int, int]]:

@@ -178,8 +178,9 @@ def _outcomes(
             (BranchOutcome(operation, "True", z3.And(valid, can, eviction_stops(b, demand, p)), rules.after_put(b, n, p.evicted)), None),
             (BranchOutcome(operation, "False", z3.And(valid, z3.Not(can)), b), None),
         ]
-        if semantics.put_present == "keep":
-            cases.append((BranchOutcome(operation, "True/keep", valid, b), None))
+        if semantics.put_present == "keep":  # the key is looked at before the size
+            _, key_first = _checks(operation, b, sizes[:1], domain)
+            cases.append((BranchOutcome(operation, "True/keep", key_first, b), None))
         else:
             cases.append((BranchOutcome(operation, "WrongStateError", valid, b, "WrongStateError"), None))
         if semantics.put_present == "replace":  # the idle entry of `replaced` bytes goes first, as if evicted
@@ -191,8 +192,10 @@ def _outcomes(
             )
         return [(o, None) for o in errors] + cases
     if operation in ("get", "pop"):
-        if semantics.get_missing == "none":
+        if semantics.missing(operation) == "none":
             missing = [anywhere("None", raises=False)]
+        elif semantics.missing(operation) == "absent":
+            missing = [anywhere("None", raises=False), anywhere("WrongStateError")]
         else:
             missing = [anywhere("UnknownKeyError"), anywhere("WrongStateError")]
         if operation == "get":

@@ -210,14 +210,19 @@ def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOu
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
     too_large = rules.is_too_large(b, p.nbytes)
     checks = _argument_checks(semantics, [Check("InvalidArgumentError", p.nbytes < 1)])
+    domain, kept = _domain(semantics, p.nbytes >= 1), []
+    if semantics.put_present == "keep":  # the key first: a hit whatever the size, newest with put_hit
+        kept, domain = _checks("put", cache, checks, domain)
+        kept.append(BranchOutcome("put", "True/keep", z3.And(domain, key.present),
+                                  _with_key(cache, key, newest=semantics.refreshes("put_hit"))))
+        checks, domain = [], z3.And(domain, z3.Not(key.present))
     checks.append(Check("TooLargeError", too_large) if semantics.put_too_large == "error" else Check("False/too-large", too_large, False))
     if semantics.put_present == "error":
         checks.append(Check("WrongStateError", key.present))
-    elif semantics.put_present == "keep":
-        checks.append(Check("True/keep", key.present, False))
-    else:  # replace: only an idle entry
+    elif semantics.put_present == "replace":  # only an idle entry
         checks.append(Check("WrongStateError", z3.And(key.present, z3.Not(steps.is_idle(key.ready, key.refcount, Z3_LOGIC)))))
-    outcomes, valid = _checks("put", cache, checks, _domain(semantics, p.nbytes >= 1))
+    outcomes, valid = _checks("put", cache, checks, domain)
+    outcomes = kept + outcomes
     can = rules.eviction_can_make_room(b, rules.eviction_demand(b, p.nbytes, semantics.eviction_time))
     entry = Slot(
         z3.BoolVal(True), z3.BoolVal(True), p.nbytes, z3.IntVal(steps.PUT_REFCOUNT), z3.BoolVal(steps.PUT_RETAIN), cache.clock
@@ -235,10 +240,14 @@ def _put(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOu
     return outcomes
 
 
-def _get_missing(semantics: Semantics, key: Slot, reserved: str) -> list[Check]:
-    """get/pop of an absent or RESERVED key: an error each (`reserved` names the second), or None."""
-    if semantics.get_missing == "none":
+def _get_missing(semantics: Semantics, key: Slot, reserved: str, operation: str = "get") -> list[Check]:
+    """get/pop of an absent or RESERVED key (Semantics.missing of `operation`): an error each
+    (`reserved` names the second), None for both, or ("absent") None for an absent key only."""
+    missing = semantics.missing(operation)
+    if missing == "none":
         return [Check("None", z3.Or(z3.Not(key.present), z3.Not(key.ready)), False)]
+    if missing == "absent":
+        return [Check("None", z3.Not(key.present), False), Check(reserved, z3.Not(key.ready))]
     return [Check("UnknownKeyError", z3.Not(key.present)), Check(reserved, z3.Not(key.ready))]
 
 
@@ -289,7 +298,7 @@ def _evict_operation(cache: SlotCache, p: Parameters, semantics: Semantics) -> l
 
 def _pop(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[BranchOutcome]:
     key = cache.slots[KEY_SLOT]
-    checks = _get_missing(semantics, key, "WrongStateError/reserved") + [Check("WrongStateError/in-use", steps.is_referenced(key.refcount))]
+    checks = _get_missing(semantics, key, "WrongStateError/reserved", "pop") + [Check("WrongStateError/in-use", steps.is_referenced(key.refcount))]
     outcomes, valid = _checks("pop", cache, checks, z3.BoolVal(True))
     return outcomes + [BranchOutcome("pop", "value", valid, _without(cache, _only_key(cache)))]
 
