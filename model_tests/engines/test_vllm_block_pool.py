@@ -39,7 +39,7 @@ def test_hand_worked_walk_on_the_real_pool() -> None:
     assert pool.snapshot() == (
         (),
         ((0, None), (1, 10), (1, None), (1, None), (1, None), (1, None)),
-        ((2, (3, 4, 1, 5, 2)),),
+        ((2, (1, 2, 3, 4, 5)),),
     )
     with pytest.raises(CapacityError):
         pool.allocate(3, 1)

@@ -4,7 +4,9 @@ Pools are small (1 to 12 blocks, now and then up to 40) so that the free queue e
 reused and hashes are dropped lazily; requests are 1..4 and hashes 1..6, so that requests share
 blocks and several blocks carry one hash. Each call usually suits the state: a request frees blocks
 it holds (its own, last first, as a manager does), touches cached or in-use blocks, caches the
-unhashed blocks it holds; lookups follow chains of hashes that are cached. Misuse calls (a block
+unhashed blocks it holds; lookups follow chains of hashes that are cached; an allocation often
+takes the whole free queue or all but one block, so that cached free blocks at its tail are reused
+(their hashes dropped lazily). Misuse calls (a block
 freed twice, a touch of a free unhashed block, caching a hashed block, the null block, ids out of
 range, n < 0) come one in eight, and only when the semantics say misuse is checked.
 
@@ -72,7 +74,8 @@ def _distinct(draw: Draw, items: list, label: str, most: int = 4) -> tuple:
 
 
 def _allocate(draw: Draw, s: _State) -> Call:
-    n = draw(st.integers(0, len(s.queue) + 1), label="n")
+    free = len(s.queue)
+    n = draw(st.one_of(st.integers(0, free + 1), st.sampled_from((free, max(free - 1, 0)))), label="n")
     return Call("allocate", (s.pool_request(draw), n))
 
 

@@ -1,0 +1,109 @@
+"""The program checker against vLLM's REAL classes: the unmodified BlockPool conforms under the
+vllm-block-pool profile, each broken subclass (model_tests/vllm_broken_pools.py) is found, the
+contract reports vLLM's unchecked double free as a short runnable counterexample, and vLLM's
+KVCacheManager is driven at the request level. Skipped without vLLM."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip(
+    "vllm.v1.core.kv_cache_manager",
+    reason="vLLM is not installed: build the engines venv with `bash tools/engines_venv.sh VENV`",
+)
+
+from cacheproof.check.programs.block_calls import BlockCalls  # noqa: E402
+from cacheproof.check.programs.command import snippet_of  # noqa: E402
+from cacheproof.check.programs.generators import generator_for  # noqa: E402
+from cacheproof.check.programs.run import run_program_check  # noqa: E402
+from cacheproof.contract.calls import Call  # noqa: E402
+from cacheproof.engines.vllm import block_pool, kv_cache_manager  # noqa: E402
+from cacheproof.spec.errors import WrongStateError  # noqa: E402
+from cacheproof.spec.kinds import get_kind  # noqa: E402
+from model_tests import vllm_broken_pools  # noqa: E402
+
+KIND = get_kind("blocks")
+VLLM = KIND.profiles["vllm-block-pool"]
+
+
+def check_vllm_profile(factory, examples: int, seed: int = 0):
+    return run_program_check(
+        KIND, factory, generator_for("blocks"), examples=examples, seed=seed,
+        semantics=VLLM.semantics, operations=VLLM.operations, misuse=False,
+    )
+
+
+def test_unmodified_pool_conforms_under_the_vllm_profile() -> None:
+    report = check_vllm_profile(block_pool, examples=60)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+
+
+@pytest.mark.parametrize("name", sorted(vllm_broken_pools.FACTORIES))
+def test_each_broken_subclass_is_found(name: str) -> None:
+    factory = vllm_broken_pools.FACTORIES[name]
+    assert type(factory(4).pool) in vllm_broken_pools.BROKEN_POOL_CLASSES
+    found = any(not check_vllm_profile(factory, examples=200, seed=seed).ok for seed in (1, 2))
+    assert found, f"{name} was not found in two seeded runs of 200 programs"
+
+
+def test_contract_reports_the_double_free_as_a_short_runnable_counterexample() -> None:
+    report = run_program_check(KIND, block_pool, generator_for("blocks"), examples=200, operations=("allocate", "free"), max_divergences=3)
+    double_frees = [
+        example for example in report.counterexamples
+        if example.difference.call.op == "free" and example.difference.expected.error == "WrongStateError"
+    ]
+    assert double_frees, [example.difference.describe() for example in report.counterexamples]
+    example = double_frees[0]
+    assert len(example.calls) <= 4
+    assert example.difference.actual.error is None  # vLLM frees it again, no error
+    snippet = snippet_of(KIND, "cacheproof.engines.vllm:block_pool", example, KIND.profiles["contract"].semantics)
+    with pytest.raises(AssertionError):
+        exec(compile(snippet, "<counterexample>", "exec"), {"__name__": "counterexample"})
+
+
+H1 = hash(((0, 1),))
+H2 = hash((H1, (2, 0)))
+
+
+def test_vllm_kv_cache_manager_hand_worked() -> None:
+    m = kv_cache_manager(6)
+    assert m.allocate_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3)
+    assert m.snapshot() == ((4, 5), ((0, None), (1, H1), (1, H2), (1, None), (0, None), (0, None)), ((1, (1, 2, 3)),))
+    assert m.contents() == ((1, None, (0, 1)), (2, H1, (2, 0)), (3, H2, (1,)))
+    assert m.find_cached_prefix((0, 1, 2, 0, 9)) == 4 and m.find_cached_prefix((0, 1, 2, 0)) == 2
+    assert m.allocate_slots(2, (0, 1, 2, 0, 7)) == (1, 2, 4)
+    assert m.allocate_slots(2, (0, 1, 2, 0, 7, 7, 7, 7, 7, 7)) is None  # 2 more blocks, 1 free
+    assert m.tables() == ((1, (1, 2, 3)), (2, (1, 2, 4)))
+    with pytest.raises(WrongStateError):
+        m.allocate_slots(1, (5,))
+    m.free_request(1)
+    m.free_request(2)
+    assert m.snapshot()[0] == (4, 3, 5, 2, 1) and m.tables() == ()  # 3 (partial, unhashed) went to the head
+
+
+def test_vllm_kv_cache_manager_frees_an_unknown_request_silently() -> None:
+    """A contract difference: free of a request vLLM never saw is a no-op there (the scheduler is
+    trusted), a WrongStateError in the contract."""
+    m = kv_cache_manager(4)
+    before = m.snapshot()
+    m.free_request(7)
+    assert m.snapshot() == before
+
+
+class ManagedCalls(BlockCalls):
+    """The block generator without free_request of a request that has no table (vLLM's manager
+    answers that with a silent no-op, the difference the test above pins)."""
+
+    def draw_call(self, draw, model, operations, misuse):
+        call = super().draw_call(draw, model, operations, misuse)
+        if call.op == "free_request" and call.args[0] not in dict(model.tables()):
+            return Call("find_cached_prefix", ((0,),))
+        return call
+
+
+def test_vllm_kv_cache_manager_conforms_at_the_request_level() -> None:
+    report = run_program_check(
+        KIND, kv_cache_manager, ManagedCalls(), examples=60, misuse=False,
+        operations=("find_cached_prefix", "allocate_slots", "free_request"),
+    )
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()

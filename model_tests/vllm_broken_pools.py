@@ -1,0 +1,116 @@
+"""Broken subclasses of vLLM's REAL `BlockPool`, one bug each, modelled on real bugs, and factories
+that pass each through `cacheproof.engines.vllm:block_pool(num_blocks, pool_class=...)`.
+
+Under `--profile vllm-block-pool` the unmodified class conforms and the checker must find every
+class here (model_tests/engines/test_vllm_block_checks.py). Importing this module needs vLLM (the
+engines venv, tools/engines_venv.sh).
+"""
+
+from __future__ import annotations
+
+from vllm.v1.core.block_pool import BlockPool
+
+from cacheproof.engines.vllm import VllmBlockPool, block_pool
+
+
+class HeadQueuedHashedPool(BlockPool):
+    """free_blocks queues a block that still has a hash at the HEAD of the free queue (as if every
+    freed block were "evict first"): the next allocation evicts the freshest cached prefix instead
+    of the least recently used one, and a request's own prefix is lost before older ones."""
+
+    def free_blocks(self, ordered_blocks, evict_first=False):
+        super().free_blocks(ordered_blocks, evict_first=True)
+
+
+class TouchLeavesQueuedPool(BlockPool):
+    """vLLM #37076: a prefix hit pins a cached ref-0 block without taking it out of the free queue,
+    so a later allocation hands the block in use to another request (B2)."""
+
+    def touch(self, blocks):
+        for block in blocks:
+            if not block.is_null:
+                block.ref_cnt += 1
+
+
+class StaleHashMapPool(BlockPool):
+    """vLLM #4761 (V0's cached-block tracking kept evicted blocks): evicting a block's hash (lazily
+    in get_new_blocks, or in evict_blocks) clears the hash on the block but forgets to drop it
+    from the hash map, so lookup still answers the block, which no longer holds that prefix (B4)."""
+
+    def _maybe_evict_cached_block(self, block):
+        had_hash = block.block_hash is not None
+        block.reset_hash()
+        return had_hash
+
+
+class DoubleFreeInOneCallPool(BlockPool):
+    """vLLM #42571: each block reaches free_blocks twice in one call (a table that lists it twice),
+    so its count drops by two, to -1, and the free count rises above the unique free blocks (B1, B3)."""
+
+    def free_blocks(self, ordered_blocks, evict_first=False):
+        blocks = list(ordered_blocks)
+        super().free_blocks(blocks + blocks, evict_first)
+
+
+class EvictRequeuesPool(BlockPool):
+    """evict_blocks moves each free block whose hash it drops to the head of the free queue (an
+    "evicted blocks are reused first" shortcut): the queue places the contract keeps are lost, so
+    the LRU order of the blocks still cached no longer decides what is evicted next."""
+
+    def evict_blocks(self, block_ids):
+        moved = [self.blocks[b] for b in sorted(block_ids) if self.blocks[b].ref_cnt == 0 and self.blocks[b].block_hash is not None]
+        super().evict_blocks(block_ids)
+        for block in moved:
+            self.free_block_queue.remove(block)
+        self.free_block_queue.prepend_n(moved)
+
+
+class ResetInUsePool(BlockPool):
+    """reset_prefix_cache that does not wait for the running requests: it drops every hash, also
+    of blocks in use, and answers True, so a running request's blocks stop being shared (vLLM
+    returns False while any block is in use)."""
+
+    def reset_prefix_cache(self):
+        for block in self.blocks:
+            if block.block_hash is not None:
+                self._maybe_evict_cached_block(block)
+        return True
+
+
+BROKEN_POOL_CLASSES = (
+    HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
+    EvictRequeuesPool, ResetInUsePool,
+)
+"""Every broken subclass, one bug each."""
+
+
+def head_queued_hashed(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=HeadQueuedHashedPool)
+
+
+def touch_leaves_queued(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=TouchLeavesQueuedPool)
+
+
+def stale_hash_map(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=StaleHashMapPool)
+
+
+def double_free_in_one_call(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=DoubleFreeInOneCallPool)
+
+
+def evict_requeues(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=EvictRequeuesPool)
+
+
+def reset_in_use(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=ResetInUsePool)
+
+
+FACTORIES = {
+    "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
+    "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
+    "evict_requeues": evict_requeues, "reset_in_use": reset_in_use,
+}
+"""Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""
