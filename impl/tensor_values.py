@@ -90,7 +90,8 @@ def hand_to_current_stream(device: torch.device, entry: Entry) -> None:
         return
     stream = torch.cuda.current_stream(device)
     stream.wait_event(entry.ready_event)
-    entry.value.record_stream(stream)
+    if entry.value.device.type == "cuda":  # a meta value holds no memory to keep alive
+        entry.value.record_stream(stream)
 
 
 def check_stored_value(device: torch.device, key: Hashable, entry: Entry) -> None:

@@ -14,11 +14,6 @@ from pathlib import Path
 
 from cacheproof.cmdline.flag_types import positive_integer
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
-from cacheproof.prove.cache import aggregate_model
-from cacheproof.prove.cache import entry_model
-from cacheproof.prove.cache import liveness
-from cacheproof.prove.cache import refinement
-from cacheproof.prove.command import prove_all
 from cacheproof.spec.cache.profiles import PROFILES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
@@ -45,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cacheproof.prove.cache import aggregate_model, entry_model, liveness  # z3 is loaded only to prove
+    from cacheproof.prove.command import prove_all
+
     problem = first_problem({"--json": args.json})
     if problem is not None:
         print(f"cacheproof bench prove: {problem}", file=sys.stderr)
@@ -84,6 +82,8 @@ def _timed(label: str, prove) -> dict:
 
 
 def _refinement_row(semantics: Semantics = CONTRACT, label: str = "spec refines model") -> dict:
+    from cacheproof.prove.cache import refinement
+
     """The refinement check over the default bound: its calls count as its obligations."""
     wall, cpu = time.perf_counter(), time.process_time()
     report = refinement.check_refinement(semantics=semantics)
