@@ -4,7 +4,8 @@ public description, held to the `trtllm-tensor-lru` profile.
 The design differs from the contract in five deliberate ways (docs/profiles.md):
 - `put` of a present idle key replaces its value (the entry becomes newest);
 - `put` of a tensor larger than the whole cache returns False, changing nothing;
-- `get` of an absent or RESERVED key returns None (`get` and `pop` of a missing key);
+- `get` of an absent or RESERVED key returns None; `pop` of an absent key returns None and of a
+  RESERVED (always referenced) one raises;
 - sizes and flags are trusted, not type-checked;
 - a reservation hit (`acquire` of a RESERVED key, an in-flight dedup) does not move the entry to
   newest; a READY hit and `get` do.
@@ -59,8 +60,8 @@ class TrtllmTensorLRUCache(MinimalCache):
         return super().get(key)
 
     def pop(self, key: Hashable) -> Any:
-        entry = self._entries.get(key)
-        if entry is None or entry.state is RESERVED:
+        """None for an absent key; a RESERVED one is referenced, so it raises (PR #17876 at 533f124)."""
+        if self._entries.get(key) is None:
             return None
         return super().pop(key)
 

@@ -1,0 +1,153 @@
+"""vLLM's EncoderCacheManager (`vllm/v1/core/encoder_cache_manager.py`) behind the tensor-cache
+contract: the adapter class behind `cacheproof.engines.vllm:encoder_cache`, whose comment states
+the translations. The adapter decides no outcome the manager decides: results, references, sizes
+and order are read back from vLLM's tables; what vLLM keeps (an abandoned reservation, an output
+of another size) reaches the checker, and the profile decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, stats_from_snapshot
+from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
+
+__all__ = ["MEMBERS", "VllmEncoderCache"]
+
+MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "get_freed_mm_hashes", "reset")
+"""The manager's members the adapter calls."""
+
+
+class _Feature:
+    """What the manager reads of one multimodal item: its `identifier` (the mm_hash)."""
+
+    __slots__ = ("identifier",)
+
+    def __init__(self, identifier: Any) -> None:
+        self.identifier = identifier
+
+
+class _EncoderRequest:
+    """What the manager reads of a request: `request_id`, `mm_features[i]` and
+    `get_num_encoder_embeds(i)`, over the inputs the Requests kit recorded for it."""
+
+    def __init__(self, request_id: str, inputs: list) -> None:
+        self.request_id = request_id
+        self._inputs = inputs
+
+    @property
+    def mm_features(self) -> list:
+        return [_Feature(key) for key, _ in self._inputs]
+
+    def get_num_encoder_embeds(self, input_id: int) -> int:
+        return self._inputs[input_id][1]
+
+
+class VllmEncoderCache:
+    """vLLM's EncoderCacheManager plus the worker's output dict, speaking the contract; `manager`
+    is vLLM's object. The translations: the encoder-cache section of cacheproof/engines/vllm.py."""
+
+    def __init__(self, manager: Any, capacity_bytes: int, requests: int | None = 2) -> None:
+        self.manager = manager
+        self.capacity_bytes = capacity_bytes
+        self._requests = Requests(requests)
+        self._outputs: dict[Any, Any] = {}  # the worker's encoder outputs
+        self._atomic = Atomic(manager)
+
+    def _call(self, name: str, *args: Any) -> Any:
+        return engine_call(self.manager, name, *args)
+
+    def _table(self, name: str) -> Any:
+        return engine_member(self.manager, name)
+
+    def _request(self, request_id: str) -> _EncoderRequest:
+        return _EncoderRequest(request_id, self._requests.inputs.setdefault(request_id, []))
+
+    def _drop_freed(self) -> list:
+        freed = list(self._call("get_freed_mm_hashes"))
+        for key in freed:
+            self._outputs.pop(key, None)
+            self._requests.forget(key)
+        return freed
+
+    def acquire(self, key: Any, nbytes: int, *, retain: bool = True) -> Any:
+        with self._atomic:
+            request_id, input_id = self._requests.take(key, nbytes)
+            request = self._request(request_id)
+            if self._call("check_and_update_cache", request, input_id):
+                return Acquired.READY_HIT if key in self._outputs else Acquired.RESERVATION_HIT
+            if not self._call("can_allocate", request, input_id, self.capacity_bytes, 0):
+                self._requests.undo(key)
+                return Acquired.BLOCKED
+            self._drop_freed()
+            self._call("allocate", request, input_id)
+            return Acquired.NEW_RESERVATION
+
+    def commit(self, key: Any, value: Any) -> list:
+        with self._atomic:
+            if key not in self._table("cached"):
+                raise UnknownKeyError(f"commit({key!r}): the item was never scheduled")
+            if key in self._outputs:
+                raise WrongStateError(f"commit({key!r}): the encoder output is stored already")
+            self._outputs[key] = value
+            return []
+
+    def get(self, key: Any) -> Any:
+        with self._atomic:
+            if key not in self._table("cached"):
+                raise UnknownKeyError(f"get({key!r}): encoder cache miss")
+            if key not in self._outputs:
+                raise WrongStateError(f"get({key!r}): scheduled, but the encoder output is not stored yet")
+            return self._outputs[key]
+
+    def release(self, key: Any) -> bool:
+        with self._atomic:
+            holder = self._requests.give_back(key)
+            if holder is None:
+                request_id = f"unheld-{key!r}"
+                holder = (request_id, len(self._requests.inputs.setdefault(request_id, [(key, 0)])) - 1)
+            present = key in self._table("cached")
+            self._call("free_encoder_input", self._request(holder[0]), holder[1])
+            return present and key not in self._table("cached")
+
+    def evict(self, nbytes: int) -> list:
+        with self._atomic:
+            probe = _EncoderRequest("probe", [(None, nbytes)])
+            if not self._call("can_allocate", probe, 0, self.capacity_bytes, 0):
+                raise CapacityError(f"evict({nbytes}): can_allocate refuses {nbytes} embeddings")
+            return self._drop_freed()
+
+    def clear(self) -> None:
+        with self._atomic:
+            self._call("reset")
+            self._outputs.clear()
+            self._requests.forget()
+
+    def _references(self, key: Any) -> int:
+        holders = self._table("cached")[key]
+        refs = getattr(self.manager, "request_hash_refs", None)
+        if refs is None:
+            return len(holders)
+        return sum(refs.get(request_id, {}).get(key, 0) or 1 for request_id in holders)
+
+    def snapshot(self) -> tuple:
+        with self._atomic:
+            cached, freeable = self._table("cached"), self._table("freeable")
+            sizes = getattr(self.manager, "num_embeds_by_hash", freeable)
+            order = [key for key in freeable if key in cached] + [key for key, held in cached.items() if held]
+            return tuple(
+                EntryView(key, EntryState.READY if key in self._outputs else EntryState.RESERVED,
+                          self._references(key) if cached[key] else 0, sizes.get(key, 0), True)
+                for key in order
+            )
+
+    def stats(self) -> CacheStats:
+        return stats_from_snapshot(self.capacity_bytes, self.snapshot())
+
+    def __len__(self) -> int:
+        with self._atomic:
+            return len(self._table("cached"))
+
+    def __contains__(self, key: object) -> bool:
+        with self._atomic:
+            return key in self._table("cached")

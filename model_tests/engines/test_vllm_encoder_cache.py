@@ -1,0 +1,35 @@
+"""vLLM's real EncoderCacheManager (vllm 0.34.0) through cacheproof.engines.vllm:encoder_cache: the
+one command runs to a verdict, never an adapter error. Runs in the engines venv
+(`.venv-engines/bin/python -m pytest -q model_tests/engines`); skips where vllm does not import."""
+
+from __future__ import annotations
+
+import pytest
+
+from cacheproof.cli import main
+
+try:
+    from vllm.v1.core.encoder_cache_manager import EncoderCacheManager
+except ImportError as error:  # noqa: F841
+    pytest.skip(f"vllm is not importable here ({error}); run with .venv-engines/bin/python", allow_module_level=True)
+
+
+def test_the_one_command_runs_to_a_verdict_without_an_adapter_error(capsys):
+    status = main(["check", "--impl", "cacheproof.engines.vllm:encoder_cache", "--examples", "30", "--quiet",
+                   "--max-divergences", "1"])
+    captured = capsys.readouterr()
+    assert status in (0, 1), captured.err
+    assert "adapter error" not in captured.out + captured.err
+
+
+def test_a_manager_missing_a_method_is_an_adapter_error_naming_it():
+    from cacheproof.adapt import AdapterError
+    from cacheproof.engines import vllm as engine
+
+    older = type("Older", (EncoderCacheManager,), {})
+    older.free_encoder_input = property(lambda self: None)  # readable, so hasattr passes: dropped below
+    del older.free_encoder_input
+    lacking = type("Lacking", (), {"__init__": lambda self, size: None})
+    with pytest.raises(AdapterError, match="free_encoder_input"):
+        engine.encoder_cache(8, manager_class=lacking)
+    assert engine.encoder_cache(8, manager_class=older).manager is not None
