@@ -6,7 +6,8 @@ blocks and several blocks carry one hash. Each call usually suits the state: a r
 it holds (its own, last first, as a manager does), touches cached or in-use blocks, caches the
 unhashed blocks it holds; lookups follow chains of hashes that are cached; an allocation often
 takes the whole free queue or all but one block, so that cached free blocks at its tail are reused
-(their hashes dropped lazily). Misuse calls (a block
+(their hashes dropped lazily); caching and freeing mostly pick a request that holds blocks, and
+a touch is often a prefix hit on a cached free block. Misuse calls (a block
 freed twice, a touch of a free unhashed block, caching a hashed block, the null block, ids out of
 range, n < 0) come one in eight, and only when the semantics say misuse is checked.
 
@@ -61,6 +62,13 @@ class _State:
     def held_by(self, request: int) -> list[int]:
         return list(self.holdings.get(request, ()))
 
+    def holder(self, draw: Draw) -> int:
+        """Mostly a pool-level request that holds blocks (to cache or free them), else any."""
+        holders = [r for r in sorted(self.holdings) if r not in self.tables]
+        if holders and draw(st.integers(0, 3), label="a holder?") > 0:
+            return draw(st.sampled_from(holders), label="request")
+        return self.pool_request(draw)
+
 
 def _subsequence(draw: Draw, items: list, label: str, most: int = 4) -> tuple:
     if not items:
@@ -81,11 +89,13 @@ def _allocate(draw: Draw, s: _State) -> Call:
 
 def _touch(draw: Draw, s: _State) -> Call:
     request = s.pool_request(draw)
-    return Call("touch", (request, _distinct(draw, s.hashed + s.in_use, "blocks")))
+    cached_free = [b for b in s.queue if s.blocks[b][1] is not None]
+    pool = cached_free if cached_free and draw(st.booleans(), label="a prefix hit?") else s.hashed + s.in_use
+    return Call("touch", (request, _distinct(draw, pool, "blocks")))
 
 
 def _cache_blocks(draw: Draw, s: _State) -> Call:
-    request = s.pool_request(draw)
+    request = s.holder(draw)
     unhashed = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None]
     chosen = _distinct(draw, unhashed, "blocks")
     return Call("cache_blocks", (request, chosen, tuple(draw(st.sampled_from(HASHES), label="hash") for _ in chosen)))
@@ -97,7 +107,7 @@ def _lookup(draw: Draw, s: _State) -> Call:
 
 
 def _free(draw: Draw, s: _State) -> Call:
-    request = s.pool_request(draw)
+    request = s.holder(draw)
     held = s.held_by(request)
     if not held:
         return Call("free", (request, ()))
