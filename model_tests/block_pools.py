@@ -8,6 +8,7 @@ one (the class docstring names it); `differential_walk` (model_tests/block_walk.
 
 from __future__ import annotations
 
+import os
 from collections import Counter, OrderedDict
 
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, chain_hashes
@@ -351,3 +352,14 @@ BROKEN_POOLS = (
     LastInsertedLookupPool,
 )
 """Every broken pool, one bug each."""
+
+
+class ExitsOnDoubleFreePool(ListBlockPool):
+    """A pool whose native free path aborts the process on a block it does not hold (a C++
+    engine's assert): only `--isolate` can report it, as a crash at that call."""
+
+    def free(self, request, blocks):
+        held = self._holdings.get(request, Counter())
+        if any(held[block] == 0 for block in blocks if isinstance(block, int)):
+            os._exit(134)
+        return super().free(request, blocks)

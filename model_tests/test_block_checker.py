@@ -130,3 +130,17 @@ def test_check_spec_blocks_exits_one_on_a_broken_pool_and_zero_on_a_correct_one(
     assert main(["check", "--spec", "blocks", "--impl", "model_tests.block_pools:DoubleFreePool",
                  "--examples", "200", "--quiet", "--max-divergences", "1"]) == 1
     assert "cache.free(" in capsys.readouterr().out
+
+
+def test_isolate_reports_a_pool_that_ends_the_process_as_a_crash(capsys):
+    code = main(["check", "--spec", "blocks", "--isolate", "--impl", "model_tests.block_pools:ExitsOnDoubleFreePool",
+                 "--examples", "100", "--quiet", "--max-divergences", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "cache.free(" in out and "killed the child (exit status 134)" in out
+
+
+def test_isolate_passes_a_correct_pool(capsys):
+    assert main(["check", "--spec", "blocks", "--isolate", "--impl", "model_tests.block_pools:ListBlockPool",
+                 "--examples", "20", "--quiet"]) == 0
+    assert "conforms: 20 examples" in capsys.readouterr().out

@@ -19,6 +19,7 @@ from cacheproof.contract.program_record import program_trace_text, spec_program_
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import outcome_of
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
@@ -26,7 +27,7 @@ from cacheproof.spec.kinds import get_kind
 DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
 """The built-in implementation each kind is checked against when no --impl is given."""
 
-_CACHE_ONLY = ("isolate", "thorough", "max_capacity")
+_CACHE_ONLY = ("thorough", "max_capacity")
 """Flags of `cacheproof check` that only the tensor cache's checker has so far."""
 
 
@@ -45,11 +46,19 @@ def run(args: argparse.Namespace) -> int:
         profile = _profile(kind, args.profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = _operations(kind, args.ops, profile.operations)
-        factory = load_factory(impl)
+        factory = IsolatedProgramFactory(impl, kind.names + kind.views, args.call_timeout) if args.isolate \
+            else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    missing = missing_operations(kind, factory, operations)
+    if args.isolate and args.threads is not None:
+        print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
+        return 2
+    try:
+        missing = missing_operations(kind, factory, operations)
+    except ChildFailure as failure:
+        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        return 2
     if missing:
         print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
               f"check fewer operations with --ops or a profile that names them (--profile)", file=sys.stderr)
