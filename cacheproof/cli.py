@@ -12,6 +12,7 @@ import os
 import sys
 
 from cacheproof.cmdline.output_paths import OutputPathError
+from cacheproof.cmdline.statuses import CLOSED_OUTPUT_STATUS, INTERRUPTED_STATUS
 from pathlib import Path
 
 from cacheproof.settings import scratch_storage
@@ -25,13 +26,6 @@ _SUBCOMMANDS = {
     "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of shipped caches"),
 }
 
-
-INTERRUPTED_STATUS = 130
-"""The exit status after the user's Ctrl-C (128 + SIGINT); `check` prints its partial report first."""
-
-CLOSED_OUTPUT_STATUS = 141
-"""The exit status when the reader of the output went away (`cacheproof check | head`): 128 + SIGPIPE,
-as a shell reports a program the closed pipe stopped. Report files are written before any printing."""
 
 _MOVED = {
     "mutate": "mutation testing is a tool of the repository, not of the installed package: "

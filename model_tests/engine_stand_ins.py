@@ -2,7 +2,12 @@
 docs/profiles.md and docs/adapters.md describe them (written here, not copied), so that the
 adapters in examples/trtllm_adapter.py, vllm_adapter.py and sglang_adapter.py run in CI where
 tensorrt_llm, vllm and sglang are not installed. Where an engine is installed, the adapters'
-`factory` runs its real class instead (model_tests/test_engine_adapters.py)."""
+`factory` runs its real class instead (model_tests/test_engine_adapters.py).
+
+SGLang's MultiModalStaticCache has one stand-in, model_tests/real_file_stand_ins.py's, whose API
+is checked against the 0.5.23 file: the factories here run the example adapter over it
+(`MultiModalStaticCache`, 0.5.23's size check) and over its `FlushingMultiModalStaticCache` (the
+earlier `set`, which empties the cache for an embedding larger than the whole of it)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from examples.sglang_adapter import SglangStaticCacheAdapter
 from examples.trtllm_adapter import TrtllmTensorLRUAdapter
 from examples.trtllm_reserving_adapter import TrtllmReservingAdapter
 from examples.vllm_adapter import VllmEncoderCacheAdapter
+from model_tests.real_file_stand_ins import EmbeddingResult, FlushingMultiModalStaticCache, MultiModalStaticCache
 
 
 def _nbytes(tensor: Any) -> int:
@@ -333,74 +339,6 @@ class StandInEncoderCacheManager:
         self.num_free_slots = self.num_freeable_slots = self.cache_size
 
 
-# SGLang: python/sglang/srt/mem_cache/multimodal_cache.py, MultiModalStaticCache -----------------------
-
-
-@dataclass(kw_only=True)
-class StandInEmbeddingResult:
-    embedding: Any
-
-
-class StandInMultiModalStaticCache:
-    """OrderedDict LRU in bytes. set of a present hash keeps it and makes it newest; otherwise it
-    pops the oldest entries until the embedding fits, returning False once none is left, so an
-    embedding larger than the whole cache first evicts everything (the bug docs/profiles.md names)."""
-
-    def __init__(self, max_size: int) -> None:
-        self.max_size = max_size
-        self.mm_cache: OrderedDict[int, StandInEmbeddingResult] = OrderedDict()
-        self.current_size = 0
-
-    @staticmethod
-    def combine_hashes(mm_hashes: list) -> int | None:
-        return hash(("stand-in seed", tuple(mm_hashes))) if mm_hashes else None
-
-    def get(self, mm_hashes: list, combined_hash: int | None = None) -> StandInEmbeddingResult | None:
-        stored = self.combine_hashes(mm_hashes)
-        result = self.mm_cache.get(stored)
-        if result is not None:
-            self.mm_cache.move_to_end(stored)
-        return result
-
-    def set(self, mm_hash: int, embedding: StandInEmbeddingResult, loc: Any = None) -> bool:
-        if mm_hash in self.mm_cache:
-            self.mm_cache.move_to_end(mm_hash)
-            return True
-        size = _nbytes(embedding.embedding)
-        while self.current_size + size > self.max_size:
-            if not self.mm_cache:
-                return False
-            self.current_size -= _nbytes(self.mm_cache.popitem(last=False)[1].embedding)
-        self.mm_cache[mm_hash] = embedding
-        self.current_size += size
-        return True
-
-    def has(self, mm_hash: int) -> bool:
-        return mm_hash in self.mm_cache
-
-    def free(self, mm_hash: int, mm_embedding_allocator: Any) -> bool:
-        if mm_hash not in self.mm_cache:
-            return False
-        self.current_size -= _nbytes(self.mm_cache.pop(mm_hash).embedding)
-        return True
-
-    def clear(self) -> None:
-        self.mm_cache.clear()
-        self.current_size = 0
-
-    def __len__(self) -> int:
-        return len(self.mm_cache)
-
-
-class SizeCheckedMultiModalStaticCache(StandInMultiModalStaticCache):
-    """The fix: an embedding larger than the whole cache is refused before anything is evicted."""
-
-    def set(self, mm_hash: int, embedding: StandInEmbeddingResult, loc: Any = None) -> bool:
-        if mm_hash not in self.mm_cache and _nbytes(embedding.embedding) > self.max_size:
-            return False
-        return super().set(mm_hash, embedding, loc)
-
-
 # Factories: the examples' adapters over the stand-ins --------------------------------------------------
 
 
@@ -413,11 +351,11 @@ def vllm_stand_in(capacity_bytes: int) -> VllmEncoderCacheAdapter:
 
 
 def sglang_stand_in(capacity_bytes: int) -> SglangStaticCacheAdapter:
-    return SglangStaticCacheAdapter(capacity_bytes, StandInMultiModalStaticCache, StandInEmbeddingResult)
+    return SglangStaticCacheAdapter(capacity_bytes, FlushingMultiModalStaticCache, EmbeddingResult)
 
 
 def sglang_fixed_stand_in(capacity_bytes: int) -> SglangStaticCacheAdapter:
-    return SglangStaticCacheAdapter(capacity_bytes, SizeCheckedMultiModalStaticCache, StandInEmbeddingResult)
+    return SglangStaticCacheAdapter(capacity_bytes, MultiModalStaticCache, EmbeddingResult)
 
 
 def trtllm_reserving_stand_in(capacity_bytes: int) -> TrtllmReservingAdapter:

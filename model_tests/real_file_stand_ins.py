@@ -6,7 +6,10 @@ model_tests/test_engines_stand_ins.py fails when a stand-in drifts from its reco
   (`TensorLRUCache`: acquire, commit, ensure_capacity, release, put, get, pop, clear, stats;
   the private `_CacheEntryState`, the public `CacheAcquireResult`);
 - SGLang 0.5.23 `python/sglang/srt/mem_cache/multimodal_cache.py` (`MultiModalStaticCache`,
-  `EmbeddingResult`), and the earlier `set` whose oversized embedding flushed the cache first.
+  `EmbeddingResult`), and the earlier `set` whose oversized embedding flushed the cache first:
+  the project's only SGLang stand-in (model_tests/engine_stand_ins.py runs the example adapter
+  over these classes; model_tests/engines/test_sglang_mm_cache.py checks `SIGNATURES` against the
+  installed class where sglang imports).
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Build a venv that imports the REAL vLLM v1 BlockPool on a CPU-only machine,
-# with cacheproof installed editable, for model_tests/engines and the
-# block-pool bench.            usage: bash tools/engines_venv.sh VENV
+# Build a venv that imports the REAL vLLM v1 BlockPool and the REAL SGLang
+# MultiModalStaticCache on a CPU-only machine, with cacheproof installed
+# editable, for model_tests/engines and the block-pool bench.
+#                              usage: bash tools/engines_venv.sh VENV
 #
 # Rules: every version comes from constraints/engines.txt (exact pins).
 #  1. torch 2.13.0 with its own dependencies (the CPU wheel; vllm 0.34.0 asks
 #     for torch 2.14.0, whose wheel is the CUDA build with nvidia-* packages).
-#  2. vllm and the small packages its import chain touches, all --no-deps:
+#  2. vllm, sglang and the packages their import chains touch, all --no-deps:
 #     vllm's declared dependencies (CUDA kernels, servers) are never imported
-#     by vllm.v1.core.block_pool, and vllm._C is not used.
+#     by vllm.v1.core.block_pool, and vllm._C is not used; sglang's package
+#     __init__ chain imports orjson, triton, starlette and IPython (traitlets)
+#     before sglang.srt.mem_cache.multimodal_cache, which needs no GPU.
 #  3. cacheproof itself, editable and --no-deps, plus its checker's own
 #     dependencies (hypothesis, z3-solver, pytest, rich).
-#  4. A smoke import of the BlockPool (5-15 s: vllm.config pulls transformers).
+#  4. Smoke imports of the BlockPool and the MultiModalStaticCache (5-15 s
+#     each: vllm.config pulls transformers, sglang's utils pull torch and PIL).
 # Cold cache: a few minutes and about 1.8 GB.
 set -euo pipefail
 VENV=${1:?usage: tools/engines_venv.sh VENV}
@@ -29,3 +33,7 @@ import vllm
 from vllm.v1.core.block_pool import BlockPool
 import cacheproof
 print('vllm', vllm.__version__, 'BlockPool OK; cacheproof', cacheproof.__version__)"
+"$VENV/bin/python" -W ignore -c "
+import sglang
+from sglang.srt.mem_cache.multimodal_cache import EmbeddingResult, MultiModalStaticCache
+print('sglang', sglang.__version__, 'MultiModalStaticCache OK')"

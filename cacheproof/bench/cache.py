@@ -31,7 +31,7 @@ from cacheproof.cmdline.output_paths import first_problem, write_atomically
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.check.sequential.scope import LONG, SMALL, WIDE, Phase
-from cacheproof.spec.kind import Model
+from cacheproof.spec.kinds import new_spec
 
 
 TARGETS = {"the spec": 3000, "TensorLRUCache (cpu)": 500}

@@ -84,7 +84,7 @@ def render() -> str:
         "",
         "## A block's lifecycle",
         "",
-        f"Computed on the spec: every pool-level call of a bounded domain on every state reachable from a fresh",
+        "Computed on the spec: every pool-level call of a bounded domain on every state reachable from a fresh",
         f"pool of {BLOCKS} blocks; an edge is drawn where some call moves some block between the states (a self",
         "edge where its ref count changes within a state). The null block never moves.",
         "",

@@ -7,8 +7,6 @@ other calls when it is checked under that profile and no `--ops` is given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.cache.operations import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import Semantics

@@ -14,15 +14,13 @@ from cacheproof.check.concurrent.run import ConcurrentReport, run_concurrent_che
 from cacheproof.check.concurrent.scenarios import MAX_THREADS
 from cacheproof.sandbox.factories import FactoryError, TimedFactory, load_factory, probe_factory
 from cacheproof.contract.faults import UsageAbort
+from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT
 
 MIN_CLI_THREADS = 2
-INTERRUPTED_STATUS = 130
-"""The exit status after the user's Ctrl-C, as `cacheproof check` without --threads returns."""
-
 
 def thread_count(text: str) -> int:
     """argparse type of --threads: an int in 2..MAX_THREADS."""

@@ -16,6 +16,7 @@ from cacheproof.check.sequential.distinct import MAX_DIVERGENCES
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
+from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
@@ -26,10 +27,7 @@ from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics
-
-INTERRUPTED_STATUS = 130
-"""The exit status after the user's Ctrl-C (128 + SIGINT), as shells report it."""
+from cacheproof.spec.cache.semantics import Semantics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

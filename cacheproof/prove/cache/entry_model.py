@@ -36,7 +36,6 @@ from cacheproof.spec.cache import rules
 from cacheproof.spec.cache.invariants import evicting_operations, waivers
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.types import EntryState, EntryView
-from cacheproof.spec.kinds import new_spec
 
 MODEL = "entries"
 
