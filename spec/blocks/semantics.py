@@ -68,6 +68,13 @@ BLOCK_PROFILES: dict[str, Profile] = {
             "the block-pool contract of docs/block-pool-contract.md (default), pool and request level",
         ),
         Profile(
+            "pool",
+            BLOCK_CONTRACT,
+            POOL_OPERATIONS,
+            "the block-pool contract at the pool level only, for a pool with no request level "
+            "(e.g. vLLM's BlockPool held to the contract rather than to its own design)",
+        ),
+        Profile(
             "vllm-block-pool",
             BlockSemantics(misuse="trusted", null_block="skip"),
             POOL_OPERATIONS,
