@@ -158,7 +158,8 @@ def test_kind_and_profiles() -> None:
     kind = get_kind("blocks")
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
-    assert set(BLOCK_PROFILES) == {"contract", "vllm-block-pool"}
+    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool"}
+    assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
     assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip"}
     assert vllm.operations == POOL_OPERATIONS
