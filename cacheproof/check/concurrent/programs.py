@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from cacheproof.check.concurrent.history import fast_switching
+from cacheproof.check.concurrent.scenarios import shrink_greedily
 from cacheproof.check.concurrent.search import linearize, predecessors_of
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.sequential.draws import seeded_draws
@@ -34,6 +35,7 @@ from cacheproof.spec.kind import SpecKind
 
 DEFAULT_TIMEOUT = 10.0
 SEARCH_SECONDS = 20.0
+SHRINK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -226,24 +228,9 @@ def run_program_concurrent_check(
 
 
 def _shrunk(scenario: ProgramScenario, failure: Callable, report: ProgramConcurrentReport) -> ProgramScenario:
-    """Drop calls one at a time (thread calls first, then the prefix's last) while the smaller
-    scenario still fails in some run; the report keeps the last failing history."""
-    changed = True
-    while changed:
-        changed = False
-        candidates = []
-        for t, calls in enumerate(scenario.threads):
-            for i in range(len(calls)):
-                threads = list(scenario.threads)
-                threads[t] = calls[:i] + calls[i + 1:]
-                candidates.append(ProgramScenario(scenario.size, scenario.prefix, tuple(c for c in threads if c)))
-        candidates += [ProgramScenario(scenario.size, scenario.prefix[:i] + scenario.prefix[i + 1:], scenario.threads)
-                       for i in range(len(scenario.prefix) - 1, -1, -1)]
-        for candidate in candidates:
-            if not candidate.threads:
-                continue
-            found = failure(candidate)
-            if found is not None:
-                scenario, (report.reason, report.history), changed = candidate, found, True
-                break
+    """`scenarios.shrink_greedily` over the program scenario; the report keeps the last failing
+    history."""
+    found = (report.reason, report.history)
+    scenario, (report.reason, report.history) = shrink_greedily(
+        scenario, found, lambda candidate, _: failure(candidate), SHRINK_SECONDS)
     return scenario

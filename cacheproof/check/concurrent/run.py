@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from cacheproof.contract import calls as call_format
 from cacheproof.check.concurrent.history import DEFAULT_TIMEOUT, History, fast_switching, run_scenario
-from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, smaller_scenarios
+from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, shrink_greedily
 from cacheproof.check.concurrent.linearizability import Verdict, check_history
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
@@ -256,21 +256,12 @@ def run_concurrent_check(
 def _shrunk(
     checker: _Checker, scenario: Scenario, failure: tuple[History, Verdict, int], shrink_runs: int, seconds: float
 ) -> ConcurrentCounterexample:
-    """Greedy shrinking: take the first smaller candidate that still fails within `shrink_runs` runs."""
-    deadline = time.perf_counter() + seconds
-    improved = True
-    while improved and time.perf_counter() < deadline:
-        improved = False
-        for runs in dict.fromkeys((_rerun_budget(failure[2], shrink_runs), shrink_runs)):
-            for candidate in smaller_scenarios(scenario):
-                if time.perf_counter() >= deadline:
-                    break
-                found = checker.first_failure(candidate, runs)
-                if found is not None:
-                    scenario, failure, improved = candidate, found, True
-                    break
-            if improved:
-                break
+    """Greedy shrinking (`scenarios.shrink_greedily`): first with a rerun budget scaled to how soon
+    the race showed, then with `shrink_runs`."""
+    scenario, failure = shrink_greedily(
+        scenario, failure, checker.first_failure, seconds,
+        attempts=lambda found: tuple(dict.fromkeys((_rerun_budget(found[2], shrink_runs), shrink_runs))),
+    )
     history, verdict, run = failure
     return ConcurrentCounterexample(scenario, history, verdict.reason, run)
 

@@ -17,8 +17,9 @@ its semantics, so its check and its script use the same spec.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, replace
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
@@ -210,3 +211,27 @@ def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
         prefix = scenario.prefix[:position] + scenario.prefix[position + 1:]
         candidates.append(replace(scenario, prefix=prefix))
     return candidates
+
+
+def shrink_greedily(scenario: Any, found: Any, still_fails: Callable[[Any], Any], seconds: float,
+                    attempts: Callable[[Any], tuple] = lambda found: (None,)) -> tuple[Any, Any]:
+    """The one scenario shrinker: take the first of `smaller_scenarios` (a scenario of any kind with
+    `prefix` and `threads`) for which `still_fails(candidate, budget)` returns a failure, and repeat
+    until none does or `seconds` pass. `attempts(found)` gives the run budgets to try in turn (the
+    cache's checker first tries a small budget, then its largest). Returns the smallest scenario and
+    its failure."""
+    deadline = time.perf_counter() + seconds
+    improved = True
+    while improved and time.perf_counter() < deadline:
+        improved = False
+        for budget in attempts(found):
+            for candidate in smaller_scenarios(scenario):
+                if time.perf_counter() >= deadline:
+                    break
+                failure = still_fails(candidate, budget)
+                if failure is not None:
+                    scenario, found, improved = candidate, failure, True
+                    break
+            if improved:
+                break
+    return scenario, found
