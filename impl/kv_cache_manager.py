@@ -32,7 +32,9 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import threading
+from typing import Any, Callable
 
 import torch
 
@@ -54,9 +56,22 @@ def kv_cache_manager(num_blocks: int) -> "KVCacheManager":
     return KVCacheManager(num_blocks)
 
 
+def _locked(method: Callable) -> Callable:
+    """The method under the manager's lock: every operation and view is atomic, so threads that
+    share a manager see the operations of the block contract one at a time."""
+
+    @functools.wraps(method)
+    def locked(self: "KVCacheManager", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class KVCacheManager:
     """A KV cache manager of `num_blocks` blocks (block 0 the null block) of `block_size` tokens,
-    storage on `device`; `kv_shape` and `dtype` shape the pool's KV tensor."""
+    storage on `device`; `kv_shape` and `dtype` shape the pool's KV tensor. Thread-safe: one lock
+    around each operation and view."""
 
     def __init__(
         self,
@@ -67,6 +82,7 @@ class KVCacheManager:
         dtype: torch.dtype = torch.float16,
         device: str | torch.device = "cpu",
     ) -> None:
+        self._lock = threading.RLock()
         self.pool = KVBlockPool(num_blocks, block_size, kv_shape=kv_shape, dtype=dtype, device=device)
         self.block_size = block_size
         self.token_ids = torch.zeros((num_blocks, block_size), dtype=torch.int64, device=device)
@@ -117,6 +133,7 @@ class KVCacheManager:
 
     # ----------------------------------------------------------------- pool level
 
+    @_locked
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
         """The pool's allocate; the records of the blocks taken are dropped (they are reused)."""
         self._request(request)
@@ -125,6 +142,7 @@ class KVCacheManager:
         self._unmanaged("allocate", request)
         return tuple(self._take(request, n))
 
+    @_locked
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's touch, for a request not managed here."""
         self._request(request)
@@ -132,6 +150,7 @@ class KVCacheManager:
         self._unmanaged("touch", request)
         self.pool.touch(request, blocks)
 
+    @_locked
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """The pool's cache_blocks, refusing blocks written here (only the manager hashes them)."""
         self._request(request)
@@ -148,9 +167,11 @@ class KVCacheManager:
             )
         self.pool.cache_blocks(request, ids, values)
 
+    @_locked
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
         return self.pool.lookup(self._ints(hashes, "hashes"))
 
+    @_locked
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's free, for a request not managed here."""
         self._request(request)
@@ -158,21 +179,26 @@ class KVCacheManager:
         self._unmanaged("free", request)
         self.pool.free(request, blocks)
 
+    @_locked
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         return self.pool.evict(blocks)
 
+    @_locked
     def reset(self) -> bool:
         return self.pool.reset()
 
+    @_locked
     def num_free(self) -> int:
         return self.pool.num_free()
 
     # ----------------------------------------------------------------- request level
 
+    @_locked
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
         """How many leading tokens are cached: hit blocks * block_size, never the last token."""
         return len(self._hit(self._token_ids(tokens))) * self.block_size
 
+    @_locked
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
         """Blocks for all of `tokens` (see the module rules): the block table, or None."""
         self._request(request)
@@ -211,6 +237,7 @@ class KVCacheManager:
         self._write(request, first_written)
         return tuple(table)
 
+    @_locked
     def free_request(self, request: int) -> None:
         """Free the request's table last block first and forget the request."""
         self._request(request)
@@ -253,14 +280,17 @@ class KVCacheManager:
 
     # ----------------------------------------------------------------- views
 
+    @_locked
     def snapshot(self) -> Any:
         """The pool's snapshot (free queue, per-block count and hash, holdings)."""
         return self.pool.snapshot()
 
+    @_locked
     def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(request, its blocks in token order), by request."""
         return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
 
+    @_locked
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) per written block, by block, the tokens read from storage."""
         if not self._written:

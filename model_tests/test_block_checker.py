@@ -144,3 +144,13 @@ def test_isolate_passes_a_correct_pool(capsys):
     assert main(["check", "--spec", "blocks", "--isolate", "--impl", "model_tests.block_pools:ListBlockPool",
                  "--examples", "20", "--quiet"]) == 0
     assert "conforms: 20 examples" in capsys.readouterr().out
+
+
+def test_the_built_in_manager_is_linearizable_under_threads():
+    """KVCacheManager holds one lock per operation; without it, allocate_slots raced a pool-level
+    allocate and raised CapacityError where the spec returns None (found by this check)."""
+    from cacheproof.impl.kv_cache_manager import kv_cache_manager
+
+    report = run_program_concurrent_check(KIND, kv_cache_manager, generator_for("blocks"), threads=3, scenarios=60,
+                                          runs=10, seed=0)
+    assert report.ok, report.reason
