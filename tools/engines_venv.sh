@@ -23,6 +23,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PINS="$ROOT/constraints/engines.txt"
 PY=${PYTHON:-python3}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+VENV=$(cd "$VENV" && pwd)  # absolute: the smoke imports below run from inside it
 PIP=("$VENV/bin/python" -m pip install -q -c "$PINS")
 "${PIP[@]}" torch
 "${PIP[@]}" --no-deps -r "$PINS"
