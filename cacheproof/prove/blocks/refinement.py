@@ -36,6 +36,7 @@ from cacheproof.prove.blocks.counterexample import (
 )
 from cacheproof.prove.blocks.state import REQUESTS, state_names, symbolic_state
 from cacheproof.prove.cache.array_eval import CompiledTerms
+from cacheproof.prove.refinement_verdict import RefinementReport
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 
@@ -65,6 +66,9 @@ class Disagreement:
     num_blocks: int
     semantics: BlockSemantics
 
+    def to_json(self) -> dict[str, Any]:
+        return {"call": call_python(self.call), "path": [call_python(c) for c in self.path], "python": self.python()}
+
     def describe(self) -> str:
         applying = ", ".join(self.outcomes) or "none"
         return f"{call_python(self.call)} after {len(self.path)} calls; model outcomes: {applying}"
@@ -91,31 +95,6 @@ class Disagreement:
             lines.append(f"expected = {self.expected!r}  # the model")
             lines.append("assert observed == expected, f'the spec does {observed}, the model says {expected}'")
         return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class RefinementReport:
-    bound: Bound
-    states: int
-    calls: int
-    seconds: float
-    disagreements: tuple[Disagreement, ...]
-    disagreeing_calls: int
-
-    @property
-    def agrees(self) -> bool:
-        return self.disagreeing_calls == 0
-
-    def line(self) -> str:
-        verdict = "agree" if self.agrees else f"DISAGREE on {self.disagreeing_calls} calls"
-        return f"spec refines model: {self.states} states, {self.calls} calls, {verdict} ({self.bound.describe()}; {self.seconds:.2f} s)"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "states": self.states, "calls": self.calls, "agrees": self.agrees, "bound": self.bound._asdict(),
-            "seconds": round(self.seconds, 3), "disagreeing_calls": self.disagreeing_calls,
-            "disagreements": [{"call": call_python(d.call), "path": [call_python(c) for c in d.path], "python": d.python()} for d in self.disagreements],
-        }
 
 
 # The bounded domain ---------------------------------------------------------------------------------

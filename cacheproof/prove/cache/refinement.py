@@ -58,7 +58,8 @@ from cacheproof.prove.cache.refinement_encoding import (
     fresh_copy,
     layout,
 )
-from cacheproof.prove.cache.refinement_report import Disagreement, RefinementReport
+from cacheproof.prove.cache.refinement_report import Disagreement
+from cacheproof.prove.refinement_verdict import RefinementReport
 from cacheproof.prove.induction import BranchOutcome
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics

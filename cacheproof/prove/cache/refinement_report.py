@@ -14,7 +14,7 @@ from typing import Any
 from cacheproof.contract import calls
 from cacheproof.contract.calls import Call
 from cacheproof.prove.cache.counterexample import from_entries_python, json_value, semantics_python
-from cacheproof.prove.cache.refinement_domain import READY, Bound, value_tag
+from cacheproof.prove.cache.refinement_domain import READY, value_tag
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.types import Acquired, EntryView
 from cacheproof.spec.kinds import get_kind
@@ -116,38 +116,3 @@ def _result_python(result: Any) -> str:
     if isinstance(result, EntryView):  # the value of this entry
         return _value_python(result)
     return repr(result)
-
-
-@dataclass(frozen=True)
-class RefinementReport:
-    """The verdict: states and calls checked, seconds, and the first disagreements (at most one
-    per operation, and one for a state the spec cannot hold)."""
-
-    bound: Bound
-    states: int
-    calls: int
-    seconds: float
-    disagreements: tuple[Disagreement, ...]
-    disagreeing_calls: int
-
-    @property
-    def agrees(self) -> bool:
-        return self.disagreeing_calls == 0
-
-    def line(self) -> str:
-        verdict = "agree" if self.agrees else f"DISAGREE on {self.disagreeing_calls} calls"
-        return (
-            f"spec refines model: {self.states} states, {self.calls} calls, {verdict} "
-            f"({self.bound.describe()}; {self.seconds:.2f} s)"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agrees": self.agrees,
-            "bound": self.bound._asdict(),
-            "states": self.states,
-            "calls": self.calls,
-            "seconds": round(self.seconds, 3),
-            "disagreeing_calls": self.disagreeing_calls,
-            "disagreements": [d.to_json() for d in self.disagreements],
-        }
