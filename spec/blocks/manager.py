@@ -131,6 +131,10 @@ class RequestLevel:
         """(request, its blocks in token order), by request: the requests managed here."""
         return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
 
+    def tokens_of(self, request: int) -> tuple[int, ...]:
+        """The tokens `request` has handed over so far; () for a request not managed here."""
+        return self._tokens.get(request, ())
+
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) written here since the block was last allocated, by block:
         what an implementation's storage must read back (B5 compares full hashed ones)."""

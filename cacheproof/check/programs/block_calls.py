@@ -141,7 +141,7 @@ def _find_cached_prefix(draw: Draw, s: _State) -> Call:
 def _allocate_slots(draw: Draw, s: _State) -> Call:
     managed = [r for r in REQUESTS if r not in s.holdings or r in s.tables]
     request = draw(st.sampled_from(managed or [REQUESTS[-1] + 1]), label="request")
-    previous = s.model._tokens.get(request, ()) if hasattr(s.model, "_tokens") else ()
+    previous = s.model.tokens_of(request)
     extra = tuple(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=6), label="new tokens"))
     return Call("allocate_slots", (request, previous + extra))
 
