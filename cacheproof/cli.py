@@ -1,4 +1,4 @@
-"""The `cacheproof` command line: check | prove | replay | bench | docs | profiles.
+"""The `cacheproof` command line: check | prove | replay | bench | docs | profiles | report.
 
 Each subcommand lives in its own module, which exposes `add_arguments(parser)` and `run(args) -> int`.
 Modules are imported only when their subcommand runs, so `cacheproof check` does not load z3.
@@ -12,6 +12,7 @@ import os
 import sys
 
 from cacheproof.cmdline.output_paths import OutputPathError
+from cacheproof.extras import MissingExtraError
 from cacheproof.cmdline.statuses import CLOSED_OUTPUT_STATUS, INTERRUPTED_STATUS
 from pathlib import Path
 
@@ -24,6 +25,7 @@ _SUBCOMMANDS = {
     "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
     "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of shipped caches"),
+    "report": ("cacheproof.report.command", "an HTML page of a check report or a trace: figures over the calls"),
 }
 
 
@@ -74,6 +76,9 @@ def _main(argv: list[str] | None) -> int:
         _discard_output()
         return CLOSED_OUTPUT_STATUS
     except OutputPathError as error:  # a report file that could not be written at the end (a full disk)
+        print(f"cacheproof {args.command}: {error}", file=sys.stderr)
+        return 2
+    except MissingExtraError as error:  # the command needs an extra this installation lacks (torch)
         print(f"cacheproof {args.command}: {error}", file=sys.stderr)
         return 2
     except Exception as error:

@@ -25,8 +25,9 @@ CI_SETTINGS, DEV_SETTINGS, THOROUGH_SETTINGS = "cacheproof-ci", "cacheproof-dev"
 _SLOW_GENERATION = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 
 
-def register_settings() -> str:
-    """Register cacheproof's settings, load the ones this environment asks for, and return their name."""
+def register_settings(load: bool = True) -> str:
+    """Register cacheproof's settings and return the name of the ones this environment asks for;
+    load those too unless `load` is False (the pytest plugin registers them without loading any)."""
     settings.register_profile(
         CI_SETTINGS,
         derandomize=True,
@@ -41,7 +42,8 @@ def register_settings() -> str:
         THOROUGH_SETTINGS, max_examples=2000, deadline=None, suppress_health_check=_SLOW_GENERATION
     )
     name = settings_for_environment()
-    settings.load_profile(name)
+    if load:
+        settings.load_profile(name)
     return name
 
 

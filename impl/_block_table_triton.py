@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-import triton
-import triton.language as tl
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 _BLOCK = 1024
 

@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from typing import Union
 
 import numpy as np
-import torch
+
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.page_buffers import (
     BAD_PAGE_INDEX,

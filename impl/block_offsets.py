@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
+
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.page_buffers import INT32_MAX, INT32_MIN
 from cacheproof.spec.errors import InvalidArgumentError

@@ -22,7 +22,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-import torch
+
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.block_ids import (
     block_ids_numpy,

@@ -44,7 +44,13 @@ from itertools import repeat
 from typing import Iterable
 
 import numpy as np
-import torch
+
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.block_table import get_block_ids_per_seq
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError

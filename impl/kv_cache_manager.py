@@ -36,7 +36,12 @@ import functools
 import threading
 from typing import Any, Callable
 
-import torch
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.kv_block_pool import KVBlockPool
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, chain_hashes

@@ -15,7 +15,12 @@ import heapq
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
-import torch
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.spec.cache import arguments, invariants, rules
 from cacheproof.spec.errors import ConflictError, UnknownKeyError, WrongStateError

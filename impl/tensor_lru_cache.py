@@ -15,7 +15,12 @@ import threading
 from collections import OrderedDict
 from typing import Any, Hashable
 
-import torch
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.lru_entries import READY, RESERVED, Entry, EntryBookkeeping
 from cacheproof.impl import tensor_values

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-import torch
+from cacheproof.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as missing:
+    raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl.lru_entries import Entry
 from cacheproof.spec.cache import invariants

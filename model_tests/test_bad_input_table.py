@@ -278,7 +278,7 @@ INTERRUPT_ROWS = [
     (["docs", "--out", "{tmp}/a_folder"], "cacheproof.docs.command:render"),
     (["profiles"], "cacheproof.check.profiles_command:describe_value"),
     (["bench", "cache", "--examples", "5"], "cacheproof.spec:CacheSpec.__init__"),
-    (["bench", "blocks", "--sizes", "2x2", "--repeats", "1"], "cacheproof.bench.blocks:_median_ms"),
+    (["bench", "blocks", "--sizes", "2x2", "--repeats", "1"], "cacheproof.bench.block_paths:_median_ms"),
     (["bench", "prove", "--slots", "2"], "z3:Solver.check"),
     (["bench", "monitor", "--calls", "100", "--repeats", "1"], "cacheproof.spec:CacheSpec.__init__"),
     (["bench", "concurrent", "--scenarios", "2", "--seeds", "1"], "cacheproof.spec:CacheSpec.__init__"),

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cacheproof.check.programs.block_calls import BlockCalls
+from cacheproof.check.programs.draws import DataDraws
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call, invoke
 from cacheproof.spec.blocks.kind import BLOCK_KIND
@@ -196,7 +197,7 @@ def test_monitor_lets_a_correct_pool_run_and_passes_other_attributes_through(dat
     pool = monitor(target, kind="blocks", state_every=3)
     generator = BlockCalls()
     for _ in range(100):
-        call = generator.draw_call(data.draw, model, BLOCK_KIND.names, True)
+        call = generator.draw_call(DataDraws(data), model, BLOCK_KIND.names, True)
         for side in (pool, model):
             try:
                 invoke(side, call)

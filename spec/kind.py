@@ -57,6 +57,21 @@ class Operation:
         """Whether the first argument names a key (the entry the call is about)."""
         return bool(self.arguments) and self.arguments[0].domain == "key"
 
+    @property
+    def outcomes(self) -> tuple[str, ...]:
+        """Every outcome a call of this operation can have, as `outcome_name` names them: an
+        operation whose result is a bool returns True or False, any other returns; then each error."""
+        returns = ("returns True", "returns False") if self.result == "bool" else ("returns",)
+        return (*returns, *self.errors)
+
+
+def outcome_name(result: Any, error: str | None) -> str:
+    """The outcome of one call, one of `Operation.outcomes`: the class name of the error it raised,
+    "returns True" or "returns False" for a bool result, else "returns"."""
+    if error is not None:
+        return error
+    return f"returns {result}" if type(result) is bool else "returns"
+
 
 @dataclass(frozen=True)
 class Profile:

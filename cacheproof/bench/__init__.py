@@ -15,6 +15,7 @@ _KINDS = {
     "trace": "cost per call of writing and replaying traces, 1e3 to 1e6 calls",
     "block_pool": "pool calls per second: KVBlockPool vs vLLM's real BlockPool",
     "linearizability": "the linearizability search on 4 and 8 threads x 200 calls",
+    "throughput": "checker steps/s against the bare loop's, for both spec kinds",
 }
 
 

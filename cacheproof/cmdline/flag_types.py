@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from cacheproof.extras import missing_extra
+
 
 def integer_at_least(minimum: int):
     """An argparse type: an integer >= `minimum`."""
@@ -61,8 +63,12 @@ positive_integer = integer_at_least(1)
 
 
 def torch_device(text: str) -> str:
-    """An argparse type: a torch device that this machine can allocate on ("cpu", "cuda", "cuda:1")."""
-    import torch
+    """An argparse type: a torch device that this machine can allocate on ("cpu", "cuda", "cuda:1");
+    without torch, the error names the extra that brings it."""
+    try:
+        import torch
+    except ModuleNotFoundError as missing:
+        raise argparse.ArgumentTypeError(str(missing_extra(missing, "a torch device"))) from None
 
     try:
         torch.empty(1, device=torch.device(text))

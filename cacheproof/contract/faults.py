@@ -19,13 +19,18 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+import types
 from pathlib import Path
 
 import importlib.util
 
 _OUR_FOLDERS = tuple(
     str(folder) + os.sep
-    for folder in (Path(__file__).resolve().parents[1], Path(importlib.util.find_spec("hypothesis").origin).resolve().parent)
+    for folder in (
+        Path(__file__).resolve().parents[1],
+        Path(importlib.util.find_spec("cacheproof.spec").origin).resolve().parent,  # its own folder in a checkout
+        Path(importlib.util.find_spec("hypothesis").origin).resolve().parent,
+    )
 )
 _OUR_FILES = (str(Path(threading.__file__).resolve()),)
 
@@ -92,6 +97,21 @@ def user_traceback(error: BaseException) -> str:
     lines += traceback.format_list(frames)
     lines += traceback.format_exception_only(type(error), error)
     return "".join(lines).rstrip("\n")
+
+
+def with_users_frames_only(error: BaseException) -> BaseException:
+    """`error` with its traceback cut to the frames `user_traceback` shows (the user's code alone),
+    for a report that shows where the user's code raised and nothing of cacheproof's."""
+    kept = []
+    entry = error.__traceback__
+    while entry is not None:
+        if not _is_ours(entry.tb_frame.f_code.co_filename):
+            kept.append(entry)
+        entry = entry.tb_next
+    cut = None
+    for entry in reversed(kept):
+        cut = types.TracebackType(cut, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return error.with_traceback(cut)
 
 
 def raised_in_users_code(error: BaseException) -> bool:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text
 from cacheproof.spec import CacheError
+from cacheproof.spec.kind import outcome_name
 from cacheproof.spec.cache.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.cache.semantics import CONTRACT
 from cacheproof.contract.values import values_equal
@@ -142,21 +143,28 @@ def comparable_snapshot(entries: tuple, order: str, retain_flags: bool = True) -
     return tuple(sorted(entries, key=repr))
 
 
-def step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
+def step_difference(
+    spec: Any, cache: Any, call: Call, keys: Iterable[Hashable], seen: Callable[[str, str], None] | None = None
+) -> str | None:
     """Make `call` on the spec and on the cache (values made by the cache's recipe); describe the
     first problem: an invariant the spec's own step breaks, a different outcome, or a different
     state (len, `in` over `keys`, stats, snapshot), or the user's code failing outside the call
-    (`UserCodeError`: make_value, snapshot...). None when the step agrees."""
+    (`UserCodeError`: make_value, snapshot...). None when the step agrees. `seen(operation,
+    outcome)` is told the spec's outcome (`spec.kind.outcome_name`)."""
     try:
-        return _step_difference(spec, cache, call, keys)
+        return _step_difference(spec, cache, call, keys, seen)
     except UserCodeError as error:
         when = "making a value for" if error.where.startswith("make_value") else "after"
         return f"{error}, {when} {to_python(call)}"
 
 
-def _step_difference(spec: Any, cache: Any, call: Call, keys: Iterable[Hashable]) -> str | None:
+def _step_difference(
+    spec: Any, cache: Any, call: Call, keys: Iterable[Hashable], seen: Callable[[str, str], None] | None
+) -> str | None:
     before = spec.snapshot()
     expected = run_spec_call(spec, call, values_from=cache)
+    if seen is not None:
+        seen(call.op, outcome_name(expected.result, None if expected.error is None else type(expected.error).__name__))
     actual = run_call(cache, call)
     if spec.semantics == CONTRACT:
         step = Step(call.op, spec.capacity_bytes, before, spec.snapshot(), expected.error is not None)

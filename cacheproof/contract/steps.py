@@ -11,11 +11,12 @@ itself (`check_invariants`).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.outcomes import error_classes, error_matches, results_match
 from cacheproof.spec.errors import CacheError
+from cacheproof.spec.kind import outcome_name
 
 
 class StepOutcome(NamedTuple):
@@ -118,10 +119,16 @@ def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) ->
     return tuple(differing)
 
 
-def differential_step(model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",)) -> StepDifference | None:
+def differential_step(
+    model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",),
+    seen: Callable[[str, str], None] | None = None,
+) -> StepDifference | None:
     """Run `call` on both and compare the outcomes and `views` (`differing_views`); None when the
-    implementation conforms at it, else what differs."""
+    implementation conforms at it, else what differs. `seen(operation, outcome)` is told the model's
+    outcome (`spec.kind.outcome_name`)."""
     expected = outcome_of(model, call)
+    if seen is not None:
+        seen(call.op, outcome_name(expected.result, expected.error))
     actual = outcome_of(implementation, call)
     seen = {view: view_of(implementation, view) for view in views}
     difference = StepDifference(call, expected, actual, differing_views(model, seen, views))

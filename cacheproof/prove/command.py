@@ -1,4 +1,5 @@
-"""`cacheproof prove`: z3 proofs that every operation keeps the invariants, from the spec's rules.
+"""`cacheproof prove`: z3 proofs that every operation of the spec's model keeps the invariants, from
+the spec's rules; never about a user's cache (`cacheproof.prove.report.PROVES` says what, per kind).
 
 Three models, all calling `cacheproof.spec.cache.rules` (and the per-entry one `cacheproof.spec.cache.steps`)
 at proof time: the aggregate model (byte counts, unbounded, any number of entries), the liveness
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 import time
 from dataclasses import replace
@@ -29,14 +29,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cacheproof.cmdline.flag_types import integer_at_least, positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.prove import block_ids
 from cacheproof.prove.cache import aggregate_model
 from cacheproof.prove.cache import entry_model
 from cacheproof.prove.cache import liveness
 from cacheproof.prove.cache import refinement
-from cacheproof.prove.cache.counterexample import json_value
 from cacheproof.prove.induction import ProofResult
+from cacheproof.prove.report import PROVES, obligation, prove_body, target
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 from cacheproof.spec.cache.invariants import waivers
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof prove: {problem}", file=sys.stderr)
         return 2
     if args.block_table:
-        return block_ids.main()
+        return block_ids.main(args.json, quiet=args.quiet)
     if args.spec != DEFAULT_KIND:
         return importlib.import_module(_KIND_PROVERS[args.spec]).run(args)
     try:
@@ -173,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgumentError as error:
         print(f"cacheproof prove: {error}", file=sys.stderr)
         return 2
+    if not args.quiet:
+        print(f"proving {PROVES[DEFAULT_KIND]}")
     started = time.perf_counter()
     bound = refinement.DEFAULT_BOUND._replace(max_capacity=args.refine_capacity, max_entries=args.refine_entries)
     reports = []
@@ -186,15 +189,13 @@ def run(args: argparse.Namespace) -> int:
         reports.append(report)
     wall = time.perf_counter() - started
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
-        data = report_json(reports[0].results, args.slots, wall, reports[0].refined, reports[0])
-        if len(reports) > 1:
-            data = {
-                "ok": all(r.ok for r in reports),
-                "slots": args.slots,
-                "wall_seconds": round(wall, 3),
-                "targets": [report_json(r.results, args.slots, r.seconds, r.refined, r) for r in reports],
-            }
-        write_atomically(args.json, json.dumps(data, indent=2) + "\n")
+        refine = {"refine_capacity": args.refine_capacity, "refine_entries": args.refine_entries}
+        bound_json = {"slots": args.slots, **({} if args.no_refine else refine)}
+        write_report(args.json, "prove", prove_body(DEFAULT_KIND, bound_json, wall, [
+            target(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results],
+                   r.refined, r.unconfirmed)
+            for r in reports
+        ]))
     for report in reports:
         _print_target(args, report, several=len(reports) > 1)
     if len(reports) > 1:
@@ -278,38 +279,3 @@ def model_seconds(results: list[ProofResult]) -> dict[str, float]:
     for result in results:
         totals[result.model] = totals.get(result.model, 0.0) + result.seconds
     return totals
-
-
-def report_json(
-    results: list[ProofResult],
-    slots: int,
-    wall_seconds: float,
-    refined: refinement.RefinementReport | None = None,
-    target: TargetReport | None = None,
-) -> dict:
-    """The JSON report: overall verdict, times, every result, and the refinement check (None if skipped)."""
-    semantics = CONTRACT if target is None else target.target.semantics
-    return {
-        "ok": (target.ok if target is not None else not any(r.failed for r in results))
-        and (refined is None or refined.agrees),
-        "semantics": target.target.label if target is not None else DEFAULT_PROFILE,
-        "differences": {name: json_value(value) for name, value in semantics.differences().items()},
-        "unconfirmed_waivers": [] if target is None else target.unconfirmed,
-        "refinement": None if refined is None else refined.to_json(),
-        "slots": slots,
-        "wall_seconds": round(wall_seconds, 3),
-        "solver_seconds": {model: round(s, 4) for model, s in model_seconds(results).items()},
-        "results": [
-            {
-                "model": r.model,
-                "invariant": r.invariant,
-                "operation": r.operation,
-                "outcome": r.outcome,
-                "proved": r.proved,
-                "waived": r.waived,
-                "seconds": round(r.seconds, 5),
-                "counterexample": None if r.counterexample is None else r.counterexample.to_json(),
-            }
-            for r in results
-        ],
-    }

@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import Any, Callable
 
+from cacheproof.extras import MissingExtraError
 from cacheproof.spec.cache.operations import ALL_OPERATIONS, METHOD_OPERATIONS
 
 DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
@@ -26,7 +27,11 @@ def check_impl_syntax(spec: str) -> str:
 
 
 def load_factory(spec: str) -> Callable[[int], Any]:
-    """Import `module:attribute` and return it; it must be callable as `factory(capacity_bytes)`."""
+    """Import `module:attribute` and return it; it must be callable as `factory(capacity_bytes)`.
+
+    A module of cacheproof whose extra is not installed (the default TensorLRUCache without torch)
+    is a FactoryError of one line naming the extra (cacheproof.extras).
+    """
     module_name, _, attribute = check_impl_syntax(spec).partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
@@ -34,11 +39,16 @@ def load_factory(spec: str) -> Callable[[int], Any]:
         module = importlib.import_module(module_name)
     except KeyboardInterrupt:
         raise
+    except MissingExtraError as error:
+        raise FactoryError(str(error)) from error
     except BaseException as error:  # a module may fail at import in any way: sys.exit() included
         raise FactoryError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
     factory = module
     for part in attribute.split("."):
-        factory = getattr(factory, part, None)
+        try:
+            factory = getattr(factory, part, None)  # a lazy name (cacheproof.impl's) imports here
+        except MissingExtraError as error:
+            raise FactoryError(str(error)) from error
         if factory is None:
             raise FactoryError(f"module {module_name!r} has no attribute {attribute!r}")
     if not callable(factory):

@@ -76,11 +76,14 @@ def shrink_failure(
     calls: Sequence[Call],
     failure: Failure,
     seconds: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None = None,
 ) -> tuple[list[Call], Failure, bool]:
     """The shortest sequence found within `seconds` that still fails like `failure` (same kind).
 
     `attempt(calls)` replays a candidate. Returns (calls, their failure, whether shrinking was cut
-    short by the budget); the calls end at the failing one.
+    short by the budget); the calls end at the failing one. `on_attempt(calls, failure)` is told
+    the smallest failing sequence so far before the first attempt and after each: what a Ctrl-C
+    during shrinking reports (the KeyboardInterrupt propagates).
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
@@ -88,6 +91,8 @@ def shrink_failure(
     while True:
         start = 0
         while start < len(current):
+            if on_attempt is not None:
+                on_attempt(current, best)
             if time.monotonic() > deadline:
                 return current, best, True
             candidate = current[:start] + current[start + chunk:]

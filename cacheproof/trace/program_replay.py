@@ -14,12 +14,13 @@ The implementation's calls are not guarded: one that hangs hangs the replay.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.calls import Call, to_json, to_python
 from cacheproof.contract.snippet import program_snippet
@@ -52,8 +53,11 @@ class ProgramReplayDivergence:
         return self.step + HEADER_LINES
 
     def to_json(self) -> dict:
+        """As `replay_divergence` of cacheproof/schemas/report-v1.json: a program trace records no
+        snapshots, and its message says both outcomes."""
         return {"step": self.step, "line": self.line, "call": to_json(self.call), "against": self.against,
-                "message": self.message, "snippet": self.snippet}
+                "expected": None, "actual": None, "message": self.message, "snippet": self.snippet,
+                "state_diff": None, "spec_snapshot": None, "cache_snapshot": None}
 
 
 def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = None,
@@ -93,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     try:
         trace = read_program_trace(args.trace)
         factory = None if args.impl is None else load_factory(args.impl)
@@ -102,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
     divergence = replay_program(trace, factory, args.impl or "MODULE:FACTORY")
     against = "the spec" if args.impl is None else f"{args.impl} beside the spec"
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
-        report = {"ok": divergence is None, "trace": str(args.trace), "spec": trace.kind, "impl": args.impl,
-                  "calls": len(trace.calls), "profile": trace.profile,
-                  "divergence": None if divergence is None else divergence.to_json()}
-        write_atomically(args.json, json.dumps(report, indent=2, default=repr) + "\n")
+        write_report(args.json, "replay", {
+            "trace": str(args.trace), "spec": trace.kind, "impl": args.impl, "profile": trace.profile,
+            "semantics": {name: str(value) for name, value in trace.semantics.differences().items()},
+            "calls": len(trace.calls), "seconds": round(time.perf_counter() - started, 3), "ok": divergence is None,
+            "divergence": None if divergence is None else divergence.to_json(),
+        })
     if not args.quiet:
         summary_table("cacheproof replay", {
             "trace": str(args.trace), "spec": trace.kind, "against": against, "profile": trace.profile,

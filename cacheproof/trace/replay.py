@@ -12,8 +12,8 @@ names a spec kind (`"spec": "blocks"`) is replayed by `program_replay` (docs/blo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,7 +27,8 @@ from cacheproof.sandbox.fault_search import first_failure
 from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
 from cacheproof.cmdline.flag_types import positive_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
 from cacheproof.spec.errors import InvalidArgumentError
@@ -94,9 +95,10 @@ class ReplayDivergence:
             "expected": self.expected,
             "actual": self.actual,
             "message": self.message,
+            "snippet": None,
+            "state_diff": None if diff is None else diff.to_json(),
             "spec_snapshot": [list(e) for e in self.spec_snapshot],
             "cache_snapshot": None if self.cache_snapshot is None else [list(e) for e in self.cache_snapshot],
-            "snapshot_diff": None if diff is None else diff.to_json(),
         }
 
 
@@ -249,18 +251,24 @@ class ReplayReport:
     calls: int
     divergence: ReplayDivergence | None
     profile: str = "contract"  # with the semantics overrides, as the summary table shows it
+    semantics: dict[str, str] | None = None  # the fields that differ from the contract, as --semantics writes them
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
         return self.divergence is None
 
     def to_json(self) -> dict:
+        """The body of the JSON report (`replay` in cacheproof/schemas/report-v1.json)."""
         return {
-            "ok": self.ok,
             "trace": self.trace,
+            "spec": "cache",
             "impl": self.impl,
+            "profile": self.profile.partition(" + ")[0],
+            "semantics": self.semantics or {},
             "calls": self.calls,
-            "profile": self.profile,
+            "seconds": round(self.seconds, 3),
+            "ok": self.ok,
             "divergence": None if self.divergence is None else self.divergence.to_json(),
         }
 
@@ -287,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     try:
         trace = checked_under(read_trace(args.trace), args.profile, args.semantics, args.ops)
         factory = None if args.impl is None else load_factory(args.impl)
@@ -303,9 +312,11 @@ def run(args: argparse.Namespace) -> int:
     differences = ",".join(f"{name}={describe_value(getattr(trace.semantics, name))}" for name in field_names()
                            if getattr(trace.semantics, name) != getattr(named, name))
     profile = trace.profile + (f" + {differences}" if differences else "")
-    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile)
+    semantics = {name: describe_value(value) for name, value in trace.semantics.differences().items()}
+    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile, semantics,
+                          time.perf_counter() - started)
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
-        write_atomically(args.json, json.dumps(report.to_json(), indent=2, default=repr) + "\n")
+        write_report(args.json, "replay", report.to_json())
     _print_report(args, report)
     return 0 if report.ok else 1
 

@@ -7,15 +7,15 @@ with the observed history and the reason); 2: a usage error; 130: interrupted by
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from cacheproof.check.concurrent.run import ConcurrentReport, run_concurrent_check
+from cacheproof.check.report import check_body, concurrent_divergence
 from cacheproof.check.concurrent.scenarios import MAX_THREADS
 from cacheproof.sandbox.factories import FactoryError, TimedFactory, load_factory, probe_factory
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
-from cacheproof.cmdline.output_paths import write_atomically
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT
@@ -71,9 +71,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
         return INTERRUPTED_STATUS
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
-        write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+        write_report(args.json, "check", report_body(args, report))
     print_report(args.impl, report, quiet=args.quiet)
     return 0 if report.ok else 1
+
+
+def report_body(args: argparse.Namespace, report: ConcurrentReport) -> dict:
+    """The JSON report's body (`cacheproof.check.report`); its seed is the one drawn when none was given."""
+    example = report.counterexample
+    body = check_body(
+        args, spec="cache", impl=args.impl, profile=args.profile,
+        semantics=getattr(args, "semantics_chosen", None) or CONTRACT,
+        operations=getattr(args, "operations_chosen", None) or ALL_OPERATIONS, budget_examples=args.examples,
+        examples=report.scenarios, steps=report.runs, seconds=report.seconds,
+        first_failure_example=None if example is None else report.scenarios,
+        first_failure_seconds=report.seconds_to_failure, ok=report.ok,
+        divergences=[] if example is None else [concurrent_divergence(example, args.impl)],
+        unknown_histories=report.unknown,
+    )
+    return {**body, "seed": report.seed}
 
 
 def _usage_abort(abort: UsageAbort) -> int:

@@ -27,6 +27,7 @@ from hypothesis.errors import Flaky
 from cacheproof.check.concurrent.history import fast_switching
 from cacheproof.check.concurrent.scenarios import shrink_greedily
 from cacheproof.check.concurrent.search import linearize, predecessors_of
+from cacheproof.check.programs.draws import DataDraws
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.calls import Call, to_python
@@ -76,6 +77,7 @@ class ProgramConcurrentReport:
     counterexample: ProgramScenario | None = None
     reason: str = ""
     history: list[str] = field(default_factory=list)
+    seconds_to_failure: float | None = None  # from the start to the first failing history, before shrinking
 
     @property
     def ok(self) -> bool:
@@ -189,27 +191,31 @@ def run_program_concurrent_check(
         return None
 
     def scenario_test(data: st.DataObject) -> None:
-        size = data.draw(generator.sizes(), label="size")
+        draws = DataDraws(data)
+        size = generator.size(draws)
         model = new_model(size)
         prefix = []
         for _ in range(data.draw(st.integers(0, 6), label="prefix calls")):
-            call = generator.draw_call(data.draw, model, operations, misuse)
+            call = generator.draw_call(draws, model, operations, misuse)
             outcome_of(model, call)
             prefix.append(call)
         per_thread = []
         for _ in range(threads):
             alone, calls = model.copy(), []
             for _ in range(data.draw(st.integers(1, 3), label="thread calls")):
-                call = generator.draw_call(data.draw, alone, operations, misuse)
+                call = generator.draw_call(draws, alone, operations, misuse)
                 outcome_of(alone, call)
                 calls.append(call)
             per_thread.append(tuple(calls))
         scenario = ProgramScenario(size, tuple(prefix), tuple(per_thread))
-        report.scenarios += 1
+        if report.counterexample is None:  # not Hypothesis's replay of the failing scenario
+            report.scenarios += 1
         found = failure(scenario)
         if on_scenario is not None:
             on_scenario(report.scenarios, report.runs)
         if found is not None:
+            if report.seconds_to_failure is None:
+                report.seconds_to_failure = time.perf_counter() - started
             report.counterexample, (report.reason, report.history) = scenario, found
             raise AssertionError(found[0])
 

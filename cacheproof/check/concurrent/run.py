@@ -44,9 +44,6 @@ class ConcurrentCounterexample:
     reason: str
     runs_to_fail: int  # runs of the shrunk scenario until this history showed
 
-    def to_json(self) -> dict:
-        return {"scenario": self.scenario.to_json(), "history": self.history.to_json(), "reason": self.reason}
-
     def to_python(self, impl: str) -> str:
         """A runnable script: builds the cache, runs the prefix, starts the threads on a barrier,
         reruns until a history is not linearizable and then fails with an AssertionError."""
@@ -142,20 +139,6 @@ class ConcurrentReport:
     @property
     def scenarios_per_second(self) -> float:
         return self.scenarios / self.seconds if self.seconds > 0 else 0.0
-
-    def to_json(self) -> dict:
-        return {
-            "ok": self.ok,
-            "threads": self.threads,
-            "seed": self.seed,
-            "scenarios": self.scenarios,
-            "runs": self.runs,
-            "unknown_histories": self.unknown,
-            "seconds": round(self.seconds, 3),
-            "seconds_to_failure": None if self.seconds_to_failure is None else round(self.seconds_to_failure, 3),
-            "scenarios_per_second": round(self.scenarios_per_second, 1),
-            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
-        }
 
 
 class _Checker:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
-from cacheproof.check.programs.generators import Draw
+from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.contract.calls import Call
 
 REQUESTS = (1, 2, 3, 4)
@@ -33,16 +31,17 @@ _MISUSE_PERCENT = 12
 class BlockCalls:
     """`CallGenerator` of the block pool kind (see the module docstring)."""
 
-    def sizes(self) -> st.SearchStrategy[int]:
-        return st.one_of(st.integers(1, 12), st.integers(1, 40))
+    def size(self, draws: Draws) -> int:
+        """1..12 blocks, one pool in four up to 40."""
+        return integer(draws, 1, 40 if draws.randrange(4) == 3 else 12)
 
-    def draw_call(self, draw: Draw, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
+    def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         queue, blocks, holdings = model.snapshot()
         state = _State(queue, blocks, dict(holdings), dict(model.tables()), model)
-        operation = draw(st.sampled_from(operations), label="operation")
-        if misuse and draw(st.integers(0, 99), label="misuse?") < _MISUSE_PERCENT:
-            return _MISUSE[operation](draw, state)
-        return _SUITED[operation](draw, state)
+        operation = choice(draws, operations)
+        if misuse and draws.randrange(100) < _MISUSE_PERCENT:
+            return _MISUSE[operation](draws, state)
+        return _SUITED[operation](draws, state)
 
 
 class _State:
@@ -54,101 +53,100 @@ class _State:
         self.hashed = [b for b, (_, h) in enumerate(blocks) if h is not None]
         self.in_use = [b for b, (ref, _) in enumerate(blocks) if ref > 0 and b != 0]
 
-    def pool_request(self, draw: Draw) -> int:
+    def pool_request(self, draws: Draws) -> int:
         """A request not managed at the request level (the levels never share a request)."""
         free = [r for r in REQUESTS if r not in self.tables] or [REQUESTS[-1] + 1]
-        return draw(st.sampled_from(free), label="request")
+        return choice(draws, free)
 
     def held_by(self, request: int) -> list[int]:
         return list(self.holdings.get(request, ()))
 
-    def holder(self, draw: Draw) -> int:
+    def holder(self, draws: Draws) -> int:
         """Mostly a pool-level request that holds blocks (to cache or free them), else any."""
         holders = [r for r in sorted(self.holdings) if r not in self.tables]
-        if holders and draw(st.integers(0, 3), label="a holder?") > 0:
-            return draw(st.sampled_from(holders), label="request")
-        return self.pool_request(draw)
+        if holders and integer(draws, 0, 3) > 0:
+            return choice(draws, holders)
+        return self.pool_request(draws)
 
 
-def _subsequence(draw: Draw, items: list, label: str, most: int = 4) -> tuple:
+def _subsequence(draws: Draws, items: list, most: int = 4) -> tuple:
     if not items:
         return ()
-    picks = draw(st.lists(st.sampled_from(items), min_size=1, max_size=most), label=label)
-    return tuple(picks)
+    return some(draws, items, most)
 
 
-def _distinct(draw: Draw, items: list, label: str, most: int = 4) -> tuple:
-    return tuple(dict.fromkeys(_subsequence(draw, items, label, most)))
+def _distinct(draws: Draws, items: list, most: int = 4) -> tuple:
+    return tuple(dict.fromkeys(_subsequence(draws, items, most)))
 
 
-def _allocate(draw: Draw, s: _State) -> Call:
+def _allocate(draws: Draws, s: _State) -> Call:
     free = len(s.queue)
-    n = draw(st.one_of(st.integers(0, free + 1), st.sampled_from((free, max(free - 1, 0)))), label="n")
-    return Call("allocate", (s.pool_request(draw), n))
+    n = choice(draws, (free, max(free - 1, 0))) if coin(draws) else integer(draws, 0, free + 1)
+    return Call("allocate", (s.pool_request(draws), n))
 
 
-def _touch(draw: Draw, s: _State) -> Call:
-    request = s.pool_request(draw)
+def _touch(draws: Draws, s: _State) -> Call:
+    request = s.pool_request(draws)
     cached_free = [b for b in s.queue if s.blocks[b][1] is not None]
-    pool = cached_free if cached_free and draw(st.booleans(), label="a prefix hit?") else s.hashed + s.in_use
-    return Call("touch", (request, _distinct(draw, pool, "blocks")))
+    pool = cached_free if cached_free and coin(draws) else s.hashed + s.in_use
+    return Call("touch", (request, _distinct(draws, pool)))
 
 
-def _cache_blocks(draw: Draw, s: _State) -> Call:
-    request = s.holder(draw)
+def _cache_blocks(draws: Draws, s: _State) -> Call:
+    request = s.holder(draws)
     unhashed = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None]
-    chosen = _distinct(draw, unhashed, "blocks")
-    return Call("cache_blocks", (request, chosen, tuple(draw(st.sampled_from(HASHES), label="hash") for _ in chosen)))
+    chosen = _distinct(draws, unhashed)
+    return Call("cache_blocks", (request, chosen, tuple(choice(draws, HASHES) for _ in chosen)))
 
 
-def _lookup(draw: Draw, s: _State) -> Call:
+def _lookup(draws: Draws, s: _State) -> Call:
     known = sorted({h for _, h in s.blocks if h is not None}) or list(HASHES)
-    return Call("lookup", (_subsequence(draw, known + list(HASHES[:1]), "hashes"),))
+    return Call("lookup", (_subsequence(draws, known + list(HASHES[:1])),))
 
 
-def _free(draw: Draw, s: _State) -> Call:
-    request = s.holder(draw)
+def _free(draws: Draws, s: _State) -> Call:
+    request = s.holder(draws)
     held = s.held_by(request)
     if not held:
         return Call("free", (request, ()))
-    count = draw(st.integers(1, len(held)), label="how many")
-    order = draw(st.sampled_from(("last first", "as held")), label="order")
+    count = integer(draws, 1, len(held))
+    order = choice(draws, ("last first", "as held"))
     chosen = held[-count:][::-1] if order == "last first" else held[:count]
     return Call("free", (request, tuple(chosen)))
 
 
-def _evict(draw: Draw, s: _State) -> Call:
+def _evict(draws: Draws, s: _State) -> Call:
     free_hashed = [b for b in s.queue if s.blocks[b][1] is not None]
-    return Call("evict", (_distinct(draw, free_hashed or list(range(1, s.num_blocks)) or [0], "blocks"),))
+    return Call("evict", (_distinct(draws, free_hashed or list(range(1, s.num_blocks)) or [0]),))
 
 
-def _reset(draw: Draw, s: _State) -> Call:
+def _reset(draws: Draws, s: _State) -> Call:
     return Call("reset", ())
 
 
-def _num_free(draw: Draw, s: _State) -> Call:
+def _num_free(draws: Draws, s: _State) -> Call:
     return Call("num_free", ())
 
 
-def _tokens(draw: Draw, s: _State, label: str) -> tuple:
-    return tuple(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=9), label=label))
+def _tokens(draws: Draws) -> tuple:
+    return some(draws, TOKENS, 9)
 
 
-def _find_cached_prefix(draw: Draw, s: _State) -> Call:
-    return Call("find_cached_prefix", (_tokens(draw, s, "tokens"),))
+def _find_cached_prefix(draws: Draws, s: _State) -> Call:
+    return Call("find_cached_prefix", (_tokens(draws),))
 
 
-def _allocate_slots(draw: Draw, s: _State) -> Call:
+def _allocate_slots(draws: Draws, s: _State) -> Call:
     managed = [r for r in REQUESTS if r not in s.holdings or r in s.tables]
-    request = draw(st.sampled_from(managed or [REQUESTS[-1] + 1]), label="request")
+    request = choice(draws, managed or [REQUESTS[-1] + 1])
     previous = s.model.tokens_of(request)
-    extra = tuple(draw(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=6), label="new tokens"))
+    extra = some(draws, TOKENS, 6)
     return Call("allocate_slots", (request, previous + extra))
 
 
-def _free_request(draw: Draw, s: _State) -> Call:
+def _free_request(draws: Draws, s: _State) -> Call:
     requests = sorted(s.tables) or list(REQUESTS)
-    return Call("free_request", (draw(st.sampled_from(requests), label="request"),))
+    return Call("free_request", (choice(draws, requests),))
 
 
 _SUITED = {
@@ -158,44 +156,44 @@ _SUITED = {
 }
 
 
-def _misuse_free(draw: Draw, s: _State) -> Call:
-    request = s.pool_request(draw)
+def _misuse_free(draws: Draws, s: _State) -> Call:
+    request = s.pool_request(draws)
     not_held = [b for b in range(1, s.num_blocks) if b not in s.holdings.get(request, ())]
-    return Call("free", (request, _distinct(draw, not_held or [0], "blocks", most=2)))
+    return Call("free", (request, _distinct(draws, not_held or [0], most=2)))
 
 
-def _misuse_touch(draw: Draw, s: _State) -> Call:
+def _misuse_touch(draws: Draws, s: _State) -> Call:
     idle = [b for b in s.queue if s.blocks[b][1] is None]
-    return Call("touch", (s.pool_request(draw), (draw(st.sampled_from(idle + [0, s.num_blocks])),)))
+    return Call("touch", (s.pool_request(draws), (choice(draws, idle + [0, s.num_blocks]),)))
 
 
-def _misuse_cache(draw: Draw, s: _State) -> Call:
-    request = s.pool_request(draw)
+def _misuse_cache(draws: Draws, s: _State) -> Call:
+    request = s.pool_request(draws)
     choices = s.hashed + [0] + [b for b in range(1, s.num_blocks) if b not in s.holdings.get(request, ())]
-    block = draw(st.sampled_from(choices), label="block")
-    return Call("cache_blocks", (request, (block,), (draw(st.sampled_from(HASHES)),)))
+    block = choice(draws, choices)
+    return Call("cache_blocks", (request, (block,), (choice(draws, HASHES),)))
 
 
-def _misuse_allocate(draw: Draw, s: _State) -> Call:
-    return Call("allocate", (s.pool_request(draw), draw(st.integers(-2, -1), label="n")))
+def _misuse_allocate(draws: Draws, s: _State) -> Call:
+    return Call("allocate", (s.pool_request(draws), integer(draws, -2, -1)))
 
 
-def _misuse_evict(draw: Draw, s: _State) -> Call:
-    return Call("evict", ((draw(st.sampled_from((-1, s.num_blocks, s.num_blocks + 3)), label="block"),),))
+def _misuse_evict(draws: Draws, s: _State) -> Call:
+    return Call("evict", ((choice(draws, (-1, s.num_blocks, s.num_blocks + 3)),),))
 
 
-def _misuse_free_request(draw: Draw, s: _State) -> Call:
+def _misuse_free_request(draws: Draws, s: _State) -> Call:
     unmanaged = [r for r in REQUESTS if r not in s.tables]
-    return Call("free_request", (draw(st.sampled_from(unmanaged or [REQUESTS[-1] + 1])),))
+    return Call("free_request", (choice(draws, unmanaged or [REQUESTS[-1] + 1]),))
 
 
-def _misuse_allocate_slots(draw: Draw, s: _State) -> Call:
+def _misuse_allocate_slots(draws: Draws, s: _State) -> Call:
     if s.tables:
-        request = draw(st.sampled_from(sorted(s.tables)), label="request")
-        return Call("allocate_slots", (request, _tokens(draw, s, "unrelated tokens") + (9,)))
+        request = choice(draws, sorted(s.tables))
+        return Call("allocate_slots", (request, _tokens(draws) + (9,)))
     pool_requests = sorted(s.holdings)
-    request = draw(st.sampled_from(pool_requests or list(REQUESTS)), label="request")
-    return Call("allocate_slots", (request, _tokens(draw, s, "tokens")))
+    request = choice(draws, pool_requests or list(REQUESTS))
+    return Call("allocate_slots", (request, _tokens(draws)))
 
 
 _MISUSE = {

@@ -7,14 +7,14 @@ docs/block-traces.md). Exit 0 conforms, 1 counterexample, 2 usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
+from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
-from cacheproof.contract.calls import to_json
+from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.program_record import program_trace_text, spec_program_trace
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import outcome_of
@@ -74,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
     try:
         if args.json is not None:
-            write_atomically(args.json, json.dumps(report_json(report, impl, profile.name, args.seed, snippets), indent=2) + "\n")
+            write_report(args.json, "check", check_body(
+                args, spec=kind.name, impl=impl, profile=profile.name, semantics=semantics, operations=operations,
+                budget_examples=args.examples, examples=report.examples, steps=report.steps, seconds=report.seconds,
+                first_failure_example=report.first_failure_example, first_failure_seconds=report.seconds_to_failure,
+                ok=report.ok, divergences=[program_divergence(example, snippet)
+                                           for example, snippet in zip(report.counterexamples, snippets)],
+            ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
             example = report.counterexample
             trace = spec_program_trace(kind.name, example.size, example.calls, profile.name, semantics)
@@ -126,23 +132,11 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
 
 
-def report_json(report: ProgramReport, impl: str, profile: str, seed: int, snippets: list[str]) -> dict:
-    return {
-        "ok": report.ok, "spec": report.kind, "impl": impl, "profile": profile, "seed": seed,
-        "examples": report.examples, "steps": report.steps, "seconds": round(report.seconds, 3),
-        "seconds_to_failure": None if report.seconds_to_failure is None else round(report.seconds_to_failure, 3),
-        "counterexamples": [
-            {"size": example.size, "calls": [to_json(call) for call in example.calls],
-             "difference": example.difference.describe(), "snippet": snippet}
-            for example, snippet in zip(report.counterexamples, snippets)
-        ],
-    }
-
-
 def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str]) -> None:
     if not args.quiet:
         summary_table("cacheproof check", {
-            "spec": report.kind, "impl": impl, "profile": profile, "examples": report.examples, "steps": report.steps,
+            "spec": report.kind, "impl": impl, "profile": profile,
+            "examples": examples_row(report.examples, args.examples, report.first_failure_example), "steps": report.steps,
             "seconds": f"{report.seconds:.2f}", "divergences": len(report.counterexamples),
             "result": "conforms" if report.ok else "COUNTEREXAMPLE",
         })
@@ -169,12 +163,13 @@ def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, s
             on_scenario=lambda scenarios, runs: progress.update(scenarios, runs),
         )
     if args.json is not None:
-        write_atomically(args.json, json.dumps({
-            "ok": report.ok, "spec": kind.name, "impl": impl, "profile": profile, "threads": report.threads,
-            "seed": args.seed, "scenarios": report.scenarios, "runs": report.runs, "unknown_histories": report.unknown,
-            "seconds": round(report.seconds, 3), "reason": report.reason or None,
-            "scenario": None if report.ok else report.counterexample.describe(), "history": report.history,
-        }, indent=2) + "\n")
+        write_report(args.json, "check", check_body(
+            args, spec=kind.name, impl=impl, profile=profile, semantics=semantics, operations=operations,
+            budget_examples=args.examples, examples=report.scenarios, steps=report.runs, seconds=report.seconds,
+            first_failure_example=None if report.ok else report.scenarios,
+            first_failure_seconds=report.seconds_to_failure, ok=report.ok,
+            divergences=[] if report.ok else [program_concurrent_divergence(report)], unknown_histories=report.unknown,
+        ), ran_hypothesis=True)
     if report.ok:
         print(f"linearizable: {report.scenarios} scenarios of {report.threads} threads, {report.runs} runs"
               + (f", {report.unknown} histories unknown (search budget)" if report.unknown else ""))

@@ -1,6 +1,6 @@
 """The call generator of each spec kind, and the protocol they share.
 
-A generator draws the size of a fresh model and, given the model's current state, the next call:
+A generator picks (`cacheproof.check.programs.draws`) the size of a fresh model and, given the model's current state, the next call:
 mostly calls that suit the state (a request's own blocks to free), sometimes misuse (a block freed
 twice), where the kind's semantics say the implementation must reject it.
 """
@@ -8,23 +8,19 @@ twice), where the kind's semantics say the implementation must reject it.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
-from hypothesis import strategies as st
-
+from cacheproof.check.programs.draws import Draws
 from cacheproof.contract.calls import Call
-
-Draw = Callable[[st.SearchStrategy], Any]
-"""`data.draw` of `st.data()`: draws one value of a strategy inside the running example."""
 
 
 class CallGenerator(Protocol):
     """What `run_program_check` needs of a kind's generator."""
 
-    def sizes(self) -> st.SearchStrategy[int]:
-        """The sizes of fresh models (the kind's `size_name`)."""
+    def size(self, draws: Draws) -> int:
+        """The size of a fresh model (the kind's `size_name`)."""
 
-    def draw_call(self, draw: Draw, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
+    def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         """The next call, among `operations`, drawn from the state of `model` (never changed here);
         misuse calls only when `misuse`."""
 

@@ -1,10 +1,14 @@
-"""`run_program_check`: Hypothesis draws programs of calls from a kind's generator; each call runs
-on the model and the implementation side by side; the first difference fails the example, and
-Hypothesis shrinks it (fewer calls, smaller arguments).
+"""`run_program_check`: Hypothesis draws each program whole, as one byte string, and the kind's
+generator reads the program's swarm of operations (`draws.swarm`), its size and every call's picks
+out of it (`draws.ProgramDraws`), suited to the model's state; each call runs on the model and the
+implementation side by side; the first difference fails the example, and Hypothesis shrinks the
+byte string (fewer and simpler picks: simpler calls).
 
 Every distinct divergence is reported: after the first, further runs reject examples whose
 divergence is of a kind already reported (operation, the spec's outcome, the implementation's
-outcome, whether only the snapshot differs), up to `max_divergences`.
+outcome, whether only the snapshot differs), up to `max_divergences`. The runs share one budget of
+`examples`: the programs run to their end or to their divergence, rejected ones included (a run's
+shrinking is free).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
+from cacheproof.check.coverage import OutcomeCoverage
+from cacheproof.check.programs.draws import ProgramDraws, swarm
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.calls import Call
@@ -26,6 +32,8 @@ from cacheproof.spec.kind import SpecKind
 
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS = 40
+BYTES_PER_CALL = 12
+"""Bytes of a program's byte string per call: enough for the call with the most picks."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class ProgramOptions:
     misuse: bool = True
     max_divergences: int = 1
     on_example: Callable[[int, int], None] | None = None
+    budget_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -59,14 +68,18 @@ class ProgramCounterexample:
 
 @dataclass
 class ProgramReport:
-    """The verdict: ok when no program diverged; the counterexamples found, shrunk, first first."""
+    """The verdict: ok when no program diverged; the counterexamples found, shrunk, first first.
+    `examples` counts the programs the budget counts (see the module docstring), `first_failure_example`
+    the ordinal among them of the first that diverged."""
 
     kind: str
     examples: int = 0
     steps: int = 0
     seconds: float = 0.0
     seconds_to_failure: float | None = None
+    first_failure_example: int | None = None
     counterexamples: list[ProgramCounterexample] = field(default_factory=list)
+    coverage: OutcomeCoverage | None = None
 
     @property
     def ok(self) -> bool:
@@ -79,6 +92,11 @@ class ProgramReport:
 
 class ProgramDivergence(AssertionError):
     """Raised inside an example at the first difference (Hypothesis then shrinks the program)."""
+
+
+class _BudgetSpent(BaseException):
+    """Ends a run whose programs, or time, have spent the budget (a BaseException: not a failure to
+    Hypothesis)."""
 
 
 def _kind_of(difference: StepDifference) -> tuple:
@@ -97,45 +115,70 @@ def run_program_check(
     """Check `factory(size)` against `kind`'s model; see the module docstring."""
     options = replace(options or ProgramOptions(), **fields)
     operations = options.operations or kind.names
-    report = ProgramReport(kind.name)
+    report = ProgramReport(kind.name, coverage=OutcomeCoverage(op for op in kind.operations if op.name in operations))
     started = time.perf_counter()
     last: list[ProgramCounterexample] = []
+    shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted
+
+    def counted() -> None:
+        if not shrinking[0]:
+            report.examples += 1
+            report.coverage.programs += 1
 
     def new_model(size: int) -> Any:
         return kind.new(size) if options.semantics is None else kind.new(size, options.semantics)
 
-    def program(data: st.DataObject) -> None:
-        size = data.draw(generator.sizes(), label="size")
-        length = data.draw(st.integers(1, options.steps), label="calls")
+    deadline = None if options.budget_seconds is None else started + options.budget_seconds
+
+    programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
+
+    def cacheproof_program(blob: bytes) -> None:
+        if not shrinking[0] and (report.examples >= options.examples
+                                 or deadline is not None and time.perf_counter() > deadline):
+            raise _BudgetSpent()
+        run_program(ProgramDraws(blob))
+
+    def run_program(draws: Any) -> None:
+        """One program, every pick read from `draws`: its swarm of operations, its size, its calls."""
+        plan = swarm(draws, operations)
+        size = generator.size(draws)
         model, implementation = new_model(size), factory(size)
         calls: list[Call] = []
-        for _ in range(length):
-            call = generator.draw_call(data.draw, model, operations, options.misuse)
+        for _ in range(options.steps):
+            call = generator.draw_call(draws, model, plan, options.misuse)
             calls.append(call)
             report.steps += 1
-            difference = differential_step(model, implementation, call, kind.views)
+            difference = differential_step(model, implementation, call, kind.views, report.coverage.record)
             if difference is not None:
+                counted()
                 if any(_kind_of(difference) == found.kind_of() for found in report.counterexamples):
                     hypothesis.reject()
                 last[:] = [ProgramCounterexample(size, tuple(calls), difference)]
                 if report.seconds_to_failure is None:
                     report.seconds_to_failure = time.perf_counter() - started
+                    report.first_failure_example = report.examples
+                shrinking[0] = True
                 raise ProgramDivergence(difference.describe())
             model.check_invariants()
-        report.examples += 1
-        if options.on_example is not None:
+        counted()
+        if options.on_example is not None and not shrinking[0]:
             options.on_example(report.examples, report.steps)
 
     for run in range(options.max_divergences):
+        if report.examples >= options.examples:
+            break
         test = settings(
-            max_examples=options.examples, deadline=None, database=None, derandomize=False,
+            max_examples=options.examples - report.examples + 1, deadline=None, database=None, derandomize=False,
             phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck), print_blob=False,
-        )(hypothesis.given(st.data())(program))
+        )(hypothesis.given(**programs)(cacheproof_program))
         test = hypothesis.seed(options.seed + run)(test)
         last.clear()
+        shrinking[0] = False
         try:
             with seeded_draws():
                 test()
+        except _BudgetSpent:
+            break
         except ProgramDivergence:
             report.counterexamples.append(last[0])
             continue

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,6 +17,8 @@ from cacheproof.cmdline.flag_types import any_integer, positive_integer, positiv
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
+from cacheproof.cmdline.reports import write_report
+from cacheproof.check.report import check_body, examples_row, sequential_divergence
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
@@ -130,10 +131,10 @@ def run(args: argparse.Namespace) -> int:
     except CheckInterrupted as interrupted:
         report = interrupted.report
         print(f"interrupted: {report.examples} examples, {report.steps} steps in {report.seconds:.2f} s; no verdict")
-        _write_json(args, report)
+        _write_json(args, report, semantics, operations, phases)
         return INTERRUPTED_STATUS
     try:
-        _write_json(args, report)  # the files first: a closed output pipe cannot lose them
+        _write_json(args, report, semantics, operations, phases)  # the files first: a closed output pipe cannot lose them
         if args.trace_out is not None and report.counterexample is not None:
             from cacheproof.contract.record import spec_trace, trace_text
 
@@ -143,10 +144,10 @@ def run(args: argparse.Namespace) -> int:
             )
             write_atomically(args.trace_out, trace_text(trace))
     except OutputPathError as error:  # the disk filled up during the run, say: the verdict is still printed
-        _print_report(args, report)
+        _print_report(args, report, phases)
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    _print_report(args, report)
+    _print_report(args, report, phases)
     return 0 if report.ok else 1
 
 
@@ -187,12 +188,24 @@ def _factory_profile(args: argparse.Namespace) -> str | None:
         raise InvalidArgumentError(f"{args.impl}: {error}") from None
 
 
-def _write_json(args: argparse.Namespace, report: CheckReport) -> None:
-    if args.json is not None:
-        write_atomically(args.json, json.dumps(report.to_json(), indent=2) + "\n")
+def _write_json(args: argparse.Namespace, report: CheckReport, semantics: Semantics, operations: tuple[str, ...],
+                phases: tuple[Phase, ...]) -> None:
+    if args.json is None:
+        return
+    examples = report.counterexamples or ((report.counterexample,) if report.counterexample is not None else ())
+    body = check_body(
+        args, spec=DEFAULT_KIND, impl=args.impl, profile=args.profile, semantics=semantics, operations=operations,
+        budget_examples=sum(phase.examples for phase in phases), budget_steps=max(phase.steps for phase in phases),
+        examples=report.examples, steps=report.steps,
+        seconds=report.seconds, first_failure_example=report.first_failure_example,
+        first_failure_seconds=report.first_failure_seconds, ok=None if report.interrupted else report.ok,
+        divergences=[sequential_divergence(example, example.to_python(args.impl)) for example in examples],
+        scope=report.scope.to_json(),
+    )
+    write_report(args.json, "check", body, ran_hypothesis=True)
 
 
-def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
+def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[Phase, ...]) -> None:
     example = report.counterexample
     if not args.quiet:
         summary_table(
@@ -200,7 +213,8 @@ def _print_report(args: argparse.Namespace, report: CheckReport) -> None:
             {
                 "impl": args.impl,
                 "profile": args.profile + (f" + {args.semantics}" if args.semantics else ""),
-                "examples": report.examples if example is None else f"{report.examples} (the last one failed)",
+                "examples": examples_row(report.examples, sum(phase.examples for phase in phases),
+                                         report.first_failure_example),
                 "steps": report.steps,
                 "seconds": f"{report.seconds:.2f}",
                 "steps/s": f"{report.steps_per_second:.0f}",

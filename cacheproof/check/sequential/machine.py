@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -26,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.outcomes import Divergence, step_difference
+from cacheproof.check.sequential.distinct import SearchDone
 from cacheproof.check.sequential.scope import (
     SMALL,
     SMALL_KEYS,
@@ -36,7 +38,8 @@ from cacheproof.check.sequential.scope import (
     universes,
 )
 from cacheproof.spec import EntryState
-from cacheproof.spec.cache.operations import ALL_OPERATIONS, KEYED_OPERATIONS
+from cacheproof.check.coverage import OutcomeCoverage
+from cacheproof.spec.cache.operations import ALL_OPERATIONS, CACHE_OPERATIONS, KEYED_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
@@ -45,7 +48,7 @@ KEYS: tuple[Hashable, ...] = SMALL_KEYS
 """The small scope's key universe (what replays and the concurrent checker compare `in` over)."""
 
 _SUITED_PERCENT = 80
-_PICKS_PER_KEY = 8
+PICKS_PER_KEY = 8
 
 tags = st.integers(0, 255)
 
@@ -57,7 +60,7 @@ _KEYED = frozenset(KEYED_OPERATIONS)
 
 def key_picks(scope: Scope) -> st.SearchStrategy[tuple[int, int]]:
     """(bias, index): bias < 80 picks among the keys that suit the operation, else among all keys."""
-    return st.tuples(st.integers(0, 99), st.integers(0, scope.max_keys * _PICKS_PER_KEY - 1))
+    return st.tuples(st.integers(0, 99), st.integers(0, scope.max_keys * PICKS_PER_KEY - 1))
 
 
 class Tally:
@@ -66,8 +69,10 @@ class Tally:
     `examples` counts what `max_examples` (`check --examples`) counts: the call sequences that ran
     to their end, the first failing one included. Sequences Hypothesis abandons midway because it
     ran out of data (`discarded`) and its shrinking attempts after a failure (`shrinking`) are
-    counted apart, and so are those ended by `reject()` (`rejected`: a divergence of a kind already
-    reported, cacheproof.check.sequential.distinct); `steps` counts every call made.
+    counted apart, and so are those ended by `reject()` or `SearchDone` (`rejected`: a divergence of
+    a kind already reported, cacheproof.check.sequential.distinct); `steps` counts every call made.
+    `first_failure_example` is the ordinal, among `examples + rejected`, of the first example that
+    failed, and `first_failure_at` the `time.perf_counter()` when it ended.
     """
 
     def __init__(self) -> None:
@@ -76,10 +81,15 @@ class Tally:
         self.shrinking = 0
         self.rejected = 0
         self.failed = False
+        self.coverage = OutcomeCoverage(CACHE_OPERATIONS)  # the spec's outcomes reached, per operation
+        self.first_failure_example: int | None = None
+        self.first_failure_at: float | None = None
         self.steps = 0
         self.capacity_bytes = 0
         self.calls: list[Call] = []
         self.first_divergence: tuple[int, tuple[Call, ...], str] | None = None  # (capacity, calls, message)
+        self.smallest: tuple[int, tuple[Call, ...], str] | None = None  # the run's shortest divergence, likewise
+        self.found_at: int | None = None  # the failing example the run shrinks, counted as examples + rejected
         self.on_example: Callable[[Tally], None] | None = None
         self.is_known: Callable[[int, list[Call]], bool] | None = None  # a divergence of a reported kind?
         self.most_live = 0  # the most entries live at once in one example
@@ -101,17 +111,36 @@ class Tally:
         self.key_types.update(type(key).__name__ for key in keys)
         self.longest_sequence = max(self.longest_sequence, len(calls))
 
+    def new_run(self) -> None:
+        """A run of Hypothesis starts (the first, or one searching for further kinds): no failure yet."""
+        self.first_divergence = self.smallest = self.found_at = None
+        self.failed = False
+
+    def note_divergence(self, message: str) -> None:
+        """The latest example diverges at its last call (in a kind not reported yet): the run's
+        first divergence, and its shortest so far (what a Ctrl-C while Hypothesis shrinks reports)."""
+        diverging = (self.capacity_bytes, tuple(self.calls), message)
+        if self.first_divergence is None:
+            self.first_divergence = diverging
+        if self.smallest is None or len(self.calls) < len(self.smallest[1]):
+            self.smallest = diverging
+
     def example_ended(self, error: BaseException | None) -> None:
         """Count an example that ended with `error` in flight (None: it ran all its calls)."""
         if isinstance(error, StopTest):
             self.discarded += 1
         elif self.failed:
             self.shrinking += 1
-        elif isinstance(error, UnsatisfiedAssumption):  # a divergence of a kind already reported
+        elif isinstance(error, (UnsatisfiedAssumption, SearchDone)):  # a divergence of a kind already reported
             self.rejected += 1
         else:
             self.examples += 1
             self.failed = error is not None
+            if self.failed:
+                self.found_at = self.examples + self.rejected
+            if self.failed and self.first_failure_example is None:
+                self.first_failure_example = self.examples + self.rejected
+                self.first_failure_at = time.perf_counter()
 
 
 class CacheMachine(RuleBasedStateMachine):
@@ -281,13 +310,12 @@ class CacheMachine(RuleBasedStateMachine):
         tally.calls.append(call)
         tally.steps += 1
         keys = _keys_of(call, self.keys) if hasattr(self.cache, "snapshot") else self.keys
-        difference = step_difference(self.spec, self.cache, call, keys)
+        difference = step_difference(self.spec, self.cache, call, keys, tally.coverage.record)
         tally.most_live = max(tally.most_live, len(self.spec))
         if difference is not None:
             if tally.is_known is not None and tally.is_known(tally.capacity_bytes, tally.calls):
                 reject()  # a kind already reported (cacheproof.check.sequential.distinct): the example ends, not counted
-            if tally.first_divergence is None:
-                tally.first_divergence = (tally.capacity_bytes, tuple(tally.calls), difference)
+            tally.note_divergence(difference)
             raise Divergence(difference)
 
 
@@ -303,7 +331,7 @@ def _keys_of(call: Call, universe: tuple[Hashable, ...]) -> tuple[Hashable, ...]
 
 
 def _pick(rng: random.Random, scope: Scope) -> tuple[int, int]:
-    return rng.randrange(100), rng.randrange(scope.max_keys * _PICKS_PER_KEY)
+    return rng.randrange(100), rng.randrange(scope.max_keys * PICKS_PER_KEY)
 
 
 def _size_pick(rng: random.Random, scope: Scope) -> tuple[int, int]:

@@ -12,16 +12,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import Phase as HypothesisPhase
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.reporting import with_reporter
-from hypothesis.stateful import run_state_machine_as_test
 
-from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call
 from cacheproof.contract import snippet
 from cacheproof.contract.differences import Difference, DivergingStep, diverging_step
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.outcomes import Divergence, run_spec_call
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
-from cacheproof.contract.explain import explanation
+from cacheproof.contract.explain import SnapshotDiff, explanation, snapshot_diff
 from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.contract.faults import CacheFault
@@ -29,9 +27,12 @@ from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory
 from cacheproof.sandbox.factories import PROBE_CAPACITY_BYTES, probe_factory
 from cacheproof.sandbox.isolation import IsolatedFactory
 from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.check.sequential.programs import program_test
+from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.sequential.scope import SMALL, SMALL_KEYS, WIDE_KEYS, Phase
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
 
+from cacheproof.spec.cache.operations import CACHE_OPERATIONS
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
@@ -64,7 +65,8 @@ class Counterexample:
     `differences` lists every difference at that call (`cacheproof.contract.differences`), `why` the
     snapshot diff and the rules involved (`cacheproof.contract.explain`), `kind` what makes it a
     different divergence from the others of the run (`cacheproof.check.sequential.distinct`); all are empty
-    for a hang, a crash or a cache that is not deterministic.
+    for a hang, a crash or a cache that is not deterministic, and so is `state_diff` (also when the
+    cache has no snapshot).
     """
 
     capacity_bytes: int
@@ -74,14 +76,9 @@ class Counterexample:
     ending: str = "diverges here"  # what the last call does: diverges here, does not return, ...
     differences: tuple[Difference, ...] = ()
     why: tuple[str, ...] = ()
+    state_diff: SnapshotDiff | None = None  # spec against cache after the last call; None when unknown
     result_check: str | None = None  # a condition on `result` that holds when the cache's result is the spec's
     kind: str | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "capacity_bytes": self.capacity_bytes,
-            "calls": [call_format.to_json(call) for call in self.calls],
-        }
 
     def trace_calls(self) -> tuple[Call, ...]:
         """The calls a trace of this counterexample records: the calls, and when the divergence is
@@ -95,16 +92,6 @@ class Counterexample:
             if _hashable(key) and repr(key) == membership.group(1):
                 return (*self.calls, Call("contains", (key,)))
         return self.calls
-
-    def details_json(self) -> dict:
-        """`to_json()` with the kind, the first difference, every difference and the why."""
-        return {
-            **self.to_json(),
-            "kind": self.kind,
-            "message": self.message,
-            "differences": [difference.text for difference in self.differences],
-            "why": list(self.why),
-        }
 
     def to_python(self, impl: str, title: str = "cacheproof counterexample") -> str:
         """A runnable snippet that fails where the checker saw the difference (`cacheproof.contract.snippet`):
@@ -161,6 +148,9 @@ class ScopeCovered:
 
 @dataclass(frozen=True)
 class CheckReport:
+    """A check's verdict. `examples` counts what --examples budgets: the call sequences run to their
+    end, the failing ones included, and those ended as a divergence of a kind already reported."""
+
     ok: bool
     examples: int
     steps: int
@@ -169,25 +159,13 @@ class CheckReport:
     interrupted: bool = False  # the user's Ctrl-C stopped the run: no verdict
     scope: ScopeCovered = ScopeCovered()
     counterexamples: tuple[Counterexample, ...] = ()  # every distinct divergence, the first one first
+    first_failure_example: int | None = None  # the ordinal of the first failing example, counted as `examples`
+    first_failure_seconds: float | None = None  # from the start to the end of that example, before shrinking
+    coverage: OutcomeCoverage | None = None  # the spec's outcomes the run reached, per operation
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
-
-    def to_json(self) -> dict:
-        if self.interrupted:
-            return {"ok": None, "interrupted": True, "examples": self.examples, "steps": self.steps,
-                    "seconds": round(self.seconds, 3)}
-        return {
-            "ok": self.ok,
-            "examples": self.examples,
-            "steps": self.steps,
-            "seconds": round(self.seconds, 3),
-            "steps_per_second": round(self.steps_per_second, 1),
-            "scope": self.scope.to_json(),
-            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
-            "counterexamples": [example.details_json() for example in self.counterexamples],
-        }
 
 
 def check_settings(examples: int, steps_per_example: int, shrink: bool = True) -> settings:
@@ -224,6 +202,8 @@ class CheckOptions:
     `operations` (None: all) are made, `bad_arguments=False` makes no bad calls; `phases` override
     the scopes (default: one small-scope phase of `examples`); `max_capacity` caps capacities for
     caches whose values hold memory; up to `max_divergences` distinct divergences are reported.
+    With `budget_seconds`, programs are drawn until that time is spent (or a failure is found and
+    shrunk), and the examples of the phases are only an upper bound.
     """
 
     examples: int = DEFAULT_EXAMPLES
@@ -239,6 +219,7 @@ class CheckOptions:
     phases: Sequence[Phase] | None = None
     max_capacity: int | None = None
     max_divergences: int = 1
+    budget_seconds: float | None = None
 
 
 def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None, **fields: Any) -> CheckReport:
@@ -271,6 +252,14 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
         raise ValueError(f"max_capacity must be 1..{MAX_VALUE_BYTES} bytes, got {max_capacity}")
     tally = Tally()
     tally.on_example = on_example
+    checked = operations or ALL_OPERATIONS
+    tally.coverage = OutcomeCoverage(op for op in CACHE_OPERATIONS if op.name in checked)
+    deadline = None if options.budget_seconds is None else time.perf_counter() + options.budget_seconds
+
+    def before_program() -> None:
+        """Ends a search whose time budget is spent (never a shrinking: a failure is reported whole)."""
+        if deadline is not None and not tally.failed and time.perf_counter() > deadline:
+            raise SearchDone()
     watch = Watch(call_timeout)
     watch.last_call = lambda: tally.calls[-1] if tally.calls else None
     guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
@@ -294,11 +283,13 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                 capacity_cap[0] = capacity_cap_of(guarded, max_capacity or REAL_VALUE_CAPACITY)
         runs = phases if run == 0 else (Phase(phases[0].scope, budget, phases[0].steps, False),)
         for phase in runs:
-            machine = machine_of(phase)
+            test = check_settings(phase.examples, phase.steps, phase.shrink)(
+                program_test(machine_of(phase), phase, capacity_cap[0], before_program)
+            )
             if seed is not None:
-                machine = hypothesis.seed(seed + run)(machine)
+                test = hypothesis.seed(seed + run)(test)
             with with_reporter(lambda message: None), seeded_draws():
-                run_state_machine_as_test(machine, settings=check_settings(phase.examples, phase.steps, phase.shrink))
+                test()
 
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, call_timeout, tally.calls[-1] if tally.calls else None)
@@ -347,21 +338,30 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                         counterexamples.append(sighted)
                         known.kinds.add(kind)
                     known.sightings.pop(kind)
-                spent = known.examples_at_new if known.examples_at_new is not None else tally.examples + tally.rejected
+                spent = (known.examples_at_new + 1 if known.examples_at_new is not None  # the diverging one too
+                         else tally.examples + tally.rejected)
                 budget -= spent - at_start
         except KeyboardInterrupt:
             seconds = time.perf_counter() - started
             raise CheckInterrupted(CheckReport(
-                False, tally.examples, tally.steps, seconds, None, interrupted=True,
-                scope=ScopeCovered.of(tally, phases, capacity_cap[0]),
+                False, tally.examples + tally.rejected, tally.steps, seconds, None, interrupted=True,
+                scope=ScopeCovered.of(tally, phases, capacity_cap[0]), **_first_failure(tally, started),
             )) from None
     finally:
         guarded.close()
     seconds = time.perf_counter() - started
     first = counterexamples[0] if counterexamples else None
     scope = ScopeCovered.of(tally, phases, capacity_cap[0])
-    return CheckReport(first is None, tally.examples, tally.steps, seconds, first, scope=scope,
-                       counterexamples=tuple(counterexamples))
+    return CheckReport(first is None, tally.examples + tally.rejected, tally.steps, seconds, first, scope=scope,
+                       counterexamples=tuple(counterexamples), coverage=tally.coverage,
+                       **_first_failure(tally, started))
+
+
+def _first_failure(tally: Tally, started: float) -> dict[str, Any]:
+    """The report's fields of the first failing example: its ordinal and its time from `started`."""
+    at = tally.first_failure_at
+    return {"first_failure_example": tally.first_failure_example,
+            "first_failure_seconds": None if at is None else at - started}
 
 
 def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
@@ -479,9 +479,10 @@ def _counterexample(
     check = None
     if step.expected.error is None:
         check = snippet.result_check(step.call, step.expected.result, step.stored_recipe)
+    state = None if step.cache_after is None else snapshot_diff(step.spec_after, step.cache_after)
     return Counterexample(
         capacity_bytes, tuple(calls), message, names, ending, step.differences,
-        explanation(step, capacity_bytes, semantics), check, step.kind,
+        explanation(step, capacity_bytes, semantics), state, check, step.kind,
     )
 
 

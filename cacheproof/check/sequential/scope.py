@@ -24,11 +24,11 @@ state suits the operation, boundary sizes) in every scope.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-from cacheproof.contract.keys import SMALL_KEYS, WIDE_KEYS
+from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 
 BOUNDARY_CAPACITIES = (
     2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 3 * 2**31, 2**33, 2**33 + 1,
@@ -72,6 +72,15 @@ SMALL = Scope("small", SMALL_KEYS, 6, 6, wide_capacities=False, size_kinds=SMALL
 WIDE = Scope("wide", WIDE_KEYS, 8, 16, wide_capacities=True, size_kinds=WIDE_SIZE_PICKS)
 LONG = Scope("long", WIDE_KEYS, 8, 16, wide_capacities=True, size_kinds=WIDE_SIZE_PICKS, burst=600)
 SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
+
+
+def with_key_domain(scope: Scope, domain: str | None) -> Scope:
+    """`scope` drawing its keys from `KEY_DOMAINS[domain]` (None: the scope as it is): the small scope
+    takes the domain's first six keys, the others its whole pool. KeyError for an unknown domain."""
+    if domain is None:
+        return scope
+    keys = KEY_DOMAINS[domain]
+    return replace(scope, key_pool=keys[: scope.max_keys] if scope.min_keys == scope.max_keys else keys)
 
 
 def capacities(scope: Scope, most: int | None = None) -> st.SearchStrategy[int]:

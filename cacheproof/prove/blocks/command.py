@@ -14,15 +14,16 @@ a bad flag.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.blocks import generic, proofs, refinement
 from cacheproof.prove.induction import ProofResult
+from cacheproof.prove.report import PROVES, obligation, prove_body, target
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_OPTIONS, BLOCK_PROFILES, BlockSemantics
 from cacheproof.spec.errors import InvalidArgumentError
 
@@ -101,14 +102,18 @@ def run(args: argparse.Namespace) -> int:
         num_blocks=max(2, getattr(args, "refine_capacity", refinement.DEFAULT_BOUND.num_blocks)),
         max_refs=getattr(args, "refine_entries", refinement.DEFAULT_BOUND.max_refs),
     )
+    quiet = getattr(args, "quiet", False)
+    if not quiet:
+        print(f"proving {PROVES['blocks']}")
     started = time.perf_counter()
-    reports = [prove_target(target, blocks, bound) for target in chosen]
+    reports = [prove_target(one, blocks, bound) for one in chosen]
     wall = time.perf_counter() - started
     if getattr(args, "json", None) is not None:
-        data = {"ok": all(r.ok for r in reports), "num_blocks": blocks, "wall_seconds": round(wall, 3),
-                "targets": [report_json(r) for r in reports]}
-        write_atomically(args.json, json.dumps(data, indent=2) + "\n")
-    quiet = getattr(args, "quiet", False)
+        refine = {} if bound is None else {"refine_blocks": bound.num_blocks, "refine_refs": bound.max_refs}
+        write_report(args.json, "prove", prove_body("blocks", {"blocks": blocks, **refine}, wall, [
+            target(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results], r.refined)
+            for r in reports
+        ]))
     for report in reports:
         print_report(report, quiet, several=len(reports) > 1)
     if len(reports) > 1:
@@ -160,23 +165,3 @@ def print_report(report: TargetReport, quiet: bool, several: bool) -> None:
     )
     if report.refined is not None:
         print(report.refined.line())
-
-
-def report_json(report: TargetReport) -> dict[str, Any]:
-    return {
-        "ok": report.ok,
-        "semantics": report.target.label,
-        "differences": report.target.semantics.differences(),
-        "num_blocks": report.num_blocks,
-        "wall_seconds": round(report.seconds, 3),
-        "refinement": None if report.refined is None else report.refined.to_json(),
-        "results": [
-            {
-                "model": r.model, "invariant": r.invariant, "operation": r.operation, "outcome": r.outcome,
-                "proved": r.proved, "seconds": round(r.seconds, 5),
-                "counterexample": None if r.counterexample is None else r.counterexample.to_json(),
-            }
-            for r in report.results
-        ],
-    }
-

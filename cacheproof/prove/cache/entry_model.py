@@ -115,14 +115,18 @@ def only_idle_removed_oldest_first(
     RESERVED unless commit names it.
     """
     older_idle = older_idle_pairs(before) if older_idle is None else older_idle
-    removed = [z3.And(s.present, z3.Not(t.present)) for s, t in zip(before.slots, after.slots)]
+    removed = [None if s is t else z3.And(s.present, z3.Not(t.present)) for s, t in zip(before.slots, after.slots)]
+    evicting = operation in evicting_operations(semantics)
     facts = []
     for i, (s, t) in enumerate(zip(before.slots, after.slots)):
+        if removed[i] is None:  # the slot as it was: nothing removed, nothing changed
+            continue
         allowed = s.refcount == 1 if operation == "release" and i == KEY_SLOT else is_idle(s)
         facts.append(z3.Implies(removed[i], allowed))
-        if operation in evicting_operations(semantics):
+        if evicting:
+            kept = z3.Not(removed[i])
             facts.extend(
-                z3.Or(z3.Not(removed[i]), z3.Not(older_idle[i][j]), removed[j])
+                z3.Or(kept, z3.Not(older_idle[i][j]), *([] if removed[j] is None else [removed[j]]))
                 for j in range(len(before.slots))
                 if j != i
             )
@@ -136,6 +140,8 @@ def unchanged(before: SlotCache, after: SlotCache) -> Any:
     """I6: the same entries with the same fields and ranks (so the same recency order)."""
     facts = [before.capacity == after.capacity, before.clock == after.clock]
     for s, t in zip(before.slots, after.slots):
+        if s is t:  # the slot as it was
+            continue
         facts.append(s.present == t.present)
         same = z3.And(s.ready == t.ready, s.nbytes == t.nbytes, s.refcount == t.refcount, s.retain == t.retain, s.rank == t.rank)
         facts.append(z3.Implies(s.present, same))
@@ -155,7 +161,7 @@ def frame_lemma(before: SlotCache, after: SlotCache) -> Any:
     """
     facts = []
     for i, (s, t) in enumerate(zip(before.slots, after.slots)):
-        if i == KEY_SLOT:
+        if i == KEY_SLOT or s is t:  # a slot as it was contributes what it did
             continue
         removed = z3.And(s.present, z3.Not(t.present))
         for in_class in (is_reserved, is_pinned, is_idle):

@@ -21,8 +21,6 @@ runnable script.
 
 from __future__ import annotations
 
-import functools
-import re
 import sys
 import unittest
 from collections.abc import Callable, Sequence
@@ -39,15 +37,15 @@ from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.sandbox.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
-from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, LONG_SEQUENCE, LONG_SHRINK_SECONDS, counterexample_of
+from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
-from cacheproof.contract.sequence import first_divergence
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import get_kind
+from cacheproof.testing.failures import explained
+from cacheproof.testing.names import cache_name, callers_module, impl_name, unique_name
 
 
 def cache_test_case(
@@ -70,7 +68,7 @@ def cache_test_case(
     operations = chosen.operations if ops is None else check_operations(list(ops))
     tally = Tally()
     impl = impl_name(factory)
-    name = name or _unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
+    name = name or unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
 
     def machine(scope: Scope) -> type:
         # A class name of its own gives each factory (and scope) its own key in Hypothesis's example database.
@@ -96,7 +94,7 @@ def cache_test_case(
                     raise AssertionError(failure)
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
-    CacheContractTest.__module__ = _callers_module()
+    CacheContractTest.__module__ = callers_module()
     return CacheContractTest
 
 
@@ -134,7 +132,7 @@ def concurrent_cache_test_case(
     ConcurrentCacheTest.runs = runs
     ConcurrentCacheTest.seed = seed
     ConcurrentCacheTest.__name__ = ConcurrentCacheTest.__qualname__ = f"Test{name}Concurrently"
-    ConcurrentCacheTest.__module__ = _callers_module()
+    ConcurrentCacheTest.__module__ = callers_module()
     return ConcurrentCacheTest
 
 
@@ -150,41 +148,6 @@ def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
         settings.load_profile("default")
         parent = settings.get_profile(chosen)
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-def cache_name(factory: Callable[[int], Any]) -> str:
-    """The name of the cache `factory` makes, for the test class: a class's own name, a function's
-    name, the wrapped callable of a `functools.partial`; "Cache" for a lambda or a nameless callable."""
-    while isinstance(factory, functools.partial):
-        factory = factory.func
-    name = getattr(factory, "__name__", None) or type(factory).__name__
-    name = re.sub(r"\W", "", name.replace("<lambda>", ""))
-    return name[:1].upper() + name[1:] or "Cache"
-
-
-def impl_name(factory: Callable[[int], Any]) -> str:
-    """"module:qualname" of `factory` (of the wrapped callable for a `functools.partial`)."""
-    while isinstance(factory, functools.partial):
-        factory = factory.func
-    return f"{getattr(factory, '__module__', None) or 'cache'}:{getattr(factory, '__qualname__', None) or 'factory'}"
-
-
-def _unique_name(name: str, factory: Callable[[int], Any], namespace: dict) -> str:
-    """`name`, or `name` + "From" + the factory's module when the caller's module already holds a
-    test class `Test<name>` for another cache (two caches both called MyCache, say)."""
-    taken = any(
-        isinstance(value, type) and value.__name__ == f"Test{name}" and getattr(value, "cache_impl", None) != impl_name(factory)
-        for value in list(namespace.values())
-    )
-    if not taken:
-        return name
-    module = re.sub(r"\W", "", (getattr(factory, "__module__", None) or "cache").rpartition(".")[2])
-    return f"{name}From{module[:1].upper()}{module[1:]}"
-
-
-def _callers_module() -> str:
-    """The module that called `cache_test_case` (two frames up), so that reports name the user's file."""
-    return sys._getframe(2).f_globals.get("__name__", __name__)
 
 
 def _failure(
@@ -206,7 +169,8 @@ def _failure(
                 with with_reporter(reporter):
                     run_state_machine_as_test(machine, settings=run_settings)
     except Divergence as error:
-        return f"{impl} diverges from the spec: {_explained(factory, impl, tally, error, semantics)}"
+        found = explained(factory, impl, tally.capacity_bytes, tally.calls, str(error), semantics)
+        return f"{impl} diverges from the spec: {found.text}"
     return None
 
 
@@ -233,23 +197,6 @@ def scope_settings(parent: settings, scope: Scope) -> settings:
     return settings(parent, max_examples=examples, stateful_step_count=phase.steps, phases=kept)
 
 
-def _explained(factory: Callable[[int], Any], impl: str, tally: Tally, error: Divergence, semantics: Semantics) -> str:
-    """The divergence with the failing example's calls, shrunk, as Python that reproduces it."""
-    capacity = tally.capacity_bytes
-
-    def attempt(candidate: list) -> Failure | None:
-        found = first_divergence(factory, capacity, candidate, semantics=semantics)
-        return None if found is None else Failure(found.step, found.message, DIVERGENCE)
-
-    first = attempt(list(tally.calls))
-    if first is None:
-        return str(error)
-    seconds = LONG_SHRINK_SECONDS if first.step >= LONG_SEQUENCE else MINIMUM_SHRINK_SECONDS
-    calls, found, _ = shrink_failure(attempt, tally.calls, first, seconds)
-    counterexample = counterexample_of(factory, tally.capacity_bytes, calls, found.message, semantics)
-    return f"{error}\n\nshrunk to {len(calls)} calls:\n{counterexample.to_python(impl)}"
-
-
 def program_test_case(
     factory: Callable[[int], Any],
     kind: str = "blocks",
@@ -271,7 +218,7 @@ def program_test_case(
         raise InvalidArgumentError(f"profile {profile!r}: spec kind {kind!r} has {', '.join(spec_kind.profiles)}")
     chosen = spec_kind.profiles[profile]
     impl = impl_name(factory)
-    name = name or _unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
+    name = name or unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
 
     class ProgramContractTest(unittest.TestCase):
         cache_impl = impl  # "module:qualname" of the factory
@@ -294,5 +241,5 @@ def program_test_case(
     ProgramContractTest.seed = seed
     ProgramContractTest.steps = steps
     ProgramContractTest.__name__ = ProgramContractTest.__qualname__ = f"Test{name}"
-    ProgramContractTest.__module__ = _callers_module()
+    ProgramContractTest.__module__ = callers_module()
     return ProgramContractTest

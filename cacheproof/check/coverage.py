@@ -1,0 +1,54 @@
+"""Outcome coverage: which outcome of which operation a run reached, against the outcomes the
+spec kind's operation table says each operation can have (`spec.kind.Operation.outcomes`).
+
+A run that never saw `commit` raise CapacityError has not checked how a cache handles it, however
+many examples it ran; the report names every outcome not reached, so a user knows what a green run
+covered (docs/search-power.md).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from cacheproof.spec.kind import Operation
+
+
+class OutcomeCoverage:
+    """Counts of (operation, outcome) over a run; `operations` are the table rows the run calls."""
+
+    def __init__(self, operations: Iterable[Operation]) -> None:
+        self.operations = tuple(operations)
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.programs = 0
+
+    def record(self, operation: str, outcome: str) -> None:
+        self.counts[(operation, outcome)] += 1
+
+    def possible(self) -> tuple[tuple[str, str], ...]:
+        return tuple((op.name, outcome) for op in self.operations for outcome in op.outcomes)
+
+    def missing(self) -> tuple[tuple[str, str], ...]:
+        """The outcomes of the run's operations it never reached, in table order."""
+        return tuple(pair for pair in self.possible() if not self.counts[pair])
+
+    def summary(self) -> str:
+        """"31 of 38 outcomes (not reached: commit CapacityError, ...)"."""
+        possible, missing = self.possible(), self.missing()
+        text = f"{len(possible) - len(missing)} of {len(possible)} outcomes"
+        if missing:
+            text += " (not reached: " + ", ".join(f"{op} {outcome}" for op, outcome in missing) + ")"
+        return text
+
+    def to_json(self) -> dict:
+        """{"programs", "reached", "possible", "operations": {op: {outcome: count}}} (0: not reached)."""
+        possible, missing = self.possible(), self.missing()
+        return {
+            "programs": self.programs,
+            "reached": len(possible) - len(missing),
+            "possible": len(possible),
+            "operations": {
+                op.name: {outcome: self.counts[(op.name, outcome)] for outcome in op.outcomes}
+                for op in self.operations
+            },
+        }

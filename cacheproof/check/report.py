@@ -1,0 +1,161 @@
+"""The body of `cacheproof check`'s JSON report, for every spec kind, sequential or under --threads.
+
+One shape (`check` in cacheproof/schemas/report-v1.json, docs/reports.md): what was asked (spec
+kind, implementation, profile, semantics, operations, seed, key domain, threads, budget), what ran
+(examples counted against the budget, steps, seconds, the first failing example and its time) and
+each distinct divergence, shrunk, as one `divergence` each: its calls, message, every difference,
+the why, the state diff and the runnable snippet. `cacheproof.cmdline.reports.write_report` adds
+the envelope.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Sequence
+
+from cacheproof.check.concurrent.programs import ProgramConcurrentReport
+from cacheproof.check.concurrent.run import ConcurrentCounterexample
+from cacheproof.check.programs.run import ProgramCounterexample
+from cacheproof.check.sequential.run import Counterexample
+from cacheproof.cmdline.reports import plain
+from cacheproof.contract.calls import Call, to_json
+from cacheproof.contract.steps import StepDifference
+from cacheproof.spec.cache.semantics import describe_value
+
+DEFAULT_KEY_DOMAIN = "int"
+"""The key domain a check draws from when no --keys names another."""
+
+NOT_LINEARIZABLE = "not linearizable"
+
+
+def semantics_fields(semantics: Any) -> dict[str, str]:
+    """The fields of `semantics` (any kind's) that differ from its contract, as --semantics writes them."""
+    return {name: describe_value(value) for name, value in semantics.differences().items()}
+
+
+def check_body(
+    args: argparse.Namespace, *, spec: str, impl: str, profile: str, semantics: Any, operations: Sequence[str],
+    budget_examples: int, budget_steps: int | None = None, examples: int, steps: int, seconds: float, first_failure_example: int | None,
+    first_failure_seconds: float | None, ok: bool | None, divergences: Sequence[dict], **more: Any,
+) -> dict[str, Any]:
+    """The report body of one check: what `args` asked, what ran, the divergences (`*_divergence`);
+    `ok` None is an interrupted run. `more` adds fields of the mode (scope, unknown_histories, ...)."""
+    return {
+        "spec": spec,
+        "impl": impl,
+        "profile": profile,
+        "semantics": semantics_fields(semantics),
+        "operations": list(operations),
+        "seed": args.seed,
+        "keys": getattr(args, "keys", None) or DEFAULT_KEY_DOMAIN,
+        "threads": args.threads,
+        **({} if args.threads is None else {"runs_per_scenario": args.runs}),
+        "budget": {"examples": budget_examples, "steps": budget_steps or args.steps},
+        "examples": examples,
+        "steps": steps,
+        "seconds": round(seconds, 3),
+        "first_failure_example": first_failure_example,
+        "first_failure_seconds": None if first_failure_seconds is None else round(first_failure_seconds, 3),
+        "ok": ok,
+        "interrupted": ok is None,
+        **more,
+        "divergences": list(divergences),
+    }
+
+
+def examples_row(examples: int, budget: int, first_failure: int | None) -> str:
+    """The examples run against the budget, and which failed first: "200 of 200", "133 of 200; the
+    12th failed first"."""
+    row = f"{examples} of {budget}"
+    return row if first_failure is None else f"{row}; the {ordinal(first_failure)} failed first"
+
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ..."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def sequential_divergence(example: Counterexample, snippet: str) -> dict[str, Any]:
+    """A tensor cache's counterexample (`check`), with its snippet."""
+    return _divergence(
+        example.kind, example.message, example.capacity_bytes, example.calls, example.ending,
+        [difference.text for difference in example.differences], list(example.why),
+        None if example.state_diff is None else example.state_diff.to_json(), snippet,
+    )
+
+
+def program_divergence(example: ProgramCounterexample, snippet: str) -> dict[str, Any]:
+    """Another kind's counterexample (`check --spec KIND`), with its snippet; the state diff lists
+    the views that differ after the call (none: only the outcome does)."""
+    difference = example.difference
+    views = [{"view": view, "spec": plain(expected), "implementation": plain(actual)}
+             for view, expected, actual in difference.views]
+    return _divergence(
+        program_kind(difference), difference.describe(), example.size, example.calls, "diverges here",
+        program_differences(difference), [], {"views": views}, snippet,
+    )
+
+
+def concurrent_divergence(example: ConcurrentCounterexample, impl: str) -> dict[str, Any]:
+    """A tensor cache's concurrent counterexample (`check --threads`), with its script."""
+    scenario = example.scenario
+    return _divergence(
+        NOT_LINEARIZABLE, example.reason, scenario.capacity_bytes, _scenario_calls(scenario.prefix, scenario.threads),
+        "is not linearizable", [example.reason], [], None, example.to_python(impl),
+        scenario=_scenario(scenario.prefix, scenario.threads), history=example.history.lines(),
+    )
+
+
+def program_concurrent_divergence(report: ProgramConcurrentReport) -> dict[str, Any]:
+    """Another kind's concurrent counterexample (`check --spec KIND --threads`); no script is written yet."""
+    scenario = report.counterexample
+    return _divergence(
+        NOT_LINEARIZABLE, report.reason, scenario.size, _scenario_calls(scenario.prefix, scenario.threads),
+        "is not linearizable", [report.reason], [], None, None,
+        scenario=_scenario(scenario.prefix, scenario.threads), history=list(report.history),
+    )
+
+
+def program_kind(difference: StepDifference) -> str:
+    """What makes a divergence of another kind another bug: the operation, both outcomes' categories,
+    the views that differ (the words of `cacheproof.contract.differences.kind_of`)."""
+    def category(outcome: Any) -> str:
+        if outcome.crash is not None:
+            return "crashes"
+        return f"raises {outcome.error}" if outcome.error is not None else "returns"
+
+    observed = category(difference.actual) if difference.outcome_differs else "the same outcome"
+    views = [view for view, _, _ in difference.views]
+    state = f", and another {', '.join(views)}" if views else ""
+    return f"{difference.call.op}: spec {category(difference.expected)}; this implementation {observed}{state}"
+
+
+def program_differences(difference: StepDifference) -> list[str]:
+    """Every difference at the call, one line each: the outcomes, then each view."""
+    lines = []
+    if difference.outcome_differs:
+        lines.append(f"outcome: the spec {difference.expected.describe()}, the implementation {difference.actual.describe()}")
+    lines += [f"{view}(): the spec's {expected!r}, the implementation's {actual!r}"
+              for view, expected, actual in difference.views]
+    return lines
+
+
+def _divergence(
+    kind: str | None, message: str, size: int, calls: Sequence[Call], ending: str, differences: list[str],
+    why: list[str], state_diff: dict | None, snippet: str | None, **more: Any,
+) -> dict[str, Any]:
+    return {
+        "kind": kind, "message": message, "size": size, "calls": [to_json(call) for call in calls],
+        "ending": ending, "differences": differences, "why": why, "state_diff": state_diff, "snippet": snippet,
+        **more,
+    }
+
+
+def _scenario_calls(prefix: Sequence[Call], threads: Sequence[Sequence[Call]]) -> list[Call]:
+    return [*prefix, *(call for calls in threads for call in calls)]
+
+
+def _scenario(prefix: Sequence[Call], threads: Sequence[Sequence[Call]]) -> dict[str, Any]:
+    return {"prefix": [to_json(call) for call in prefix],
+            "threads": [[to_json(call) for call in calls] for calls in threads]}

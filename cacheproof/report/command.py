@@ -1,0 +1,57 @@
+"""`cacheproof report INPUT -o OUT.html`: the HTML page of a check report or a trace.
+
+INPUT is a `cacheproof check --json` report (any spec kind), a trace of the tensor cache
+(`check --trace-out`, a monitor's trace) or a program trace (the block pool's). The page is one
+file that loads nothing (docs/reports.md). Exit 0 when the page is written, 2 on a usage error: an
+input that is none of these (the message names the path and what is wrong), or an OUT that cannot
+be written (checked before any work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
+from cacheproof.report.inputs import ReportInput, ReportInputError, read_input
+from cacheproof.report.page import render_page
+from cacheproof.report.series import replay_series
+from cacheproof.report.state_diff import state_diff
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", type=Path, metavar="INPUT",
+                        help="a `cacheproof check --json` report, or a trace (--trace-out, a monitor's, a block pool's)")
+    parser.add_argument("-o", "--out", type=Path, required=True, metavar="OUT.html", help="the HTML file to write")
+    parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def page_of(report: ReportInput) -> str:
+    """The page: every case replayed on the spec (`series`), its state diff, rendered (`page`)."""
+    drawn = []
+    for case in report.cases:
+        series = replay_series(report.kind, case.size, report.semantics, case.calls, case.marked)
+        drawn.append((case, series, state_diff(report.kind, case, series)))
+    return render_page(report, drawn)
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = first_problem({"--out": args.out})
+    if problem is not None:
+        print(f"cacheproof report: {problem}", file=sys.stderr)
+        return 2
+    try:
+        report = read_input(args.input)
+    except ReportInputError as error:
+        print(f"cacheproof report: {error}", file=sys.stderr)
+        return 2
+    try:
+        write_atomically(args.out, page_of(report))
+    except OutputPathError as error:
+        print(f"cacheproof report: {error}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"wrote {args.out}: {report.verdict} ({len(report.cases)} "
+              f"{'case' if len(report.cases) == 1 else 'cases'} drawn)")
+    return 0

@@ -1,0 +1,285 @@
+"""What `cacheproof report` reads, as plain data: a `cacheproof check --json` report or a trace.
+
+Three inputs, told apart by their first line or document:
+
+- a check report (`cacheproof check --json`, of any spec kind; the versioned report of
+  docs/reports.md, or the unversioned one written before it): one `Case` per divergence, the
+  diverging call its last;
+- a trace of the tensor cache (`check --trace-out`, a monitor's `trace_path`, docs/traces.md);
+- a program trace of another spec kind (the block pool's, docs/block-traces.md).
+
+A trace is one `Case`. Its diverging call is the one `cacheproof replay TRACE` (without --impl)
+reports: the call a monitor marked with `observed`, or the first whose recorded outcome is not the
+spec's; none when the trace records neither (a `check --trace-out` trace diverges only on the cache
+it was checked against, which the trace does not name).
+
+Only the calls, the size and what the input says about the cache are taken: the figures and the
+spec's side of every comparison come from replaying the calls on the spec (`series`). Anything
+unreadable is a `ReportInputError` naming the path and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cacheproof.contract.calls import Call, ValueRecipe, from_json
+from cacheproof.contract.program_record import ProgramTraceError, call_problem
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
+from cacheproof.trace.format import TraceFormatError, parse_trace
+from cacheproof.trace.program_format import parse_program_trace
+from cacheproof.trace.program_replay import replay_program
+from cacheproof.trace.replay import OBSERVED, replay_against_spec
+
+REPORT_SCHEMA = "cacheproof/report/v1"
+"""The versioned report schema this reader knows (cacheproof/schemas/report-v1.json)."""
+
+CHECK_REPORT, TRACE, PROGRAM_TRACE = "check report", "trace", "program trace"
+
+
+class ReportInputError(ValueError):
+    """An input a report cannot be made from; the message names the path and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call sequence on a fresh spec of `size`, and what the input says about its diverging call.
+
+    `marked`: the 1-based step of the diverging call, None when none is known. `observed`: what the
+    cache (or the recording) did there, in words, when the input says it beside the differences;
+    `observed_differs` whether that outcome is not the spec's (a monitor also records a divergence
+    in the state alone, with the spec's outcome).
+    `differences`: the input's difference texts at the marked call; `complete` when they list every
+    difference there (a check report's do), so that an observation they omit agreed. `state_diff`:
+    the versioned report's structured state diff (`snapshot_diff` or `view_diff`), None without one.
+    """
+
+    title: str
+    size: int
+    calls: tuple[Call, ...]
+    marked: int | None = None
+    observed: str | None = None
+    observed_differs: bool = True
+    differences: tuple[str, ...] = ()
+    complete: bool = False
+    why: tuple[str, ...] = ()
+    state_diff: dict | None = None
+    snippet: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """Everything the page shows besides the replay: the input's form, the spec kind and semantics
+    the calls replay under, (label, value) facts for the summary, the verdict and the cases."""
+
+    source: str
+    form: str
+    kind: str
+    semantics: Any
+    impl: str | None
+    facts: tuple[tuple[str, str], ...]
+    verdict: str
+    cases: tuple[Case, ...]
+
+
+def read_input(path: str | Path) -> ReportInput:
+    """The input at `path` (see the module docstring); ReportInputError when it is none of them."""
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ReportInputError(f"{source}: cannot read it: {error}") from None
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    header = _json(first)
+    if isinstance(header, dict) and "spec" in header and "ok" not in header:
+        return _program_trace(text, source)
+    if isinstance(header, dict) and "cacheproof_trace" in header:
+        return _trace(text, source)
+    document = _json(text)
+    if isinstance(document, dict) and "ok" in document:
+        return _check_report(document, source)
+    raise ReportInputError(
+        f"{source}: neither a `cacheproof check --json` report nor a trace: a report is one JSON object "
+        "with \"ok\", a trace has a JSON header line with \"cacheproof_trace\" or \"spec\" (docs/reports.md)"
+    )
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+# Traces --------------------------------------------------------------------------------------
+
+def _trace(text: str, source: str) -> ReportInput:
+    try:
+        trace = parse_trace(text, source)
+    except TraceFormatError as error:
+        raise ReportInputError(str(error)) from None
+    calls = tuple(traced.call for traced in trace.calls)
+    divergence = replay_against_spec(trace)
+    monitored = any(traced.observed is not None for traced in trace.calls)
+    if divergence is None:
+        case = Case(f"trace of {len(calls)} calls", trace.capacity_bytes, calls)
+        verdict = "no divergence recorded"
+    else:
+        traced = trace.calls[divergence.step - 1]
+        if divergence.against == OBSERVED:
+            observed = traced.observed
+            same = (observed.result, observed.error) == (traced.result, traced.error)
+            why, actual = (observed.why,), f"the monitored cache {observed.describe()}"
+        else:
+            same, why, actual = False, (divergence.message,), f"recorded: {traced.describe()}"
+        case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.capacity_bytes, calls,
+                    divergence.step, actual, not same, why)
+        verdict = f"diverges at call {divergence.step}"
+    facts = (("input", f"{TRACE} ({'a monitor' if monitored else 'recorded'}; cacheproof {trace.version})"),
+             ("spec", DEFAULT_KIND), ("capacity", f"{trace.capacity_bytes} bytes"), ("profile", trace.profile),
+             ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
+             ("implementation", "not recorded in a trace"))
+    return ReportInput(source, TRACE, DEFAULT_KIND, trace.semantics, None, facts, verdict, (case,))
+
+
+def _program_trace(text: str, source: str) -> ReportInput:
+    try:
+        trace = parse_program_trace(text, source)
+    except ProgramTraceError as error:
+        raise ReportInputError(str(error)) from None
+    calls = tuple(recorded.call for recorded in trace.calls)
+    divergence = replay_program(trace)
+    if divergence is None:
+        case = Case(f"trace of {len(calls)} calls", trace.size, calls)
+        verdict = "no divergence recorded"
+    else:
+        recorded = trace.calls[divergence.step - 1]
+        case = Case(f"call {divergence.step} of {len(calls)}: {divergence.message}", trace.size, calls,
+                    divergence.step, f"recorded: {recorded.describe()}", True, (divergence.message,))
+        verdict = f"the recording parts from the spec at call {divergence.step}"
+    kind = get_kind(trace.kind)
+    facts = (("input", f"{PROGRAM_TRACE} (cacheproof {trace.version})"), ("spec", trace.kind),
+             ("size", f"{kind.size_name} = {trace.size}"), ("profile", trace.profile),
+             ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
+             ("implementation", "not recorded in a trace"))
+    return ReportInput(source, PROGRAM_TRACE, trace.kind, trace.semantics, None, facts, verdict, (case,))
+
+
+def _described(semantics: Any) -> str:
+    fields = semantics.differences()
+    return ", ".join(f"{name}={_value_text(value)}" for name, value in fields.items()) or "the contract's"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, frozenset):
+        return "+".join(sorted(value)) or "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# Check reports -------------------------------------------------------------------------------
+
+def _check_report(data: dict, source: str) -> ReportInput:
+    def fail(where: str, problem: str) -> ReportInputError:
+        return ReportInputError(f"{source}: {where}: {problem}")
+
+    schema = data.get("schema")
+    if schema is not None and schema != REPORT_SCHEMA:
+        raise fail("schema", f"{schema!r} is not a report schema this cacheproof reads ({REPORT_SCHEMA})")
+    command = data.get("command", "check")
+    if command != "check":
+        hint = " ; make the page from the trace it replayed: cacheproof report TRACE" if command == "replay" else ""
+        raise fail("command", f"a `cacheproof {command} --json` report has no call sequence to draw{hint}")
+    if data.get("threads") is not None or "scenarios" in data:
+        raise fail("threads", "a `check --threads` report holds concurrent histories, not one call sequence; "
+                   "the page draws sequential check reports and traces")
+    if data.get("ok") is None:
+        raise fail("ok", "the check was interrupted: no verdict, nothing to draw")
+    examples = data.get("divergences", data.get("counterexamples"))
+    if not isinstance(examples, list):
+        raise fail("divergences", f"expected a list of divergences, got {examples!r}")
+    try:
+        kind = get_kind(data.get("spec", DEFAULT_KIND))
+    except InvalidArgumentError as error:
+        raise fail("spec", str(error)) from None
+    semantics = _semantics(kind, data.get("profile"), data.get("semantics"), fail)
+    cases = tuple(_divergence(kind, example, f"divergences[{index}]", fail, number, len(examples))
+                  for number, (index, example) in enumerate(enumerate(examples), start=1))
+    impl = data.get("impl")
+    facts = (("input", f"{CHECK_REPORT} ({schema or 'unversioned'})"), ("spec", kind.name),
+             ("implementation", impl or "not recorded in this report"),
+             ("profile", data.get("profile") or "not recorded (replayed under the contract)"),
+             ("semantics", _described(semantics)), ("seed", _text(data.get("seed"), "not recorded")),
+             ("examples", _text(data.get("examples"), "?")), ("steps", _text(data.get("steps"), "?")),
+             ("seconds", _text(data.get("seconds"), "?")))
+    count = len(cases)
+    verdict = "conforms" if data["ok"] else f"{count} distinct divergence{'s' if count != 1 else ''}"
+    return ReportInput(source, CHECK_REPORT, kind.name, semantics, impl, facts, verdict, cases)
+
+
+def _text(value: Any, missing: str) -> str:
+    return missing if value is None else str(value)
+
+
+def _semantics(kind, profile: Any, fields: Any, fail) -> Any:
+    """The semantics the check ran under: the profile's (the kind's default without one), with the
+    report's `semantics` fields (those that differ from the contract) applied."""
+    name = kind.default_profile if profile is None else profile
+    if name not in kind.profiles:
+        raise fail("profile", f"spec kind {kind.name!r} has the profiles {', '.join(kind.profiles)}; got {profile!r}")
+    if not fields:
+        return kind.profiles[name].semantics
+    if not isinstance(fields, dict) or not all(isinstance(value, str) for value in fields.values()):
+        raise fail("semantics", f"expected an object of FIELD: \"VALUE\" strings, got {fields!r}")
+    contract = kind.profiles[kind.default_profile].semantics
+    try:
+        if hasattr(contract, "with_overrides"):  # the tensor cache's: values as --semantics writes them
+            return contract.with_overrides(",".join(f"{field}={value}" for field, value in fields.items()))
+        return type(contract)(**fields)
+    except (InvalidArgumentError, TypeError) as error:
+        raise fail("semantics", str(error)) from None
+
+
+def _divergence(kind, data: Any, where: str, fail, number: int, count: int) -> Case:
+    if not isinstance(data, dict):
+        raise fail(where, f"expected an object, got {type(data).__name__}")
+    size = data.get("size", data.get("capacity_bytes"))
+    if type(size) is not int or size < 1:
+        raise fail(f"{where}.size", f"the {kind.size_name} must be an int >= 1, got {size!r}")
+    raw_calls = data.get("calls")
+    if not isinstance(raw_calls, list) or not raw_calls:
+        raise fail(f"{where}.calls", f"expected a non-empty list of calls, got {raw_calls!r}")
+    calls = tuple(_call(kind, call, f"{where}.calls[{index}]", fail) for index, call in enumerate(raw_calls))
+    differences = data.get("differences")
+    if differences is None:  # the unversioned block report: one description
+        differences = [data["difference"]] if isinstance(data.get("difference"), str) else []
+    if not isinstance(differences, list) or not all(isinstance(text, str) for text in differences):
+        raise fail(f"{where}.differences", "expected a list of strings")
+    message = data.get("message") or (differences[0] if differences else "diverges")
+    state_diff = data.get("state_diff")
+    if state_diff is not None and not isinstance(state_diff, dict):
+        raise fail(f"{where}.state_diff", f"expected an object or null, got {state_diff!r}")
+    ending = data.get("ending", "diverges here")
+    title = f"divergence {number} of {count} ({len(calls)} calls, {ending}): {message}"
+    return Case(title, size, calls, len(calls), None, True, tuple(differences), bool(differences),
+                tuple(str(line) for line in data.get("why") or ()), state_diff, data.get("snippet"))
+
+
+def _call(kind, data: Any, where: str, fail) -> Call:
+    if not isinstance(data, dict) or not isinstance(data.get("op"), str):
+        raise fail(where, f"expected a call {{\"op\", \"args\", \"kwargs\"}}, got {data!r}")
+    if not isinstance(data.get("args", []), list) or not isinstance(data.get("kwargs", {}), dict):
+        raise fail(where, "args must be a list and kwargs an object")
+    try:
+        call = from_json(data)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise fail(where, f"malformed argument: {error}") from None
+    problem = call_problem(kind, call)
+    if problem is not None:
+        raise fail(f"{where}.{problem[0]}", problem[1])
+    for value in (*call.args, *call.kwargs.values()):
+        if isinstance(value, ValueRecipe) and (type(value.nbytes) is not int or value.nbytes < 0 or type(value.tag) is not int):
+            raise fail(where, f"a value recipe needs an int nbytes >= 0 and an int tag, got {tuple(value)}")
+    return call

@@ -1,0 +1,145 @@
+"""The figures over the calls: a case's calls replayed on a fresh spec, one row of figures per step.
+
+Row 0 is the fresh spec, row i the spec right after call i; every call runs as the checker runs it
+on the spec (`contract.steps.outcome_of`: a contract error is an outcome, the state unchanged).
+What a row holds is the kind's `FIGURES` table: the tensor cache's byte counts from `stats()`
+(capacity, in use, idle, reserved, ready), the block pool's block counts from `snapshot()` (usable,
+in use, free, cached). A long sequence keeps one row per `stride` calls (and the marked call's), so
+that the chart stays at most MAX_POINTS points; the replay itself is one pass, O(1) per call for the
+tensor cache, O(blocks) per kept row for the block pool.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from cacheproof.contract.calls import Call
+from cacheproof.contract.steps import StepOutcome, outcome_of
+from cacheproof.spec.kinds import get_kind
+
+LIMIT, BAND, LINE = "limit", "band", "line"
+"""How a figure is drawn: the ceiling (a dashed line), a stacked area, or a line over the areas."""
+
+MAX_POINTS = 2000
+"""The most rows a series keeps; above it, one row per `stride` calls."""
+
+LISTED_CALLS = 60
+"""The calls whose spec outcome a series keeps for the page's call list: those up to the marked
+call (the last call when none is marked)."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure over the calls: its name in the legend, how it is drawn, and what it counts."""
+
+    name: str
+    style: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class KindFigures:
+    """A kind's figures, their unit, and `read(model)`: their values in the model's state, in order."""
+
+    unit: str
+    figures: tuple[Figure, ...]
+    read: Callable[[Any], tuple[int, ...]]
+
+
+def _cache_figures(spec: Any) -> tuple[int, ...]:
+    stats = spec.stats()
+    return stats.capacity_bytes, stats.pinned_bytes, stats.idle_bytes, stats.reserved_bytes, stats.ready_bytes
+
+
+def _block_figures(pool: Any) -> tuple[int, ...]:
+    queue, blocks, _ = pool.snapshot()
+    usable = blocks[1:]  # block 0 is the null block
+    return (len(usable), sum(ref > 0 for ref, _ in usable), len(queue),
+            sum(value is not None for _, value in usable))
+
+
+FIGURES: dict[str, KindFigures] = {
+    "cache": KindFigures("bytes", (
+        Figure("capacity", LIMIT, "capacity_bytes"),
+        Figure("in use", BAND, "pinned_bytes: READY entries with refcount > 0"),
+        Figure("idle", BAND, "idle_bytes: READY entries with refcount 0 (evictable)"),
+        Figure("reserved", BAND, "reserved_bytes: RESERVED entries, value not yet committed"),
+        Figure("ready", LINE, "ready_bytes = in use + idle"),
+    ), _cache_figures),
+    "blocks": KindFigures("blocks", (
+        Figure("usable", LIMIT, "num_blocks - 1 (block 0 is the null block)"),
+        Figure("in use", LINE, "blocks with ref count > 0"),
+        Figure("free", LINE, "the free queue's length (num_free())"),
+        Figure("cached", LINE, "blocks carrying a hash, in use or free"),
+    ), _block_figures),
+}
+"""Per spec kind, what the chart draws."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """A case's figures over its calls: `steps[j]` is the step of `rows[j]` (0: the fresh spec).
+
+    `outcomes` maps the listed steps (LISTED_CALLS up to the marked one) to the spec's outcome in
+    words; `errors` holds, per call, the contract error the spec raised (None: it returned); `state`
+    is the spec right after the marked call (after the last call when none is marked)."""
+
+    unit: str
+    figures: tuple[Figure, ...]
+    steps: tuple[int, ...]
+    rows: tuple[tuple[int, ...], ...]
+    stride: int
+    outcomes: dict[int, str]
+    errors: tuple[str | None, ...]
+    state: Any
+
+    @property
+    def calls(self) -> int:
+        return self.steps[-1]
+
+
+def outcome_words(outcome: StepOutcome) -> str:
+    """An outcome as the page words it: "raises NAME", "returns NAME" for an enum member, "returns
+    REPR" otherwise (the wording of trace outcomes, docs/traces.md)."""
+    if outcome.crash is not None:
+        return f"crashes with {outcome.crash}"
+    if outcome.error is not None:
+        return f"raises {outcome.error}"
+    result = outcome.result
+    return f"returns {result.name}" if isinstance(result, enum.Enum) else f"returns {result!r}"
+
+
+def stride_for(calls: int) -> int:
+    """Every how many calls a row is kept: 1 up to MAX_POINTS calls, so that at most MAX_POINTS are."""
+    return max(1, -(-calls // MAX_POINTS))
+
+
+def listed_steps(calls: int, marked: int | None) -> range:
+    """The steps whose calls the page lists: LISTED_CALLS ending at the marked call (or the last)."""
+    end = calls if marked is None else marked
+    return range(max(1, end - LISTED_CALLS + 1), end + 1)
+
+
+def replay_series(kind_name: str, size: int, semantics: Any, calls: Sequence[Call], marked: int | None) -> Series:
+    """Replay `calls` on `kind.new(size, semantics)` and keep the figures (see the module docstring)."""
+    kind, table = get_kind(kind_name), FIGURES[kind_name]
+    model = kind.new(size, semantics)
+    stride, listed = stride_for(len(calls)), listed_steps(len(calls), marked)
+    steps, rows = [0], [table.read(model)]
+    outcomes: dict[int, str] = {}
+    errors: list[str | None] = []
+    state = None
+    for step, call in enumerate(calls, start=1):
+        outcome = outcome_of(model, call)
+        errors.append(outcome.error)
+        if step in listed:
+            outcomes[step] = outcome_words(outcome)
+        if step % stride == 0 or step == marked or step == len(calls):
+            steps.append(step)
+            rows.append(table.read(model))
+        if step == marked:
+            state = model.copy()
+    return Series(table.unit, table.figures, tuple(steps), tuple(rows), stride, outcomes, tuple(errors),
+                  model if state is None else state)

@@ -1,0 +1,261 @@
+"""The spec against the cache right after the diverging call, as table rows: field | spec | cache.
+
+The spec's side is the replayed spec (`series.Series.state`, `outcomes`). The cache's side is what
+the input says: the versioned report's structured `state_diff`, its difference texts (the forms
+`contract.differences` and `contract.steps` write: "len(): spec 1, this cache 2", "cache.get(1):
+spec returns None; this cache raises KeyError", "snapshot() is A, the spec's B"), or a monitor's
+`observed` outcome. An observation the input does not mention is "= spec" when the input lists
+every difference at the call (a check report does), else unknown; when nothing at all is known of
+the cache, `cache_known` is False and the page says that only the spec's side is known. A difference
+text in no known form becomes one row of its own, as written.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from cacheproof.contract.calls import to_python
+from cacheproof.contract.explain import snapshot_diff
+from cacheproof.contract.outcomes import STATS_FIELDS, normalize_snapshot
+from cacheproof.report.inputs import Case
+from cacheproof.report.series import Series
+
+SAME, DIFFERS, UNKNOWN, AS_WRITTEN = "same", "differs", "unknown", "as written"
+
+_CACHE_TEXT = re.compile(r"^(?P<subject>.+?): spec (?P<spec>.*?)(?P<sep>[,;]) this cache (?P<cache>.*)$", re.S)
+"""The tensor cache's difference texts: "SUBJECT: spec A, this cache B" (a state observation) or
+"CALL: spec A; this cache B" (the outcome)."""
+
+_VIEW_TEXT = re.compile(r"(?:^|; )(?P<view>\w+)\(\) is (?P<cache>.*?), the spec's (?P<spec>.*?)(?=; \w+\(\) is |$)", re.S)
+_PROGRAM_OUTCOME = re.compile(r"^the spec (?P<spec>.*?), the implementation (?P<cache>.*?)(?=; \w+\(\) is |$)", re.S)
+"""Another kind's difference text after "CALL: " (`contract.steps.StepDifference.describe`)."""
+
+STATS_MEANINGS = {"pinned_bytes": "in use", "ready_bytes": "in use + idle"}
+
+
+class Row(NamedTuple):
+    """One compared observation: its name, the spec's value, the cache's, and SAME, DIFFERS,
+    UNKNOWN, or AS_WRITTEN (a difference text in no known form, in `spec`)."""
+
+    field: str
+    spec: str
+    cache: str
+    status: str
+
+
+@dataclass(frozen=True)
+class StateDiff:
+    rows: tuple[Row, ...]
+    cache_known: bool
+
+
+def state_diff(kind: str, case: Case, series: Series) -> StateDiff:
+    """The rows of `case`'s marked call (the spec's side alone when none is marked)."""
+    if case.marked is None:
+        rows = _spec_rows(kind, series.state, "not known")
+        return StateDiff(rows, False)
+    build = _cache_rows if kind == "cache" else _program_rows
+    rows = build(case, series)
+    known = case.complete or case.observed is not None or any(row.status == DIFFERS for row in rows)
+    return StateDiff(rows, known)
+
+
+def _agreed(case: Case) -> tuple[str, str]:
+    """The cache's column for an observation the input does not mention."""
+    return ("= spec", SAME) if case.complete else ("not known", UNKNOWN)
+
+
+def _outcome_row(case: Case, series: Series, parsed: tuple[str, str] | None) -> Row:
+    call = case.calls[case.marked - 1]
+    field = f"outcome of {to_python(call)}"
+    spec = series.outcomes.get(case.marked, "?")
+    if parsed is not None:
+        return Row(field, parsed[0], parsed[1], DIFFERS)
+    if case.observed is not None:
+        return Row(field, spec, case.observed, DIFFERS if case.observed_differs else SAME)
+    return Row(field, spec, *_agreed(case))
+
+
+# The tensor cache ----------------------------------------------------------------------------
+
+def _cache_rows(case: Case, series: Series) -> tuple[Row, ...]:
+    outcome_subject = to_python(case.calls[case.marked - 1])
+    outcome, state, unparsed = None, {}, []
+    for text in case.differences:
+        match = _CACHE_TEXT.match(text)
+        if match is None:
+            unparsed.append(text)
+        elif match["sep"] == ";" and match["subject"] == outcome_subject:
+            outcome = (match["spec"], match["cache"])
+        else:
+            state[match["subject"]] = (match["spec"], match["cache"])
+    rows = [_outcome_row(case, series, outcome)]
+    stats = series.state.stats()
+    for field in STATS_FIELDS:
+        label = f"stats().{field}" + (f" ({STATS_MEANINGS[field]})" if field in STATS_MEANINGS else "")
+        rows.append(_observed(label, f"stats().{field}", str(getattr(stats, field)), state, case))
+    rows.append(_observed("len()", "len()", str(len(series.state)), state, case))
+    rows += [Row(subject, spec, cache, DIFFERS) for subject, (spec, cache) in state.items() if subject.endswith(" in cache")]
+    rows += _snapshot_rows(case, series, state)
+    rows += [Row("difference", text, "", AS_WRITTEN) for text in unparsed]
+    return tuple(rows)
+
+
+def _observed(label: str, subject: str, spec: str, state: dict, case: Case) -> Row:
+    if subject in state:
+        return Row(label, *state[subject], DIFFERS)
+    return Row(label, spec, *_agreed(case))
+
+
+def _snapshot_rows(case: Case, series: Series, state: dict) -> list[Row]:
+    """Entry by entry where the snapshots differ (the report's structured diff, else the difference
+    text read back), else the spec's snapshot in one row."""
+    structured = case.state_diff or {}
+    if "only_in_spec" in structured:
+        return _entry_rows(structured["only_in_spec"], structured["only_in_cache"],
+                           [(pair["spec"], pair["cache"]) for pair in structured["differing"]],
+                           structured["spec_order"], structured["cache_order"])
+    subject = next((subject for subject in state if subject.startswith("snapshot()")), None)
+    if subject is not None:
+        spec_text, cache_text = state[subject]
+        spec_entries, cache_entries = _literal(spec_text), _literal(cache_text)
+        if isinstance(spec_entries, tuple) and isinstance(cache_entries, tuple):
+            diff = snapshot_diff(spec_entries, cache_entries)
+            return _entry_rows(diff.only_in_spec, diff.only_in_cache, diff.differing, diff.spec_order, diff.cache_order)
+        return [Row(subject, spec_text, cache_text, DIFFERS)]
+    entries = normalize_snapshot(series.state.snapshot())
+    return [Row("snapshot()", _entries_text(entries), *_agreed(case))]
+
+
+def _entry_rows(only_in_spec, only_in_cache, differing, spec_order, cache_order) -> list[Row]:
+    rows = [Row(f"entry {entry[0]!r}", _entry_text(entry), "absent", DIFFERS) for entry in only_in_spec]
+    rows += [Row(f"entry {entry[0]!r}", "absent", _entry_text(entry), DIFFERS) for entry in only_in_cache]
+    rows += [Row(f"entry {spec[0]!r}", _entry_text(spec), _entry_text(cache), DIFFERS) for spec, cache in differing]
+    if spec_order:
+        rows.append(Row("recency order (oldest first)", repr(list(spec_order)), repr(list(cache_order)), DIFFERS))
+    return rows
+
+
+def _entry_text(entry: Any) -> str:
+    """(key, state, refcount, nbytes, retain) in words; any other shape as written."""
+    if isinstance(entry, (list, tuple)) and len(entry) == 5:
+        _, state, refcount, nbytes, retain = entry
+        return f"{state}, refcount {refcount}, {nbytes} B, {'retained' if retain else 'transient'}"
+    return repr(entry)
+
+
+def _entries_text(entries: tuple, shown: int = 8) -> str:
+    listed = "; ".join(f"{entry[0]!r}: {_entry_text(entry)}" for entry in entries[:shown])
+    more = f"; ... {len(entries) - shown} more" if len(entries) > shown else ""
+    return f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}" + (f": {listed}{more}" if entries else "")
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+# The other kinds (the block pool) -------------------------------------------------------------
+
+def _program_rows(case: Case, series: Series) -> tuple[Row, ...]:
+    prefix = to_python(case.calls[case.marked - 1]) + ": "
+    outcome, views, unparsed = None, {}, []
+    for text in case.differences:
+        if not text.startswith(prefix):
+            unparsed.append(text)
+            continue
+        rest = text[len(prefix):]
+        match = _PROGRAM_OUTCOME.match(rest)
+        if match is not None:
+            outcome = (match["spec"], match["cache"])
+        views.update({found["view"]: (_literal(found["spec"]), _literal(found["cache"])) for found in _VIEW_TEXT.finditer(rest)})
+    for view in (case.state_diff or {}).get("views", ()):
+        views[view["view"]] = (_tupled(view["spec"]), _tupled(view["implementation"]))
+    rows = [_outcome_row(case, series, outcome)]
+    spec_snapshot = series.state.snapshot()
+    cache_snapshot = views.get("snapshot", (None, None))[1]
+    rows += _block_figure_rows(case, spec_snapshot, cache_snapshot if "snapshot" in views else spec_snapshot,
+                               "snapshot" in views)
+    for view, (spec, cache) in views.items():
+        if view == "snapshot" and _is_pool_snapshot(spec) and _is_pool_snapshot(cache):
+            rows += _pool_snapshot_rows(spec, cache)
+        else:
+            rows.append(Row(f"{view}()", repr(spec), repr(cache), DIFFERS))
+    if "snapshot" not in views:
+        rows.append(Row("snapshot()", repr(spec_snapshot), *_agreed(case)))
+    rows += [Row("difference", text, "", AS_WRITTEN) for text in unparsed]
+    return tuple(rows)
+
+
+def _tupled(value: Any) -> Any:
+    """A JSON value with its lists as tuples, as the views answer."""
+    return tuple(_tupled(item) for item in value) if isinstance(value, list) else value
+
+
+def _is_pool_snapshot(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 3 and all(isinstance(part, tuple) for part in value)
+
+
+def _pool_counts(snapshot: Any) -> tuple[int, int, int] | None:
+    """(free, in use, cached) of a pool snapshot (free queue, per block (ref, hash), holdings)."""
+    if not _is_pool_snapshot(snapshot):
+        return None
+    queue, blocks, _ = snapshot
+    usable = [block for block in blocks[1:] if isinstance(block, tuple) and len(block) == 2]
+    return len(queue), sum(isinstance(ref, int) and ref > 0 for ref, _ in usable), sum(h is not None for _, h in usable)
+
+
+def _block_figure_rows(case: Case, spec_snapshot: Any, cache_snapshot: Any, cache_differs: bool) -> list[Row]:
+    spec_counts, cache_counts = _pool_counts(spec_snapshot), _pool_counts(cache_snapshot)
+    rows = []
+    for index, name in enumerate(("free blocks", "blocks in use", "cached blocks")):
+        spec = str(spec_counts[index]) if spec_counts else "?"
+        if cache_differs and cache_counts is not None:
+            cache = str(cache_counts[index])
+            rows.append(Row(name, spec, cache, DIFFERS if cache != spec else SAME))
+        else:
+            rows.append(Row(name, spec, *_agreed(case)))
+    return rows
+
+
+def _pool_snapshot_rows(spec: tuple, cache: tuple) -> list[Row]:
+    """Where two pool snapshots differ: the free queue, each block's (ref count, hash), the holdings."""
+    rows = []
+    if spec[0] != cache[0]:
+        rows.append(Row("free queue (head first)", repr(list(spec[0])), repr(list(cache[0])), DIFFERS))
+    for block in range(max(len(spec[1]), len(cache[1]))):
+        wanted = spec[1][block] if block < len(spec[1]) else None
+        seen = cache[1][block] if block < len(cache[1]) else None
+        if wanted != seen:
+            rows.append(Row(f"block {block} (ref count, hash)", _block_text(wanted), _block_text(seen), DIFFERS))
+    if spec[2] != cache[2]:
+        rows.append(Row("holdings (request, blocks)", repr(list(spec[2])), repr(list(cache[2])), DIFFERS))
+    return rows
+
+
+def _block_text(block: Any) -> str:
+    if block is None:
+        return "absent"
+    if isinstance(block, tuple) and len(block) == 2:
+        ref, value = block
+        return f"ref {ref}, " + ("no hash" if value is None else f"hash {value}")
+    return repr(block)
+
+
+def _spec_rows(kind: str, model: Any, unknown: str) -> tuple[Row, ...]:
+    """The spec's state alone (nothing is known of the cache)."""
+    if kind == "cache":
+        stats = model.stats()
+        rows = [Row(f"stats().{field}", str(getattr(stats, field)), unknown, UNKNOWN) for field in STATS_FIELDS]
+        rows.append(Row("snapshot()", _entries_text(normalize_snapshot(model.snapshot())), unknown, UNKNOWN))
+        return tuple(rows)
+    snapshot = model.snapshot()
+    counts = _pool_counts(snapshot) or ("?", "?", "?")
+    rows = [Row(name, str(count), unknown, UNKNOWN) for name, count in zip(("free blocks", "blocks in use", "cached blocks"), counts)]
+    rows.append(Row("snapshot()", repr(snapshot), unknown, UNKNOWN))
+    return tuple(rows)

@@ -1,0 +1,272 @@
+"""Search power: on how many seeds a default `cacheproof check` finds each broken cache of
+model_tests, and how long it takes to report (issue 27). A developer tool, like tools/mutate.py:
+the broken caches live in model_tests, which the installed package never imports.
+
+    python -m tools.search_power [--seeds N] [--only NAME ...] [--workers N] [--thorough] [--json PATH]
+
+Each run is exactly `cacheproof check --impl TARGET --seed S --max-divergences 1` (plus the
+target's own flags: its profile, `--spec blocks`), made in-process through the command line's
+`main`, so a change to the checker's defaults is measured as it ships. "Time to report" is the wall
+time of that call: the search, the shrinking and the report, without the interpreter's start. A
+target is found on a seed when the run exits 1.
+
+The targets (`targets()`): every broken cache of model_tests/broken_caches.py,
+broken_sharing_caches.py and broken_profile_caches.py (each under its profile), and every broken
+pool of block_pools.py and broken_sharing_pools.py (`--spec blocks`). With `--thorough`, also
+broken_scope_caches.py under `--thorough`: a default run is not meant to find those (docs/scope.md;
+model_tests/test_scope.py holds the small scope to missing them). Left out: racy_caches.py (a race
+needs `--threads`), faulty_caches.py and ExitsOnDoubleFreePool (hangs and crashes, which
+`--isolate` reports: robustness, not search), vllm_broken_pools.py (needs the engines' venv) and
+engine_stand_ins.py (the engines' own classes, model_tests/test_engines_stand_ins.py).
+
+Exit 0 when every target is found on every seed, 1 when one is missed on some seed, 2 on a usage
+error (an unknown --only name) or a run that ends in a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from datetime import date
+from pathlib import Path
+
+from cacheproof.cmdline.output_paths import first_problem, write_atomically
+
+DEFAULT_SEEDS = 10
+FOUND_STATUS = 1
+
+PROFILE_CACHES = {
+    "PutEvictsItselfCache": "trtllm-tensor-lru",
+    "OversizedSetEvictsAllCache": "plain-lru",
+    "GetRefreshesCache": "plain-lru",
+    "same_request_twice": "vllm-encoder-cache",
+}
+"""model_tests/broken_profile_caches.py's factories and the profile each breaks."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A broken cache or pool: its `--impl` and the further flags its default run needs."""
+
+    impl: str
+    flags: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.impl.removeprefix("model_tests.")
+
+    @property
+    def factory_name(self) -> str:
+        return self.impl.rpartition(":")[2]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One default run of `target` from `seed`: its exit status, wall seconds and, when it found
+    the bug, the length of the shrunk counterexample."""
+
+    target: str
+    seed: int
+    status: int
+    seconds: float
+    calls: int | None
+
+    @property
+    def found(self) -> bool:
+        return self.status == FOUND_STATUS
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a target's runs over the seeds."""
+
+    target: str
+    runs: tuple[Run, ...]
+
+    @property
+    def found(self) -> int:
+        return sum(run.found for run in self.runs)
+
+    @property
+    def missed_seeds(self) -> tuple[int, ...]:
+        return tuple(run.seed for run in self.runs if not run.found)
+
+    @property
+    def report_seconds(self) -> tuple[float, ...]:
+        """The times to report of the runs that found the bug."""
+        return tuple(run.seconds for run in self.runs if run.found)
+
+    @property
+    def errors(self) -> tuple[int, ...]:
+        """The seeds whose run ended neither in a counterexample nor in "conforms"."""
+        return tuple(run.seed for run in self.runs if run.status not in (0, FOUND_STATUS))
+
+
+def _module_targets(module: str, names: list[str], flags: tuple[str, ...] = ()) -> list[Target]:
+    return [Target(f"model_tests.{module}:{name}", flags) for name in names]
+
+
+def targets(thorough: bool = False) -> list[Target]:
+    """Every target of a default run (see the module docstring), and with `thorough` the broken
+    scope caches under `--thorough`."""
+    from model_tests import block_pools, broken_caches, broken_scope_caches, broken_sharing_caches
+    from model_tests import broken_sharing_pools
+
+    def names(classes) -> list[str]:
+        return [cls.__name__ for cls in classes]
+
+    chosen = [
+        *_module_targets("broken_caches", names(broken_caches.BROKEN_CACHES)),
+        *_module_targets("broken_sharing_caches", names(broken_sharing_caches.BROKEN_SHARING_CACHES)),
+        *(Target(f"model_tests.broken_profile_caches:{name}", ("--profile", profile))
+          for name, profile in PROFILE_CACHES.items()),
+        *_module_targets("block_pools", names(block_pools.BROKEN_POOLS), ("--spec", "blocks")),
+        *_module_targets("broken_sharing_pools", names(broken_sharing_pools.BROKEN_SHARING_POOLS), ("--spec", "blocks")),
+    ]
+    if thorough:
+        chosen += _module_targets("broken_scope_caches", names(broken_scope_caches.BROKEN_SCOPE_CACHES), ("--thorough",))
+    return chosen
+
+
+def check_arguments(target: Target, seed: int, json_path: Path) -> list[str]:
+    """The `cacheproof check` arguments of `target`'s default run from `seed`."""
+    return ["check", "--impl", target.impl, "--seed", str(seed), "--max-divergences", "1", "--quiet",
+            "--json", str(json_path), *target.flags]
+
+
+def run_once(target: Target, seed: int) -> Run:
+    """`target`'s default run from `seed`, in this process; its printing is swallowed."""
+    from cacheproof.cli import main
+
+    with tempfile.TemporaryDirectory() as scratch:
+        json_path = Path(scratch) / "report.json"
+        swallowed = io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(swallowed), contextlib.redirect_stderr(swallowed):
+            status = main(check_arguments(target, seed, json_path))
+        seconds = time.perf_counter() - started
+        report = json.loads(json_path.read_text()) if json_path.exists() else {}
+    examples = report.get("counterexamples") or []
+    calls = len(examples[0]["calls"]) if status == FOUND_STATUS and examples else None
+    return Run(target.name, seed, status, round(seconds, 2), calls)
+
+
+def _run_job(job: tuple[Target, int]) -> Run:
+    return run_once(*job)
+
+
+def measure(chosen: list[Target], seeds: int, workers: int = 1, progress=None) -> list[Row]:
+    """Every target's default run from seeds 0..seeds-1, in `workers` processes (1: this one);
+    `progress(run)` is told each run as it ends."""
+    jobs = [(target, seed) for target in chosen for seed in range(seeds)]
+    runs: list[Run] = []
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for future in as_completed([pool.submit(_run_job, job) for job in jobs]):
+                runs.append(future.result())
+                if progress is not None:
+                    progress(runs[-1])
+    else:
+        for job in jobs:
+            runs.append(_run_job(job))
+            if progress is not None:
+                progress(runs[-1])
+    return [Row(target.name, tuple(sorted((run for run in runs if run.target == target.name), key=lambda run: run.seed)))
+            for target in chosen]
+
+
+def _print_progress(run: Run) -> None:
+    verdict = f"found in {run.seconds:.1f} s ({run.calls} calls)" if run.found else f"status {run.status} after {run.seconds:.1f} s"
+    print(f"{run.target} seed {run.seed}: {verdict}", file=sys.stderr, flush=True)
+
+
+def _seconds(values: tuple[float, ...], pick) -> str:
+    return f"{pick(values):.1f}" if values else "-"
+
+
+def format_table(rows: list[Row], seeds: int) -> str:
+    """The table as Markdown: found/seeds, the slowest and median time to report (seconds, over
+    the seeds that found it), the seeds that missed, the shortest counterexample found."""
+    lines = [
+        f"| target | found/{seeds} | slowest report (s) | median report (s) | missed seeds | shortest counterexample |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        missed = ", ".join(map(str, row.missed_seeds)) or "-"
+        if row.errors:
+            missed += f" (usage error on {', '.join(map(str, row.errors))})"
+        lengths = [run.calls for run in row.runs if run.calls is not None]
+        shortest = f"{min(lengths)} calls" if lengths else "-"
+        lines.append(f"| {row.target} | {row.found}/{len(row.runs)} | {_seconds(row.report_seconds, max)} | "
+                     f"{_seconds(row.report_seconds, statistics.median)} | {missed} | {shortest} |")
+    return "\n".join(lines)
+
+
+def summary(rows: list[Row]) -> str:
+    always = sum(row.found == len(row.runs) for row in rows)
+    return f"{always} of {len(rows)} targets found on every seed"
+
+
+def select(chosen: list[Target], only: list[str]) -> list[Target]:
+    """The targets named in `only` (a factory name, or module:factory as the table shows it)."""
+    picked = [target for target in chosen if target.name in only or target.factory_name in only]
+    unknown = [name for name in only if all(name not in (t.name, t.factory_name) for t in chosen)]
+    if unknown:
+        raise ValueError(f"--only {', '.join(unknown)}: not a target; the targets are "
+                         f"{', '.join(t.factory_name for t in chosen)}")
+    return picked
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tools.search_power", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"seeds 0..N-1 per target (default {DEFAULT_SEEDS})")
+    parser.add_argument("--only", nargs="+", default=[], metavar="NAME", help="measure only these targets")
+    parser.add_argument("--workers", type=int, default=1, help="processes to run the runs in (default 1)")
+    parser.add_argument("--thorough", action="store_true", help="the broken scope caches too, under --thorough")
+    parser.add_argument("--json", type=Path, help="write every run as JSON to this path")
+    args = parser.parse_args(argv)
+    for flag in ("seeds", "workers"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_arguments(argv)
+    except SystemExit as exit_:
+        return 0 if exit_.code == 0 else 2
+    problem = first_problem({"--json": args.json})
+    if problem is not None:
+        print(f"search_power: {problem}", file=sys.stderr)
+        return 2
+    chosen = targets(args.thorough)
+    if args.only:
+        try:
+            chosen = select(targets(thorough=True), args.only)
+        except ValueError as error:
+            print(f"search_power: {error}", file=sys.stderr)
+            return 2
+    started = time.perf_counter()
+    rows = measure(chosen, args.seeds, args.workers, _print_progress)
+    print(f"search power, {date.today().isoformat()}: a default `cacheproof check --seed S --max-divergences 1` "
+          f"per target, seeds 0..{args.seeds - 1}, {args.workers} worker(s), {time.perf_counter() - started:.0f} s in all")
+    print(format_table(rows, args.seeds))
+    print(summary(rows))
+    if args.json is not None:
+        write_atomically(args.json, json.dumps([asdict(run) for row in rows for run in row.runs], indent=2) + "\n")
+    if any(row.errors for row in rows):
+        return 2
+    return 0 if all(row.found == len(row.runs) for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
