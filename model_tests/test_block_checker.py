@@ -44,7 +44,7 @@ def test_every_broken_pool_is_found_with_a_snippet_that_fails(name):
     example = report.counterexample
     assert len(example.calls) <= 12, example.calls
     snippet = snippet_of(KIND, f"model_tests.block_pools:{name}", example, None)
-    with pytest.raises(AssertionError):
+    with pytest.raises(Exception):  # an assertion of the spec's outcome, or the pool's own crash at that call
         exec(compile(snippet, "<snippet>", "exec"), {})
 
 

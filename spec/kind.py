@@ -76,12 +76,16 @@ def outcome_name(result: Any, error: str | None) -> str:
 @dataclass(frozen=True)
 class Profile:
     """A named semantic profile: the semantics of one design, the operations a cache or pool of that
-    design has, and a summary (the kinds' profiles tables hold these)."""
+    design has, and a summary (the kinds' profiles tables hold these). `keys` names the key domain
+    its caches are checked with when no --keys is given (the tensor cache's kind: a name of
+    `cacheproof.contract.keys.KEY_DOMAINS`, "str" for a cache keyed by hash strings; None: each
+    scope's own keys)."""
 
     name: str
     semantics: Any
     operations: tuple[str, ...]
     summary: str
+    keys: str | None = None
 
 
 class Model(Protocol):

@@ -12,7 +12,6 @@ programs. The ratio is checker over bare loop (1.0: no framework cost at all).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -26,7 +25,8 @@ from cacheproof.check.sequential.programs import Plan, program_operations, run_p
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.check.sequential.scope import SMALL
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.steps import differential_step
 from cacheproof.spec.kinds import get_kind, new_spec
@@ -132,5 +132,5 @@ def run(args: argparse.Namespace) -> int:
                f"ratio {f['ratio']:.2f}" for name, f in figures.items()},
     )
     if args.json is not None:
-        write_atomically(args.json, json.dumps(figures, indent=2) + "\n")
+        write_report(args.json, "bench", {"bench": "throughput", "figures": figures}, ran_hypothesis=True)
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.outcomes import error_classes, error_matches, results_match
 from cacheproof.spec.errors import CacheError
@@ -86,6 +87,12 @@ class StepDifference(NamedTuple):
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
         parts += [f"{view}() is {actual!r}, the spec's {expected!r}" for view, expected, actual in self.views]
         return f"{to_python(self.call)}: " + "; ".join(parts)
+
+    def view_diff(self) -> dict[str, Any]:
+        """The state diff of a report (`view_diff` of cacheproof/schemas/report-v1.json): each view
+        that differs, the spec's answer and the implementation's, as JSON can hold them."""
+        return {"views": [{"view": view, "spec": plain(expected), "implementation": plain(actual)}
+                          for view, expected, actual in self.views]}
 
 
 def view_of(target: Any, view: str) -> Any:

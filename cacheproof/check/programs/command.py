@@ -12,6 +12,7 @@ import sys
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
 from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
+from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
@@ -27,7 +28,7 @@ from cacheproof.spec.kinds import get_kind
 DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
 """The built-in implementation each kind is checked against when no --impl is given."""
 
-_CACHE_ONLY = ("thorough", "max_capacity")
+_CACHE_ONLY = ("thorough", "max_capacity", "workers")
 """Flags of `cacheproof check` that only the tensor cache's checker has so far."""
 
 
@@ -65,9 +66,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.threads is not None:
         return _run_threads(args, kind, factory, impl, semantics, operations, profile.name)
+    try:
+        args.database_choice, database = chosen_database(args)
+    except DatabaseError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
     with Progress("check", total=args.examples, quiet=args.quiet) as progress:
         report = run_program_check(
             kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
+            database=None if database is None else namespaced(database, impl),
             semantics=semantics, operations=operations, misuse=misuse_checked(semantics) and not args.no_bad_arguments,
             max_divergences=args.max_divergences, on_example=lambda examples, steps: progress.update(examples, steps),
         )
@@ -80,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 first_failure_example=report.first_failure_example, first_failure_seconds=report.seconds_to_failure,
                 ok=report.ok, divergences=[program_divergence(example, snippet)
                                            for example, snippet in zip(report.counterexamples, snippets)],
+                database=None if args.database_choice is None else args.database_choice.describe(),
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
             example = report.counterexample
@@ -138,7 +146,7 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
             "spec": report.kind, "impl": impl, "profile": profile,
             "examples": examples_row(report.examples, args.examples, report.first_failure_example), "steps": report.steps,
             "seconds": f"{report.seconds:.2f}", "divergences": len(report.counterexamples),
-            "result": "conforms" if report.ok else "COUNTEREXAMPLE",
+            "database": database_row(args.database_choice), "result": "conforms" if report.ok else "COUNTEREXAMPLE",
         })
     if report.ok:
         print(f"conforms: {report.examples} examples, {report.steps} steps")

@@ -19,19 +19,30 @@ from typing import Any, Callable
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import ExampleDatabase
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.programs.draws import ProgramDraws, swarm
 from cacheproof.check.programs.generators import CallGenerator
+from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, shrink_failure
 from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.cmdline.databases import namespaced
 from cacheproof.contract.calls import Call
 from cacheproof.contract.steps import StepDifference, differential_step
 from cacheproof.spec.kind import SpecKind
 
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS = 40
+HYPOTHESIS_SHRINK_SECONDS = 1.0
+"""Hypothesis shrinks a failing program's byte string for this long at most; then the checker drops
+the calls the divergence does not need (`sandbox.fault_search.shrink_failure`) from the smallest
+failure found. Hypothesis alone took 4-17 s to a first report on model_tests' broken caches, and
+kept programs of 33 repeated calls that its byte-level shrinking cannot shorten; the two together
+report within 2 s, as short or shorter (docs/search-power.md)."""
+SHRINK_SECONDS = 10.0
+"""The budget of the checker's own shrinking of one counterexample."""
 BYTES_PER_CALL = 12
 """Bytes of a program's byte string per call: enough for the call with the most picks."""
 
@@ -41,7 +52,9 @@ class ProgramOptions:
     """One check of a spec kind: `examples` programs of up to `steps` calls from `seed`, the model
     under `semantics` (None: the kind's contract), calls among `operations` (None: all), misuse
     calls when `misuse`, up to `max_divergences` distinct divergences; `on_example(examples,
-    steps)` after each program."""
+    steps)` after each program. `database` (None: none) keeps the failing programs of the first run
+    and replays them first, apart for each kind, semantics, operations and length (the caller keeps
+    implementations apart: `cacheproof.cmdline.databases.namespaced(database, impl)`)."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -52,6 +65,7 @@ class ProgramOptions:
     max_divergences: int = 1
     on_example: Callable[[int, int], None] | None = None
     budget_seconds: float | None = None
+    database: ExampleDatabase | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,10 @@ class ProgramDivergence(AssertionError):
     """Raised inside an example at the first difference (Hypothesis then shrinks the program)."""
 
 
+class _HypothesisShrinkDone(BaseException):
+    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_SECONDS (not a failure to Hypothesis)."""
+
+
 class _BudgetSpent(BaseException):
     """Ends a run whose programs, or time, have spent the budget (a BaseException: not a failure to
     Hypothesis)."""
@@ -119,6 +137,7 @@ def run_program_check(
     started = time.perf_counter()
     last: list[ProgramCounterexample] = []
     shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted
+    shrinking_since: list[float | None] = [None]
 
     def counted() -> None:
         if not shrinking[0]:
@@ -133,10 +152,37 @@ def run_program_check(
     programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
 
     def cacheproof_program(blob: bytes) -> None:
-        if not shrinking[0] and (report.examples >= options.examples
-                                 or deadline is not None and time.perf_counter() > deadline):
+        now = time.perf_counter()
+        if shrinking[0]:
+            shrinking_since[0] = shrinking_since[0] or now
+            if now - shrinking_since[0] > HYPOTHESIS_SHRINK_SECONDS:
+                raise _HypothesisShrinkDone()
+        elif report.examples >= options.examples or deadline is not None and now > deadline:
             raise _BudgetSpent()
         run_program(ProgramDraws(blob))
+
+    def replayed(size: int, calls: list[Call]) -> tuple[int, StepDifference] | None:
+        """Where `calls` on a fresh model and implementation first differ, and how; None if nowhere."""
+        model, implementation = new_model(size), factory(size)
+        for step, call in enumerate(calls):
+            difference = differential_step(model, implementation, call, kind.views)
+            if difference is not None:
+                return step, difference
+            model.check_invariants()
+        return None
+
+    def shrunk(example: ProgramCounterexample) -> ProgramCounterexample:
+        """`example` with every call dropped that its divergence (of the same kind) does not need."""
+        def attempt(candidate: list[Call]) -> Failure | None:
+            found = replayed(example.size, candidate)
+            if found is None or _kind_of(found[1]) != example.kind_of():
+                return None
+            return Failure(found[0], found[1].describe(), DIVERGENCE)
+
+        first = Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
+        calls, _, _ = shrink_failure(attempt, example.calls, first, SHRINK_SECONDS)
+        found = replayed(example.size, calls)
+        return example if found is None else ProgramCounterexample(example.size, tuple(calls), found[1])
 
     def run_program(draws: Any) -> None:
         """One program, every pick read from `draws`: its swarm of operations, its size, its calls."""
@@ -153,7 +199,8 @@ def run_program_check(
                 counted()
                 if any(_kind_of(difference) == found.kind_of() for found in report.counterexamples):
                     hypothesis.reject()
-                last[:] = [ProgramCounterexample(size, tuple(calls), difference)]
+                if not last or len(calls) < len(last[0].calls):  # the smallest failure of the run
+                    last[:] = [ProgramCounterexample(size, tuple(calls), difference)]
                 if report.seconds_to_failure is None:
                     report.seconds_to_failure = time.perf_counter() - started
                     report.first_failure_example = report.examples
@@ -167,20 +214,25 @@ def run_program_check(
     for run in range(options.max_divergences):
         if report.examples >= options.examples:
             break
-        test = settings(
-            max_examples=options.examples - report.examples + 1, deadline=None, database=None, derandomize=False,
-            phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck), print_blob=False,
-        )(hypothesis.given(**programs)(cacheproof_program))
-        test = hypothesis.seed(options.seed + run)(test)
+        database = None if options.database is None or run > 0 else namespaced(
+            options.database, kind.name, options.semantics, operations, options.misuse, options.steps,
+        )
+        test = hypothesis.seed(options.seed + run)(hypothesis.given(**programs)(cacheproof_program))
+        test = settings(  # after @seed, which drops the database
+            max_examples=options.examples - report.examples + 1, deadline=None, database=database, derandomize=False,
+            phases=((Phase.reuse,) if database is not None else ()) + (Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck), print_blob=False,
+        )(test)
         last.clear()
         shrinking[0] = False
+        shrinking_since[0] = None
         try:
             with seeded_draws():
                 test()
         except _BudgetSpent:
             break
-        except ProgramDivergence:
-            report.counterexamples.append(last[0])
+        except (ProgramDivergence, _HypothesisShrinkDone):
+            report.counterexamples.append(shrunk(last[0]))
             continue
         except Unsatisfiable:  # every example diverged in a kind already reported
             break
