@@ -1,7 +1,7 @@
 """Outcome coverage: which outcome of which operation a run reached, against the outcomes the
 spec kind's operation table says each operation can have (`spec.kind.Operation.outcomes`).
 
-A run that never saw `commit` raise CapacityError has not checked how a cache handles it, however
+A run that never saw `commit` raise ConflictError has not checked how a cache handles it, however
 many examples it ran; the report names every outcome not reached, so a user knows what a green run
 covered (docs/search-power.md).
 """
@@ -32,12 +32,19 @@ class OutcomeCoverage:
         """The outcomes of the run's operations it never reached, in table order."""
         return tuple(pair for pair in self.possible() if not self.counts[pair])
 
+    def unlisted(self) -> tuple[tuple[str, str], ...]:
+        """Outcomes the spec had that its operation table does not list: a bug of the table."""
+        possible = set(self.possible())
+        return tuple(pair for pair, count in self.counts.items() if count and pair not in possible)
+
     def summary(self) -> str:
-        """"31 of 38 outcomes (not reached: commit CapacityError, ...)"."""
-        possible, missing = self.possible(), self.missing()
+        """"31 of 38 outcomes (not reached: commit ConflictError, ...)", and any outcome the table lacks."""
+        possible, missing, unlisted = self.possible(), self.missing(), self.unlisted()
         text = f"{len(possible) - len(missing)} of {len(possible)} outcomes"
         if missing:
             text += " (not reached: " + ", ".join(f"{op} {outcome}" for op, outcome in missing) + ")"
+        if unlisted:
+            text += "; not in the operation table: " + ", ".join(f"{op} {outcome}" for op, outcome in unlisted)
         return text
 
     def to_json(self) -> dict:
@@ -47,6 +54,7 @@ class OutcomeCoverage:
             "programs": self.programs,
             "reached": len(possible) - len(missing),
             "possible": len(possible),
+            "unlisted": [f"{op} {outcome}" for op, outcome in self.unlisted()],
             "operations": {
                 op.name: {outcome: self.counts[(op.name, outcome)] for outcome in op.outcomes}
                 for op in self.operations

@@ -1,0 +1,131 @@
+"""Programs drawn whole (check/programs/draws.py, check/sequential/programs.py), the outcome coverage
+(check/coverage.py), the time budget and the time to the first report."""
+
+from __future__ import annotations
+
+import random
+
+from cacheproof.check.coverage import OutcomeCoverage
+from cacheproof.check.programs.draws import SWARM_MOST, ProgramDraws, choice, integer, some, swarm
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import run_program_check
+from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.check.sequential.programs import Plan, program_operations, run_program
+from cacheproof.check.sequential.run import run_check
+from cacheproof.check.sequential.scope import SMALL
+from cacheproof.spec import EntryState
+from cacheproof.spec.kind import Argument, Operation, outcome_name
+from cacheproof.spec.kinds import get_kind, new_spec
+from model_tests import broken_caches
+
+
+def test_program_draws_read_little_endian_bytes_and_zero_past_the_end():
+    draws = ProgramDraws(bytes([7, 0x34, 0x12, 200]))
+    assert draws.randrange(5) == 2  # 7 % 5
+    assert draws.randrange(2**16) == 0x1234  # two bytes, little-endian
+    assert draws.randrange(256) == 200
+    assert [draws.randrange(9), draws.randrange(2**40)] == [0, 0]  # past the end: the simplest pick
+
+
+def test_the_simplest_program_calls_every_operation_and_the_first_of_everything():
+    draws = ProgramDraws(b"")
+    operations = ("reserve", "commit", "get")
+    assert swarm(draws, operations) == operations
+    assert (choice(draws, "abc"), integer(draws, 3, 9), some(draws, "xy", 4)) == ("a", 3, ("x",))
+
+
+def test_a_swarm_program_calls_a_few_operations_repeats_weighing_more():
+    # 1: not all; 2: three picks (1 + 2); then reserve, commit, reserve
+    draws = ProgramDraws(bytes([1, 2, 0, 1, 0]))
+    assert swarm(draws, ("reserve", "commit", "get")) == ("reserve", "commit", "reserve")
+    assert SWARM_MOST >= 3
+
+
+def test_outcome_names_follow_the_operation_table():
+    reserve = Operation("reserve", (Argument("key", "key"),), "bool", ("WrongStateError",), True)
+    get = Operation("get", (Argument("key", "key"),), "the value", ("UnknownKeyError",), True)
+    assert reserve.outcomes == ("returns True", "returns False", "WrongStateError")
+    assert get.outcomes == ("returns", "UnknownKeyError")
+    assert [outcome_name(True, None), outcome_name(b"v", None), outcome_name(None, "UnknownKeyError")] == [
+        "returns True", "returns", "UnknownKeyError"]
+    coverage = OutcomeCoverage((reserve, get))
+    coverage.record("reserve", "returns True")
+    coverage.record("get", "UnknownKeyError")
+    coverage.record("get", "UnknownKeyError")
+    assert coverage.missing() == (("reserve", "returns False"), ("reserve", "WrongStateError"), ("get", "returns"))
+    assert coverage.summary() == ("2 of 5 outcomes (not reached: reserve returns False, reserve WrongStateError, "
+                                  "get returns)")
+    assert coverage.to_json()["operations"]["get"] == {"returns": 0, "UnknownKeyError": 2}
+    coverage.record("get", "ConflictError")
+    assert coverage.unlisted() == (("get", "ConflictError"),)
+    assert coverage.summary().endswith("; not in the operation table: get ConflictError")
+
+
+def test_a_default_check_reaches_every_outcome_of_the_contract():
+    report = run_check(new_spec, examples=200, seed=0)
+    assert report.ok
+    assert report.coverage.missing() == () and report.coverage.unlisted() == (), report.coverage.summary()
+
+
+def test_coverage_counts_only_the_checked_operations():
+    report = run_check(new_spec, examples=30, seed=0, operations=("reserve", "commit"), bad_arguments=False)
+    assert {op.name for op in report.coverage.operations} == {"reserve", "commit"}
+    assert report.coverage.counts[("reserve", "returns True")] > 0
+
+
+def test_the_block_kind_reports_its_coverage_too():
+    report = run_program_check(get_kind("blocks"), get_kind("blocks").new, generator_for("blocks"), examples=100)
+    assert report.ok
+    reached = {pair for pair, count in report.coverage.counts.items() if count}
+    assert {("allocate", "returns"), ("allocate", "CapacityError"), ("free", "WrongStateError")} <= reached
+    assert report.coverage.programs == report.examples == 100
+
+
+def _spec_states(plan_operations: tuple[str, ...], keys: int, seed: int, programs: int) -> list:
+    """Every spec snapshot the programs of one plan reach (the generator driven by random.Random)."""
+    tally = Tally()
+    machine = machine_for(new_spec, tally, bad_arguments=False)
+    rng = random.Random(seed)
+    seen = []
+    for _ in range(programs):
+        instance = machine()
+        original = instance._step
+
+        def step(call, instance=instance, original=original):
+            original(call)
+            seen.append(instance.spec.snapshot())
+
+        instance._step = step
+        run_program(instance, 64, SMALL.key_pool, Plan(plan_operations, keys), rng, 40)
+    return seen
+
+
+def test_swarm_plans_reach_the_sharing_patterns():
+    """Several pending reservations at once, and one entry held by three holders with retain=False:
+    the patterns the whole mix of operations rarely builds (issue: search power)."""
+    pending = _spec_states(("reserve", "reserve", "commit"), 4, seed=1, programs=20)
+    assert max(sum(e.state is EntryState.RESERVED for e in snapshot) for snapshot in pending) >= 3
+    holders = _spec_states(("acquire", "acquire", "release"), 1, seed=1, programs=20)
+    assert any(e.refcount >= 3 and not e.retain for snapshot in holders for e in snapshot)
+
+
+def test_the_time_budget_ends_a_conforming_run():
+    report = run_check(new_spec, examples=10**7, seed=0, budget_seconds=1.0)
+    assert report.ok and 0 < report.examples < 10**7
+    assert report.seconds >= 1.0
+
+
+def test_the_first_report_comes_after_the_first_failure_shrunk_before_the_further_search():
+    reports = []
+    report = run_check(broken_caches.ReleaseOfIdleIsNoop, seed=0, max_divergences=3,
+                       on_counterexample=lambda example, seconds: reports.append((example, seconds)))
+    assert not report.ok
+    (first, seconds), = reports
+    assert first is report.counterexamples[0]
+    assert report.first_failure_seconds <= seconds == report.first_report_seconds <= report.seconds
+    assert len(first.calls) <= 3  # put or commit an entry, release it while idle
+
+
+def test_program_operations_add_bad_arguments_only_when_asked():
+    assert "bad_argument" in program_operations(machine_for(new_spec))
+    assert "bad_argument" not in program_operations(machine_for(new_spec, bad_arguments=False))
