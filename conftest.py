@@ -6,11 +6,17 @@ ten seconds or more of one worker on a two-core machine (measured with `--durati
 searches many examples, waits out call timeouts on purpose, or runs child processes.
 """
 
+import os
+
 import pytest
 
 from cacheproof.settings import register_settings
 
 register_settings()
+
+os.environ["CACHEPROOF_BUDGET"] = "0"
+"""`cacheproof check` runs the suite starts count examples, as under CI, instead of searching for the
+interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",
@@ -30,8 +36,43 @@ SLOW = (
     "model_tests/test_scope.py::test_the_wide_scope_finds_each_broken_scope_cache",
     "model_tests/test_profiles.py::test_cache_test_case_takes_a_profile_and_ops",
     "model_tests/test_adapters.py::test_checker_finds_the_cachetools_release_order",
+    "model_tests/test_report_schema.py::test_check_of_the_block_pool_reports_each_divergence_with_its_view_diff",
+    "model_tests/test_core_install.py::test_the_core_install_has_no_torch_triton_or_pytest",
+    "model_tests/test_core_install.py::test_the_core_install_checks_a_plain_python_cache",
+    "model_tests/test_core_install.py::test_the_core_install_proves",
+    "model_tests/test_core_install.py::test_the_core_install_names_the_extra_for_torch",
+    "model_tests/test_search_power.py::test_a_default_run_finds_each_broken_cache_on_ten_of_ten_seeds",
+    "model_tests/test_workers.py::test_a_broken_cache_is_found_by_two_workers_with_one_merged_report",
+    "model_tests/test_workers.py::test_a_failure_found_by_the_workers_replays_first_next_run",
+    "model_tests/test_redis_database.py::test_a_second_machine_replays_the_first_machines_failure_first",
+    "model_tests/test_redis_database.py::test_a_read_only_database_is_replayed_and_not_written",
+    "model_tests/test_redis_database.py::test_the_environment_variable_names_the_database_and_the_flag_wins",
+    "model_tests/test_pytest_plugin.py::test_a_failure_shows_the_bound_name_the_users_frames_and_a_snippet_that_fails",
+    "model_tests/test_pytest_plugin.py::test_pytest_xdist_runs_the_tests_unchanged",
+    "model_tests/test_pytest_plugin.py::test_hypofuzz_fuzzes_a_cache_test_and_pytest_replays_what_it_found",
 )
 """Node ids (or their prefixes, for every parameter of a test) of the slow tests."""
+
+
+@pytest.fixture(autouse=True)
+def every_report_is_valid(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                          monkeypatch: pytest.MonkeyPatch):
+    """Every JSON report a test writes (in this process or a `cacheproof` it starts) is logged by the
+    report writer (`cacheproof.cmdline.reports.REPORT_LOG_VARIABLE`) and validated against the
+    shipped schema after the test: a report that breaks it fails the test."""
+    from cacheproof.cmdline.reports import REPORT_LOG_VARIABLE
+
+    log = tmp_path_factory.getbasetemp() / "report-logs" / f"{abs(hash(request.node.nodeid))}.log"
+    log.parent.mkdir(exist_ok=True)
+    log.unlink(missing_ok=True)
+    monkeypatch.setenv(REPORT_LOG_VARIABLE, str(log))
+    yield
+    if log.exists():
+        from model_tests.report_validation import logged_report_errors
+
+        problems = logged_report_errors(log)
+        if problems:
+            pytest.fail("a report breaks cacheproof/schemas/report-v1.json:\n" + "\n".join(problems), pytrace=False)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

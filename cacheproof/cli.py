@@ -13,14 +13,15 @@ import sys
 
 from cacheproof.cmdline.output_paths import OutputPathError
 from cacheproof.extras import MissingExtraError
-from cacheproof.cmdline.statuses import CLOSED_OUTPUT_STATUS, INTERRUPTED_STATUS
+from cacheproof.cmdline.statuses import CLOSED_OUTPUT_STATUS, INTERRUPTED_STATUS, epilog
+from cacheproof.version import __version__
 from pathlib import Path
 
 from cacheproof.settings import scratch_storage
 
 _SUBCOMMANDS = {
     "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs a cache"),
-    "prove": ("cacheproof.prove.command", "prove the capacity and refcount invariants with z3"),
+    "prove": ("cacheproof.prove.command", "prove with z3 that the spec's model keeps its invariants (not your cache)"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
@@ -48,13 +49,7 @@ def _main(argv: list[str] | None) -> int:
     if argv and argv[0] in _MOVED:
         print(f"cacheproof {argv[0]}: {_MOVED[argv[0]]}", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="cacheproof", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    chosen = argv[0] if argv and argv[0] in _SUBCOMMANDS else None
-    for name, (module_name, help_text) in _SUBCOMMANDS.items():
-        sub = commands.add_parser(name, help=help_text)
-        if name == chosen:
-            importlib.import_module(module_name).add_arguments(sub)
+    parser = command_parser(argv[0] if argv and argv[0] in _SUBCOMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -83,6 +78,30 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except Exception as error:
         return _users_error(args.command, error)
+
+
+TOP_EXAMPLE = "cacheproof check --impl mypackage.cache:make_cache --json report.json\ncacheproof COMMAND --help"
+
+
+def command_parser(chosen: str | None) -> argparse.ArgumentParser:
+    """The parser of `cacheproof`, with the arguments of the subcommand `chosen` (None: none; each
+    subcommand's module is imported only when chosen). A subcommand's help ends with its exit
+    statuses and one example (its module's EXIT_STATUSES and EXAMPLE)."""
+    parser = argparse.ArgumentParser(
+        prog="cacheproof", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=epilog({0: "the command's verdict holds (each command's --help says which)",
+                       1: "it does not: a counterexample, a divergence, a failed proof"}, TOP_EXAMPLE),
+    )
+    parser.add_argument("--version", action="version", version=f"cacheproof {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in _SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            sub.epilog = epilog(module.EXIT_STATUSES, module.EXAMPLE)
+    return parser
 
 
 def _discard_output() -> None:

@@ -16,7 +16,7 @@ line reports it as a usage error (exit status 2). Standard library only: the imp
 
 from __future__ import annotations
 
-EXTRA_OF_PACKAGE = {"torch": "torch", "triton": "triton"}
+EXTRA_OF_PACKAGE = {"torch": "torch", "triton": "triton", "redis": "redis"}
 """The extra (`pip install 'cacheproof[EXTRA]'`) that brings each optional package the package imports."""
 
 

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from cacheproof.spec import CacheSpec
+from model_tests.broken_caches import ClearDropsBusyEntries
 from model_tests.racy_caches import LockedCacheSpec
 
 _NEVER = threading.Event()
@@ -280,6 +281,19 @@ class SlowCache(CacheSpec):
     def put(self, key, value):
         _slow()
         return super().put(key, value)
+
+
+class SlowToShrink(ClearDropsBusyEntries):
+    """ClearDropsBusyEntries whose every operation takes 10 ms: found within seconds, its shrinking
+    (hundreds of replays) takes a minute, so a test can press Ctrl-C while it runs."""
+
+
+for _operation in ("reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear", "__contains__"):
+    def _paused(self, *args, _name=_operation, **kwargs):
+        threading.Event().wait(0.01)
+        return getattr(ClearDropsBusyEntries, _name)(self, *args, **kwargs)
+
+    setattr(SlowToShrink, _operation, _paused)
 
 
 def _slow():

@@ -26,6 +26,7 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.cli import main
 from model_tests import faulty_caches
+from model_tests.ctrl_c import interruptible_python
 
 FAULTY = "model_tests.faulty_caches"
 SPEC = "cacheproof.spec:CacheSpec"
@@ -295,6 +296,8 @@ def _interrupt_rows(folder: str, results_path: str) -> None:
     import io
     import threading
 
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        raise SystemExit("SIGINT does not raise KeyboardInterrupt in this child: no row could be interrupted")
     results = []
     for argv, target in INTERRUPT_ROWS:
         module_name, _, path = target.partition(":")
@@ -334,8 +337,8 @@ def interrupted(tmp_path_factory):
     (folder / "faults.trace").write_text(trace_text(spec_trace(64, calls)))
     results = folder / "results.json"
     child = subprocess.run(
-        [sys.executable, "-c", f"from model_tests.test_bad_input_table import _interrupt_rows; "
-                               f"_interrupt_rows({str(folder)!r}, {str(results)!r})"],
+        interruptible_python(f"from model_tests.test_bad_input_table import _interrupt_rows; "
+                             f"_interrupt_rows({str(folder)!r}, {str(results)!r})"),
         cwd=REPOSITORY, capture_output=True, text=True, timeout=300,
     )
     assert_no_internal_traceback(child.stdout + child.stderr)

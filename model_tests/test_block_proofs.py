@@ -159,6 +159,6 @@ def test_the_command_exits_0_and_writes_json(tmp_path, capsys):
     assert "spec refines model:" in printed and ", agree (" in printed
     assert "proved      " not in printed  # --quiet: no per-obligation lines
     data = json.loads(out.read_text())
-    assert data["ok"] and data["num_blocks"] == proofs.DEFAULT_BLOCKS
-    assert all(r["proved"] for r in data["targets"][0]["results"])
+    assert data["ok"] and data["bound"]["blocks"] == proofs.DEFAULT_BLOCKS
+    assert all(o["verdict"] == "proved" for o in data["targets"][0]["obligations"])
     assert data["targets"][0]["refinement"]["agrees"]

@@ -36,9 +36,9 @@ def test_check_finds_the_bug(broken, tmp_path, capsys):
     assert_fails_where_it_diverges(snippet)
     fixed = run_snippet(on_cache(snippet, "cacheproof.spec", "CacheSpec"))
     assert fixed.returncode == 0, f"{fixed.error}\n{snippet}"
-    counterexample = json.loads(path.read_text())["counterexample"]
+    counterexample = json.loads(path.read_text())["divergences"][0]
     calls = [call_format.from_json(call) for call in counterexample["calls"]]
-    capacity = counterexample["capacity_bytes"]
+    capacity = counterexample["size"]
     assert first_divergence(CacheSpec, capacity, calls) is None
     divergence = first_divergence(broken, capacity, calls)
     assert divergence is not None and divergence.step == len(calls) - 1

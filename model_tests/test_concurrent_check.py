@@ -46,13 +46,12 @@ def test_check_threads_finds_the_race(racy, tmp_path, capsys):
     status = main(["check", "--threads", "3", "--impl", impl, "--examples", "100", "--json", str(path)])
     out = capsys.readouterr().out
     assert status == 1, out
-    counterexample = json.loads(path.read_text())["counterexample"]
-    assert set(counterexample) == {"scenario", "history", "reason"}
+    counterexample = json.loads(path.read_text())["divergences"][0]
     scenario = Scenario.from_json(counterexample["scenario"])
-    history = _history(counterexample["history"])
+    history = _history(counterexample["recorded_history"])
     # The reported history is itself the proof: checked again, it is not linearizable, for the reason given.
     verdict = check_history(scenario, history)
-    assert not verdict.ok and verdict.reason == counterexample["reason"]
+    assert not verdict.ok and verdict.reason == counterexample["message"]
     assert len(scenario.threads) >= 2, "a one-thread failure would be a sequential bug, not a race"
     assert "not linearizable" in out and "observed history:" in out and "import threading" in out
     # The same scenario on the correctly locked spec is linearizable however it interleaves.
@@ -92,8 +91,8 @@ def test_correctly_locked_caches_are_never_flagged(impl, tmp_path, capsys):
     status = main(["check", "--threads", "4", "--impl", impl, "--examples", "40", "--quiet", "--json", str(path)])
     assert status == 0, capsys.readouterr().out
     report = json.loads(path.read_text())
-    assert report["ok"] and report["scenarios"] == 40 and report["runs"] == 40 * 20 and report["seed"] == 0
-    assert report["counterexample"] is None
+    assert report["ok"] and report["examples"] == 40 and report["steps"] == 40 * 20 and report["seed"] == 0
+    assert report["divergences"] == [] and report["runs_per_scenario"] == 20
 
 
 def cpu_tensor_cache(capacity_bytes: int):

@@ -13,6 +13,7 @@ from hypothesis.configuration import storage_directory
 
 from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.cli import main
+from cacheproof.docs.command import GENERATED
 from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries
 
@@ -24,13 +25,33 @@ def test_docs_check_outside_a_clone_says_there_are_no_docs_here(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["docs", "--check"]) == 2
     out, err = capsys.readouterr()
-    assert "no folder 'docs' here" in err and "root of a cacheproof clone" in err
+    assert "not the root of a cacheproof checkout" in err and "--out DIR" in err
     assert "out of date" not in out + err
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("a project of one's own\n")
-    assert main(["docs", "--check"]) == 2
+    assert main(["docs", "--check", "--out", "docs"]) == 2
     out, err = capsys.readouterr()
     assert "'docs' holds none of invariants.md, lifecycle.md" in err and "out of date" not in out + err
+
+
+def test_docs_outside_a_clone_writes_nothing_without_out(tmp_path, monkeypatch, capsys):
+    """`cacheproof docs` in a user's project neither creates docs/ nor writes into the one it has."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["docs"]) == 2
+    assert "nothing was written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "docs").mkdir()
+    assert main(["docs"]) == 2 and list((tmp_path / "docs").iterdir()) == []
+    assert main(["docs", "--out", "generated"]) == 0
+    assert sorted(path.name for path in (tmp_path / "generated").iterdir()) == sorted(GENERATED)
+    assert main(["docs", "--out", "missing/generated"]) == 2, "never the parents of --out"
+    assert not (tmp_path / "missing").exists()
+
+
+def test_docs_in_the_root_of_the_checkout_checks_its_docs(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert main(["docs", "--check"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_docs_check_in_the_clone_still_reports_a_stale_document(tmp_path, capsys):

@@ -52,8 +52,8 @@ def test_cli_prove_writes_json_and_exits_0(tmp_path, capsys):
     report = tmp_path / "prove.json"
     assert main(["prove", "--slots", "3", "--json", str(report)]) == 0
     data = json.loads(report.read_text())
-    assert data["ok"] is True and data["slots"] == 3
-    assert all(r["proved"] and r["counterexample"] is None for r in data["results"])
+    assert data["ok"] is True and data["bound"]["slots"] == 3
+    assert all(o["verdict"] == "proved" and o["counterexample"] is None for o in data["targets"][0]["obligations"])
     assert "proved" in capsys.readouterr().out
 
 
@@ -100,7 +100,7 @@ def test_weakened_rule_gives_counterexamples(weakened, tmp_path):
     assert main(["prove", "--slots", "3", "--json", str(report)]) == 1
     data = json.loads(report.read_text())
     assert data["ok"] is False
-    written = [r["counterexample"] for r in data["results"] if not r["proved"]]
+    written = [o["counterexample"] for o in data["targets"][0]["obligations"] if o["verdict"] != "proved"]
     assert written and all(cx["calls"] and cx["python"] for cx in written)
 
 
@@ -342,8 +342,9 @@ def test_a_waiver_the_proofs_cannot_confirm_fails_the_proof(monkeypatch, capsys,
     assert main(["prove", "--slots", "2", "--no-refine", "--semantics", "put_present=keep", "--json", str(report)]) == 1
     assert "# waiver not confirmed: I1 is waived under put_present=keep" in capsys.readouterr().out
     data = json.loads(report.read_text())
-    assert data["ok"] is False and data["differences"] == {"put_present": "keep"}
-    assert data["unconfirmed_waivers"] and all(r["proved"] for r in data["results"])
+    (target,) = data["targets"]
+    assert data["ok"] is False and target["semantics"] == {"put_present": "keep"}
+    assert target["unconfirmed_waivers"] and all(o["verdict"] == "proved" for o in target["obligations"])
 
 
 def test_the_semantic_targets_cover_every_profile_and_option_value():
@@ -392,7 +393,7 @@ def test_all_semantics_proves_each_target_and_writes_one_report_each(monkeypatch
     assert "== semantics: contract (the contract)" in out and "== semantics: clear_busy=drop (clear_busy=drop)" in out
     assert "2/2 semantics proved and refined" in out
     data = json.loads(report.read_text())
-    assert data["ok"] is True and [t["semantics"] for t in data["targets"]] == ["contract", "clear_busy=drop"]
-    waived = [r for r in data["targets"][1]["results"] if r["waived"]]
-    assert waived and all(r["invariant"] == "I5" and r["counterexample"]["semantics"] == {"clear_busy": "drop"} for r in waived)
-    assert not any(r["waived"] for r in data["targets"][0]["results"])
+    assert data["ok"] is True and [t["label"] for t in data["targets"]] == ["contract", "clear_busy=drop"]
+    waived = [o for o in data["targets"][1]["obligations"] if o["waived"]]
+    assert waived and all(o["invariant"] == "I5" and o["counterexample"]["semantics"] == {"clear_busy": "drop"} for o in waived)
+    assert not any(o["waived"] for o in data["targets"][0]["obligations"])

@@ -144,8 +144,9 @@ def test_prove_exits_1_and_writes_the_disagreement(monkeypatch, tmp_path, capsys
     out = capsys.readouterr().out
     assert "# spec and model disagree: " in out and "spec refines model: " in out and "DISAGREE" in out
     data = json.loads(report.read_text())
-    assert data["ok"] is False and data["refinement"]["agrees"] is False
-    assert data["refinement"]["disagreements"][0]["python"].startswith("# The spec and the per-entry model part")
+    refined = data["targets"][0]["refinement"]
+    assert data["ok"] is False and refined["agrees"] is False
+    assert refined["disagreements"][0]["python"].startswith("# The spec and the per-entry model part")
 
 
 @pytest.mark.parametrize("flags", [["--refine-capacity", "0"], ["--refine-entries", "-1"], ["--refine-capacity", "x"]])

@@ -41,7 +41,7 @@ def test_broken_cache_diverges_at_the_counterexample_step(tmp_path, counterexamp
     assert report["divergence"]["step"] == steps  # the counterexample diverges at its last call
     assert report["divergence"]["line"] == steps + 1
     assert report["divergence"]["call"]["op"] == "get"
-    assert report["divergence"]["snapshot_diff"]["spec_order"] != report["divergence"]["snapshot_diff"]["cache_order"]
+    assert report["divergence"]["state_diff"]["spec_order"] != report["divergence"]["state_diff"]["cache_order"]
     assert f"divergence at step {steps} of {steps}" in capsys.readouterr().out
 
 

@@ -26,6 +26,7 @@ from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.monitor import monitor
 from model_tests import faulty_caches
+from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 
 FAULTY = "model_tests.faulty_caches"
 SPEC = "cacheproof.spec:CacheSpec"
@@ -40,7 +41,7 @@ def assert_no_internal_traceback(text: str) -> None:
 def run_main(argv, capsys) -> tuple[int, str]:
     status = main(argv)
     captured = capsys.readouterr()
-    output = captured.out + captured.err
+    output = captured.err + captured.out  # stdout last: the report ends with its snippet (stderr: progress)
     assert_no_internal_traceback(output)
     return status, output
 
@@ -130,7 +131,7 @@ def test_each_fault_is_a_counterexample(name, start, detail, tmp_path, capsys):
     line = next(line for line in output.splitlines() if line.startswith("counterexample ("))
     message = line.partition("): ")[2]
     assert message.startswith(start) and detail in message, message
-    assert json.loads(path.read_text())["counterexample"]["calls"]
+    assert json.loads(path.read_text())["divergences"][0]["calls"]
 
 
 def test_a_hang_is_shrunk_to_the_calls_that_hang(tmp_path, capsys):
@@ -138,7 +139,7 @@ def test_a_hang_is_shrunk_to_the_calls_that_hang(tmp_path, capsys):
     argv = ["check", "--max-divergences", "1", "--impl", f"{FAULTY}:EvictHangs", "--call-timeout", "0.5", "--json", str(path), "--quiet"]
     status, output = run_main(argv, capsys)
     assert status == 1
-    calls = json.loads(path.read_text())["counterexample"]["calls"]
+    calls = json.loads(path.read_text())["divergences"][0]["calls"]
     assert [call["op"] for call in calls][-1] == "evict"
     assert len(calls) == 2, "one call to make the cache non-empty, then the evict that hangs"
 
@@ -230,17 +231,13 @@ def test_ctrl_c_stops_check_with_a_partial_report(isolation, tmp_path):
     marker = tmp_path / "started"
     environment = dict(os.environ, CACHEPROOF_SLOW_MARKER=str(marker))
     process = subprocess.Popen(
-        [sys.executable, "-m", "cacheproof", "check", "--max-divergences", "1", "--impl", f"{FAULTY}:SlowCache", "--json", str(tmp_path / "r.json"),
-         *isolation],
+        interruptible_cacheproof("check", "--max-divergences", "1", "--impl", f"{FAULTY}:SlowCache",
+                                 "--json", str(tmp_path / "r.json"), *isolation),
         cwd=REPOSITORY, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        for _ in range(600):
-            if marker.exists() or process.poll() is not None:
-                break
-            subprocess.run(["sleep", "0.1"])
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        wait_for(marker.exists, 60, "the cache's first call", process)
+        out, err = press_ctrl_c(process)
     finally:
         process.kill()
     assert_no_internal_traceback(out + err)
@@ -278,7 +275,7 @@ def test_each_fault_is_a_counterexample_under_isolation(name, start, detail, tmp
     line = next(line for line in output.splitlines() if line.startswith("counterexample ("))
     message = line.partition("): ")[2]
     assert message.startswith(start) and detail in message, message
-    assert len(json.loads(path.read_text())["counterexample"]["calls"]) <= 2, "shrunk, each attempt in a fresh child"
+    assert len(json.loads(path.read_text())["divergences"][0]["calls"]) <= 2, "shrunk, each attempt in a fresh child"
 
 
 @pytest.mark.parametrize("name, ending", [
@@ -305,11 +302,11 @@ def test_a_broken_cache_is_found_under_isolation_and_its_counterexample_replays(
     argv = ["check", "--max-divergences", "1", "--impl", "model_tests.broken_caches:GetDoesNotPromote", "--isolate", "--json", str(path)]
     status, output = run_main(argv, capsys)
     assert status == 1, output
-    counterexample = json.loads(path.read_text())["counterexample"]
+    counterexample = json.loads(path.read_text())["divergences"][0]
     calls = [call_format.from_json(call) for call in counterexample["calls"]]
-    found = first_divergence(GetDoesNotPromote, counterexample["capacity_bytes"], calls)
+    found = first_divergence(GetDoesNotPromote, counterexample["size"], calls)
     assert found is not None and found.step == len(calls) - 1
-    assert first_divergence(CacheSpec, counterexample["capacity_bytes"], calls) is None
+    assert first_divergence(CacheSpec, counterexample["size"], calls) is None
 
 
 @pytest.mark.parametrize("impl, message", [

@@ -2,13 +2,18 @@
 model_tests, and how long it takes to report (issue 27). A developer tool, like tools/mutate.py:
 the broken caches live in model_tests, which the installed package never imports.
 
-    python -m tools.search_power [--seeds N] [--only NAME ...] [--workers N] [--thorough] [--json PATH]
+    python -m tools.search_power [--seeds N] [--first-seed K] [--only NAME ...] [--workers N]
+                                 [--thorough] [--json PATH]
+    python -m tools.search_power --from RUNS.json [RUNS.json ...]   (the table of saved runs)
 
 Each run is exactly `cacheproof check --impl TARGET --seed S --max-divergences 1` (plus the
 target's own flags: its profile, `--spec blocks`), made in-process through the command line's
 `main`, so a change to the checker's defaults is measured as it ships. "Time to report" is the wall
-time of that call: the search, the shrinking and the report, without the interpreter's start. A
-target is found on a seed when the run exits 1.
+time of that call: the search, the shrinking and the report, without the interpreter's start; the
+table gives it as CPU seconds of the process (the machine is shared: wall time there measures the
+neighbours too), beside the report's own `first_failure_seconds` (wall), the search alone. A
+target is found on a seed when the run exits 1. No example database is read or written (the
+environment's CACHEPROOF_DATABASE is set aside for each run): every seed searches from scratch.
 
 The targets (`targets()`): every broken cache of model_tests/broken_caches.py,
 broken_sharing_caches.py and broken_profile_caches.py (each under its profile), and every broken
@@ -29,6 +34,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -70,13 +76,16 @@ class Target:
 
 @dataclass(frozen=True)
 class Run:
-    """One default run of `target` from `seed`: its exit status, wall seconds and, when it found
-    the bug, the length of the shrunk counterexample."""
+    """One default run of `target` from `seed`: its exit status, wall and CPU seconds and, when it
+    found the bug, the seconds to the first failure (as its report gives them) and the length of
+    the shrunk counterexample."""
 
     target: str
     seed: int
     status: int
     seconds: float
+    cpu_seconds: float
+    first_failure_seconds: float | None
     calls: int | None
 
     @property
@@ -101,8 +110,14 @@ class Row:
 
     @property
     def report_seconds(self) -> tuple[float, ...]:
-        """The times to report of the runs that found the bug."""
-        return tuple(run.seconds for run in self.runs if run.found)
+        """The times to report (CPU seconds) of the runs that found the bug."""
+        return tuple(run.cpu_seconds for run in self.runs if run.found)
+
+    @property
+    def first_failure_seconds(self) -> tuple[float, ...]:
+        """The seconds to the first failure of the runs that found the bug and say so."""
+        return tuple(run.first_failure_seconds for run in self.runs
+                     if run.found and run.first_failure_seconds is not None)
 
     @property
     def errors(self) -> tuple[int, ...]:
@@ -146,27 +161,41 @@ def run_once(target: Target, seed: int) -> Run:
     """`target`'s default run from `seed`, in this process; its printing is swallowed."""
     from cacheproof.cli import main
 
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, _without_database():
         json_path = Path(scratch) / "report.json"
         swallowed = io.StringIO()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         with contextlib.redirect_stdout(swallowed), contextlib.redirect_stderr(swallowed):
             status = main(check_arguments(target, seed, json_path))
-        seconds = time.perf_counter() - started
+        seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         report = json.loads(json_path.read_text()) if json_path.exists() else {}
-    examples = report.get("counterexamples") or []
+    examples = report.get("divergences") or report.get("counterexamples") or []
     calls = len(examples[0]["calls"]) if status == FOUND_STATUS and examples else None
-    return Run(target.name, seed, status, round(seconds, 2), calls)
+    first = report.get("first_failure_seconds", report.get("seconds_to_failure"))
+    return Run(target.name, seed, status, round(seconds, 2), round(cpu_seconds, 2), first, calls)
+
+
+@contextlib.contextmanager
+def _without_database():
+    """The environment without CACHEPROOF_DATABASE for the span of one run."""
+    from cacheproof.cmdline.databases import DATABASE_VARIABLE
+
+    saved = os.environ.pop(DATABASE_VARIABLE, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[DATABASE_VARIABLE] = saved
 
 
 def _run_job(job: tuple[Target, int]) -> Run:
     return run_once(*job)
 
 
-def measure(chosen: list[Target], seeds: int, workers: int = 1, progress=None) -> list[Row]:
-    """Every target's default run from seeds 0..seeds-1, in `workers` processes (1: this one);
+def measure(chosen: list[Target], seeds: range, workers: int = 1, progress=None) -> list[Row]:
+    """Every target's default run from each of `seeds`, in `workers` processes (1: this one);
     `progress(run)` is told each run as it ends."""
-    jobs = [(target, seed) for target in chosen for seed in range(seeds)]
+    jobs = [(target, seed) for target in chosen for seed in seeds]
     runs: list[Run] = []
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -179,12 +208,19 @@ def measure(chosen: list[Target], seeds: int, workers: int = 1, progress=None) -
             runs.append(_run_job(job))
             if progress is not None:
                 progress(runs[-1])
-    return [Row(target.name, tuple(sorted((run for run in runs if run.target == target.name), key=lambda run: run.seed)))
-            for target in chosen]
+    return rows_of(runs)
+
+
+def rows_of(runs: list[Run]) -> list[Row]:
+    """The runs grouped by target (in the order the targets first appear), each by seed."""
+    names = dict.fromkeys(run.target for run in runs)
+    return [Row(name, tuple(sorted((run for run in runs if run.target == name), key=lambda run: run.seed)))
+            for name in names]
 
 
 def _print_progress(run: Run) -> None:
-    verdict = f"found in {run.seconds:.1f} s ({run.calls} calls)" if run.found else f"status {run.status} after {run.seconds:.1f} s"
+    verdict = (f"found, reported after {run.cpu_seconds:.1f} CPU s ({run.calls} calls)" if run.found
+               else f"status {run.status} after {run.cpu_seconds:.1f} CPU s")
     print(f"{run.target} seed {run.seed}: {verdict}", file=sys.stderr, flush=True)
 
 
@@ -192,11 +228,13 @@ def _seconds(values: tuple[float, ...], pick) -> str:
     return f"{pick(values):.1f}" if values else "-"
 
 
-def format_table(rows: list[Row], seeds: int) -> str:
-    """The table as Markdown: found/seeds, the slowest and median time to report (seconds, over
-    the seeds that found it), the seeds that missed, the shortest counterexample found."""
+def format_table(rows: list[Row]) -> str:
+    """The table as Markdown: found/seeds; over the seeds that found it, the slowest and median
+    seconds to the first failure (wall) and to the report (CPU); the seeds that missed; the shortest
+    counterexample reported."""
     lines = [
-        f"| target | found/{seeds} | slowest report (s) | median report (s) | missed seeds | shortest counterexample |",
+        "| target | found | first failure, slowest / median (s) | report, slowest / median (CPU s) "
+        "| missed seeds | shortest counterexample |",
         "|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -205,8 +243,10 @@ def format_table(rows: list[Row], seeds: int) -> str:
             missed += f" (usage error on {', '.join(map(str, row.errors))})"
         lengths = [run.calls for run in row.runs if run.calls is not None]
         shortest = f"{min(lengths)} calls" if lengths else "-"
-        lines.append(f"| {row.target} | {row.found}/{len(row.runs)} | {_seconds(row.report_seconds, max)} | "
-                     f"{_seconds(row.report_seconds, statistics.median)} | {missed} | {shortest} |")
+        first, report = row.first_failure_seconds, row.report_seconds
+        lines.append(f"| {row.target} | {row.found}/{len(row.runs)} "
+                     f"| {_seconds(first, max)} / {_seconds(first, statistics.median)} "
+                     f"| {_seconds(report, max)} / {_seconds(report, statistics.median)} | {missed} | {shortest} |")
     return "\n".join(lines)
 
 
@@ -227,7 +267,10 @@ def select(chosen: list[Target], only: list[str]) -> list[Target]:
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tools.search_power", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"seeds 0..N-1 per target (default {DEFAULT_SEEDS})")
+    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"seeds per target (default {DEFAULT_SEEDS})")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0): seeds K..K+N-1")
+    parser.add_argument("--from", dest="saved", nargs="+", type=Path, default=[], metavar="RUNS.json",
+                        help="print the table of runs saved by --json (several files: their runs together)")
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME", help="measure only these targets")
     parser.add_argument("--workers", type=int, default=1, help="processes to run the runs in (default 1)")
     parser.add_argument("--thorough", action="store_true", help="the broken scope caches too, under --thorough")
@@ -248,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"search_power: {problem}", file=sys.stderr)
         return 2
+    if args.saved:
+        return _saved_table(args.saved)
     chosen = targets(args.thorough)
     if args.only:
         try:
@@ -256,15 +301,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"search_power: {error}", file=sys.stderr)
             return 2
     started = time.perf_counter()
-    rows = measure(chosen, args.seeds, args.workers, _print_progress)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    rows = measure(chosen, seeds, args.workers, _print_progress)
     print(f"search power, {date.today().isoformat()}: a default `cacheproof check --seed S --max-divergences 1` "
-          f"per target, seeds 0..{args.seeds - 1}, {args.workers} worker(s), {time.perf_counter() - started:.0f} s in all")
-    print(format_table(rows, args.seeds))
+          f"per target, seeds {seeds.start}..{seeds.stop - 1}, {args.workers} worker(s), "
+          f"{time.perf_counter() - started:.0f} s in all")
+    print(format_table(rows))
     print(summary(rows))
     if args.json is not None:
         write_atomically(args.json, json.dumps([asdict(run) for row in rows for run in row.runs], indent=2) + "\n")
     if any(row.errors for row in rows):
         return 2
+    return 0 if all(row.found == len(row.runs) for row in rows) else 1
+
+
+def _saved_table(paths: list[Path]) -> int:
+    try:
+        runs = [Run(**fields) for path in paths for fields in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError) as error:
+        print(f"search_power: --from: {error}", file=sys.stderr)
+        return 2
+    rows = rows_of(runs)
+    print(format_table(rows))
+    print(summary(rows))
     return 0 if all(row.found == len(row.runs) for row in rows) else 1
 
 

@@ -1,10 +1,12 @@
 """Benchmarks that print ratios side by side in one run. Each kind is a module with
-`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace, linearizability."""
+`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace, linearizability, workers."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+
+from cacheproof.cmdline.statuses import epilog
 
 _KINDS = {
     "cache": "checker steps per second: spec vs spec, spec vs TensorLRUCache",
@@ -15,14 +17,21 @@ _KINDS = {
     "trace": "cost per call of writing and replaying traces, 1e3 to 1e6 calls",
     "block_pool": "pool calls per second: KVBlockPool vs vLLM's real BlockPool",
     "linearizability": "the linearizability search on 4 and 8 threads x 200 calls",
+    "workers": "check --workers: time to the first bug at 1 and 2 workers",
     "throughput": "checker steps/s against the bare loop's, for both spec kinds",
 }
+
+EXIT_STATUSES = {0: "measured (the figures are printed side by side, and in --json)",
+                 1: "a measurement's own check failed (a run that should conform did not; each bench says which)"}
+EXAMPLE = "cacheproof bench cache --examples 50 --json bench.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     for kind, help_text in _KINDS.items():
-        sub = kinds.add_parser(kind, help=help_text)
+        sub = kinds.add_parser(kind, help=help_text, description=help_text,
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               epilog=epilog(EXIT_STATUSES, f"cacheproof bench {kind} --json bench-{kind}.json"))
         _module(kind).add_arguments(sub)
 
 

@@ -16,7 +16,6 @@ column is KVBlockPool's rate over vLLM's. Without vLLM installed the torch pool 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -24,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 
 TOKENS, BLOCK_SIZE, SHARED_PREFIXES, PREFIX_BLOCKS, SHARED_SHARE = 2048, 16, 8, 64, 0.6
 BLOCKS_PER_REQUEST = TOKENS // BLOCK_SIZE
@@ -32,13 +32,13 @@ CALLS_PER_REQUEST = 5  # lookup, touch, allocate, cache, free
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--requests", type=positive_integer, default=2000, help="requests in the workload")
-    parser.add_argument("--live", type=positive_integer, default=24, help="requests running at once")
+    parser.add_argument("--requests", metavar="N", type=positive_integer, default=2000, help="requests in the workload")
+    parser.add_argument("--live", metavar="N", type=positive_integer, default=24, help="requests running at once")
     parser.add_argument(
-        "--num-blocks", type=positive_integer, default=4096, help="pool size (at least live x 128 + 1)"
+        "--num-blocks", metavar="N", type=positive_integer, default=4096, help="pool size (at least live x 128 + 1)"
     )
-    parser.add_argument("--repeats", type=positive_integer, default=3, help="timed runs per pool (best kept)")
-    parser.add_argument("--seed", type=any_integer, default=0)
+    parser.add_argument("--repeats", metavar="N", type=positive_integer, default=3, help="timed runs per pool (best kept)")
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     parser.add_argument("--quiet", action="store_true", help="print nothing (use with --json)")
 
@@ -173,5 +173,5 @@ def run(args: argparse.Namespace) -> int:
             ratio = report["KVBlockPool"] / report["vllm BlockPool"]
             print(f"{report['KVBlockPool']:14,.0f} {report['vllm BlockPool']:14,.0f} {ratio:9.2f}x")
     if args.json:
-        write_atomically(args.json, json.dumps(report, indent=2))
+        write_report(args.json, "bench", {"bench": "block_pool", "figures": report})
     return 0

@@ -11,26 +11,26 @@ benchmark runs: it needs torch, and the flags here are read without it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 
 DEFAULT_SIZES = "8x64,64x512,256x2048,1024x4096"
 SCALE, DIVISOR = 2, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repeats", type=positive_integer, default=15, help="timed repeats per fast path (median)")
+    parser.add_argument("--repeats", metavar="N", type=positive_integer, default=15, help="timed repeats per fast path (median)")
     parser.add_argument(
-        "--reference-repeats", type=positive_integer, default=3, help="timed repeats of the slow reference and loops"
+        "--reference-repeats", metavar="N", type=positive_integer, default=3, help="timed repeats of the slow reference and loops"
     )
-    parser.add_argument("--sizes", type=_sizes, default=DEFAULT_SIZES, help="comma-separated REQUESTSxMAX_BLOCKS")
-    parser.add_argument("--seed", type=any_integer, default=0)
+    parser.add_argument("--sizes", metavar="RxB,...", type=_sizes, default=DEFAULT_SIZES, help="comma-separated REQUESTSxMAX_BLOCKS")
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
     parser.add_argument(
-        "--torch-threads",
+        "--torch-threads", metavar="N",
         type=positive_integer,
         default=1,
         help="torch intra-op threads (default 1: on a loaded 2-core host OpenMP spinning costs 10-50x)",
@@ -107,5 +107,5 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print(report)
     if args.json:
-        write_atomically(args.json, json.dumps(report, indent=2))
+        write_report(args.json, "bench", {"bench": "blocks", "figures": report})
     return 0

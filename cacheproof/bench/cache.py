@@ -14,7 +14,6 @@ from __future__ import annotations
 import hypothesis
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,8 @@ from cacheproof.cmdline.flag_types import any_integer, positive_integer
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.check.sequential.scope import LONG, SMALL, WIDE, Phase
@@ -40,10 +40,10 @@ MODES = ("bare machine", "guarded", "isolated")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--examples", type=positive_integer, default=100, help="examples per cache and mode (default 100)")
-    parser.add_argument("--seed", type=any_integer, default=0)
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--examples", metavar="N", type=positive_integer, default=100, help="examples per cache and mode (default 100)")
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
+    parser.add_argument("--quiet", help="print only the last line (use with --json)", action="store_true")
     parser.add_argument("--scopes-only", action="store_true", help="measure only steps/s per scope")
 
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     ))
     scoped = _scope_figures(args)
     if args.json is not None:
-        write_atomically(args.json, json.dumps({**figures, "per_scope": scoped}, indent=2) + "\n")
+        write_report(args.json, "bench", {"bench": "cache", "figures": {**figures, "per_scope": scoped}}, ran_hypothesis=True)
     modes_ok = all(f["ok"] for by_mode in figures.values() for mode, f in by_mode.items() if mode in MODES)
     return 0 if modes_ok and all(f["ok"] for by_scope in scoped.values() for f in by_scope.values()) else 1
 
@@ -171,5 +171,5 @@ def _scope_figures(args: argparse.Namespace) -> dict:
 def _run_scopes(args: argparse.Namespace) -> int:
     figures = _scope_figures(args)
     if args.json is not None:
-        write_atomically(args.json, json.dumps({"per_scope": figures}, indent=2) + "\n")
+        write_report(args.json, "bench", {"bench": "cache", "figures": {"per_scope": figures}}, ran_hypothesis=True)
     return 0 if all(f["ok"] for by_scope in figures.values() for f in by_scope.values()) else 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import sys
@@ -25,7 +24,8 @@ from pathlib import Path
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import SHRINK_SECONDS, run_concurrent_check
 from cacheproof.cmdline.flag_types import any_integer, non_negative_seconds, positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
 RACY_MODULE = "model_tests.racy_caches"
@@ -35,18 +35,18 @@ SCHEDULER_PAUSE = 1e-4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threads", type=thread_count, default=3, help="threads per scenario (default 3)")
-    parser.add_argument("--scenarios", type=positive_integer, default=100, help="scenarios for the throughput runs (default 100)")
-    parser.add_argument("--seeds", type=positive_integer, default=5, help="seeds per racy cache (default 5)")
-    parser.add_argument("--budget", type=positive_integer, default=2000, help="scenarios allowed to find each race (default 2000)")
-    parser.add_argument("--seed", type=any_integer, default=0, help="first seed")
-    parser.add_argument("--shrink-seconds", type=non_negative_seconds, default=SHRINK_SECONDS,
+    parser.add_argument("--threads", metavar="N", type=thread_count, default=3, help="threads per scenario (default 3)")
+    parser.add_argument("--scenarios", metavar="N", type=positive_integer, default=100, help="scenarios for the throughput runs (default 100)")
+    parser.add_argument("--seeds", metavar="N", type=positive_integer, default=5, help="seeds per racy cache (default 5)")
+    parser.add_argument("--budget", metavar="N", type=positive_integer, default=2000, help="scenarios allowed to find each race (default 2000)")
+    parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="first seed")
+    parser.add_argument("--shrink-seconds", metavar="SECONDS", type=non_negative_seconds, default=SHRINK_SECONDS,
                         help=f"time allowed to shrink each race found (default {SHRINK_SECONDS:.0f})")
-    parser.add_argument("--copy-threads", type=positive_integer, default=2, help="producers in the copy benchmark (default 2)")
-    parser.add_argument("--copy-commits", type=positive_integer, default=50, help="commits per producer (default 50)")
-    parser.add_argument("--copy-bytes", type=positive_integer, default=4 << 20, help="bytes per committed value (default 4 MiB)")
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--copy-threads", metavar="N", type=positive_integer, default=2, help="producers in the copy benchmark (default 2)")
+    parser.add_argument("--copy-commits", metavar="N", type=positive_integer, default=50, help="commits per producer (default 50)")
+    parser.add_argument("--copy-bytes", metavar="BYTES", type=positive_integer, default=4 << 20, help="bytes per committed value (default 4 MiB)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
+    parser.add_argument("--quiet", help="print only the last line (use with --json)", action="store_true")
 
 
 def _tensor_cache(capacity_bytes: int):
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
             )
     if args.json is not None:
         figures = {"throughput": throughput, "finding": finding, "commit_copies": copies}
-        write_atomically(args.json, json.dumps(figures, indent=2) + "\n")
+        write_report(args.json, "bench", {"bench": "concurrent", "figures": figures})
     all_found = all(f["found"] == f"{args.seeds}/{args.seeds}" for f in finding.values())
     return 0 if all(f["ok"] for f in throughput.values()) and all_found else 1
 

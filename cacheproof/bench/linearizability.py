@@ -11,7 +11,6 @@ exists; the search must rule every order out or answer "unknown" within its budg
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from pathlib import Path
@@ -20,7 +19,8 @@ from cacheproof.check.concurrent.history import Event, History, observe
 from cacheproof.check.concurrent.linearizability import _spec_step, check_history
 from cacheproof.check.concurrent.scenarios import Scenario, _Drawer
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.keys import SMALL_KEYS
 from cacheproof.spec.kinds import new_spec
@@ -29,12 +29,12 @@ CAPACITY_BYTES = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threads", type=positive_integer, nargs="+", default=[4, 8], help="threads per history (default 4 8)")
-    parser.add_argument("--calls", type=positive_integer, default=200, help="calls per thread (default 200)")
-    parser.add_argument("--overlap", type=positive_integer, default=3, help="calls of other threads each call overlaps on each side (default 3)")
-    parser.add_argument("--budget", type=positive_seconds, default=10.0, help="search budget per history in seconds (default 10)")
-    parser.add_argument("--seed", type=any_integer, default=0, help="seed of the drawn calls")
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument("--threads", metavar="N", type=positive_integer, nargs="+", default=[4, 8], help="threads per history (default 4 8)")
+    parser.add_argument("--calls", metavar="N", type=positive_integer, default=200, help="calls per thread (default 200)")
+    parser.add_argument("--overlap", metavar="N", type=positive_integer, default=3, help="calls of other threads each call overlaps on each side (default 3)")
+    parser.add_argument("--budget", metavar="SECONDS", type=positive_seconds, default=10.0, help="search budget per history in seconds (default 10)")
+    parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="seed of the drawn calls")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
 
 
 def linearizable_history(threads: int, calls: int, overlap: int, seed: int) -> tuple[Scenario, History]:
@@ -91,5 +91,5 @@ def run(args: argparse.Namespace) -> int:
             f"{r['altered_verdict']} in {r['altered_seconds']:.3f} s") for r in rows},
     )
     if args.json is not None:
-        write_atomically(args.json, json.dumps({"linearizability": rows}, indent=2))
+        write_report(args.json, "bench", {"bench": "linearizability", "figures": {"linearizability": rows}})
     return 0 if all(r["linearizable_verdict"] == "linearizable" and r["altered_verdict"] != "linearizable" for r in rows) else 1

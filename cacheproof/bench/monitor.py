@@ -10,7 +10,6 @@ spec running the workload by itself) shows the floor, since the monitor runs the
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -19,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.trace.monitor import monitor
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.spec import CacheError, EntryState
@@ -100,14 +100,14 @@ def time_calls(name: str, cache: Any, calls: list[tuple[str, tuple]]) -> Measure
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--calls", type=positive_integer, default=20000, help="calls in the workload")
-    parser.add_argument("--keys", type=positive_integer, default=64, help="size of the key pool (about half stay resident)")
-    parser.add_argument("--repeats", type=positive_integer, default=3, help="runs per configuration; the best counts")
-    parser.add_argument("--state-every", type=positive_integer, default=None,
+    parser.add_argument("--calls", metavar="N", type=positive_integer, default=20000, help="calls in the workload")
+    parser.add_argument("--keys", metavar="N", type=positive_integer, default=64, help="size of the key pool (about half stay resident)")
+    parser.add_argument("--repeats", metavar="N", type=positive_integer, default=3, help="runs per configuration; the best counts")
+    parser.add_argument("--state-every", metavar="N", type=positive_integer, default=None,
                         help="also time the monitor comparing stats/snapshot every N calls")
-    parser.add_argument("--device", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", type=any_integer, default=0)
-    parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
+    parser.add_argument("--device", metavar="DEVICE", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the ratio line")
 
 
@@ -154,11 +154,11 @@ def run(args: argparse.Namespace) -> int:
         summary_table("cacheproof bench monitor (TensorLRUCache)", rows)
     print("; ".join(f"{name}: {ratio:.2f}x the time per call of the bare cache" for name, ratio in ratios.items()))
     if args.json is not None:
-        write_atomically(args.json, json.dumps({
+        write_report(args.json, "bench", {"bench": "monitor", "figures": {
             "device": args.device,
             "calls": args.calls,
             "mean_entries": round(workload.mean_entries, 2),
             "calls_per_second": {name: round(m.calls_per_second, 1) for name, m in best.items()},
             "slowdown": {name: round(ratio, 3) for name, ratio in ratios.items()},
-        }, indent=2) + "\n")
+        }})
     return 0

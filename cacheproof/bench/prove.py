@@ -7,13 +7,13 @@ does not)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 from cacheproof.cmdline.flag_types import positive_integer
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.spec.cache.profiles import PROFILES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
@@ -22,7 +22,7 @@ DEFAULT_SLOTS = (4, 8, 16, 32, 64)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--slots", type=positive_integer, nargs="+", default=list(DEFAULT_SLOTS), help="slot counts (default 4 8 16 32 64)"
+        "--slots", metavar="N", type=positive_integer, nargs="+", default=list(DEFAULT_SLOTS), help="slot counts (default 4 8 16 32 64)"
     )
     parser.add_argument(
         "--profiles",
@@ -33,9 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"profiles to prove under, each a row (default all: {', '.join(PROFILES)}; none: leave out)",
     )
     parser.add_argument(
-        "--profile-slots", type=positive_integer, default=8, help="slots of the per-entry model in the profile rows (default 8)"
+        "--profile-slots", metavar="N", type=positive_integer, default=8, help="slots of the per-entry model in the profile rows (default 8)"
     )
-    parser.add_argument("--json", type=Path, help="write the rows as JSON to this path")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the rows as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print nothing; exit status and --json only")
 
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(_refinement_row(semantics, f"{name}: refines"))
         _print(args, _line(rows[-1]))
     if args.json is not None:
-        write_atomically(args.json, json.dumps(rows, indent=2) + "\n")
+        write_report(args.json, "bench", {"bench": "prove", "figures": rows})
     return 0 if all(row["failed"] == 0 for row in rows) else 1
 
 

@@ -15,7 +15,6 @@ a shared machine the wall clock also counts the time other processes hold the co
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -26,7 +25,8 @@ from typing import Any
 
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.record import spec_trace
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.spec import Acquired, CacheError
@@ -171,11 +171,11 @@ def measure(calls: int, seed: int, device: str, folder: Path) -> Row:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lengths", type=positive_integer, nargs="+", default=list(DEFAULT_LENGTHS),
+    parser.add_argument("--lengths", metavar="N", type=positive_integer, nargs="+", default=list(DEFAULT_LENGTHS),
                         help="trace lengths in calls (default 1000 10000 100000 1000000)")
-    parser.add_argument("--device", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", type=any_integer, default=0)
-    parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
+    parser.add_argument("--device", metavar="DEVICE", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
 
 
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"cost per call at {last.calls:,} calls vs {first.calls:,}: "
           + "; ".join(f"{name} {ratio:.2f}x" for name, ratio in growth.items()))
     if args.json is not None:
-        write_atomically(args.json, json.dumps({
+        write_report(args.json, "bench", {"bench": "trace", "figures": {
             "device": args.device,
             "rows": [{
                 "calls": row.calls,
@@ -220,5 +220,5 @@ def run(args: argparse.Namespace) -> int:
                 },
             } for row in rows],
             "growth": {name: round(ratio, 3) for name, ratio in growth.items()},
-        }, indent=2) + "\n")
+        }})
     return 0

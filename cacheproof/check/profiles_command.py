@@ -9,6 +9,10 @@ from cacheproof.spec.cache.profiles import PROFILES
 from cacheproof.spec.cache.semantics import CONTRACT, describe_value, field_names
 
 
+EXIT_STATUSES = {0: "the profiles are listed"}
+EXAMPLE = "cacheproof profiles --all-fields"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-fields", action="store_true", help="print every field, not only those that differ")
 
@@ -17,6 +21,8 @@ def run(args: argparse.Namespace) -> int:
     for profile in PROFILES.values():
         print(f"{profile.name}: {profile.summary}")
         print(f"  operations: {','.join(profile.operations)}")
+        if profile.keys is not None:
+            print(f"  keys: {profile.keys} (check --keys overrides)")
         for name in field_names():
             value = getattr(profile.semantics, name)
             if args.all_fields or value != getattr(CONTRACT, name):

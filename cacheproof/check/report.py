@@ -17,7 +17,6 @@ from cacheproof.check.concurrent.programs import ProgramConcurrentReport
 from cacheproof.check.concurrent.run import ConcurrentCounterexample
 from cacheproof.check.programs.run import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
-from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.steps import StepDifference
 from cacheproof.spec.cache.semantics import describe_value
@@ -36,10 +35,12 @@ def semantics_fields(semantics: Any) -> dict[str, str]:
 def check_body(
     args: argparse.Namespace, *, spec: str, impl: str, profile: str, semantics: Any, operations: Sequence[str],
     budget_examples: int, budget_steps: int | None = None, examples: int, steps: int, seconds: float, first_failure_example: int | None,
-    first_failure_seconds: float | None, ok: bool | None, divergences: Sequence[dict], **more: Any,
+    first_failure_seconds: float | None, ok: bool | None, divergences: Sequence[dict], interrupted: bool = False,
+    **more: Any,
 ) -> dict[str, Any]:
-    """The report body of one check: what `args` asked, what ran, the divergences (`*_divergence`);
-    `ok` None is an interrupted run. `more` adds fields of the mode (scope, unknown_histories, ...)."""
+    """The report body of one check: what `args` asked, what ran, the divergences (`*_divergence`).
+    `ok` None is a run interrupted before any divergence (no verdict); an interrupted run that found
+    one has `ok` False. `more` adds fields of the mode (scope, unknown_histories, ...)."""
     return {
         "spec": spec,
         "impl": impl,
@@ -57,16 +58,16 @@ def check_body(
         "first_failure_example": first_failure_example,
         "first_failure_seconds": None if first_failure_seconds is None else round(first_failure_seconds, 3),
         "ok": ok,
-        "interrupted": ok is None,
+        "interrupted": interrupted or ok is None,
         **more,
         "divergences": list(divergences),
     }
 
 
-def examples_row(examples: int, budget: int, first_failure: int | None) -> str:
+def examples_row(examples: int, budget: int, first_failure: int | None, seconds: float | None = None) -> str:
     """The examples run against the budget, and which failed first: "200 of 200", "133 of 200; the
-    12th failed first"."""
-    row = f"{examples} of {budget}"
+    12th failed first"; under a time budget of `seconds`, "5210 in a 30 s budget"."""
+    row = f"{examples} of {budget}" if seconds is None else f"{examples} in a {seconds:g} s budget"
     return row if first_failure is None else f"{row}; the {ordinal(first_failure)} failed first"
 
 
@@ -89,11 +90,9 @@ def program_divergence(example: ProgramCounterexample, snippet: str) -> dict[str
     """Another kind's counterexample (`check --spec KIND`), with its snippet; the state diff lists
     the views that differ after the call (none: only the outcome does)."""
     difference = example.difference
-    views = [{"view": view, "spec": plain(expected), "implementation": plain(actual)}
-             for view, expected, actual in difference.views]
     return _divergence(
         program_kind(difference), difference.describe(), example.size, example.calls, "diverges here",
-        program_differences(difference), [], {"views": views}, snippet,
+        program_differences(difference), [], difference.view_diff(), snippet,
     )
 
 
@@ -103,7 +102,7 @@ def concurrent_divergence(example: ConcurrentCounterexample, impl: str) -> dict[
     return _divergence(
         NOT_LINEARIZABLE, example.reason, scenario.capacity_bytes, _scenario_calls(scenario.prefix, scenario.threads),
         "is not linearizable", [example.reason], [], None, example.to_python(impl),
-        scenario=_scenario(scenario.prefix, scenario.threads), history=example.history.lines(),
+        scenario=scenario.to_json(), history=example.history.lines(), recorded_history=example.history.to_json(),
     )
 
 

@@ -78,7 +78,8 @@ class Progress:
         elapsed = max(self._clock() - self._started, 1e-9)
         rate = f"{steps} steps, {steps / elapsed:.0f} steps/s"
         detail = rate if phase == SEARCHING else f"{phase}: {rate}"
-        self._show(phase, None, detail, f"{phase}: {min(done, self._total)}/{self._total} {self._unit}, {rate}")
+        count = f"{done}" if self._total is None else f"{min(done, self._total)}/{self._total}"  # None: a time budget
+        self._show(phase, None, detail, f"{phase}: {count} {self._unit}, {rate}")
 
     def shrinking(self, found_at: int | None, length: int) -> None:
         """A divergence found at example `found_at` (None: a further one seen on the way) is being
@@ -95,7 +96,8 @@ class Progress:
         changed = phase != self._phase or found_at != self._found_at
         self._phase, self._found_at = phase, found_at
         if self._on_terminal:
-            self._bar.update(self._task, completed=min(self._done, self._total), detail=detail)
+            done = self._done if self._total is None else min(self._done, self._total)
+            self._bar.update(self._task, completed=done, detail=detail)
             return
         now = self._clock()
         if self._plain_lines and (changed or now - self._last_line >= PLAIN_LINE_SECONDS):

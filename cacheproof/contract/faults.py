@@ -91,7 +91,7 @@ def user_traceback(error: BaseException) -> str:
     frames = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if not _is_ours(frame.filename)
+        if not is_ours(frame.filename)
     ]
     lines = ["Traceback of your code (most recent call last):\n"] if frames else []
     lines += traceback.format_list(frames)
@@ -99,13 +99,15 @@ def user_traceback(error: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
-def with_users_frames_only(error: BaseException) -> BaseException:
+def with_users_frames_only(error: BaseException, also_hidden: tuple[str, ...] = ()) -> BaseException:
     """`error` with its traceback cut to the frames `user_traceback` shows (the user's code alone),
-    for a report that shows where the user's code raised and nothing of cacheproof's."""
+    for a report that shows where the user's code raised and nothing of cacheproof's; the frames of
+    the top-level packages `also_hidden` (a test runner's, say) are cut too."""
     kept = []
     entry = error.__traceback__
     while entry is not None:
-        if not _is_ours(entry.tb_frame.f_code.co_filename):
+        package = (entry.tb_frame.f_globals.get("__name__") or "").partition(".")[0]
+        if not is_ours(entry.tb_frame.f_code.co_filename) and package not in also_hidden:
             kept.append(entry)
         entry = entry.tb_next
     cut = None
@@ -117,10 +119,11 @@ def with_users_frames_only(error: BaseException) -> BaseException:
 def raised_in_users_code(error: BaseException) -> bool:
     """Whether the innermost frame of `error`'s traceback is the user's (not cacheproof's, not Hypothesis's)."""
     frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and not _is_ours(frames[-1].filename)
+    return bool(frames) and not is_ours(frames[-1].filename)
 
 
-def _is_ours(filename: str) -> bool:
+def is_ours(filename: str) -> bool:
+    """Whether code in `filename` is cacheproof's (the spec too), Hypothesis's or threading's: not the user's."""
     resolved = str(Path(filename).resolve()) if filename and not filename.startswith("<") else filename
     return resolved.startswith(_OUR_FOLDERS) or resolved in _OUR_FILES
 

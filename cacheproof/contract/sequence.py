@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
 from cacheproof.contract.outcomes import normalize_snapshot, step_difference
-from cacheproof.contract.keys import SMALL_KEYS, WIDE_KEYS
+from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
 
@@ -34,8 +34,8 @@ def first_divergence(
     """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None.
 
     `on_step(index)` is told the index of each call before it is made. After every call `in` is
-    compared over the calls' own keys and every key of the small and wide scopes' pools, so a
-    replay sees what the run saw whatever the example's key universe was.
+    compared over `compared_keys(calls)` (the calls' own keys, the scopes' pools and every key
+    domain's), so a replay sees what the run saw whatever the example's key universe was.
     """
     spec = new_spec(capacity_bytes, semantics)
     cache = factory(capacity_bytes)
@@ -60,9 +60,11 @@ def _snapshot_of(cache: Any) -> tuple | None:
 
 
 def compared_keys(calls: Sequence[Call]) -> tuple:
-    """The keys whose `in` a replay compares after every call: the checker's key universes and
-    every hashable key the calls name, each once."""
-    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + tuple(hashable_keys(calls))))
+    """The keys whose `in` a replay compares after every call: the checker's key universes (the
+    scopes' pools and every key domain's, `KEY_DOMAINS`) and every hashable key the calls name,
+    each once."""
+    domains = tuple(key for pool in KEY_DOMAINS.values() for key in pool)
+    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + domains + tuple(hashable_keys(calls))))
 
 
 def hashable_keys(calls: Sequence[Call]):

@@ -1,6 +1,9 @@
-"""`cacheproof docs`: regenerate every generated document under docs/ (or check they are current).
+"""`cacheproof docs`: regenerate every generated document (or check they are current).
 
-`--check` in a folder that holds none of the documents (outside a clone) is a usage error (exit 2).
+It writes only where the user says: into `--out DIR` (the folder itself is created if missing, never
+its parents), or, without --out, into docs/ of the cacheproof checkout it is run from the root of
+(a folder whose pyproject.toml names the project cacheproof). Anywhere else, without --out, it is a
+usage error (exit 2) that writes nothing: it never creates a docs/ folder in a user's project.
 
 Each document has a module with `render() -> str`; tests compare the committed files with it.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -26,20 +30,45 @@ def render(name: str) -> str:
     return importlib.import_module(GENERATED[name]).render()
 
 
+EXIT_STATUSES = {0: "every document written (with --check: every one current)",
+                 1: "with --check: a document is out of date (each is named)"}
+EXAMPLE = "cacheproof docs --check          # in the root of a cacheproof checkout"
+
+
+def checkout_docs(folder: Path) -> Path | None:
+    """`folder/docs` when `folder` is the root of a cacheproof checkout (its pyproject.toml names
+    the project cacheproof), else None."""
+    pyproject = folder / "pyproject.toml"
+    try:
+        text = pyproject.read_text()
+    except OSError:
+        return None
+    return folder / "docs" if re.search(r'^name\s*=\s*"cacheproof"\s*$', text, re.MULTILINE) else None
+
+
 def _not_the_docs_folder(out: Path) -> str:
     """Why `out` is not a folder of cacheproof's documents (it holds none of them, or is missing)."""
     names = ", ".join(GENERATED)
-    where = f"no folder {str(out)!r} here" if not out.exists() else f"{str(out)!r} holds none of {names}"
-    return (f"{where}, so there is nothing to check; run it from the root of a cacheproof clone, "
-            "or name the folder with --out")
+    where = f"no folder {str(out)!r}" if not out.exists() else f"{str(out)!r} holds none of {names}"
+    return f"{where}, so there is nothing to check"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("docs"), help="folder to write (default docs/)")
-    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file is out of date, 2 if --out holds none of them")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="the folder to write (created if missing, not its parents); default: docs/ of the "
+                        "cacheproof checkout it runs in the root of; elsewhere --out is required")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing: exit 1 if a document in the folder is out of date, 2 if it holds none")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = checkout_docs(Path.cwd())
+        if args.out is None:
+            print("cacheproof docs: this folder is not the root of a cacheproof checkout (no pyproject.toml naming "
+                  "cacheproof here), so there is no docs/ to write or check; name the folder with --out DIR "
+                  "(nothing was written)", file=sys.stderr)
+            return 2
     if args.out.exists() and not args.out.is_dir():
         print(f"cacheproof docs: --out: {str(args.out)!r} is a file, not a folder", file=sys.stderr)
         return 2
@@ -60,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 stale.append(str(path))
             continue
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(exist_ok=True)
         except OSError as error:
             print(f"cacheproof docs: --out: cannot create the folder {str(path.parent)!r}: {error.strerror}", file=sys.stderr)
             return 2

@@ -365,26 +365,36 @@ def _print_results(title: str, results: list[ProofResult]) -> None:
         print(f"{verdict:10} {result.seconds:8.3f} s  {result.name} {result.detail}")
 
 
-def main() -> int:
-    """Print each claim with its verdict and time, then seed 000's counterexamples as snippets;
-    exit status 0 only if every claim is proved and both counterexamples are found."""
-    transform = prove_block_transform()
-    _print_results("block-id transform (block_ids_* against block_ids_reference)", transform)
-    copies = prove_copy_vs_gather()
-    _print_results("\nseed 000: direct copy against the identity gather it replaced", copies)
-    found = seed_000_counterexamples()
-    print('\nseed 000 says "no external behavior change"; it holds only for ids in [0, num_blocks).')
-    for example in found:
-        print(
-            f"\ncounterexample ({example.seconds:.3f} s): {example.name}\n"
-            f"  num_blocks={example.num_blocks}, id={example.block_id}: "
-            f"before seed 000 {example.before}, after seed 000 writes {example.after}\n"
-        )
-        print(example.snippet)
-    results = transform + copies
-    print(f"total {sum(r.seconds for r in results) + sum(e.seconds for e in found):.3f} s")
-    return 0 if all(r.proved for r in results) and len(found) == 2 else 1
+def main(json_path: str | None = None, quiet: bool = False) -> int:
+    """Print each claim with its verdict and time, then seed 000's counterexamples as snippets
+    (`quiet`: the last line only), and write the JSON report to `json_path` if given; exit status 0
+    only if every claim is proved and both counterexamples are found."""
+    from cacheproof.cmdline.reports import write_report
+    from cacheproof.prove.report import PROVES, block_table_target, prove_body
 
+    started = time.perf_counter()
+    claims = {"block-id transform": prove_block_transform(), "seed 000 copy": prove_copy_vs_gather()}
+    found = seed_000_counterexamples()
+    seconds = time.perf_counter() - started
+    report = block_table_target(claims, found, seconds)
+    if json_path is not None:
+        write_report(json_path, "prove", prove_body("block-table", {}, seconds, [report]))
+    if not quiet:
+        print(f"proving {PROVES['block-table']}\n")
+        _print_results("block-id transform (block_ids_* against block_ids_reference)", claims["block-id transform"])
+        _print_results("\nseed 000: direct copy against the identity gather it replaced", claims["seed 000 copy"])
+        print('\nseed 000 says "no external behavior change"; it holds only for ids in [0, num_blocks).')
+        for example in found:
+            print(
+                f"\ncounterexample ({example.seconds:.3f} s): {example.name}\n"
+                f"  num_blocks={example.num_blocks}, id={example.block_id}: "
+                f"before seed 000 {example.before}, after seed 000 writes {example.after}\n"
+            )
+            print(example.snippet)
+    results = [claim for found_claims in claims.values() for claim in found_claims]
+    print(f"{'proved' if report['ok'] else 'NOT PROVED'}: {len(results)} claims, {len(found)} counterexamples "
+          f"to seed 000 found; total {seconds:.3f} s")
+    return 0 if report["ok"] else 1
 
 if __name__ == "__main__":
     raise SystemExit(main())

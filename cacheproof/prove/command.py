@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -37,7 +38,8 @@ from cacheproof.prove.cache import entry_model
 from cacheproof.prove.cache import liveness
 from cacheproof.prove.cache import refinement
 from cacheproof.prove.induction import ProofResult
-from cacheproof.prove.report import PROVES, obligation, prove_body, target
+from cacheproof.prove.report import PROVES, obligation, prove_body
+from cacheproof.prove.report import target as target_json
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 from cacheproof.spec.cache.invariants import waivers
@@ -96,7 +98,15 @@ def unconfirmed_waivers(results: list[ProofResult], semantics: Semantics) -> lis
     ]
 
 
+EXIT_STATUSES = {0: "every obligation is proved (or does not hold exactly as waived) and the spec refines the model",
+                 1: "a counterexample to an obligation, a disagreement of spec and model, or a waiver not confirmed"}
+EXAMPLE = "cacheproof prove --all-semantics --json proofs.json"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "\n\n".join(
+        textwrap.fill(f"{what}: proves {PROVES[kind]}", width=100) for kind, what in (
+            ("cache", "cacheproof prove"), ("blocks", "--spec blocks"), ("block-table", "--block-table")))
     parser.add_argument(
         "--spec", default=DEFAULT_KIND, choices=kind_names(),
         help=f"the spec kind to prove ({', '.join(kind_names())}; default {DEFAULT_KIND})",
@@ -105,9 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--block-table", action="store_true",
         help="prove the block-table kernels' index arithmetic instead (cacheproof.prove.block_ids)",
     )
-    parser.add_argument("--slots", type=positive_integer, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
+    parser.add_argument("--slots", metavar="N", type=positive_integer, default=DEFAULT_SLOTS, help="slots of the per-entry model (default 8)")
     parser.add_argument(
-        "--profile",
+        "--profile", metavar="NAME",
         default=DEFAULT_PROFILE,
         help=f"prove under this profile's semantics ({', '.join(PROFILES)}; default {DEFAULT_PROFILE})",
     )
@@ -118,19 +128,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="prove under every profile and every single option (one run each), with the refinement check under each",
     )
     parser.add_argument(
-        "--refine-capacity",
+        "--refine-capacity", metavar="N",
         type=positive_integer,
         default=refinement.DEFAULT_BOUND.max_capacity,
         help=f"refinement check: capacities 1..N (default {refinement.DEFAULT_BOUND.max_capacity})",
     )
     parser.add_argument(
-        "--refine-entries",
+        "--refine-entries", metavar="N",
         type=integer_at_least(0),
         default=refinement.DEFAULT_BOUND.max_entries,
         help=f"refinement check: states of at most N entries (default {refinement.DEFAULT_BOUND.max_entries})",
     )
     parser.add_argument("--no-refine", action="store_true", help="skip the bounded refinement check")
-    parser.add_argument("--json", type=Path, help="write every result, with counterexamples, to this file")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write every obligation and its verdict, with counterexamples, as JSON to this path (docs/reports.md)")
     parser.add_argument("--quiet", action="store_true", help="print only counterexamples and the verdict")
 
 
@@ -175,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof prove: {error}", file=sys.stderr)
         return 2
     if not args.quiet:
-        print(f"proving {PROVES[DEFAULT_KIND]}")
+        print(textwrap.fill(f"proving {PROVES[DEFAULT_KIND]}", width=100))
     started = time.perf_counter()
     bound = refinement.DEFAULT_BOUND._replace(max_capacity=args.refine_capacity, max_entries=args.refine_entries)
     reports = []
@@ -192,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         refine = {"refine_capacity": args.refine_capacity, "refine_entries": args.refine_entries}
         bound_json = {"slots": args.slots, **({} if args.no_refine else refine)}
         write_report(args.json, "prove", prove_body(DEFAULT_KIND, bound_json, wall, [
-            target(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results],
+            target_json(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results],
                    r.refined, r.unconfirmed)
             for r in reports
         ]))

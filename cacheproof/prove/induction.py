@@ -90,6 +90,7 @@ def check_goals(
     capacity: Any,
     explain: Callable[[str, z3.ModelRef], InductionCounterexample],
     exact: Callable[[], Any] | None = None,
+    together: bool = False,
 ) -> Iterator[tuple[Goal, bool, float, InductionCounterexample | None]]:
     """Check every goal under the shared assumptions, a fresh solver for each (z3's incremental
     mode skips the preprocessing that makes these proofs fast).
@@ -98,23 +99,52 @@ def check_goals(
     transition, the `exact` constraints are added and the goal checked again. A counterexample
     that survives is asked once more for a small capacity (not counted in `seconds`), then
     `explain` turns the model into a concrete call.
+
+    `together`: first check the conjunction of the goals in one solver (the assumptions are
+    preprocessed once, not once per goal); if it holds every goal is proved, each counted with an
+    equal share of that check's seconds; if not, each goal is checked on its own as above, so a
+    counterexample names the very goal it breaks.
     """
+    if together and len(goals) > 1:
+        proved, seconds = _holds(assumptions, goals, exact)
+        if proved:
+            yield from ((goal, True, seconds / len(goals), None) for goal in goals)
+            return
     for goal in goals:
-        solver = z3.SolverFor("QF_LIA")
-        solver.add(*assumptions)
-        solver.add(z3.Not(goal.formula))
+        solver = _solver(assumptions, goal.formula)
         started = time.perf_counter()
-        verdict = solver.check()
-        if verdict == z3.sat and exact is not None:
-            solver.add(exact())
-            verdict = solver.check()
+        verdict = _verdict(solver, exact, goal.invariant)
         seconds = time.perf_counter() - started
         if verdict == z3.unsat:
             yield goal, True, seconds, None
             continue
-        if verdict != z3.sat:
-            raise RuntimeError(f"z3 answered {verdict} on {goal.invariant}: {solver.reason_unknown()}")
         yield goal, False, seconds, explain(goal.invariant, _smallest_model(solver, capacity))
+
+
+def _holds(assumptions: Sequence[Any], goals: Sequence[Goal], exact: Callable[[], Any] | None) -> tuple[bool, float]:
+    """Whether every goal follows from the assumptions, and the solver's seconds."""
+    solver = _solver(assumptions, z3.And([goal.formula for goal in goals]))
+    started = time.perf_counter()
+    verdict = _verdict(solver, exact, " and ".join(goal.invariant for goal in goals))
+    return verdict == z3.unsat, time.perf_counter() - started
+
+
+def _solver(assumptions: Sequence[Any], formula: Any) -> z3.Solver:
+    solver = z3.SolverFor("QF_LIA")
+    solver.add(*assumptions)
+    solver.add(z3.Not(formula))
+    return solver
+
+
+def _verdict(solver: z3.Solver, exact: Callable[[], Any] | None, goal_name: str) -> Any:
+    """sat or unsat (with the `exact` constraints added after a first sat); RuntimeError otherwise."""
+    verdict = solver.check()
+    if verdict == z3.sat and exact is not None:
+        solver.add(exact())
+        verdict = solver.check()
+    if verdict not in (z3.sat, z3.unsat):
+        raise RuntimeError(f"z3 answered {verdict} on {goal_name}: {solver.reason_unknown()}")
+    return verdict
 
 
 def _smallest_model(solver: z3.Solver, capacity: Any) -> z3.ModelRef:

@@ -84,3 +84,28 @@ def prove_body(spec: str, bound: dict[str, int | None], seconds: float, targets:
         "spec": spec, "proves": PROVES[spec], "bound": bound, "ok": all(t["ok"] for t in targets),
         "seconds": round(seconds, 3), "targets": list(targets),
     }
+
+
+SEED_000_WAIVER = "ids outside [0, num_blocks): seed 000's claim holds only inside"
+
+
+def block_table_target(claims: dict[str, Sequence[Any]], found: Sequence[Any], seconds: float) -> dict[str, Any]:
+    """`prove --block-table` as one target: each claim of `claims` ({model: block_ids.ProofResult
+    list}) an obligation, and each of seed 000's counterexamples (`found`) one that does not hold as
+    expected; ok when every claim is proved and both counterexamples are found."""
+    obligations = [
+        {"model": model, "invariant": claim.name, "operation": "-", "outcome": claim.detail or "-",
+         "verdict": PROVED if claim.proved else COUNTEREXAMPLE, "waived": None, "seconds": round(claim.seconds, 5),
+         "counterexample": None}
+        for model, results in claims.items() for claim in results
+    ]
+    obligations += [
+        {"model": "seed 000 copy", "invariant": "no external behavior change", "operation": "copy_block_offsets",
+         "outcome": example.name, "verdict": WAIVED, "waived": SEED_000_WAIVER, "seconds": round(example.seconds, 5),
+         "counterexample": {"num_blocks": example.num_blocks, "block_id": example.block_id, "before": example.before,
+                            "after": example.after, "python": example.snippet}}
+        for example in found
+    ]
+    ok = all(claim.proved for results in claims.values() for claim in results) and len(found) == 2
+    return target("block-table", None, ok, seconds, obligations)
+

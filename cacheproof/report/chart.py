@@ -137,6 +137,7 @@ def _legend(series: Series, marked: int | None) -> str:
                      f'<small>{escape(figure.meaning)}</small></li>')
     if marked is not None:
         items.append(f'<li><span class="swatch mark"></span>the diverging call (call {marked})</li>')
-    drawn = "" if series.stride == 1 else (f'<li class="note">one point per {series.stride} calls '
-                                           f"(and the diverging call), of {series.calls}</li>")
+    kept = "" if marked is None else " (and the diverging call)"
+    drawn = "" if series.stride == 1 else (f'<li class="note">one point per {series.stride} calls{kept}, '
+                                           f"of {series.calls}</li>")
     return f'<ul class="legend">{"".join(items)}{drawn}</ul>'

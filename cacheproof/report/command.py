@@ -20,6 +20,10 @@ from cacheproof.report.series import replay_series
 from cacheproof.report.state_diff import state_diff
 
 
+EXIT_STATUSES = {0: "the page is written"}
+EXAMPLE = "cacheproof report report.json -o report.html"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path, metavar="INPUT",
                         help="a `cacheproof check --json` report, or a trace (--trace-out, a monitor's, a block pool's)")

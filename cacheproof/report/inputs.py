@@ -129,15 +129,16 @@ def _trace(text: str, source: str) -> ReportInput:
         verdict = "no divergence recorded"
     else:
         traced = trace.calls[divergence.step - 1]
-        if divergence.against == OBSERVED:
+        if divergence.against == OBSERVED:  # the monitor's why is a difference text of the cache's
             observed = traced.observed
             same = (observed.result, observed.error) == (traced.result, traced.error)
-            why, actual = (observed.why,), f"the monitored cache {observed.describe()}"
+            why, actual, differences = (observed.why,), f"the monitored cache {observed.describe()}", (observed.why,)
         else:
-            same, why, actual = False, (divergence.message,), f"recorded: {traced.describe()}"
+            same, why, actual, differences = False, (divergence.message,), f"recorded: {traced.describe()}", ()
         case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.capacity_bytes, calls,
-                    divergence.step, actual, not same, why)
-        verdict = f"diverges at call {divergence.step}"
+                    divergence.step, actual, not same, differences=differences, why=why)
+        verdict = (f"the monitored cache diverges at call {divergence.step}" if divergence.against == OBSERVED
+                   else f"the recording parts from the spec at call {divergence.step}")
     facts = (("input", f"{TRACE} ({'a monitor' if monitored else 'recorded'}; cacheproof {trace.version})"),
              ("spec", DEFAULT_KIND), ("capacity", f"{trace.capacity_bytes} bytes"), ("profile", trace.profile),
              ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
@@ -158,7 +159,7 @@ def _program_trace(text: str, source: str) -> ReportInput:
     else:
         recorded = trace.calls[divergence.step - 1]
         case = Case(f"call {divergence.step} of {len(calls)}: {divergence.message}", trace.size, calls,
-                    divergence.step, f"recorded: {recorded.describe()}", True, (divergence.message,))
+                    divergence.step, f"recorded: {recorded.describe()}", True, why=(divergence.message,))
         verdict = f"the recording parts from the spec at call {divergence.step}"
     kind = get_kind(trace.kind)
     facts = (("input", f"{PROGRAM_TRACE} (cacheproof {trace.version})"), ("spec", trace.kind),
@@ -263,8 +264,9 @@ def _divergence(kind, data: Any, where: str, fail, number: int, count: int) -> C
         raise fail(f"{where}.state_diff", f"expected an object or null, got {state_diff!r}")
     ending = data.get("ending", "diverges here")
     title = f"divergence {number} of {count} ({len(calls)} calls, {ending}): {message}"
-    return Case(title, size, calls, len(calls), None, True, tuple(differences), bool(differences),
-                tuple(str(line) for line in data.get("why") or ()), state_diff, data.get("snippet"))
+    return Case(title, size, calls, len(calls), differences=tuple(differences), complete=bool(differences),
+                why=tuple(str(line) for line in data.get("why") or ()), state_diff=state_diff,
+                snippet=data.get("snippet"))
 
 
 def _call(kind, data: Any, where: str, fail) -> Call:

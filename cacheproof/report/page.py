@@ -48,6 +48,7 @@ table { border-collapse: collapse; width: 100%; margin: 4px 0 8px; }
 th, td { border: 1px solid #d4d4d4; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; font-weight: 600; }
 table.facts { width: auto; } table.facts th { width: 150px; }
+table.diff { table-layout: fixed; } table.diff th:first-child { width: 24%; } table.diff th:last-child { width: 9%; }
 td.value, td.call, pre, code { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 13px; }
 td.value, td.call { word-break: break-word; }
 tr.differs td { background: #fdecea; } tr.differs td.status { color: #b71c1c; font-weight: 600; }
@@ -57,6 +58,7 @@ tr.gap td { color: #777; font-style: italic; text-align: center; }
 tr.broken td { background: #fdecea; } tr.waived td { color: #777; }
 pre { background: #f6f8fa; border: 1px solid #d4d4d4; padding: 10px 12px; overflow-x: auto; white-space: pre; }
 pre.why { white-space: pre-wrap; word-break: break-word; }
+pre.snippet { max-height: 520px; overflow: auto; }
 .note { color: #555; font-style: italic; }
 figure.chart-figure { margin: 8px 0; } svg.chart { max-width: 100%; height: auto; font-size: 12px; fill: #333; }
 svg.chart text.marked-label { font-weight: 700; font-size: 13px; }
@@ -149,6 +151,8 @@ def _code(report: ReportInput, case: Case, series: Series) -> str:
     if case.snippet:
         return f'<pre class="snippet"><code>{escape(case.snippet)}</code></pre>'
     end = len(case.calls) if case.marked is None else case.marked
+    if end == 0:
+        return '<p class="note">The trace holds no call.</p>'
     if end > CODE_CALLS:
         return (f'<p class="note">{end} calls: too many to write out. Replay them against your cache: </p>'
                 f'<pre class="snippet"><code>cacheproof replay {escape(report.source)} --impl '
@@ -195,6 +199,6 @@ def _invariants(report: ReportInput, cases: Sequence[Case]) -> str:
                     f"<td>{escape(invariant.rule)}</td><td>{escape(status)}</td></tr>")
     return ('<section id="invariants"><h2>Invariants checked</h2>'
             f'<p class="note">The invariants of the {escape(kind.name)} spec kind under these semantics: the checker '
-            "runs the spec beside the cache at every call, and `cacheproof prove` proves them of the spec.</p>"
+            "runs the spec beside the cache at every call, and <code>cacheproof prove</code> proves them of the spec.</p>"
             '<table class="invariants"><thead><tr><th>name</th><th>rule</th><th>here</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></section>")

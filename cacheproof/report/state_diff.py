@@ -31,7 +31,12 @@ _CACHE_TEXT = re.compile(r"^(?P<subject>.+?): spec (?P<spec>.*?)(?P<sep>[,;]) th
 
 _VIEW_TEXT = re.compile(r"(?:^|; )(?P<view>\w+)\(\) is (?P<cache>.*?), the spec's (?P<spec>.*?)(?=; \w+\(\) is |$)", re.S)
 _PROGRAM_OUTCOME = re.compile(r"^the spec (?P<spec>.*?), the implementation (?P<cache>.*?)(?=; \w+\(\) is |$)", re.S)
-"""Another kind's difference text after "CALL: " (`contract.steps.StepDifference.describe`)."""
+"""Another kind's description after "CALL: " (`contract.steps.StepDifference.describe`: the
+unversioned report's one difference)."""
+
+_LISTED_OUTCOME = re.compile(r"^outcome: the spec (?P<spec>.*), the implementation (?P<cache>.*)$", re.S)
+_LISTED_VIEW = re.compile(r"^(?P<view>\w+)\(\): the spec's (?P<spec>.*), the implementation's (?P<cache>.*)$", re.S)
+"""Another kind's differences one a line (`check.report.program_differences`, the versioned report)."""
 
 STATS_MEANINGS = {"pinned_bytes": "in use", "ready_bytes": "in use + idle"}
 
@@ -72,10 +77,10 @@ def _outcome_row(case: Case, series: Series, parsed: tuple[str, str] | None) -> 
     call = case.calls[case.marked - 1]
     field = f"outcome of {to_python(call)}"
     spec = series.outcomes.get(case.marked, "?")
-    if parsed is not None:
-        return Row(field, parsed[0], parsed[1], DIFFERS)
     if case.observed is not None:
         return Row(field, spec, case.observed, DIFFERS if case.observed_differs else SAME)
+    if parsed is not None:
+        return Row(field, parsed[0], parsed[1], DIFFERS)
     return Row(field, spec, *_agreed(case))
 
 
@@ -166,14 +171,20 @@ def _program_rows(case: Case, series: Series) -> tuple[Row, ...]:
     prefix = to_python(case.calls[case.marked - 1]) + ": "
     outcome, views, unparsed = None, {}, []
     for text in case.differences:
-        if not text.startswith(prefix):
+        listed_outcome, listed_view = _LISTED_OUTCOME.match(text), _LISTED_VIEW.match(text)
+        if listed_outcome is not None:
+            outcome = (listed_outcome["spec"], listed_outcome["cache"])
+        elif listed_view is not None:
+            views[listed_view["view"]] = (_literal(listed_view["spec"]), _literal(listed_view["cache"]))
+        elif text.startswith(prefix):
+            rest = text[len(prefix):]
+            match = _PROGRAM_OUTCOME.match(rest)
+            if match is not None:
+                outcome = (match["spec"], match["cache"])
+            views.update({found["view"]: (_literal(found["spec"]), _literal(found["cache"]))
+                          for found in _VIEW_TEXT.finditer(rest)})
+        else:
             unparsed.append(text)
-            continue
-        rest = text[len(prefix):]
-        match = _PROGRAM_OUTCOME.match(rest)
-        if match is not None:
-            outcome = (match["spec"], match["cache"])
-        views.update({found["view"]: (_literal(found["spec"]), _literal(found["cache"])) for found in _VIEW_TEXT.finditer(rest)})
     for view in (case.state_diff or {}).get("views", ()):
         views[view["view"]] = (_tupled(view["spec"]), _tupled(view["implementation"]))
     rows = [_outcome_row(case, series, outcome)]

@@ -192,8 +192,8 @@ def _result_data(name: str, result: Any, made: list) -> Any:
         return result.name
     if isinstance(result, (bool, int, float, str, type(None))):
         return result
-    if isinstance(result, (list, tuple)) and all(isinstance(item, (bool, int, str, type(None))) for item in result):
-        return result
+    if isinstance(result, (list, tuple)) and all(_is_plain_key(item) for item in result):
+        return result  # evicted keys, of any key domain (cacheproof.contract.keys)
     for value, recipe in made:
         if value is result:
             return RemoteValue(*recipe)
@@ -204,6 +204,13 @@ def _result_data(name: str, result: Any, made: list) -> Any:
         except Exception:  # an uncomparable result is described below
             break
     return _Opaque(_describe(result))
+
+
+def _is_plain_key(value: Any) -> bool:
+    """A key that travels back as it is: None, a bool, int, str or bytes, or a tuple of such keys."""
+    if isinstance(value, tuple):
+        return all(_is_plain_key(item) for item in value)
+    return isinstance(value, (bool, int, str, bytes, type(None)))
 
 
 def _describe(result: Any) -> str:

@@ -169,8 +169,7 @@ def _failure(
                 with with_reporter(reporter):
                     run_state_machine_as_test(machine, settings=run_settings)
     except Divergence as error:
-        found = explained(factory, impl, tally.capacity_bytes, tally.calls, str(error), semantics)
-        return f"{impl} diverges from the spec: {found.text}"
+        return explained(factory, impl, tally.capacity_bytes, tally.calls, str(error), semantics).text
     return None
 
 

@@ -27,7 +27,7 @@ def impl_name(factory: Callable[[int], Any]) -> str:
     return f"{getattr(factory, '__module__', None) or 'cache'}:{getattr(factory, '__qualname__', None) or 'factory'}"
 
 
-def test_function_name(factory: Callable[[int], Any]) -> str:
+def default_test_name(factory: Callable[[int], Any]) -> str:
     """`test_` and the cache's name in snake case (`test_my_cache` for MyCache): the name a
     generated test function carries until pytest collects it under the name it is bound to."""
     return "test_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cache_name(factory)).lower()

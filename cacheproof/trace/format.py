@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from cacheproof.cmdline.reports import REPORT_SCHEMA
 from cacheproof.contract.calls import Call, ValueRecipe, decode_value, from_json
 from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS, SIGNATURES
 from cacheproof.spec.errors import InvalidArgumentError
@@ -87,13 +88,14 @@ def _what_else_it_is(text: str, source: str) -> str | None:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if isinstance(data, dict) and {"ok", "examples", "counterexample"} <= set(data):
+    report = isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA
+    if report and data.get("command") == "check" and data.get("threads") is None:
         return (f"{source}: this is a `cacheproof check --json` report, not a trace; to replay its "
                 "counterexample, rerun the same check with `--trace-out PATH` and replay PATH (docs/traces.md)")
-    if isinstance(data, dict) and {"ok", "threads", "scenarios"} <= set(data):
+    if report and data.get("command") == "check":
         return (f"{source}: this is a `cacheproof check --threads --json` report, not a trace; a concurrent "
                 "counterexample is rerun with the script `check --threads` prints (docs/concurrency.md)")
-    if isinstance(data, dict) and "ok" in data:
+    if report or isinstance(data, dict) and "ok" in data:
         return f"{source}: this is a cacheproof --json report, not a trace (a trace is JSON lines; docs/traces.md)"
     if len(text.strip().splitlines()) > 1:
         return (f"{source}: one JSON document over several lines, not a trace: a trace has one JSON object "

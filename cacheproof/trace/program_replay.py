@@ -46,6 +46,7 @@ class ProgramReplayDivergence:
     against: str
     message: str
     snippet: str | None = None
+    state_diff: dict | None = None  # with the implementation: the views that differ after the call
 
     @property
     def line(self) -> int:
@@ -57,7 +58,7 @@ class ProgramReplayDivergence:
         snapshots, and its message says both outcomes."""
         return {"step": self.step, "line": self.line, "call": to_json(self.call), "against": self.against,
                 "expected": None, "actual": None, "message": self.message, "snippet": self.snippet,
-                "state_diff": None, "spec_snapshot": None, "cache_snapshot": None}
+                "state_diff": self.state_diff, "spec_snapshot": None, "cache_snapshot": None}
 
 
 def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = None,
@@ -74,7 +75,8 @@ def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = N
             if difference is not None:
                 calls = [earlier.call for earlier in trace.calls[:step]]
                 snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
-                return ProgramReplayDivergence(step, traced.call, IMPLEMENTATION, difference.describe(), snippet)
+                return ProgramReplayDivergence(step, traced.call, IMPLEMENTATION, difference.describe(), snippet,
+                                               difference.view_diff())
         outcome = outcome_of(spec, traced.call)
         if not outcomes_agree(traced.call.op, traced.outcome(), outcome):
             message = f"{to_python(traced.call)}: recorded {traced.describe()}; the spec {outcome.describe()}"

@@ -273,11 +273,16 @@ class ReplayReport:
         }
 
 
+EXIT_STATUSES = {0: "no divergence: every recorded outcome (and --impl's) is the spec's",
+                 1: "a divergence: its step, trace line and difference are printed, and in --json"}
+EXAMPLE = "cacheproof replay counterexample.jsonl --impl mypackage.cache:make_cache --json replay.json"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", type=Path, help="the trace file (JSON lines, see docs/traces.md; "
                         "of another spec kind, docs/block-traces.md)")
-    parser.add_argument("--impl", help="MODULE:FACTORY of a cache to run beside the spec (default: the spec alone)")
-    parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", help="MODULE:FACTORY of a cache to run beside the spec (default: the spec alone)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the report as JSON to this path (docs/reports.md)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
                         help=f"a call not returning within SECONDS is a divergence (default {DEFAULT_CALL_TIMEOUT:g})")

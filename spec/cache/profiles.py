@@ -58,6 +58,7 @@ PROFILES: dict[str, Profile] = {
             ),
             ("acquire", "commit", "get", "release", "evict", "clear", "contains"),
             "vLLM EncoderCacheManager (check_and_update_cache, can_allocate, free_encoder_input, reset)",
+            keys="str",  # vLLM keys encoder outputs by mm_hash, a hex digest string
         ),
     )
 }

@@ -17,6 +17,7 @@ from cacheproof.contract.faults import UsageAbort
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import Progress, summary_table
+from cacheproof.check.sequential.scope import SMALL, with_key_domain
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         progress.update(scenarios, runs)
 
     try:
-        with Progress("check --threads", total=args.examples, quiet=args.quiet) as progress:
+        with Progress("check --threads", total=args.examples, quiet=args.quiet, unit="scenarios") as progress:
             report = run_concurrent_check(
                 factory,
                 threads=args.threads,
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 on_scenario=on_scenario,
                 semantics=getattr(args, "semantics_chosen", None) or CONTRACT,
                 operations=getattr(args, "operations_chosen", None) or ALL_OPERATIONS,
+                keys=with_key_domain(SMALL, getattr(args, "keys", None)).key_pool,
             )
     except UsageAbort as abort:
         return _usage_abort(abort)

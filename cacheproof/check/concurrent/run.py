@@ -13,11 +13,12 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from cacheproof.contract import calls as call_format
 from cacheproof.check.concurrent.history import DEFAULT_TIMEOUT, History, fast_switching, run_scenario
 from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, shrink_greedily
+from cacheproof.check.sequential.machine import KEYS
 from cacheproof.check.concurrent.linearizability import Verdict, check_history
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
@@ -205,11 +206,13 @@ def run_concurrent_check(
     on_scenario: Callable[[int, int], None] | None = None,
     semantics: Semantics = CONTRACT,
     operations: tuple[str, ...] = ALL_OPERATIONS,
+    keys: tuple[Hashable, ...] = KEYS,
 ) -> ConcurrentReport:
     """Check `scenarios` scenarios of `threads` threads, each run `runs` times, on `factory(capacity)`.
 
     The same seed draws the same scenarios (the interleavings met are up to the OS scheduler);
-    `semantics` and `operations` (a profile's, --semantics, --ops) choose the spec and the calls.
+    `semantics` and `operations` (a profile's, --semantics, --ops) choose the spec and the calls,
+    `keys` (default: the small scope's six ints) what the calls name.
     `on_scenario(scenarios done, runs done)` is called after each scenario.
     """
     seed = random.randrange(2**32) if seed is None else seed
@@ -220,7 +223,7 @@ def run_concurrent_check(
     done = 0
     with fast_switching():
         for number in range(scenarios):
-            scenario = draw_scenario(random.Random(f"{seed}:{number}"), threads, semantics, operations)
+            scenario = draw_scenario(random.Random(f"{seed}:{number}"), threads, semantics, operations, keys)
             failure = checker.first_failure(scenario, runs)
             done += 1
             if on_scenario is not None:

@@ -107,13 +107,13 @@ def _call_literal(call: Call) -> str:
 
 
 def draw_scenario(rng: random.Random, threads: int, semantics: Semantics = CONTRACT,
-                  operations: tuple[str, ...] = ALL_OPERATIONS) -> Scenario:
+                  operations: tuple[str, ...] = ALL_OPERATIONS, keys: tuple[Hashable, ...] = KEYS) -> Scenario:
     """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS), drawn from `rng`, of calls among
-    `operations` drawn against the spec under `semantics`."""
+    `operations` on `keys` (default: the small scope's) drawn against the spec under `semantics`."""
     if not MIN_THREADS <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in {MIN_THREADS}..{MAX_THREADS}, got {threads}")
     capacity = rng.randint(1, 8) if rng.random() < 0.5 else rng.randint(1, 64)
-    drawer = _Drawer(rng, capacity, semantics, operations)
+    drawer = _Drawer(rng, capacity, semantics, operations, keys)
     prefix = drawer.draw_calls(rng.randint(0, MAX_PREFIX), ())
     thread_calls = tuple(drawer.draw_calls(rng.randint(*CALLS_PER_THREAD), prefix) for _ in range(threads))
     return Scenario(capacity, prefix, thread_calls, semantics)
@@ -124,8 +124,9 @@ class _Drawer:
     `operations`, by their weights."""
 
     def __init__(self, rng: random.Random, capacity: int, semantics: Semantics = CONTRACT,
-                 operations: tuple[str, ...] = ALL_OPERATIONS) -> None:
+                 operations: tuple[str, ...] = ALL_OPERATIONS, keys: tuple[Hashable, ...] = KEYS) -> None:
         self.rng = rng
+        self.keys = keys
         self.capacity = capacity
         self.semantics = semantics
         chosen = [name for name in _OPERATION_WEIGHTS if name in operations]
@@ -148,7 +149,7 @@ class _Drawer:
         operation = rng.choices(self.operations, weights=self.weights)[0]
         snapshot = spec.snapshot()
         present = [e.key for e in snapshot]
-        absent = [key for key in KEYS if key not in present]
+        absent = [key for key in self.keys if key not in present]
         idle = [e.key for e in snapshot if e.state is EntryState.READY and e.refcount == 0]
         if operation == "reserve":
             return Call("reserve", (self._key(absent), self._size()), self._retain())
@@ -182,7 +183,7 @@ class _Drawer:
     def _key(self, suited: list[Hashable]) -> Hashable:
         if suited and self.rng.randrange(100) < _SUITED_PERCENT:
             return self.rng.choice(suited)
-        return self.rng.choice(KEYS)
+        return self.rng.choice(self.keys)
 
     def _size(self) -> int:
         capacity = self.capacity

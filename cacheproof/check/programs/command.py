@@ -71,9 +71,10 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+    with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
         report = run_program_check(
             kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
+            budget_seconds=args.budget,
             database=None if database is None else namespaced(database, impl),
             semantics=semantics, operations=operations, misuse=misuse_checked(semantics) and not args.no_bad_arguments,
             max_divergences=args.max_divergences, on_example=lambda examples, steps: progress.update(examples, steps),
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 ok=report.ok, divergences=[program_divergence(example, snippet)
                                            for example, snippet in zip(report.counterexamples, snippets)],
                 database=None if args.database_choice is None else args.database_choice.describe(),
+                budget_seconds=args.budget, coverage=report.coverage.to_json(),
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
             example = report.counterexample
@@ -144,8 +146,9 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     if not args.quiet:
         summary_table("cacheproof check", {
             "spec": report.kind, "impl": impl, "profile": profile,
-            "examples": examples_row(report.examples, args.examples, report.first_failure_example), "steps": report.steps,
-            "seconds": f"{report.seconds:.2f}", "divergences": len(report.counterexamples),
+            "examples": examples_row(report.examples, args.examples, report.first_failure_example, args.budget), "steps": report.steps,
+            "seconds": f"{report.seconds:.2f}", "outcomes reached": report.coverage.summary(),
+            "divergences": len(report.counterexamples),
             "database": database_row(args.database_choice), "result": "conforms" if report.ok else "COUNTEREXAMPLE",
         })
     if report.ok:

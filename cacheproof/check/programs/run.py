@@ -28,7 +28,7 @@ from cacheproof.check.programs.draws import ProgramDraws, swarm
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, shrink_failure
 from cacheproof.check.sequential.draws import seeded_draws
-from cacheproof.cmdline.databases import namespaced
+from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.calls import Call
 from cacheproof.contract.steps import StepDifference, differential_step
 from cacheproof.spec.kind import SpecKind
@@ -108,11 +108,11 @@ class ProgramDivergence(AssertionError):
     """Raised inside an example at the first difference (Hypothesis then shrinks the program)."""
 
 
-class _HypothesisShrinkDone(BaseException):
+class _HypothesisShrinkDone(RunStop):
     """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_SECONDS (not a failure to Hypothesis)."""
 
 
-class _BudgetSpent(BaseException):
+class _BudgetSpent(RunStop):
     """Ends a run whose programs, or time, have spent the budget (a BaseException: not a failure to
     Hypothesis)."""
 

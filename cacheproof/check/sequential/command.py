@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, REAL_VALUE_CAPACITY, CheckInterrupted
-from cacheproof.check.sequential.run import CheckReport, run_check
+from cacheproof.check.sequential.run import CheckReport, Counterexample, run_check
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
+from cacheproof.check.sequential.workers import worker_json, worker_rows, workers_check
+from cacheproof.cmdline.databases import DatabaseError, add_database_arguments, chosen_database, database_row
+from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.contract.values import MAX_VALUE_BYTES
 from cacheproof.check.sequential.distinct import MAX_DIVERGENCES
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
+from cacheproof.cmdline.flag_types import non_negative_seconds, any_integer, positive_integer, positive_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
@@ -23,6 +26,7 @@ from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
+from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, resolve_budget
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
@@ -31,25 +35,34 @@ from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROF
 from cacheproof.spec.cache.semantics import Semantics
 
 
+EXIT_STATUSES = {0: "the cache conforms (under --threads: every history tried is linearizable)",
+                 1: "a counterexample: printed with a runnable snippet, and in --json"}
+EXAMPLE = ("cacheproof check --impl mypackage.cache:make_cache --examples 500 --seed 3 --json report.json\n"
+           "cacheproof check --spec blocks --impl mypackage.pool:make_pool --threads 3")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", default=DEFAULT_KIND, choices=kind_names(),
                         help=f"the spec kind to check against (default {DEFAULT_KIND}: the tensor cache; "
                         "blocks: a KV block pool, docs/block-pool-contract.md)")
-    parser.add_argument("--impl", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
-    parser.add_argument("--examples", type=positive_integer, default=DEFAULT_EXAMPLES,
-                        help=f"call sequences to run to their end (default {DEFAULT_EXAMPLES}); "
-                        "with --threads, scenarios")
-    parser.add_argument("--steps", type=positive_integer, default=DEFAULT_STEPS_PER_EXAMPLE,
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
+    parser.add_argument("--examples", metavar="N", type=positive_integer,
+                        help=f"run exactly N programs (call sequences) instead of a time budget; the default "
+                        f"under CI=true and with --budget 0 is {DEFAULT_EXAMPLES}; with --threads, scenarios")
+    parser.add_argument("--budget", metavar="SECONDS", type=non_negative_seconds,
+                        help=f"search for SECONDS (default {DEFAULT_BUDGET_SECONDS:g}, or ${BUDGET_VARIABLE}; "
+                        "0: no budget); a counterexample ends it at once (docs/search-power.md)")
+    parser.add_argument("--steps", metavar="N", type=positive_integer, default=DEFAULT_STEPS_PER_EXAMPLE,
                         help=f"calls per sequence, at most (default {DEFAULT_STEPS_PER_EXAMPLE})")
-    parser.add_argument("--seed", type=any_integer, default=0, help="random seed (same seed, same run; default 0)")
-    parser.add_argument("--json", type=Path, help="write the report as JSON to this path")
-    parser.add_argument("--trace-out", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
+    parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="random seed (same seed, same run; default 0)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the report as JSON to this path (docs/reports.md)")
+    parser.add_argument("--trace-out", metavar="PATH", type=Path, help="write the shrunk counterexample as a trace (JSON lines)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict line, without the table and the snippet")
     parser.add_argument("--isolate", action="store_true",
                         help="run the cache in a child process: crashes and hangs become counterexamples")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
                         help=f"a call not returning within SECONDS is a counterexample (default {DEFAULT_CALL_TIMEOUT:g})")
-    parser.add_argument("--threads", type=thread_count, help="check linearizability under N threads (2-4); "
+    parser.add_argument("--threads", metavar="N", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
     parser.add_argument("--profile", metavar="NAME",
                         help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default: the factory's own "
@@ -62,18 +75,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-divergences", type=positive_integer, default=MAX_DIVERGENCES, metavar="N",
                         help=f"report up to N distinct divergences, each shrunk (default {MAX_DIVERGENCES}; "
                         "1 stops at the first)")
-    parser.add_argument("--runs", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
+    parser.add_argument("--runs", metavar="N", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
     parser.add_argument("--thorough", action="store_true",
                         help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
                         "500-2,000 calls; about two minutes (docs/scope.md); sets its own --examples and --steps")
+    parser.add_argument("--keys", choices=tuple(KEY_DOMAINS), metavar="|".join(KEY_DOMAINS),
+                        help="the key domain calls draw keys from: int (0..5), str (hash strings such as engines "
+                        "key by), bytes, tuple ((request, position) pairs), mixed (1, \"1\", b\"1\", (1,) ...); "
+                        "default: the profile's, else int, and under --thorough mixed in the wide scopes "
+                        "(docs/scope.md)")
     parser.add_argument("--max-capacity", type=value_capacity, metavar="BYTES",
                         help=f"with --thorough, the capacity cap for a cache whose values hold memory (default "
                         f"{REAL_VALUE_CAPACITY}, at most {MAX_VALUE_BYTES})")
+    parser.add_argument("--workers", type=positive_integer, metavar="N",
+                        help="search with N processes on seeds SEED..SEED+N-1, --examples divided among them; the "
+                        "first failure stops the others (default 1; docs/scale.md)")
+    add_database_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    thorough_examples = args.examples is not None
+    try:
+        resolve_budget(args, DEFAULT_EXAMPLES)
+    except ValueError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    if args.threads is not None and (args.workers is not None or args.database or args.database_read_only):
+        print("cacheproof check: --workers and --database are for sequential checks; not with --threads", file=sys.stderr)
+        return 2
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
+
+        if args.keys is not None:
+            print(f"cacheproof check: --keys chooses the tensor cache's keys; --spec {args.spec} has none",
+                  file=sys.stderr)
+            return 2
 
         if args.profile is None:
             args.profile = DEFAULT_PROFILE
@@ -91,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgumentError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    if args.thorough and (args.threads is not None or args.examples != DEFAULT_EXAMPLES
+    if args.thorough and (args.threads is not None or thorough_examples or args.budget is not None
                           or args.steps != DEFAULT_STEPS_PER_EXAMPLE):
-        print("cacheproof check: --thorough sets its own budget; drop --examples, --steps and --threads",
+        print("cacheproof check: --thorough sets its own budget; drop --examples, --budget, --steps and --threads",
               file=sys.stderr)
         return 2
     if args.threads is not None:
@@ -104,15 +140,27 @@ def run(args: argparse.Namespace) -> int:
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    phases = THOROUGH if args.thorough else (Phase(SMALL, args.examples, args.steps),)
     try:
-        phases = THOROUGH if args.thorough else (Phase(SMALL, args.examples, args.steps),)
-        with Progress("check", total=sum(phase.examples for phase in phases), quiet=args.quiet) as progress:
-            report = run_check(
+        args.database_choice, database = chosen_database(args)
+        check = run_check if args.workers in (None, 1) else workers_check(args.workers, phases, args.database_choice)
+    except (DatabaseError, ValueError) as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    try:
+        total = None if args.budget is not None else sum(phase.examples for phase in phases)
+        with Progress("check", total=total, quiet=args.quiet) as progress:
+            report = check(
                 factory,
+                budget_seconds=args.budget,
+                on_counterexample=lambda example, seconds: _print_first(args, example, seconds),
+                database=database,
                 examples=args.examples,
                 seed=args.seed,
                 steps_per_example=args.steps,
-                on_example=lambda tally: progress.update(tally.examples, tally.steps),
+                on_example=lambda tally: progress.update(tally.examples + tally.rejected, tally.steps),
+                on_shrink=progress.shrinking,
+                keys=args.keys,
                 call_timeout=args.call_timeout,
                 impl=args.impl,
                 isolate=args.isolate,
@@ -162,10 +210,11 @@ def value_capacity(text: str) -> int:
 def chosen_semantics(args: argparse.Namespace) -> tuple[Semantics, tuple[str, ...]]:
     """The semantics and operations of --profile, --semantics and --ops (InvalidArgumentError if bad).
     Without --profile: the profile the factory carries (an engine adapter's `profile`), else the
-    contract; args.profile is set to the name chosen."""
+    contract; args.profile is set to the name chosen, and without --keys args.keys to its key domain."""
     if args.profile is None:
         args.profile = _factory_profile(args) or DEFAULT_PROFILE
     profile = profile_named(args.profile)
+    args.keys = getattr(args, "keys", None) or profile.keys
     semantics = profile.semantics.with_overrides(args.semantics)
     operations = profile.operations if args.ops is None else check_operations(
         [name.strip() for name in args.ops.split(",") if name.strip()]
@@ -198,11 +247,35 @@ def _write_json(args: argparse.Namespace, report: CheckReport, semantics: Semant
         budget_examples=sum(phase.examples for phase in phases), budget_steps=max(phase.steps for phase in phases),
         examples=report.examples, steps=report.steps,
         seconds=report.seconds, first_failure_example=report.first_failure_example,
-        first_failure_seconds=report.first_failure_seconds, ok=None if report.interrupted else report.ok,
+        first_failure_seconds=report.first_failure_seconds,
+        ok=None if report.interrupted and report.counterexample is None else report.ok,
+        interrupted=report.interrupted,
         divergences=[sequential_divergence(example, example.to_python(args.impl)) for example in examples],
-        scope=report.scope.to_json(),
+        scope=report.scope.to_json(), shrinking_interrupted=report.shrinking_interrupted,
+        budget_seconds=args.budget,
+        first_report_seconds=None if report.first_report_seconds is None else round(report.first_report_seconds, 3),
+        coverage=None if report.coverage is None else report.coverage.to_json(),
+        database=None if args.database_choice is None else args.database_choice.describe(), **worker_json(report),
     )
     write_report(args.json, "check", body, ran_hypothesis=True)
+
+
+def _print_first(args: argparse.Namespace, example: Counterexample, seconds: float) -> None:
+    """The first counterexample's line as soon as it is shrunk, before the search for further ones
+    (the whole report follows at the end)."""
+    if not args.quiet and args.max_divergences > 1:
+        print(f"counterexample ({len(example.calls)} calls) ready at {seconds:.2f} s: {example.message}; "
+              "searching for further divergences (Ctrl-C reports what is found)", file=sys.stderr, flush=True)
+
+
+def _timing_rows(report: CheckReport) -> dict[str, str]:
+    """The first failing example's time and the first shrunk counterexample's, from the start."""
+    if report.first_failure_seconds is None:
+        return {}
+    rows = {"first failure": f"{report.first_failure_seconds:.2f} s"}
+    if report.first_report_seconds is not None:
+        rows["first report"] = f"{report.first_report_seconds:.2f} s (shrunk)"
+    return rows
 
 
 def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[Phase, ...]) -> None:
@@ -214,21 +287,36 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
                 "impl": args.impl,
                 "profile": args.profile + (f" + {args.semantics}" if args.semantics else ""),
                 "examples": examples_row(report.examples, sum(phase.examples for phase in phases),
-                                         report.first_failure_example),
+                                         report.first_failure_example, args.budget),
                 "steps": report.steps,
                 "seconds": f"{report.seconds:.2f}",
                 "steps/s": f"{report.steps_per_second:.0f}",
                 **report.scope.rows(),
+                **_timing_rows(report),
+                "outcomes reached": "-" if report.coverage is None else report.coverage.summary(),
                 "shrunk length": "-" if example is None else len(example.calls),
                 "divergences": len(report.counterexamples),
+                "database": database_row(args.database_choice),
+                **worker_rows(report),
                 "result": "conforms" if report.ok else "COUNTEREXAMPLE",
             },
         )
     if example is None:
         print(f"conforms: {report.examples} examples, {report.steps} steps, {report.steps_per_second:.0f} steps/s")
         return
+    if report.interrupted and not args.quiet:
+        print(interrupted_line(report))
     for line in report_lines(report, args.impl, args.quiet):
         print(line)
+
+
+def interrupted_line(report: CheckReport) -> str:
+    """What a Ctrl-C after a failure stopped: the shrinking of the last counterexample (a real failing
+    sequence, not the smallest), or the search for further divergences."""
+    if report.shrinking_interrupted:
+        return (f"shrinking interrupted by Ctrl-C: the last counterexample ({len(report.counterexamples[-1].calls)} "
+                "calls) is the smallest failing sequence found so far; its snippet fails when run")
+    return f"search for further divergences interrupted by Ctrl-C after {len(report.counterexamples)} found"
 
 
 def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[str]:

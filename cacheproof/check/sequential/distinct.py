@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 from cacheproof.contract.calls import Call
 from cacheproof.contract.differences import diverging_step
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.cmdline.databases import RunStop
 
 MAX_DIVERGENCES = 8
 """Distinct kinds of divergence `cacheproof check` reports at most by default (--max-divergences);
@@ -41,9 +42,10 @@ SEARCH_SECONDS = 20.0
 """Searching for further kinds stops this many seconds after the first counterexample was found."""
 
 
-class SearchDone(BaseException):
+class SearchDone(RunStop):
     """Raised from the machine to end a run: its share of the budget, or the search's time, is spent.
-    A BaseException, so that Hypothesis does not take it for a failure (see `faults`)."""
+    A RunStop (a BaseException), so that Hypothesis does not take it for a failure (see `faults`), nor the
+    example database keep the test case it ends."""
 
 
 class KnownKinds:
@@ -120,6 +122,11 @@ class KnownKinds:
         if self.examples_at_new is None:
             self.examples_at_new = self.examples()
         return False
+
+    def share_spent(self) -> bool:
+        """Whether a search for further kinds (some kind is known) has spent its share of the examples
+        without a new kind."""
+        return bool(self.kinds) and self.examples_at_new is None and self.examples() - self.run_started >= self.run_budget
 
     def new_run(self, budget: int) -> None:
         """A run of at most `budget` examples starts now."""

@@ -10,16 +10,15 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import Phase as HypothesisPhase
+from hypothesis.database import ExampleDatabase
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.reporting import with_reporter
 
+from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.calls import Call
-from cacheproof.contract import snippet
-from cacheproof.contract.differences import Difference, DivergingStep, diverging_step
 from cacheproof.check.sequential.draws import seeded_draws
-from cacheproof.contract.outcomes import Divergence, run_spec_call
+from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
-from cacheproof.contract.explain import SnapshotDiff, explanation, snapshot_diff
 from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.contract.faults import CacheFault
@@ -27,15 +26,18 @@ from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory
 from cacheproof.sandbox.factories import PROBE_CAPACITY_BYTES, probe_factory
 from cacheproof.sandbox.isolation import IsolatedFactory
 from cacheproof.check.sequential.machine import Tally, machine_for
+from cacheproof.check.sequential.counterexample import Counterexample, counterexample_from
+from cacheproof.check.sequential.counterexample import counterexample_of  # noqa: F401  (re-exported for the pytest kit)
+from cacheproof.check.sequential.counterexample import interrupted_counterexample, replayed
 from cacheproof.check.sequential.programs import program_test
+from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_SECONDS
 from cacheproof.check.coverage import OutcomeCoverage
-from cacheproof.check.sequential.scope import SMALL, SMALL_KEYS, WIDE_KEYS, Phase
+from cacheproof.check.sequential.scope import SMALL, Phase, with_key_domain
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
-from cacheproof.spec.kinds import new_spec
 
 T = TypeVar("T")
 
@@ -53,54 +55,14 @@ MAX_VALUE_BYTES (`--max-capacity` raises it that far)."""
 
 _PROBE_VALUE_BYTES = 64
 
+class _HypothesisShrinkDone(RunStop):
+    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_SECONDS (not a failure to Hypothesis)."""
+
+
 LONG_SEQUENCE = 200
 LONG_SHRINK_SECONDS = 10.0
 """A divergence after LONG_SEQUENCE calls or more (a long life's) gets this shrinking budget: every
 attempt replays hundreds of calls, and a fault that needs them cannot be shrunk below them anyway."""
-
-@dataclass(frozen=True)
-class Counterexample:
-    """The shrunk sequence of calls on a fresh cache of `capacity_bytes` that diverges at its last call.
-
-    `differences` lists every difference at that call (`cacheproof.contract.differences`), `why` the
-    snapshot diff and the rules involved (`cacheproof.contract.explain`), `kind` what makes it a
-    different divergence from the others of the run (`cacheproof.check.sequential.distinct`); all are empty
-    for a hang, a crash or a cache that is not deterministic, and so is `state_diff` (also when the
-    cache has no snapshot).
-    """
-
-    capacity_bytes: int
-    calls: tuple[Call, ...]
-    message: str
-    spec_errors: tuple[str | None, ...] = ()  # per call, the contract error the spec raised
-    ending: str = "diverges here"  # what the last call does: diverges here, does not return, ...
-    differences: tuple[Difference, ...] = ()
-    why: tuple[str, ...] = ()
-    state_diff: SnapshotDiff | None = None  # spec against cache after the last call; None when unknown
-    result_check: str | None = None  # a condition on `result` that holds when the cache's result is the spec's
-    kind: str | None = None
-
-    def trace_calls(self) -> tuple[Call, ...]:
-        """The calls a trace of this counterexample records: the calls, and when the divergence is
-        `key in cache` for a key no call names (1 beside "1", say), a last `contains` call of it, so
-        that a replay, which checks `in` only for keys the trace names, sees it too."""
-        membership = snippet.MEMBERSHIP.match(self.message)
-        if membership is None:
-            return self.calls
-        named = [call.args[0] for call in self.calls if call.args and call.op != "evict"]
-        for key in (*named, *SMALL_KEYS, *WIDE_KEYS):
-            if _hashable(key) and repr(key) == membership.group(1):
-                return (*self.calls, Call("contains", (key,)))
-        return self.calls
-
-    def to_python(self, impl: str, title: str = "cacheproof counterexample") -> str:
-        """A runnable snippet that fails where the checker saw the difference (`cacheproof.contract.snippet`):
-        build the cache from `impl` ("module:factory"), make the calls, assert the spec's observations."""
-        return snippet.render(
-            impl, self.capacity_bytes, self.calls, self.message, self.spec_errors, self.ending,
-            self.differences, self.result_check, title,
-        )
-
 
 @dataclass(frozen=True)
 class ScopeCovered:
@@ -156,28 +118,32 @@ class CheckReport:
     steps: int
     seconds: float
     counterexample: Counterexample | None  # the first one found
-    interrupted: bool = False  # the user's Ctrl-C stopped the run: no verdict
+    interrupted: bool = False  # the user's Ctrl-C stopped the run (no verdict when nothing failed before it)
+    shrinking_interrupted: bool = False  # ...while shrinking the last counterexample, which is not minimal
     scope: ScopeCovered = ScopeCovered()
     counterexamples: tuple[Counterexample, ...] = ()  # every distinct divergence, the first one first
     first_failure_example: int | None = None  # the ordinal of the first failing example, counted as `examples`
     first_failure_seconds: float | None = None  # from the start to the end of that example, before shrinking
     coverage: OutcomeCoverage | None = None  # the spec's outcomes the run reached, per operation
+    first_report_seconds: float | None = None  # from the start to the first counterexample, shrunk
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
 
 
-def check_settings(examples: int, steps_per_example: int, shrink: bool = True) -> settings:
-    """The Hypothesis settings of a run: no deadline, no database, no health checks, no blob;
-    `shrink=False` leaves shrinking to `fault_search.shrink_failure` alone."""
+def check_settings(examples: int, steps_per_example: int, shrink: bool = True, database: ExampleDatabase | None = None) -> settings:
+    """The Hypothesis settings of a run: no deadline, no health checks, no blob, no database unless
+    one is given (its failures are then replayed first: docs/scale.md); `shrink=False` leaves
+    shrinking to `fault_search.shrink_failure` alone."""
     return settings(
         max_examples=examples,
         stateful_step_count=steps_per_example,
         deadline=None,
-        database=None,
+        database=database,
         derandomize=False,
-        phases=(HypothesisPhase.generate, HypothesisPhase.shrink) if shrink else (HypothesisPhase.generate,),
+        phases=((HypothesisPhase.reuse,) if database is not None else ())
+        + ((HypothesisPhase.generate, HypothesisPhase.shrink) if shrink else (HypothesisPhase.generate,)),
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
@@ -203,7 +169,15 @@ class CheckOptions:
     the scopes (default: one small-scope phase of `examples`); `max_capacity` caps capacities for
     caches whose values hold memory; up to `max_divergences` distinct divergences are reported.
     With `budget_seconds`, programs are drawn until that time is spent (or a failure is found and
-    shrunk), and the examples of the phases are only an upper bound.
+    shrunk), and the examples of the phases are only an upper bound. `on_counterexample(example,
+    seconds)` is called with the first counterexample as soon as it is shrunk, before the search for
+    further kinds (`cacheproof check` prints it then). `on_shrink(found_at, length)` is called
+    during shrinking (instead of `on_example`): the failing example's number (None for a further
+    kind seen on the way) and the length of the smallest failing sequence so far. `keys` names the
+    key domain of every phase (`cacheproof.contract.keys.KEY_DOMAINS`; None: each scope's own).
+    `database` (None: none) keeps the failing programs of the first run (not those of the search
+    for further kinds, which rejects the known ones), apart for each impl, semantics and phase
+    (`cacheproof.cmdline.databases.namespaced`), and replays them first.
     """
 
     examples: int = DEFAULT_EXAMPLES
@@ -220,6 +194,10 @@ class CheckOptions:
     max_capacity: int | None = None
     max_divergences: int = 1
     budget_seconds: float | None = None
+    on_counterexample: Callable[[Counterexample, float], None] | None = None
+    on_shrink: Callable[[int | None, int], None] | None = None
+    keys: str | None = None
+    database: ExampleDatabase | None = None
 
 
 def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None, **fields: Any) -> CheckReport:
@@ -229,7 +207,9 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
     Deterministic for a given seed (None draws a random one). Hypothesis's own printing is
     silenced; the shrunk failure comes back as `CheckReport.counterexample`. A call that does not
     return within `call_timeout` seconds (None: no limit) is a counterexample too; a factory that
-    fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` (see docs/robustness.md).
+    fails is `UsageAbort`; the user's Ctrl-C raises `CheckInterrupted` before any failure is found,
+    and after it returns the report of the counterexamples so far, the one being shrunk too, as the
+    smallest failing sequence found (`shrinking_interrupted`; see docs/robustness.md).
     `isolate=True` runs the cache in a child process built from `impl` ("module:factory"; `factory`
     is then unused), so that crashes are counterexamples too.
     The spec runs with `semantics` (spec/cache/semantics.py); only calls in `operations` (None: all) are
@@ -248,18 +228,39 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
     semantics, operations, bad_arguments = options.semantics, options.operations, options.bad_arguments
     phases, max_capacity, max_divergences = options.phases, options.max_capacity, options.max_divergences
     phases = tuple(phases) if phases is not None else (Phase(SMALL, examples, steps_per_example),)
+    phases = tuple(replace(phase, scope=with_key_domain(phase.scope, options.keys)) for phase in phases)
     if max_capacity is not None and not 1 <= max_capacity <= MAX_VALUE_BYTES:
         raise ValueError(f"max_capacity must be 1..{MAX_VALUE_BYTES} bytes, got {max_capacity}")
     tally = Tally()
-    tally.on_example = on_example
+
+    def each_example(counted: Tally) -> None:
+        """While Hypothesis shrinks the run's failure its attempts are not examples: `on_shrink`."""
+        if counted.failed and counted.smallest is not None:
+            if options.on_shrink is not None:
+                options.on_shrink(counted.found_at, len(counted.smallest[1]))
+        elif on_example is not None:
+            on_example(counted)
+
+    tally.on_example = each_example
     checked = operations or ALL_OPERATIONS
     tally.coverage = OutcomeCoverage(op for op in CACHE_OPERATIONS if op.name in checked)
     deadline = None if options.budget_seconds is None else time.perf_counter() + options.budget_seconds
 
     def before_program() -> None:
-        """Ends a search whose time budget is spent (never a shrinking: a failure is reported whole)."""
-        if deadline is not None and not tally.failed and time.perf_counter() > deadline:
+        """Ends a search whose time budget is spent, or a search for further kinds whose share of the
+        examples is (rejected examples count, which Hypothesis's max_examples does not); never a
+        shrinking: a failure is reported whole. Ends Hypothesis's shrinking of a failing program after
+        HYPOTHESIS_SHRINK_SECONDS: the checker's own shrinking takes the smallest failure from there."""
+        now = time.perf_counter()
+        if tally.failed:
+            if shrinking_since[0] is None:
+                shrinking_since[0] = now
+            elif now - shrinking_since[0] > HYPOTHESIS_SHRINK_SECONDS:
+                raise _HypothesisShrinkDone()
+        elif deadline is not None and now > deadline or known.share_spent():
             raise SearchDone()
+
+    shrinking_since: list[float | None] = [None]
     watch = Watch(call_timeout)
     watch.last_call = lambda: tally.calls[-1] if tally.calls else None
     guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
@@ -283,36 +284,57 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                 capacity_cap[0] = capacity_cap_of(guarded, max_capacity or REAL_VALUE_CAPACITY)
         runs = phases if run == 0 else (Phase(phases[0].scope, budget, phases[0].steps, False),)
         for phase in runs:
-            test = check_settings(phase.examples, phase.steps, phase.shrink)(
-                program_test(machine_of(phase), phase, capacity_cap[0], before_program)
+            database = None if options.database is None or run > 0 else namespaced(
+                options.database, "cache", impl, semantics, operations or ALL_OPERATIONS, bad_arguments, phase.scope,
+                phase.steps, capacity_cap[0],
             )
+            test = program_test(machine_of(phase), phase, capacity_cap[0], before_program)
             if seed is not None:
                 test = hypothesis.seed(seed + run)(test)
+            test = check_settings(phase.examples, phase.steps, phase.shrink, database)(test)  # after @seed, which drops the database
             with with_reporter(lambda message: None), seeded_draws():
                 test()
 
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, call_timeout, tally.calls[-1] if tally.calls else None)
 
+    shrinking: list[tuple[int, tuple[Call, ...], Failure] | None] = [None]  # the smallest so far of `shrunk`
+
+    def shrunk(capacity_bytes: int, calls: list[Call], failure: Failure | None, found_at: int | None,
+               kind: str | None = None, seconds: float | None = None) -> Counterexample:
+        """`_shrunk`, followed: its smallest failing sequence so far is what a Ctrl-C reports."""
+        def noted(smallest: list[Call], failed: Failure) -> None:
+            shrinking[0] = (capacity_bytes, tuple(smallest), failed)
+            if options.on_shrink is not None:
+                options.on_shrink(found_at, len(smallest))
+
+        example = _shrunk(guarded, watch, capacity_bytes, calls, failure, semantics, known, kind, seconds, noted)
+        shrinking[0] = tally.smallest = None
+        return example
+
     def one_run(run: int, budget: int) -> Counterexample | None:
         known.new_run(budget)
-        tally.first_divergence = None
-        tally.failed = False
+        tally.new_run()
+        shrinking_since[0] = None
         try:
             supervised(lambda: hypothesis_run(run, budget), watch, describe_hang)
         except (SearchDone, Unsatisfiable):  # the run's share is spent, or every example was of a known kind
             return None
         except Divergence:
-            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, None, semantics, known,
-                           seconds=_search_seconds_left(known, watch))
+            return shrunk(tally.capacity_bytes, tally.calls, None, tally.found_at, seconds=_search_seconds_left(known, watch))
+        except _HypothesisShrinkDone:
+            capacity_bytes, calls, _ = tally.smallest
+            return shrunk(capacity_bytes, list(calls), None, tally.found_at, seconds=_search_seconds_left(known, watch))
         except CacheFault as fault:
             failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
-            return _shrunk(guarded, watch, tally.capacity_bytes, tally.calls, failure, semantics, known)
+            return shrunk(tally.capacity_bytes, tally.calls, failure, tally.examples + tally.rejected + 1)  # the one running
         except Flaky:
             return _not_deterministic(guarded, watch, tally, semantics)
         return None
 
     counterexamples: list[Counterexample] = []
+    interrupted = (False, False)  # (by the user's Ctrl-C, while shrinking)
+    first_report_at: list[float | None] = [None]
     started = time.perf_counter()
     try:
         try:
@@ -323,6 +345,10 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                 if found is None:
                     break
                 counterexamples.append(found)
+                if len(counterexamples) == 1:
+                    first_report_at[0] = time.perf_counter()
+                    if options.on_counterexample is not None:
+                        options.on_counterexample(found, first_report_at[0] - started)
                 if found.kind is None or found.kind in known.kinds:  # a hang, a crash, not deterministic
                     break
                 known.kinds.add(found.kind)
@@ -332,8 +358,7 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                 for kind, capacity_bytes, calls in known.unreported():
                     if len(counterexamples) >= max_divergences or time.perf_counter() > known.deadline:
                         break
-                    sighted = _shrunk(guarded, watch, capacity_bytes, list(calls), None, semantics, known, kind,
-                                      _search_seconds_left(known, watch))
+                    sighted = shrunk(capacity_bytes, list(calls), None, None, kind, _search_seconds_left(known, watch))
                     if sighted.kind == kind:
                         counterexamples.append(sighted)
                         known.kinds.add(kind)
@@ -342,18 +367,25 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
                          else tally.examples + tally.rejected)
                 budget -= spent - at_start
         except KeyboardInterrupt:
-            seconds = time.perf_counter() - started
-            raise CheckInterrupted(CheckReport(
-                False, tally.examples + tally.rejected, tally.steps, seconds, None, interrupted=True,
-                scope=ScopeCovered.of(tally, phases, capacity_cap[0]), **_first_failure(tally, started),
-            )) from None
+            unshrunk = _unshrunk(guarded, watch, shrinking[0], tally, semantics)
+            counterexamples += [] if unshrunk is None else [unshrunk]
+            if not counterexamples:
+                seconds = time.perf_counter() - started
+                raise CheckInterrupted(CheckReport(
+                    False, tally.examples + tally.rejected, tally.steps, seconds, None, interrupted=True,
+                    scope=ScopeCovered.of(tally, phases, capacity_cap[0]), **_first_failure(tally, started),
+                )) from None
+            interrupted = (True, unshrunk is not None)
     finally:
         guarded.close()
     seconds = time.perf_counter() - started
     first = counterexamples[0] if counterexamples else None
     scope = ScopeCovered.of(tally, phases, capacity_cap[0])
+    tally.coverage.programs = tally.examples + tally.rejected
     return CheckReport(first is None, tally.examples + tally.rejected, tally.steps, seconds, first, scope=scope,
                        counterexamples=tuple(counterexamples), coverage=tally.coverage,
+                       interrupted=interrupted[0], shrinking_interrupted=interrupted[1],
+                       first_report_seconds=None if first_report_at[0] is None else first_report_at[0] - started,
                        **_first_failure(tally, started))
 
 
@@ -381,7 +413,7 @@ def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
 def _shrunk(
     factory: Callable[[int], Any], watch: Watch, capacity_bytes: int, calls: list[Call], failure: Failure | None,
     semantics: Semantics = CONTRACT, known: KnownKinds | None = None, kind: str | None = None,
-    seconds: float | None = None,
+    seconds: float | None = None, noted: Callable[[list[Call], Failure], None] | None = None,
 ) -> Counterexample:
     """Hypothesis's shrunk failure, shrunk once more by dropping calls that do not matter.
 
@@ -389,7 +421,8 @@ def _shrunk(
     divergence is found again by replaying. A sequence that no longer fails on replay is reported
     as not deterministic. With `known` kinds, a candidate that diverges in one of them does not
     count as failing: shrinking keeps the divergence new; with `kind`, it keeps that kind.
-    `seconds`: the shrinking budget (default `shrink_seconds`).
+    `seconds`: the shrinking budget (default `shrink_seconds`); `noted` is told the smallest
+    failing sequence so far (`shrink_failure`'s `on_attempt`).
     """
     def attempt(candidate: list[Call]) -> Failure | None:
         found = first_failure(factory, capacity_bytes, candidate, watch, semantics)
@@ -402,17 +435,35 @@ def _shrunk(
     if first is None:
         first = attempt(calls)
         if first is None:
-            return _counterexample(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
+            return counterexample_from(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
     budget = shrink_seconds(watch.timeout) if seconds is None else seconds
     if first.kind == DIVERGENCE and first.step >= LONG_SEQUENCE:
         budget = min(budget, LONG_SHRINK_SECONDS)
-    calls, found, cut_short = shrink_failure(attempt, calls, first, budget)
+    calls, found, cut_short = shrink_failure(attempt, calls, first, budget, noted)
     message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
     if found.kind != DIVERGENCE:
         ending = "does not return" if found.kind == HANG else "kills the process"
-        return _counterexample(capacity_bytes, calls, message, ending, semantics)
-    step = _supervised_or_none(lambda: _replayed(factory, capacity_bytes, calls, semantics), watch)
-    return _counterexample(capacity_bytes, calls, message, semantics=semantics, step=step)
+        return counterexample_from(capacity_bytes, calls, message, ending, semantics)
+    step = _supervised_or_none(lambda: replayed(factory, capacity_bytes, calls, semantics), watch)
+    return counterexample_from(capacity_bytes, calls, message, semantics=semantics, step=step)
+
+
+def _unshrunk(
+    factory: Any, watch: Watch, shrinking: tuple[int, tuple[Call, ...], Failure] | None, tally: Tally,
+    semantics: Semantics,
+) -> Counterexample | None:
+    """After the user's Ctrl-C: the counterexample of the smallest failing sequence found by the
+    shrinking under way (`shrink_failure`'s, else Hypothesis's: `tally.smallest`), None when there is
+    none, when it does not fail again (`interrupted_counterexample`) or on a second Ctrl-C."""
+    if shrinking is None and tally.smallest is not None:
+        capacity_bytes, calls, message = tally.smallest
+        shrinking = (capacity_bytes, calls, Failure(len(calls) - 1, message, DIVERGENCE))
+    if shrinking is None:
+        return None
+    try:
+        return interrupted_counterexample(factory, watch, *shrinking, semantics)
+    except KeyboardInterrupt:
+        return None
 
 
 def _search_seconds_left(known: KnownKinds, watch: Watch) -> float:
@@ -422,15 +473,6 @@ def _search_seconds_left(known: KnownKinds, watch: Watch) -> float:
         return shrink_seconds(watch.timeout)
     left = known.deadline - time.perf_counter()
     return min(shrink_seconds(watch.timeout), max(MINIMUM_SHRINK_SECONDS_AFTER_FIRST, left))
-
-
-def _replayed(factory: Any, capacity_bytes: int, calls: Sequence[Call], semantics: Semantics) -> DivergingStep | None:
-    """Every difference at the last of `calls`, replayed on a fresh cache of the factory's own."""
-    attempt = factory.for_attempt()
-    try:
-        return diverging_step(attempt, capacity_bytes, calls, semantics)
-    finally:
-        attempt.close()
 
 
 def _supervised_or_none(work: Callable[[], T], watch: Watch) -> T | None:
@@ -446,49 +488,10 @@ def _not_deterministic(
 ) -> Counterexample:
     """Hypothesis saw a failure it could not reproduce: name the cache as not deterministic."""
     if tally.first_divergence is None:
-        return _counterexample(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None), semantics=semantics)
+        return counterexample_from(tally.capacity_bytes, tally.calls, not_deterministic(tally.calls, "a failure", None), semantics=semantics)
     capacity_bytes, calls, message = tally.first_divergence
     for _ in range(NONDETERMINISM_REPLAYS):
         again = first_failure(factory, capacity_bytes, calls, watch, semantics)
         if again is None or again.message != message:
-            return _counterexample(capacity_bytes, calls, not_deterministic(calls, message, again), semantics=semantics)
+            return counterexample_from(capacity_bytes, calls, not_deterministic(calls, message, again), semantics=semantics)
     return _shrunk(factory, watch, capacity_bytes, list(calls), again, semantics)
-
-
-def counterexample_of(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], message: str,
-    semantics: Semantics = CONTRACT,
-) -> Counterexample:
-    """The counterexample of `calls` (shrunk, diverging at the last), replayed on `factory` in this
-    thread for every difference, the why and the kind: what `cacheproof.testing` reports."""
-    return _counterexample(capacity_bytes, calls, message, semantics=semantics,
-                           step=diverging_step(factory, capacity_bytes, calls, semantics))
-
-
-def _counterexample(
-    capacity_bytes: int, calls: Sequence[Call], message: str, ending: str = "diverges here",
-    semantics: Semantics = CONTRACT, step: DivergingStep | None = None,
-) -> Counterexample:
-    """The counterexample of `calls`; with the replayed diverging `step`, every difference, the why
-    and the kind too."""
-    spec = new_spec(capacity_bytes, semantics)
-    spec_errors = tuple(run_spec_call(spec, call).error for call in calls)
-    names = tuple(None if error is None else type(error).__name__ for error in spec_errors)
-    if step is None:
-        return Counterexample(capacity_bytes, tuple(calls), message, names, ending)
-    check = None
-    if step.expected.error is None:
-        check = snippet.result_check(step.call, step.expected.result, step.stored_recipe)
-    state = None if step.cache_after is None else snapshot_diff(step.spec_after, step.cache_after)
-    return Counterexample(
-        capacity_bytes, tuple(calls), message, names, ending, step.differences,
-        explanation(step, capacity_bytes, semantics), state, check, step.kind,
-    )
-
-
-def _hashable(key: Any) -> bool:
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.blocks import generic, proofs, refinement
 from cacheproof.prove.induction import ProofResult
-from cacheproof.prove.report import PROVES, obligation, prove_body, target
+from cacheproof.prove.report import PROVES, obligation, prove_body
+from cacheproof.prove.report import target as target_json
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_OPTIONS, BLOCK_PROFILES, BlockSemantics
 from cacheproof.spec.errors import InvalidArgumentError
 
@@ -104,14 +106,14 @@ def run(args: argparse.Namespace) -> int:
     )
     quiet = getattr(args, "quiet", False)
     if not quiet:
-        print(f"proving {PROVES['blocks']}")
+        print(textwrap.fill(f"proving {PROVES['blocks']}", width=100))
     started = time.perf_counter()
     reports = [prove_target(one, blocks, bound) for one in chosen]
     wall = time.perf_counter() - started
     if getattr(args, "json", None) is not None:
         refine = {} if bound is None else {"refine_blocks": bound.num_blocks, "refine_refs": bound.max_refs}
         write_report(args.json, "prove", prove_body("blocks", {"blocks": blocks, **refine}, wall, [
-            target(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results], r.refined)
+            target_json(r.target.label, r.target.semantics, r.ok, r.seconds, [obligation(p) for p in r.results], r.refined)
             for r in reports
         ]))
     for report in reports:

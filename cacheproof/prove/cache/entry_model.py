@@ -20,6 +20,7 @@ from cacheproof.contract.calls import Call
 from cacheproof.prove.cache.counterexample import InductionCounterexample, concrete_counterexample, value_recipe
 from cacheproof.prove.cache.slot_cache import (
     KEY_SLOT,
+    IdentityMemo,
     Parameters,
     Slot,
     SlotCache,
@@ -183,7 +184,8 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
     each outcome. An invariant waived under `semantics` is proved all the same; its
     counterexamples are marked with the waiving option (`ProofResult.waived`)."""
     before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
-    inductive, older_idle = invariant(before, semantics), older_idle_pairs(before)
+    invariants_of = IdentityMemo(lambda cache: state_invariants(cache, semantics))  # outcomes share post-states
+    inductive, older_idle = z3.And(list(invariants_of(before).values())), older_idle_pairs(before)
     init = BranchOutcome("init", "new_spec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
     init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after, semantics).items()]
     results = [
@@ -200,10 +202,11 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
                 check_goals([], [Goal("frame", frame)], before.capacity, explain),
                 check_goals(
                     [inductive, outcome.guard, frame],
-                    _goals(operation, before, outcome, older_idle, semantics),
+                    _goals(operation, before, outcome, older_idle, semantics, invariants_of(outcome.after)),
                     before.capacity,
                     explain,
                     outcome.exact,
+                    together=True,
                 ),
             ]
             results.extend(
@@ -215,10 +218,15 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
 
 
 def _goals(
-    operation: str, before: SlotCache, outcome: BranchOutcome, older_idle: list[list[Any]], semantics: Semantics
+    operation: str,
+    before: SlotCache,
+    outcome: BranchOutcome,
+    older_idle: list[list[Any]],
+    semantics: Semantics,
+    after_invariants: dict[str, Any],
 ) -> list[Goal]:
     after = outcome.after
-    goals = [Goal(name, formula) for name, formula in state_invariants(after, semantics).items()]
+    goals = [Goal(name, formula) for name, formula in after_invariants.items()]
     goals.append(Goal("I5", only_idle_removed_oldest_first(operation, before, after, older_idle, semantics)))
     if outcome.error is not None:
         goals.append(Goal("I6", unchanged(before, after)))

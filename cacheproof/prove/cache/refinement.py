@@ -27,7 +27,6 @@ refinement_report.py; this module runs the spec and evaluates the model on every
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Hashable
 
 import numpy as np
@@ -120,18 +119,19 @@ def _after_terms(model: _Model, outcome: BranchOutcome) -> list[Any]:
 # The check ----------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Rows:
-    """Every call of one operation: the model's inputs (layout columns and call parameters) and
-    what the spec did (error, encoded result, encoded snapshot, byte counters)."""
+    """Every call of one operation: the model's inputs (the layout's columns and the call's
+    parameters) and what the spec did (error, encoded result, encoded snapshot, byte counters).
 
-    pre: list[tuple[int, ...]] = field(default_factory=list)
-    parameters: list[tuple[int, int]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    results: list[int] = field(default_factory=list)
-    after: list[tuple[int, ...]] = field(default_factory=list)
-    counts: list[tuple[int, int, int]] = field(default_factory=list)
-    origin: list[tuple[int, tuple[EntryView, ...], Call, Layout]] = field(default_factory=list)
+    A row holds its layout's index (`layouts`) and its snapshot's code (`snapshots`): tens of
+    thousands of rows share a few thousand layouts and snapshots, which become arrays once."""
+
+    def __init__(self) -> None:
+        self.layouts: list[Layout] = []
+        self._layout_index: dict[int, int] = {}  # id(layout) -> its index; the layouts stay alive in `layouts`
+        self.snapshots: dict[tuple[int, ...], int] = {}
+        self.records: list[tuple[int, int, int, str, int, int, int, int, int]] = []
+        self.origin: list[tuple[int, tuple[EntryView, ...], Call, Layout]] = []
 
     def run(self, base: Any, dict_fields: tuple[str, ...], call: Call, arguments: tuple, lay: Layout, origin: tuple) -> None:
         """Make `call` on a copy of `base` and record it."""
@@ -142,15 +142,43 @@ class _Rows:
             result, error = None, type(raised).__name__
         snapshot = cache.snapshot()
         stats = cache.stats()
-        self.pre.append(lay.pre)
-        self.parameters.append(_parameters(call))
-        self.errors.append(error)
-        key_value = lay.values.get(lay.slot_keys[entry_model.KEY_SLOT])
-        self.results.append(RESULT_OF_ERROR if error != NO_ERROR else encode_result(result, lay, key_value))
-        self.after.append(lay.unchanged if snapshot == origin[1] else encode_snapshot(snapshot, lay))
-        self.counts.append((stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes))
+        index = self._layout_index.get(id(lay))
+        if index is None:
+            index = self._layout_index[id(lay)] = len(self.layouts)
+            self.layouts.append(lay)
+        if error != NO_ERROR:
+            code = RESULT_OF_ERROR
+        else:
+            code = encode_result(result, lay, lay.values.get(lay.slot_keys[entry_model.KEY_SLOT]))
+        after = lay.unchanged if snapshot == origin[1] else encode_snapshot(snapshot, lay)
+        after_code = self.snapshots.setdefault(after, len(self.snapshots))
+        nbytes, retain = _parameters(call)
+        self.records.append(
+            (index, nbytes, retain, error, code, after_code, stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes)
+        )
         self.origin.append(origin)
 
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(pre-states, parameters, errors, result codes, encoded snapshots, byte counters), one row per call."""
+        index, nbytes, retain, errors, codes, after_codes, reserved, pinned, idle = zip(*self.records)
+        pre = np.array([lay.pre for lay in self.layouts], dtype=np.int64)[np.array(index)]
+        snapshots = np.array(list(self.snapshots), dtype=np.int64)[np.array(after_codes)]
+        return (
+            pre,
+            np.array([nbytes, retain], dtype=np.int64).T,
+            np.array(errors),
+            np.array(codes, dtype=np.int64),
+            snapshots,
+            np.array([reserved, pinned, idle], dtype=np.int64).T,
+        )
+
+    def row(self, i: int) -> tuple[tuple[int, ...], tuple[int, int]]:
+        """Row i's pre-state columns and call parameters."""
+        record = self.records[i]
+        return self.layouts[record[0]].pre, (record[1], record[2])
 
 
 def check_refinement(
@@ -184,8 +212,8 @@ def check_refinement(
     disagreeing = len(unbuildable)
     total_calls = 0
     for operation, group in rows.items():
-        total_calls += len(group.errors)
-        if not group.errors:
+        total_calls += len(group)
+        if not len(group):
             continue
         bad = _disagreeing_rows(model, operation, group)
         disagreeing += len(bad)
@@ -211,9 +239,8 @@ def _parameters(call: Call) -> tuple[int, int]:
 def _disagreeing_rows(model: _Model, operation: str, group: _Rows) -> np.ndarray:
     """Indices of the rows where the model does not have exactly one outcome that gives the
     spec's error, result and post-state."""
-    rows = len(group.errors)
-    pre = np.array(group.pre, dtype=np.int64)
-    parameters = np.array(group.parameters, dtype=np.int64)
+    rows = len(group)
+    pre, parameters, spec_error, spec_result, spec_after, spec_counts = group.arrays()
     names = model.columns()
     values: dict[str, Any] = {name: pre[:, i] for i, name in enumerate(names[:-2])}
     for i, name in enumerate(names[2:-2]):
@@ -221,10 +248,6 @@ def _disagreeing_rows(model: _Model, operation: str, group: _Rows) -> np.ndarray
             values[name] = values[name].astype(bool)
     values[names[-2]] = parameters[:, 0]
     values[names[-1]] = parameters[:, 1].astype(bool)
-    spec_after = np.array(group.after, dtype=np.int64)
-    spec_counts = np.array(group.counts, dtype=np.int64)
-    spec_result = np.array(group.results, dtype=np.int64)
-    spec_error = np.array(group.errors)
     applying = np.zeros(rows, dtype=np.int64)
     wrong = spec_after[:, -1] != 0  # a key outside the layout appeared
     pre_present = [values[f"present_{s}"] for s in range(model.num_slots)]
@@ -274,7 +297,8 @@ def _confirmed(
     """The disagreement on `row`: the spec's call made again, and the model's outcome evaluated by
     z3 itself; raises if z3's evaluation agrees with the spec (the array evaluation was wrong)."""
     capacity, entries, call, lay = group.origin[row]
-    assignment = dict(zip(model.columns(), [*group.pre[row], *group.parameters[row]]))
+    pre, parameters = group.row(row)
+    assignment = dict(zip(model.columns(), [*pre, *parameters]))
     found = []
     for outcome in model.outcomes[operation]:
         for frontier in model.frontiers if outcome.exact else [None]:

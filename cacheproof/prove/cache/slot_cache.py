@@ -72,35 +72,85 @@ def symbolic_parameters() -> Parameters:
 
 
 # Derived counts -----------------------------------------------------------------------------
+# A slot or cache that several outcomes share is the same Python object (an outcome rebuilds only
+# the slots it changes), so its derived terms are built once and looked up by identity: building
+# z3 terms through its Python API costs tens of microseconds each, and the proofs over 32 slots
+# would otherwise spend most of their time rebuilding the same sums.
+
+
+class IdentityMemo:
+    """Values computed once per object, keyed by identity; each entry holds its object, so its id
+    is not reused while the entry lives. Emptied past `limit` entries."""
+
+    def __init__(self, compute: Callable[[Any], Any], limit: int = 1 << 14) -> None:
+        self._compute, self._limit = compute, limit
+        self._entries: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, of: Any) -> Any:
+        entry = self._entries.get(id(of))
+        if entry is not None and entry[0] is of:
+            return entry[1]
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        value = self._compute(of)
+        self._entries[id(of)] = (of, value)
+        return value
+
+
+class _SlotTerms(NamedTuple):
+    reserved: Any
+    pinned: Any
+    idle: Any
+    reserved_bytes: Any  # nbytes if reserved, else 0
+    pinned_bytes: Any
+    idle_bytes: Any
+
+
+def _slot_terms(s: Slot) -> _SlotTerms:
+    reserved = z3.And(s.present, z3.Not(s.ready))
+    pinned = z3.And(s.present, s.ready, s.refcount > 0)
+    idle = z3.And(s.present, s.ready, s.refcount == 0)
+    zero = z3.IntVal(0)
+    return _SlotTerms(
+        reserved, pinned, idle, z3.If(reserved, s.nbytes, zero), z3.If(pinned, s.nbytes, zero), z3.If(idle, s.nbytes, zero)
+    )
+
+
+slot_terms = IdentityMemo(_slot_terms)
+"""The derived terms of a slot (`_SlotTerms`), built once per slot object."""
 
 
 def is_reserved(s: Slot) -> Any:
-    return z3.And(s.present, z3.Not(s.ready))
+    return slot_terms(s).reserved
 
 
 def is_pinned(s: Slot) -> Any:
-    return z3.And(s.present, s.ready, s.refcount > 0)
+    return slot_terms(s).pinned
 
 
 def is_idle(s: Slot) -> Any:
-    return z3.And(s.present, s.ready, s.refcount == 0)
+    return slot_terms(s).idle
 
 
 def is_evictable(s: Slot) -> Any:
-    """An entry the spec's eviction walk may remove: `steps.is_idle`."""
+    """An entry the spec's eviction walk may remove: `steps.is_idle`, called every time (a
+    patched step is the one proved)."""
     return z3.And(s.present, steps.is_idle(s.ready, s.refcount, Z3_LOGIC))
 
 
-def _sum_where(cache: SlotCache, selected: Callable[[Slot], Any]) -> Any:
-    return z3.Sum([z3.If(selected(s), s.nbytes, 0) for s in cache.slots])
+def _counts(cache: SlotCache) -> tuple[Any, Any, Any]:
+    terms = [slot_terms(s) for s in cache.slots]
+    return (
+        z3.Sum([t.reserved_bytes for t in terms]),
+        z3.Sum([t.pinned_bytes for t in terms]),
+        z3.Sum([t.idle_bytes for t in terms]),
+    )
+
+
+_cache_counts = IdentityMemo(_counts)
 
 
 def cache_bytes(cache: SlotCache) -> rules.Bytes:
-    """The byte counts of a slot cache, as the spec's counters hold them."""
-    return rules.Bytes(
-        cache.capacity,
-        _sum_where(cache, is_reserved),
-        _sum_where(cache, is_pinned),
-        _sum_where(cache, is_idle),
-    )
-
+    """The byte counts of a slot cache, as the spec's counters hold them (`rules.Bytes` built at
+    every call, so a patched rule module is the one used)."""
+    return rules.Bytes(cache.capacity, *_cache_counts(cache))

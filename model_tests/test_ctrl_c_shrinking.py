@@ -1,0 +1,162 @@
+"""A Ctrl-C after a failure was found keeps it, and a run shows which phase it is in.
+
+Pressed while a counterexample is being shrunk (by Hypothesis, or by the checker's own shrinker),
+the smallest failing sequence found so far is reported: exit 1, "shrinking interrupted", a snippet
+that fails when run. Pressed while searching for further divergences, those found are reported.
+Off a terminal, progress is a plain line on stderr at each phase change and every ten seconds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cacheproof.check.sequential.run import CheckInterrupted, run_check
+from cacheproof.check.sequential.scope import SMALL, Phase
+from cacheproof.cmdline.progress import PLAIN_LINE_SECONDS, Progress
+from cacheproof.spec import CacheSpec
+from model_tests.broken_caches import ClearDropsBusyEntries
+from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
+from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+BROKEN = "model_tests.broken_caches:ClearDropsBusyEntries"
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt in this process while the test runs (a background pytest
+    inherits it ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _press_ctrl_c_on_call(number: int):
+    """An `on_shrink` that sends this process a SIGINT on its `number`th call, noting each length."""
+    lengths: list[int] = []
+
+    def on_shrink(found_at, length):
+        lengths.append(length)
+        if len(lengths) == number:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return on_shrink, lengths
+
+
+@pytest.mark.parametrize("hypothesis_shrinks", [True, False], ids=["hypothesis-shrinking", "own-shrinking"])
+def test_ctrl_c_while_shrinking_reports_the_smallest_failing_sequence_so_far(hypothesis_shrinks, ctrl_c_raises):
+    on_shrink, lengths = _press_ctrl_c_on_call(3)
+    report = run_check(ClearDropsBusyEntries, phases=(Phase(SMALL, 200, 100, hypothesis_shrinks),),
+                       on_shrink=on_shrink, max_divergences=8)
+    assert len(lengths) >= 3, "the run never shrank"
+    assert not report.ok and report.interrupted and report.shrinking_interrupted
+    example = report.counterexamples[-1]
+    assert example.message.endswith("(shrinking interrupted)"), example.message
+    assert len(example.calls) <= lengths[0], "no longer than the failing sequence shrinking started from"
+    assert example.differences, "replayed: every difference at the diverging call"
+    assert_fails_where_it_diverges(example.to_python(BROKEN))
+
+
+def test_the_same_run_uninterrupted_shrinks_further_than_the_interrupted_one(ctrl_c_raises):
+    """The interrupted report is the sequence shrinking had reached, not a finished shrink."""
+    on_shrink, _ = _press_ctrl_c_on_call(2)
+    interrupted = run_check(ClearDropsBusyEntries, on_shrink=on_shrink).counterexample
+    finished = run_check(ClearDropsBusyEntries).counterexample
+    assert len(finished.calls) < len(interrupted.calls)
+    assert "shrinking interrupted" not in finished.message
+
+
+def test_ctrl_c_while_searching_for_further_divergences_reports_those_found(ctrl_c_raises):
+    events: list[str] = []
+
+    def on_shrink(found_at, length):
+        events.append("shrinking")
+
+    def on_example(tally):  # not called while shrinking: after a shrink, the further search
+        if events and "pressed" not in events:
+            events.append("pressed")
+            os.kill(os.getpid(), signal.SIGINT)
+
+    report = run_check(ClearDropsBusyEntries, on_shrink=on_shrink, on_example=on_example, max_divergences=8)
+    assert "pressed" in events, "Ctrl-C was pressed once the first divergence was shrunk"
+    assert report.interrupted and not report.shrinking_interrupted and not report.ok
+    assert "shrinking interrupted" not in report.counterexample.message
+    assert_fails_where_it_diverges(report.counterexample.to_python(BROKEN))
+
+
+def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises):
+    def on_example(tally):
+        if tally.examples == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(CheckInterrupted) as raised:
+        run_check(CacheSpec, on_example=on_example)
+    assert raised.value.report.interrupted and raised.value.report.counterexample is None
+
+
+def test_cacheproof_check_interrupted_while_shrinking_exits_1_with_a_failing_snippet(tmp_path):
+    """The command, a real SIGINT: the progress says it is shrinking, then the Ctrl-C."""
+    report, errors = tmp_path / "r.json", tmp_path / "stderr"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            interruptible_cacheproof("check", "--impl", "model_tests.faulty_caches:SlowToShrink", "--steps", "40",
+                                     "--json", str(report)),
+            cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )
+        try:
+            wait_for(lambda: "shrinking (" in errors.read_text(), 60, "the progress line of shrinking", process)
+            out, _ = press_ctrl_c(process)
+        finally:
+            process.kill()
+    progress = errors.read_text()
+    assert process.returncode == 1, out + progress
+    assert "check: searching: 0/200 examples" in progress
+    assert "check: divergence found at example " in progress and ", shrinking (" in progress
+    assert "shrinking interrupted by Ctrl-C: the last counterexample" in out
+    [verdict] = [line for line in out.splitlines() if line.startswith("counterexample (")]
+    assert verdict.endswith("(shrinking interrupted)"), verdict
+    [snippet] = snippets_in(out)
+    assert_fails_where_it_diverges(snippet)
+    written = json.loads(report.read_text())
+    assert written["ok"] is False and written["shrinking_interrupted"] is True
+    assert written["divergences"][0]["message"].endswith("(shrinking interrupted)")
+
+
+def test_progress_off_a_terminal_prints_each_phase_change_and_then_every_ten_seconds():
+    now = [0.0]
+    stream = io.StringIO()
+    progress = Progress("check", 200, stream=stream, clock=lambda: now[0])
+    with progress:
+        for done in range(5):  # searching, all within the first second: one line
+            now[0] += 0.1
+            progress.update(done, done * 100)
+        now[0] = PLAIN_LINE_SECONDS + 1
+        progress.update(6, 600)  # ten seconds on: a line
+        progress.shrinking(7, 40)  # a phase change: a line at once
+        now[0] += 3
+        progress.shrinking(7, 12)  # within ten seconds: none
+        now[0] += PLAIN_LINE_SECONDS
+        progress.shrinking(7, 5)
+        progress.update(8, 960)  # further search: a line at once
+    assert stream.getvalue().splitlines() == [
+        "check: searching: 0/200 examples, 0 steps, 0 steps/s",
+        "check: searching: 6/200 examples, 600 steps, 55 steps/s",
+        "check: divergence found at example 7, shrinking (40 calls, 0.0 s)",
+        "check: divergence found at example 7, shrinking (5 calls, 13.0 s)",
+        "check: searching for further divergences: 8/200 examples, 960 steps, 40 steps/s",
+    ]
+
+
+def test_quiet_progress_prints_nothing():
+    stream = io.StringIO()
+    with Progress("check", 10, quiet=True, stream=stream) as progress:
+        progress.update(1, 10)
+        progress.shrinking(1, 3)
+    assert stream.getvalue() == ""

@@ -1,0 +1,239 @@
+"""The pytest plugin and `cache_test`: a user's suite checks a cache with plain `@given` tests that
+pytest, pytest-xdist and HypoFuzz run unchanged; a failure names the bound test, shows the user's
+frames and a runnable snippet, and no path inside cacheproof."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.internal.reflection import function_digest
+
+from cacheproof.contract.keys import KEY_DOMAINS
+from cacheproof.spec import CacheSpec
+from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.testing import cache_test
+from cacheproof.testing.functions import Program
+from cacheproof.testing.plugin import _key_by
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+OURS = (str(ROOT / "cacheproof") + os.sep, str(ROOT / "spec") + os.sep, f"site-packages{os.sep}hypothesis{os.sep}")
+"""Paths no failure a user sees may show: cacheproof's source, the spec's, Hypothesis's."""
+
+USERS_CACHE = '''
+from examples.minimal_cache import MinimalCache
+
+
+class CrashingCache(MinimalCache):
+    """Looks its entry up before releasing it, and so raises KeyError for a key it does not hold."""
+
+    def release(self, key):
+        entry = self._entries[key]  # the user's bug
+        return super().release(key)
+'''
+
+USERS_TESTS = '''
+from hypothesis import settings
+settings.register_profile("users", max_examples=60, derandomize=True, database=None)
+settings.load_profile("users")
+
+from cacheproof.testing import cache_test
+from examples.minimal_cache import MinimalCache
+from model_tests.broken_caches import GetTakesReference
+from users_cache import CrashingCache
+
+test_minimal_cache = cache_test(MinimalCache, keys="tuple")
+test_my_cache = cache_test(CrashingCache, keys="str")
+
+
+def test_inside_a_test(cacheproof_check):
+    cacheproof_check(GetTakesReference, ops=["put", "get", "release"])
+'''
+
+
+@pytest.fixture
+def users_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A user's test folder: their cache, their tests, the repository importable, no CI profile."""
+    pytester.makepyfile(users_cache=USERS_CACHE, test_users=USERS_TESTS)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(pytester.path)]))
+    for name in ("CI", "HYPOTHESIS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    return pytester
+
+
+def _failure_of(output: str, test: str) -> str:
+    """The failure section of `test` in pytest's output."""
+    sections = re.split(r"^_{3,} (\S+) _{3,}$", output, flags=re.M)
+    return dict(zip(sections[1::2], sections[2::2]))[test]
+
+
+def _check_the_users_failures(result: pytest.RunResult, folder: Path) -> None:
+    result.assert_outcomes(passed=1, failed=2)
+    output = result.stdout.str()
+    assert not [path for path in OURS if path in output], output
+    crash = _failure_of(output, "test_my_cache")
+    assert "Failing test case: test_my_cache(" in crash
+    assert re.search(r"users_cache.py:\d+: KeyError", crash) and "entry = self._entries[key]  # the user's bug" in crash
+    assert "users_cache:CrashingCache diverges from the spec: cache.release(" in crash
+    inside = _failure_of(output, "test_inside_a_test")
+    assert "Failing test case: test_inside_a_test(" in inside
+    assert 'cacheproof_check(GetTakesReference, ops=["put", "get", "release"])' in inside
+    assert "model_tests.broken_caches:GetTakesReference diverges from the spec" in inside
+    snippet = re.search(r"shrunk to \d+ calls:\n(.*?)\n\s*\n\s*Failing test case", crash, re.S).group(1)
+    script = "\n".join(line.removeprefix("    ") for line in snippet.splitlines())
+    assert "cache.release(" in script and "from users_cache import CrashingCache as factory" in script
+    replay = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True,
+                            env={**os.environ}, timeout=60)
+    assert replay.returncode != 0 and "KeyError" in replay.stderr, replay.stderr
+
+
+def test_a_failure_shows_the_bound_name_the_users_frames_and_a_snippet_that_fails(users_suite: pytest.Pytester) -> None:
+    result = users_suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    _check_the_users_failures(result, users_suite.path)
+
+
+def test_pytest_xdist_runs_the_tests_unchanged(users_suite: pytest.Pytester) -> None:
+    result = users_suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert "2 workers" in result.stdout.str()
+    _check_the_users_failures(result, users_suite.path)
+
+
+SETTINGS_PROBE = '''
+from hypothesis import settings
+
+def test_the_active_settings():
+    ci = settings.get_profile("ci")
+    print("ACTIVE", settings.get_current_profile_name(), settings.default.max_examples, ci.derandomize, ci.max_examples)
+'''
+
+
+@pytest.mark.parametrize(
+    "options, active",
+    [((), "default 100"), (("--cacheproof-settings", "thorough"), "cacheproof-thorough 2000"),
+     (("--hypothesis-profile", "cacheproof-ci"), "cacheproof-ci 50")],
+)
+def test_cacheproof_settings_load_only_when_asked_and_leave_hypothesis_ci_alone(
+    users_suite: pytest.Pytester, options: tuple[str, ...], active: str,
+) -> None:
+    users_suite.makepyfile(test_probe=SETTINGS_PROBE)
+    result = users_suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-s", "test_probe.py", *options)
+    result.assert_outcomes(passed=1)
+    assert f"ACTIVE {active} True " in result.stdout.str()  # Hypothesis's own ci profile: derandomized
+
+
+def test_an_unknown_settings_name_is_a_usage_error(users_suite: pytest.Pytester) -> None:
+    result = users_suite.runpytest_subprocess("-p", "no:cacheprovider", "--cacheproof-settings", "fast")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--cacheproof-settings 'fast': cacheproof's settings are ci, dev, thorough" in result.stderr.str()
+
+
+# In process ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def few_examples():
+    """A small derandomized profile, active while the tests are made (they take it then)."""
+    previous = settings.get_current_profile_name()
+    settings.register_profile("cacheproof-plugin-test", max_examples=20, derandomize=True, database=None)
+    settings.load_profile("cacheproof-plugin-test")
+    yield
+    settings.load_profile(previous)
+
+
+@pytest.mark.parametrize("domain", sorted(KEY_DOMAINS))
+def test_the_tests_call_with_keys_of_the_domain_asked_for(few_examples, domain: str) -> None:
+    seen: list = []
+
+    class Recording(CacheSpec):
+        def put(self, key, value):
+            seen.append(key)
+            return super().put(key, value)
+
+    cache_test(Recording, keys=domain, ops=["put", "get"])()
+    hashable = [key for key in seen if not isinstance(key, list)]  # bad arguments put [key]
+    assert hashable and set(hashable) <= set(KEY_DOMAINS[domain][:6])
+
+
+def test_each_key_domain_holds_sixteen_distinct_keys_of_its_kind() -> None:
+    kinds = {"int": (int,), "str": (str,), "bytes": (bytes,), "tuple": (tuple,), "mixed": (int, str, bytes, tuple)}
+    assert set(KEY_DOMAINS) == set(kinds)
+    for name, keys in KEY_DOMAINS.items():
+        assert len(set(keys)) == len(keys) == 16 and all(type(key) in kinds[name] for key in keys), name
+        assert not any(isinstance(key, bool) for key in keys)
+    assert len({type(key) for key in KEY_DOMAINS["mixed"][:6]}) == 4  # the small scope meets every type
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [({"keys": "float"}, "keys 'float': the key domains are int, str, bytes, tuple, mixed"),
+     ({"scope": "huge"}, "scope 'huge': the scopes are small, wide, long"),
+     ({"steps": 0}, "steps 0"),
+     ({"ops": ["peek"]}, "peek"),
+     ({"profile": "redis"}, "redis")],
+)
+def test_a_bad_option_is_refused_when_the_test_is_made(options: dict, named: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(named)):
+        cache_test(CacheSpec, **options)
+
+
+def test_each_bound_test_has_a_database_key_of_its_own() -> None:
+    first, second = cache_test(CacheSpec), cache_test(CacheSpec)
+    assert function_digest(first.hypothesis.inner_test) == function_digest(second.hypothesis.inner_test)
+    _key_by(first, "test_users.py::test_a")
+    _key_by(second, "test_users.py::test_b")
+    assert function_digest(first.hypothesis.inner_test) != function_digest(second.hypothesis.inner_test)
+
+
+def test_a_program_prints_short_and_not_as_python() -> None:
+    text = repr(Program(8, (0, 1), bytes(800)))
+    assert text.startswith("<Program: capacity 8, keys (0, 1), picks ") and len(text) < 80
+    assert repr(Program(8, (0, 1), bytes(3))) == repr(Program(8, (0, 1), b""))  # trailing zeros read as none
+
+
+# HypoFuzz -----------------------------------------------------------------------------------------
+
+FUZZED = '''
+from cacheproof.testing import cache_test
+from model_tests.broken_caches import GetTakesReference
+
+test_fuzzed_cache = cache_test(GetTakesReference)
+'''
+
+REPLAY_ONLY = '''
+from hypothesis import Phase, settings
+
+settings.register_profile("replay-only", phases=[Phase.explicit, Phase.reuse])
+'''
+
+
+def test_hypofuzz_fuzzes_a_cache_test_and_pytest_replays_what_it_found(users_suite: pytest.Pytester) -> None:
+    """HypoFuzz runs until stopped: a failure found, its process ends within a minute or so; then
+    pytest, which only replays the database here (no generation), fails with the snippet."""
+    folder = users_suite.path
+    (folder / "test_fuzzed.py").write_text(FUZZED)
+    (folder / "conftest.py").write_text(REPLAY_ONLY)
+    fuzz = subprocess.Popen(
+        [str(Path(sys.executable).with_name("hypothesis")), "fuzz", "-n", "1", "--no-dashboard", "--",
+         "test_fuzzed.py", "-p", "no:cacheprovider"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        fuzzed, _ = fuzz.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(fuzz.pid, signal.SIGKILL)
+        fuzzed, _ = fuzz.communicate()
+    assert "to fuzz 1 test" in fuzzed, fuzzed
+    replayed = users_suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:xdist", "--hypothesis-profile", "replay-only", "test_fuzzed.py"
+    )
+    replayed.assert_outcomes(failed=1)
+    output = replayed.stdout.str()
+    assert "Failing test case: test_fuzzed_cache(" in output and "# <- diverges here" in output, fuzzed + output

@@ -1,0 +1,129 @@
+"""`cacheproof check --workers N`: distinct seeds in N processes, the first failure wins, one merged
+report (docs/scale.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
+from cacheproof.check.sequential.workers import shares
+from cacheproof.cli import main
+from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
+
+BROKEN = "model_tests.broken_caches:CommitEvictsBeforeSizeCheck"
+CONFORMING = "examples.minimal_cache:MinimalCache"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_each_worker_gets_its_share_of_every_phase_and_the_shares_add_up() -> None:
+    for phases, workers in (((Phase(SMALL, 7, 10),), 3), (THOROUGH, 4)):
+        divided = shares(phases, workers)
+        assert len(divided) == workers
+        for number, phase in enumerate(phases):
+            counts = [share[number].examples for share in divided]
+            assert sum(counts) == phase.examples and max(counts) - min(counts) <= 1
+            assert all(share[number].scope == phase.scope and share[number].steps == phase.steps for share in divided)
+
+
+def test_a_broken_cache_is_found_by_two_workers_with_one_merged_report(tmp_path: Path, capsys) -> None:
+    report_path = tmp_path / "report.json"
+    status = main(["check", "--impl", BROKEN, "--workers", "2", "--seed", "5", "--max-divergences", "1",
+                   "--json", str(report_path)])
+    output = capsys.readouterr().out
+    assert status == 1
+    report = json.loads(report_path.read_text())
+    workers = report["workers"]
+    assert workers["count"] == 2 and workers["winner"] in (0, 1)
+    assert workers["winner_seed"] == 5 + workers["winner"]
+    assert f"worker {workers['winner'] + 1} (seed {workers['winner_seed']}) found the failure" in output
+    assert 1 <= report["first_failure_example"] <= report["examples"] <= 200
+    assert len(report["divergences"]) == 1
+    snippets = snippets_in(output)
+    assert len(snippets) == 1
+    assert_fails_where_it_diverges(snippets[0])
+
+
+def test_a_conforming_cache_conforms_over_two_workers_with_the_examples_summed(tmp_path: Path, capsys) -> None:
+    report_path = tmp_path / "report.json"
+    status = main(["check", "--impl", CONFORMING, "--workers", "2", "--examples", "31", "--steps", "20",
+                   "--json", str(report_path)])
+    output = capsys.readouterr().out
+    assert status == 0, output
+    report = json.loads(report_path.read_text())
+    assert report["ok"] is True and report["examples"] == 31 and report["steps"] > 31
+    assert report["workers"] == {"count": 2, "winner": None, "winner_seed": None}
+    assert "conforms: 31 examples" in output
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--workers", "0"], "argument --workers: must be an integer >= 1, got '0'"),
+    (["--workers", "two"], "argument --workers: must be an integer >= 1, got 'two'"),
+    (["--workers", "3", "--examples", "2"], "--workers 3 needs at least 3 examples per phase, got 2"),
+    (["--workers", "2", "--threads", "2"], "--workers and --database are for sequential checks; not with --threads"),
+    (["--workers", "2", "--spec", "blocks"], "--workers not yet for --spec blocks"),
+])
+def test_a_bad_workers_flag_is_a_usage_error(flags: list[str], message: str, capsys) -> None:
+    assert main(["check", "--impl", CONFORMING, *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_failure_found_by_the_workers_replays_first_next_run(tmp_path: Path) -> None:
+    database = tmp_path / "examples"
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    assert main(["check", "--impl", BROKEN, "--workers", "2", "--seed", "5", "--max-divergences", "1", "--quiet",
+                 "--json", str(first), "--database", str(database)]) == 1
+    assert main(["check", "--impl", BROKEN, "--workers", "2", "--seed", "40", "--max-divergences", "1", "--quiet",
+                 "--json", str(again), "--database", str(database)]) == 1
+    found, replayed = json.loads(first.read_text()), json.loads(again.read_text())
+    assert replayed["first_failure_example"] == 1
+    assert replayed["divergences"][0]["calls"] == found["divergences"][0]["calls"]
+
+
+def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
+    report_path = tmp_path / "report.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cacheproof", "check", "--impl", CONFORMING, "--workers", "2", "--examples", "100000",
+         "--quiet", "--json", str(report_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    workers: list[int] = []
+    deadline = time.monotonic() + 120
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        workers = _children(process.pid)
+    assert len(workers) >= 2, "the workers did not start"
+    time.sleep(3)  # let them run examples
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "interrupted" in out
+    report = json.loads(report_path.read_text())
+    assert report["ok"] is None and report["examples"] > 0
+    time.sleep(1)
+    assert [pid for pid in workers if _alive(pid)] == []
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    found: list[int] = []
+    for task in tasks.iterdir() if tasks.exists() else ():
+        children = (task / "children").read_text().split()
+        found += [int(child) for child in children]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" not in status.read_text()
