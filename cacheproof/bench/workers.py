@@ -39,11 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a broken cache to find; again for several (default: four of model_tests.broken_caches)")
     parser.add_argument("--workers", type=integer_at_least(2), default=2, metavar="N",
                         help="the workers compared with one process (default 2)")
-    parser.add_argument("--seeds", type=positive_integer, default=3, help="seeds per cache (default 3)")
-    parser.add_argument("--seed", type=any_integer, default=0, help="the first seed (default 0)")
-    parser.add_argument("--examples", type=positive_integer, default=1000,
+    parser.add_argument("--seeds", metavar="N", type=positive_integer, default=3, help="seeds per cache (default 3)")
+    parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="the first seed (default 0)")
+    parser.add_argument("--examples", metavar="N", type=positive_integer, default=1000,
                         help="the budget of each check (default 1000): a cache not found within it is reported")
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="print only the last line")
 
 
