@@ -1,8 +1,10 @@
 """`TensorLRUCache`: a byte-bounded, ref-counted LRU cache of device tensors with reservations.
 
-It has the operations, results and errors of the cache spec (`cacheproof.spec`); every argument check
-comes from `cacheproof.spec.cache.arguments` and every guard and byte update from
-`cacheproof.spec.cache.rules`, so the real cache runs exactly the arithmetic the spec states.
+It has the operations, results and errors of the cache spec (`cacheproof.spec`), with arithmetic of
+its own: its argument checks, guards, byte updates and eviction are written here and in
+lru_entries.py, never called from the spec's rules, steps or transitions (an import-linter contract
+forbids it). The checker holds the two to each other, so a bug in a rule of the spec shows up as
+a divergence instead of being shared.
 
 This module states the public operations and views, under one lock, and the device the cache
 lives on; the entries, their recency and the idle heap are kept by lru_entries.py, the copies of
@@ -22,9 +24,20 @@ try:
 except ModuleNotFoundError as missing:
     raise missing_extra(missing, __name__) from None
 
-from cacheproof.impl.lru_entries import READY, RESERVED, Entry, EntryBookkeeping
 from cacheproof.impl import tensor_values
-from cacheproof.spec.cache import arguments, invariants, rules
+from cacheproof.impl.tensor_values import sized
+from cacheproof.impl.lru_entries import (
+    READY,
+    RESERVED,
+    Entry,
+    EntryBookkeeping,
+    check_capacity,
+    check_retain,
+    check_size,
+)
+from cacheproof.impl.lru_entries import check_key as _check_key
+from cacheproof.spec.cache import invariants
+from cacheproof.spec.cache.types import Acquired, CacheStats, Snapshot
 from cacheproof.spec.errors import (
     CapacityError,
     ConflictError,
@@ -32,7 +45,9 @@ from cacheproof.spec.errors import (
     UnknownKeyError,
     WrongStateError,
 )
-from cacheproof.spec.cache.types import Acquired, CacheStats, Snapshot
+
+NEW_RESERVATION, RESERVATION_HIT = Acquired.NEW_RESERVATION, Acquired.RESERVATION_HIT
+READY_HIT, BLOCKED = Acquired.READY_HIT, Acquired.BLOCKED
 
 
 class TensorLRUCache(EntryBookkeeping):
@@ -80,62 +95,62 @@ class TensorLRUCache(EntryBookkeeping):
         device: str | torch.device | None = None,
         stream_aware: bool = False,
     ) -> None:
-        self._capacity = arguments.check_capacity(capacity_bytes)
+        self._capacity = check_capacity(capacity_bytes)
         self._device = _check_usable(_resolve_device(device))
         if not isinstance(stream_aware, bool):
             raise InvalidArgumentError(
                 f"stream_aware must be a bool, got {stream_aware!r} ({type(stream_aware).__name__})"
             )
         self._stream_aware = stream_aware and self._device.type == "cuda"
+        self._on_meta = self._device.type == "meta"
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()  # oldest first
         self._idle_heap: list[tuple[int, Hashable]] = []  # (stamp, key); stale items skipped
         self._idle_count = 0
         self._next_stamp = 0
-        self._bytes = rules.empty(capacity_bytes)
+        self._reserved_bytes = self._pinned_bytes = self._idle_bytes = 0
         self._hits = self._misses = self._blocked = self._evictions = 0
 
     # Operations ---------------------------------------------------------------------------
+    # Each checks its arguments in the contract's order with the common case inline (a plain int
+    # size in range, a bool flag), falling back to lru_entries' checks for the message.
 
     def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> bool:
         """Claim nbytes for a value to come. False (nothing changes) if protected bytes would overflow."""
         with self._lock:
-            arguments.check_key("reserve", key)
-            arguments.check_nbytes("reserve", key, nbytes, self._capacity)
-            arguments.check_retain("reserve", key, retain)
-            if key in self._entries:
-                raise WrongStateError(f"reserve({key!r}): the key is already {self._entries[key].state.name}")
+            self._check_reservation("reserve", key, nbytes, retain)
+            present = self._entries.get(key)
+            if present is not None:
+                raise WrongStateError(f"reserve({key!r}): the key is already {present.state.name}")
             return self._try_reserve(key, nbytes, retain)
 
     def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Acquired:
         """Take a reference to key, reserving it if absent. BLOCKED changes nothing."""
         with self._lock:
-            arguments.check_key("acquire", key)
-            arguments.check_nbytes("acquire", key, nbytes, self._capacity)
-            arguments.check_retain("acquire", key, retain)
+            self._check_reservation("acquire", key, nbytes, retain)
             entry = self._entries.get(key)
             if entry is None:
                 if self._try_reserve(key, nbytes, retain):
                     self._misses += 1
-                    return Acquired.NEW_RESERVATION
+                    return NEW_RESERVATION
                 self._blocked += 1
-                return Acquired.BLOCKED
+                return BLOCKED
             if entry.nbytes != nbytes or entry.retain != retain:
                 raise ConflictError(
                     f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                     f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
                 )
-            if entry.is_idle and not rules.reservation_fits(self._bytes, nbytes):
+            idle = entry.state is READY and entry.refcount == 0
+            if idle and self._reserved_bytes + self._pinned_bytes + nbytes > self._capacity:
                 self._blocked += 1
-                return Acquired.BLOCKED
+                return BLOCKED
             self._entries.move_to_end(key)  # the one update that names the key comes first
-            if entry.is_idle:
-                self._bytes = rules.after_pin(self._bytes, nbytes)
-                self._idle_count -= 1
+            self._next_stamp = entry.stamp = self._next_stamp + 1
+            if idle:
+                self._pin(entry)
             entry.refcount += 1
-            self._restamp(key, entry)
             self._hits += 1
-            return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
+            return RESERVATION_HIT if entry.state is RESERVED else READY_HIT
 
     def commit(self, key: Hashable, value: Any) -> list[Hashable]:
         """Store the value of a RESERVED entry, evicting idle entries oldest first to make room.
@@ -144,15 +159,17 @@ class TensorLRUCache(EntryBookkeeping):
         then checked again and stored under the lock (whatever changed meanwhile decides).
         """
         with self._lock:
-            arguments.check_key("commit", key)
-            size = arguments.check_value("commit", key, value)
+            _check_key("commit", key)
+            size = sized("commit", key, value)
             self._commit_entry(key, size)
         stored, ready_event = self._store("commit", key, value, size)
         with self._lock:
             entry = self._commit_entry(key, size)
-            self._move_to_newest(key, entry)  # still RESERVED, so never among the evicted
-            evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
-            self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
+            self._entries.move_to_end(key)  # first; still RESERVED, so never among the evicted
+            self._next_stamp = entry.stamp = self._next_stamp + 1
+            evicted = self._evict_until_room(size)
+            self._reserved_bytes -= size
+            self._pinned_bytes += size
             entry.state, entry.value, entry.ready_event = READY, stored, ready_event
             return evicted
 
@@ -162,20 +179,21 @@ class TensorLRUCache(EntryBookkeeping):
         As `commit`, the copy is made between two checks under the lock, outside it.
         """
         with self._lock:
-            arguments.check_key("put", key)
-            size = arguments.check_value("put", key, value)
-            arguments.check_put_size(key, size, self._capacity)
+            _check_key("put", key)
+            size = sized("put", key, value)
+            if size > self._capacity:
+                check_size("put", key, size, self._capacity)
             if not self._put_fits(key, size):
                 return False
         stored, ready_event = self._store("put", key, value, size)
         with self._lock:
             if not self._put_fits(key, size):
                 return False
-            entry = Entry(READY, size, 0, True, self._new_stamp())
+            self._next_stamp = stamp = self._next_stamp + 1
+            entry = Entry(READY, size, 0, True, stamp)
             entry.value, entry.ready_event = stored, ready_event
-            self._entries[key] = entry  # first; not in the idle heap until after eviction
-            _, evicted_bytes = self._evict_until_room(size)
-            self._bytes = rules.after_put(self._bytes, size, evicted_bytes)
+            self._entries[key] = entry  # first; not idle (not evictable) until after eviction
+            self._evict_until_room(size)
             self._add_idle(key, entry)
             return True
 
@@ -183,46 +201,49 @@ class TensorLRUCache(EntryBookkeeping):
         """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
         with self._lock:
             entry = self._ready_entry("get", key)
-            self._move_to_newest(key, entry)
-            tensor_values.hand_to_current_stream(self._device, entry)
+            self._entries.move_to_end(key)
+            self._next_stamp = entry.stamp = self._next_stamp + 1  # an idle entry keeps its heap item
+            if entry.ready_event is not None:
+                tensor_values.hand_to_current_stream(self._device, entry)
             return entry.value
 
     def release(self, key: Hashable) -> bool:
         """Drop one reference. True if that removed the entry (abandoned reservation or transient)."""
         with self._lock:
-            arguments.check_key("release", key)
+            _check_key("release", key)
             entry = self._entries.get(key)
             if entry is None:
                 raise UnknownKeyError(f"release({key!r}): the key is absent")
-            if entry.refcount == 0:
-                raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
             if entry.refcount > 1:
                 entry.refcount -= 1
                 return False
-            removed = entry.state is RESERVED or not entry.retain
-            if removed:
+            if entry.refcount == 0:
+                raise WrongStateError(f"release({key!r}): the entry has no reference to release (refcount 0)")
+            if entry.state is RESERVED:  # an abandoned reservation
                 del self._entries[key]  # the one update that names the key comes first
+                entry.refcount = 0
+                self._reserved_bytes -= entry.nbytes
+                return True
+            if not entry.retain:  # a transient entry goes at its last release
+                del self._entries[key]
+                entry.refcount = 0
+                self._pinned_bytes -= entry.nbytes
+                return True
             entry.refcount = 0
-            if entry.state is RESERVED:
-                self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
-            else:
-                self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
-            if not removed:
-                self._add_idle(key, entry)
-            return removed
+            self._pinned_bytes -= entry.nbytes
+            self._add_idle(key, entry)
+            return False
 
     def evict(self, nbytes: int) -> list[Hashable]:
         """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
         with self._lock:
-            arguments.check_evict_nbytes(nbytes, self._capacity)
-            if not rules.eviction_can_make_room(self._bytes, nbytes):
+            check_size("evict", None, nbytes, self._capacity, least=0)
+            if self._pinned_bytes + nbytes > self._capacity:
                 raise CapacityError(
-                    f"evict({nbytes}): pinned_bytes={self._bytes.pinned} + {nbytes} > "
+                    f"evict({nbytes}): pinned_bytes={self._pinned_bytes} + {nbytes} > "
                     f"capacity_bytes={self._capacity}; evicting every idle entry is not enough"
                 )
-            evicted, evicted_bytes = self._evict_until_room(nbytes)
-            self._bytes = rules.after_evict(self._bytes, evicted_bytes)
-            return evicted
+            return self._evict_until_room(nbytes)
 
     def pop(self, key: Hashable) -> torch.Tensor:
         """Remove an idle READY entry and return its value."""
@@ -230,23 +251,31 @@ class TensorLRUCache(EntryBookkeeping):
             entry = self._ready_entry("pop", key)
             if entry.refcount > 0:
                 raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
-            del self._entries[key]  # the one update that names the key comes first
-            tensor_values.hand_to_current_stream(self._device, entry)
-            self._bytes = rules.after_evict(self._bytes, entry.nbytes)
-            self._idle_count -= 1
-            self._compact_idle_heap_if_stale()
+            self._remove_idle(key, entry)
+            if entry.ready_event is not None:
+                tensor_values.hand_to_current_stream(self._device, entry)
             return entry.value
 
     def clear(self) -> None:
-        """Remove every entry; WrongStateError (nothing removed) while any is reserved or in use."""
+        """Remove every entry; WrongStateError (nothing removed) while any is reserved or in use.
+        Every entry has at least one byte, so an entry is reserved or in use exactly when the
+        reserved or pinned bytes are not 0: no scan."""
         with self._lock:
-            busy_bytes = rules.protected(self._bytes)
+            busy_bytes = self._reserved_bytes + self._pinned_bytes
             if busy_bytes > 0:
                 raise WrongStateError(f"clear: {busy_bytes} bytes are reserved or in use")
             self._entries.clear()
             self._idle_heap.clear()
             self._idle_count = 0
-            self._bytes = rules.after_clear(self._bytes)
+            self._idle_bytes = 0
+
+    def _check_reservation(self, operation: str, key: Hashable, nbytes: Any, retain: Any) -> None:
+        """reserve and acquire: the key, then nbytes, then retain."""
+        _check_key(operation, key)
+        if nbytes.__class__ is not int or not 0 < nbytes <= self._capacity:
+            check_size(operation, key, nbytes, self._capacity)
+        if retain is not True and retain is not False:
+            check_retain(operation, key, retain)
 
     # Views ------------------------------------------------------------------------------
 
@@ -257,9 +286,15 @@ class TensorLRUCache(EntryBookkeeping):
 
     def stats(self) -> CacheStats:
         with self._lock:
-            return CacheStats.from_bytes(
-                self._bytes,
-                len(self._entries),
+            ready = self._pinned_bytes + self._idle_bytes
+            return CacheStats(
+                capacity_bytes=self._capacity,
+                ready_bytes=ready,
+                reserved_bytes=self._reserved_bytes,
+                pinned_bytes=self._pinned_bytes,
+                idle_bytes=self._idle_bytes,
+                free_bytes=self._capacity - ready,
+                entries=len(self._entries),
                 hits=self._hits,
                 misses=self._misses,
                 blocked=self._blocked,
@@ -280,15 +315,15 @@ class TensorLRUCache(EntryBookkeeping):
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
-            arguments.check_key("in", key)
+            _check_key("in", key)
             return key in self._entries
 
     def __repr__(self) -> str:
         with self._lock:
-            b = self._bytes
             return (
-                f"TensorLRUCache(capacity_bytes={b.capacity}, device={self._device}, "
-                f"entries={len(self._entries)}, reserved={b.reserved}, pinned={b.pinned}, idle={b.idle})"
+                f"TensorLRUCache(capacity_bytes={self._capacity}, device={self._device}, "
+                f"entries={len(self._entries)}, reserved={self._reserved_bytes}, pinned={self._pinned_bytes}, "
+                f"idle={self._idle_bytes})"
             )
 
     def make_value(self, nbytes: int, tag: int) -> torch.Tensor:
@@ -312,7 +347,7 @@ class TensorLRUCache(EntryBookkeeping):
         """The cache's own copy of a value of `size` bytes and the event marking the copy done
         (`tensor_values.copy_value`); InvalidArgumentError, before anything changes, if the copy
         does not hold `size` bytes."""
-        return tensor_values.copy_value(self._device, self._stream_aware, operation, key, value, size)
+        return tensor_values.copy_value(self._device, self._on_meta, self._stream_aware, operation, key, value, size)
 
 
 def _check_usable(device: torch.device) -> torch.device:

@@ -22,6 +22,7 @@ except ModuleNotFoundError as missing:
 
 from cacheproof.impl.lru_entries import Entry
 from cacheproof.spec.cache import invariants
+from cacheproof.spec.cache.values import unsizable_reason, value_size
 from cacheproof.spec.errors import InvalidArgumentError
 
 _DTYPES_BY_ELEMENT_SIZE: tuple[tuple[int, tuple[torch.dtype, ...]], ...] = (
@@ -34,6 +35,22 @@ _FILL_MODULUS = 127
 """make_value fills with integers below this: exact in every dtype above, int8 included."""
 
 _META = torch.device("meta")
+_TENSOR, _STRIDED, _CONTIGUOUS = torch.Tensor, torch.strided, torch.contiguous_format
+
+
+def sized(operation: str, key: Hashable, value: Any) -> int:
+    """The value's size by the contract's sizing rule (`cacheproof.spec.cache.values`);
+    InvalidArgumentError if it is unsizable or empty. A plain dense tensor, the common case, is
+    sized here by the same rule (numel * element_size); the copy is checked against the size."""
+    if type(value) is _TENSOR and value.layout is _STRIDED and not (value.is_quantized or value.is_nested):
+        size = value.nbytes
+    else:
+        size = value_size(value)
+        if size is None:
+            raise InvalidArgumentError(f"{operation}({key!r}): {unsizable_reason(value)}")
+    if size < 1:
+        raise InvalidArgumentError(f"{operation}({key!r}): the value is empty (0 bytes); size must be >= 1")
+    return size
 
 
 def make_value(device: torch.device, nbytes: int, tag: int) -> torch.Tensor:
@@ -56,7 +73,7 @@ def make_value(device: torch.device, nbytes: int, tag: int) -> torch.Tensor:
 
 
 def copy_value(
-    device: torch.device, stream_aware: bool, operation: str, key: Hashable, value: Any, size: int
+    device: torch.device, on_meta: bool, stream_aware: bool, operation: str, key: Hashable, value: Any, size: int
 ) -> tuple[torch.Tensor, Any]:
     """The cache's own copy of a value of `size` bytes (as sized by the contract's rule), and the
     event marking the copy done.
@@ -65,9 +82,15 @@ def copy_value(
     a meta tensor of the value's dtype and shape (a 1-D uint8 tensor of `size` for a buffer):
     sizes without data, nothing allocated. InvalidArgumentError, before anything changes, if
     the copy does not hold `size` bytes (the value changed while the lock was released).
+    `on_meta`: the device is meta (asked once: `device.type` costs as much as a dict operation).
     """
+    if type(value) is _TENSOR and not on_meta and not value.is_meta:  # one op, the common case
+        stored = value.to(device, copy=True, memory_format=_CONTIGUOUS)
+        if stored.requires_grad:
+            stored = stored.detach()
+        return _checked(stored, stream_aware, operation, key, size, device)
     is_tensor = isinstance(value, torch.Tensor)
-    if device.type == "meta" or (is_tensor and torch.Tensor.is_meta.__get__(value)):
+    if on_meta or (is_tensor and torch.Tensor.is_meta.__get__(value)):
         if is_tensor:
             stored = torch.empty(torch.Tensor.size(value), dtype=value.dtype, device="meta")
         else:
@@ -76,7 +99,14 @@ def copy_value(
         source = torch.Tensor.detach(value) if is_tensor else _host_bytes(value)
         stored = torch.empty(source.shape, dtype=source.dtype, device=device)
         stored.copy_(source)
-    copied = stored.numel() * stored.element_size()
+    return _checked(stored, stream_aware, operation, key, size, device)
+
+
+def _checked(
+    stored: torch.Tensor, stream_aware: bool, operation: str, key: Hashable, size: int, device: torch.device
+) -> tuple[torch.Tensor, Any]:
+    """The copy if it holds `size` bytes, with its event where stream-aware."""
+    copied = stored.nbytes
     if copied != size:
         raise InvalidArgumentError(
             f"{operation}({key!r}): the value had {size} bytes when it was sized and {copied} when it "

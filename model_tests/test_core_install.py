@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -43,11 +44,22 @@ def core(tmp_path_factory) -> Path:
     return bin_folder
 
 
-def test_the_core_install_has_no_torch_triton_or_pytest(core):
+def test_the_core_install_has_no_torch_and_ships_its_metadata(core):
     probe = "import importlib.util as u; print(sorted(n for n in ('torch', 'triton', 'pytest', 'numpy', 'z3', 'hypothesis', 'rich') if u.find_spec(n)))"
     found = _run([str(core / "python"), "-c", probe], core)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "['hypothesis', 'numpy', 'rich', 'z3']"
+    metadata = (
+        "import cacheproof, pathlib, importlib.metadata as m; d = m.metadata('cacheproof')\n"
+        "print((pathlib.Path(cacheproof.__file__).parent / 'py.typed').exists(), d['License-Expression'], "
+        "d['Version'] == cacheproof.__version__)\n"
+        "print(*sorted(r for r in d.get_all('Requires-Dist') if 'torch' in r), sep='\\n')"
+    )
+    shipped = _run([str(core / "python"), "-c", metadata], core)
+    assert shipped.returncode == 0, shipped.stderr
+    first, *torch_requirements = shipped.stdout.splitlines()
+    assert first == "True MIT True"
+    assert torch_requirements and all("extra ==" in line for line in torch_requirements), torch_requirements
 
 
 def test_the_core_install_checks_a_plain_python_cache(core, tmp_path):
@@ -99,10 +111,19 @@ class Block(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Block())
 """
 
-TORCH_MODULES = sorted(
-    path.stem for path in (ROOT / "impl").glob("*.py") if "\nimport torch\n" in path.read_text().replace("    ", "")
-)
-"""The modules of cacheproof.impl that import torch (read from their text, so a new one is tested)."""
+
+
+def _imports_torch_at_load(path: Path) -> bool:
+    """Whether the module imports torch when it is loaded: at its top level, or in a top-level try."""
+    statements = []
+    for node in ast.parse(path.read_text()).body:
+        statements += node.body if isinstance(node, ast.Try) else [node]
+    return any(isinstance(node, ast.Import) and any(alias.name == "torch" for alias in node.names)
+               for node in statements)
+
+
+TORCH_MODULES = sorted(path.stem for path in (ROOT / "impl").glob("*.py") if _imports_torch_at_load(path))
+"""The modules of cacheproof.impl that import torch when loaded (read from their code, so a new one is tested)."""
 
 
 def _with_torch_blocked(code: str) -> subprocess.CompletedProcess:

@@ -162,7 +162,7 @@ def test_check_valid_passes_on_a_healthy_cache_and_catches_a_corrupt_counter() -
     cache.put("a", cache.make_value(10, 0))
     cache.acquire("b", 20)
     cache.check_valid()
-    cache._bytes = cache._bytes._replace(idle=11)
+    cache._idle_bytes = 11
     with pytest.raises(InvariantViolation):
         cache.check_valid()
 

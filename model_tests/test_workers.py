@@ -4,6 +4,7 @@ report (docs/scale.md)."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
-from cacheproof.check.sequential.workers import shares
+from cacheproof.check.sequential.counterexample import Counterexample
+from cacheproof.check.sequential.run import CheckOptions, CheckReport
+from cacheproof.check.sequential.workers import Crew, shares
 from cacheproof.cli import main
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
 
@@ -127,3 +130,44 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/status")
     return status.exists() and "zombie" not in status.read_text()
+
+
+class _FinishedProcess:
+    """A worker process stand-in: already done, it records being stopped."""
+
+    pid = None
+    exitcode = 0
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+    def terminate(self) -> None:
+        self.terminated = True
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+    def is_alive(self) -> bool:
+        return False
+
+
+def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() -> None:
+    """Worker 1's progress is ready beside worker 0's first failure: worker 0 wins and stops worker 1
+    while the batch is handled; worker 1's message is then skipped, not looked up."""
+    crew = Crew(CheckOptions(), 2, time.perf_counter())
+    processes, writers = [_FinishedProcess(), _FinishedProcess()], []
+    for index, process in enumerate(processes):
+        reader, writer = multiprocessing.Pipe(duplex=False)
+        crew.add(index, 10 + index, process, reader)
+        writers.append(writer)
+    found = CheckReport(False, 3, 30, 0.1, Counterexample(64, (), "diverges"), first_failure_example=2)
+    writers[0].send(("shrink", 2, 5))
+    writers[1].send(("progress", 7, 70))
+    writers[0].send(("report", found))
+    for writer in writers:
+        writer.close()
+    crew.listen()
+    report = crew.merged((Phase(SMALL, 10, 10),))
+    assert processes[1].terminated and not processes[0].terminated
+    assert (report.winner, report.winner_seed, report.counterexample) == (0, 10, found.counterexample)
+    assert report.examples == 3 and report.first_failure_example == 2

@@ -7,6 +7,14 @@ call timeout existed), the default run (every call guarded, see docs/robustness.
 Then steps/s per scope (docs/scope.md), side by side: the bare machine on the spec and on
 TensorLRUCache on the meta device, in the small, wide and long scopes (the long scope's examples
 are a tenth of --examples: each is a life of hundreds of calls). `--scopes-only` measures only that.
+
+Then the cache itself against the floor (`--ops-only` measures only that): TensorLRUCache and
+`PlainTensorLRU`, a plain OrderedDict + threading.Lock LRU of tensors with a byte capacity, on
+64-byte CPU tensors, in alternating rounds (the best of `OPS_ROUNDS` each): an evicting `put`,
+a `get` hit, and one lifecycle iteration (TensorLRUCache: acquire of a new key, commit, get,
+release, evicting on commit; the plain LRU: a get that misses, put, get). The ratios are
+TensorLRUCache's time per call over the plain LRU's; the targets are 1.5x for put and get and
+3x for the lifecycle (issue 26).
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ import hypothesis
 
 import argparse
 import sys
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", help="print only the last line (use with --json)", action="store_true")
     parser.add_argument("--scopes-only", action="store_true", help="measure only steps/s per scope")
+    parser.add_argument("--ops-only", action="store_true", help="measure only TensorLRUCache against a plain OrderedDict LRU")
+    parser.add_argument(
+        "--calls", metavar="N", type=positive_integer, default=20_000, help="calls per round of the operation figures (default 20000)"
+    )
 
 
 def tensor_cache_on_cpu(capacity_bytes: int):
@@ -97,6 +111,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.scopes_only:
         return _run_scopes(args)
+    if args.ops_only:
+        operations = _operation_figures(args)
+        if args.json is not None:
+            write_report(args.json, "bench", {"bench": "cache", "figures": {"operations": operations}})
+        return 0
     try:
         figures = {name: {mode: _measure(name, mode, args.examples, args.seed) for mode in MODES} for name in CACHES}
     except UsageAbort as abort:  # a cache that could not be built (in its child process, say)
@@ -124,8 +143,12 @@ def run(args: argparse.Namespace) -> int:
         for name, by_mode in figures.items()
     ))
     scoped = _scope_figures(args)
+    operations = _operation_figures(args)
     if args.json is not None:
-        write_report(args.json, "bench", {"bench": "cache", "figures": {**figures, "per_scope": scoped}}, ran_hypothesis=True)
+        write_report(
+            args.json, "bench", {"bench": "cache", "figures": {**figures, "per_scope": scoped, "operations": operations}},
+            ran_hypothesis=True,
+        )
     modes_ok = all(f["ok"] for by_mode in figures.values() for mode, f in by_mode.items() if mode in MODES)
     return 0 if modes_ok and all(f["ok"] for by_scope in scoped.values() for f in by_scope.values()) else 1
 
@@ -173,3 +196,125 @@ def _run_scopes(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_report(args.json, "bench", {"bench": "cache", "figures": {"per_scope": figures}}, ran_hypothesis=True)
     return 0 if all(f["ok"] for by_scope in figures.values() for f in by_scope.values()) else 1
+
+
+# TensorLRUCache against a plain LRU ---------------------------------------------------------------
+
+OPS_ROUNDS = 5
+OPS_TARGETS = {"put": 1.5, "get": 1.5, "lifecycle": 3.0}
+"""The most TensorLRUCache's time per call may be, as a multiple of the plain LRU's (issue 26)."""
+VALUE_BYTES = 64
+RESIDENT_VALUES = 1000
+"""The caches hold this many values; every put and every lifecycle commit past them evicts."""
+
+
+class PlainTensorLRU:
+    """The floor: a byte-capacity LRU of tensors, an OrderedDict under one lock. `put` stores its own
+    detached contiguous copy (as the contract asks of a cache) and evicts the oldest values until the
+    new one fits; `get` returns a value and makes it the newest, None when absent."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self._values: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity, self._used = capacity_bytes, 0
+
+    def put(self, key: Any, value: Any) -> bool:
+        stored = value.detach().clone(memory_format=torch_contiguous_format())
+        nbytes = stored.nbytes
+        with self._lock:
+            if key in self._values or nbytes > self._capacity:
+                return False
+            self._values[key] = stored
+            self._used += nbytes
+            while self._used > self._capacity:
+                self._used -= self._values.popitem(last=False)[1].nbytes
+            return True
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
+
+
+def torch_contiguous_format() -> Any:
+    import torch
+
+    return torch.contiguous_format
+
+
+def _operation_rounds(calls: int) -> dict[str, dict[str, float]]:
+    """Seconds per call, the best of OPS_ROUNDS rounds, per operation and cache (rounds alternate
+    between the caches, so a noisy neighbour slows both)."""
+    import torch
+
+    from cacheproof.impl import TensorLRUCache
+
+    value = torch.arange(VALUE_BYTES // 4, dtype=torch.float32)
+    capacity = VALUE_BYTES * RESIDENT_VALUES
+    makers = {"TensorLRUCache": lambda: TensorLRUCache(capacity, device="cpu"), "plain LRU": lambda: PlainTensorLRU(capacity)}
+    best: dict[str, dict[str, float]] = {operation: {} for operation in OPS_TARGETS}
+    for _ in range(OPS_ROUNDS):
+        for name, make in makers.items():
+            for operation, seconds in _one_round(make(), name == "TensorLRUCache", value, calls).items():
+                best[operation][name] = min(best[operation].get(name, seconds), seconds)
+    return best
+
+
+def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int) -> dict[str, float]:
+    """Seconds per call of `calls` evicting puts, `calls` gets of resident keys and `calls`
+    lifecycle iterations on new keys (`lifecycle`: TensorLRUCache's acquire/commit/get/release,
+    else the plain LRU's get/put/get)."""
+    put, get = cache.put, cache.get
+    started = time.perf_counter()
+    for key in range(calls):
+        put(key, value)
+    put_seconds = time.perf_counter() - started
+    resident = list(range(calls - RESIDENT_VALUES, calls)) * max(1, calls // RESIDENT_VALUES)
+    started = time.perf_counter()
+    for key in resident:
+        get(key)
+    get_seconds = time.perf_counter() - started
+    keys = range(calls, 2 * calls)
+    started = time.perf_counter()
+    if lifecycle:
+        acquire, commit, release = cache.acquire, cache.commit, cache.release
+        for key in keys:
+            acquire(key, VALUE_BYTES)
+            commit(key, value)
+            get(key)
+            release(key)
+    else:
+        for key in keys:
+            get(key)
+            put(key, value)
+            get(key)
+    lifecycle_seconds = time.perf_counter() - started
+    return {"put": put_seconds / calls, "get": get_seconds / len(resident), "lifecycle": lifecycle_seconds / calls}
+
+
+def _operation_figures(args: argparse.Namespace) -> dict:
+    """TensorLRUCache's calls per second against the plain LRU's, and the ratio of their times."""
+    best = _operation_rounds(args.calls)
+    figures = {
+        operation: {
+            "tensor_lru_cache_per_second": round(1 / by_cache["TensorLRUCache"]),
+            "plain_lru_per_second": round(1 / by_cache["plain LRU"]),
+            "ratio": round(by_cache["TensorLRUCache"] / by_cache["plain LRU"], 2),
+            "target_ratio": OPS_TARGETS[operation],
+        }
+        for operation, by_cache in best.items()
+    }
+    if not args.quiet:
+        summary_table(
+            f"TensorLRUCache vs a plain OrderedDict + lock LRU ({VALUE_BYTES}-byte CPU tensors, "
+            f"best of {OPS_ROUNDS} rounds of {args.calls} calls): calls/s, time ratio",
+            {
+                operation: f"{f['tensor_lru_cache_per_second']:,} vs {f['plain_lru_per_second']:,} /s: "
+                f"{f['ratio']:.2f}x the plain LRU's time (target <= {f['target_ratio']}x)"
+                for operation, f in figures.items()
+            },
+        )
+    print("ratios to the plain LRU: " + ", ".join(f"{operation} {f['ratio']:.2f}x" for operation, f in figures.items()))
+    return figures

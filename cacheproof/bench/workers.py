@@ -3,7 +3,9 @@
 For each broken cache (`--impl`, repeatable; default: a few of model_tests/broken_caches.py, so
 the default runs from a clone of cacheproof) and each of `--seeds` seeds: `cacheproof check` as
 one process (`--workers 1`: in this process) and as `--workers N` (N processes, `--examples`
-divided among them), each stopping at its first counterexample. Two times are measured: to the
+divided among them), each stopping at its first counterexample; `--thorough` checks as
+`check --thorough` does, by default on broken caches only the wide and long scopes find, whose
+searches take seconds where the default caches' take fractions of one. Two times are measured: to the
 failure (the end of the first failing example, before shrinking) and to the report (the
 counterexample shrunk); the medians over the seeds are printed side by side with their ratio
 (1 worker / N workers: above 1, the workers find it sooner). The N workers' times include
@@ -20,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cacheproof.check.sequential.run import CheckOptions, CheckReport, run_check
+from cacheproof.check.sequential.scope import THOROUGH
 from cacheproof.check.sequential.workers import run_workers
 from cacheproof.cmdline.flag_types import any_integer, integer_at_least, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
@@ -32,6 +35,10 @@ DEFAULT_IMPLS = tuple(f"model_tests.broken_caches:{name}" for name in (
     "CommitEvictsBeforeSizeCheck", "EvictsPinnedEntries", "ReleaseOfIdleIsNoop", "RepinsWithoutFitCheck",
 ))
 """Broken caches that take more than a few examples to find (their modules live in the repository's tests)."""
+THOROUGH_IMPLS = tuple(f"model_tests.broken_scope_caches:{name}" for name in (
+    "FixedTableOfEight", "ByteCountersWrapAt32Bits", "MaintenancePassReorders",
+))
+"""Broken caches only the wide and long scopes find (`--thorough`): seconds of search, not fractions."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="the first seed (default 0)")
     parser.add_argument("--examples", metavar="N", type=positive_integer, default=1000,
                         help="the budget of each check (default 1000): a cache not found within it is reported")
+    parser.add_argument("--thorough", action="store_true",
+                        help="check as `check --thorough` does (the wide and long scopes; --examples is unused), "
+                        "by default on the broken caches only those scopes find")
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="print only the last line")
 
@@ -52,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof bench workers: {problem}", file=sys.stderr)
         return 2
-    impls = tuple(args.impl or DEFAULT_IMPLS)
+    impls = tuple(args.impl or (THOROUGH_IMPLS if args.thorough else DEFAULT_IMPLS))
     try:
         factories = {impl: load_factory(impl) for impl in impls}
     except FactoryError as error:
@@ -83,7 +93,8 @@ def _figures(factory, impl: str, args: argparse.Namespace) -> dict:
     """The medians over the seeds of one cache, at 1 worker and at args.workers."""
     runs: dict[str, list[CheckReport]] = {"one": [], "many": []}
     for seed in range(args.seed, args.seed + args.seeds):
-        options = CheckOptions(examples=args.examples, seed=seed, impl=impl, max_divergences=1)
+        options = CheckOptions(examples=args.examples, seed=seed, impl=impl, max_divergences=1,
+                               phases=THOROUGH if args.thorough else None)
         started = time.perf_counter()
         runs["one"].append(_timed(run_check(factory, options), started))
         started = time.perf_counter()

@@ -159,11 +159,6 @@ def bind_test(test: Callable[..., None], name: str) -> None:
         function.__name__ = function.__qualname__ = name
 
 
-def is_cache_test(test: Any) -> bool:
-    """Whether `test` was made by `cache_test`."""
-    return getattr(test, "cacheproof_impl", None) is not None
-
-
 def _reporting() -> bool:
     """Whether a failure now is the one reported: Hypothesis's final replay of the minimal failing
     example, or a call outside Hypothesis's engine (then nothing will shrink it further)."""

@@ -47,6 +47,6 @@ def unique_name(name: str, factory: Callable[[int], Any], namespace: dict) -> st
 
 
 def callers_module(depth: int = 2) -> str:
-    """The `__name__` of the module `depth` frames above this function's caller's caller (by default,
-    whoever called the function that calls this), so that reports name the user's file."""
+    """The `__name__` of the module `depth` frames up the stack from here (by default 2: whoever
+    called the function that calls this), so that reports name the user's file."""
     return sys._getframe(depth).f_globals.get("__name__", __name__)

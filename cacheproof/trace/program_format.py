@@ -38,14 +38,15 @@ from cacheproof.spec.kind import SpecKind
 # Reading ------------------------------------------------------------------------------------
 
 def names_a_kind(path: str | Path) -> bool:
-    """Whether the file's first non-blank line is a JSON object naming a "spec" (a program trace)."""
+    """Whether the file's first non-blank line is a JSON object naming a "spec" (a program trace), and
+    not a report (whose object names its `schema`, and a spec too)."""
     try:
         with open(path) as file:
             first = next((line for line in file if line.strip()), "")
         header = json.loads(first)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
-    return isinstance(header, dict) and "spec" in header
+    return isinstance(header, dict) and "spec" in header and "schema" not in header
 
 
 def read_program_trace(path: str | Path) -> ProgramTrace:

@@ -138,9 +138,14 @@ class Tally:
             self.failed = error is not None
             if self.failed:
                 self.found_at = self.examples + self.rejected
-            if self.failed and self.first_failure_example is None:
-                self.first_failure_example = self.examples + self.rejected
-                self.first_failure_at = time.perf_counter()
+            if self.failed:
+                self.note_failure(self.examples + self.rejected)
+
+    def note_failure(self, ordinal: int) -> None:
+        """The example of this ordinal failed: the first failure, unless one was noted before."""
+        if self.first_failure_example is None:
+            self.first_failure_example = ordinal
+            self.first_failure_at = time.perf_counter()
 
 
 class CacheMachine(RuleBasedStateMachine):

@@ -325,8 +325,9 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
         except _HypothesisShrinkDone:
             capacity_bytes, calls, _ = tally.smallest
             return shrunk(capacity_bytes, list(calls), None, tally.found_at, seconds=_search_seconds_left(known, watch))
-        except CacheFault as fault:
+        except CacheFault as fault:  # a hang or a crash: the example running never ended
             failure = Failure(len(tally.calls) - 1, fault.message, fault.kind)
+            tally.note_failure(tally.examples + tally.rejected + 1)
             return shrunk(tally.capacity_bytes, tally.calls, failure, tally.examples + tally.rejected + 1)  # the one running
         except Flaky:
             return _not_deterministic(guarded, watch, tally, semantics)

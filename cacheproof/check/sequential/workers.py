@@ -109,19 +109,19 @@ def run_workers(options: CheckOptions, workers: int, database: DatabaseChoice | 
         Phase(SMALL, options.examples, options.steps_per_example),)
     context = multiprocessing.get_context("spawn")
     started = time.perf_counter()
-    crew = _Crew(options, workers, started)
-    for index, share in enumerate(shares(phases, workers)):
-        seed = None if options.seed is None else options.seed + index
-        worker_options = replace(options, seed=seed, phases=share, examples=sum(phase.examples for phase in share),
-                                 on_example=None, on_shrink=None, on_counterexample=None, database=None)
-        reader, writer = context.Pipe(duplex=False)
-        process = context.Process(target=_work, args=(index, worker_options, database, writer),
-                                  name=f"cacheproof-worker-{index + 1}")
-        process.start()
-        writer.close()
-        crew.add(index, seed, process, reader)
+    crew = Crew(options, workers, started)
     try:
         try:
+            for index, share in enumerate(shares(phases, workers)):
+                seed = None if options.seed is None else options.seed + index
+                worker_options = replace(options, seed=seed, phases=share, examples=sum(phase.examples for phase in share),
+                                         on_example=None, on_shrink=None, on_counterexample=None, database=None)
+                reader, writer = context.Pipe(duplex=False)
+                process = context.Process(target=_work, args=(index, worker_options, database, writer),
+                                          name=f"cacheproof-worker-{index + 1}")
+                process.start()
+                writer.close()
+                crew.add(index, seed, process, reader)
             crew.listen()
         except KeyboardInterrupt:
             crew.interrupt()
@@ -130,7 +130,7 @@ def run_workers(options: CheckOptions, workers: int, database: DatabaseChoice | 
     return crew.merged(phases)
 
 
-class _Crew:
+class Crew:
     """The workers of one run, their pipes, their latest counts, their reports and the winner."""
 
     def __init__(self, options: CheckOptions, workers: int, started: float) -> None:
@@ -153,7 +153,9 @@ class _Crew:
         """Handle the workers' messages until each has reported or been stopped (or `until`)."""
         while self.pipes and (until is None or time.perf_counter() < until):
             for pipe in wait(list(self.pipes.values()), timeout=0.2):
-                index = next(index for index, own in self.pipes.items() if own is pipe)
+                index = next((index for index, own in self.pipes.items() if own is pipe), None)
+                if index is None:  # stopped while an earlier message of this batch was handled
+                    continue
                 try:
                     message = pipe.recv()
                 except (EOFError, OSError):
