@@ -112,13 +112,15 @@ class Entry:
 
     __slots__ = ("state", "nbytes", "refcount", "retain", "value", "ready_event", "stamp", "heap_stamp")
 
-    def __init__(self, state: EntryState, nbytes: int, refcount: int, retain: bool, stamp: int) -> None:
+    def __init__(
+        self, state: EntryState, nbytes: int, refcount: int, retain: bool, stamp: int, value: Any = None, ready_event: Any = None
+    ) -> None:
         self.state = state
         self.nbytes = nbytes
         self.refcount = refcount
         self.retain = retain
-        self.value: Any = None  # the stored torch.Tensor, READY only
-        self.ready_event: Any = None  # a torch.cuda.Event when stream-aware, else None
+        self.value = value  # the stored torch.Tensor, READY only
+        self.ready_event = ready_event  # a torch.cuda.Event when stream-aware, else None
         self.stamp = stamp
         self.heap_stamp: int | None = None
 
@@ -176,17 +178,12 @@ class EntryBookkeeping:
             raise WrongStateError(f"put({key!r}): the key is already {present.state.name}; put never replaces")
         return self._pinned_bytes + size <= self._capacity
 
-    def _ready_entry(self, operation: str, key: Hashable) -> Entry:
-        try:
-            hash(key)
-        except Exception as error:
-            raise unhashable(operation, key, error) from None
-        entry = self._entries.get(key)
+    @staticmethod
+    def _not_readable(operation: str, key: Hashable, entry: Entry | None) -> Exception:
+        """get or pop of an absent key or of a RESERVED entry: the contract's error."""
         if entry is None:
-            raise UnknownKeyError(f"{operation}({key!r}): the key is absent")
-        if entry.state is RESERVED:
-            raise WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
-        return entry
+            return UnknownKeyError(f"{operation}({key!r}): the key is absent")
+        return WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
 
     def _add_idle(self, key: Hashable, entry: Entry) -> None:
         """A READY entry just became idle: it joins the heap at its own (unchanged) recency."""
@@ -229,8 +226,6 @@ class EntryBookkeeping:
         The caller has made sure they can (pinned + incoming <= capacity)."""
         evicted: list[Hashable] = []
         excess = self._pinned_bytes + self._idle_bytes + incoming - self._capacity
-        if excess <= 0:
-            return evicted
         freed = 0
         entries = self._entries
         while freed < excess:

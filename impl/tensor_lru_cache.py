@@ -25,7 +25,7 @@ except ModuleNotFoundError as missing:
     raise missing_extra(missing, __name__) from None
 
 from cacheproof.impl import tensor_values
-from cacheproof.impl.tensor_values import sized
+from cacheproof.impl.tensor_values import copy_value, sized
 from cacheproof.impl.lru_entries import (
     READY,
     RESERVED,
@@ -112,13 +112,14 @@ class TensorLRUCache(EntryBookkeeping):
         self._hits = self._misses = self._blocked = self._evictions = 0
 
     # Operations ---------------------------------------------------------------------------
-    # Each checks its arguments in the contract's order with the common case inline (a plain int
-    # size in range, a bool flag), falling back to lru_entries' checks for the message.
+    # Each checks its arguments first, in the contract's order, before taking the lock (they read
+    # the arguments and the fixed capacity only), with the common case inline (a plain int size in
+    # range, a bool flag) and lru_entries' checks for the message.
 
     def reserve(self, key: Hashable, nbytes: int, *, retain: bool = True) -> bool:
         """Claim nbytes for a value to come. False (nothing changes) if protected bytes would overflow."""
+        self._check_reservation("reserve", key, nbytes, retain)
         with self._lock:
-            self._check_reservation("reserve", key, nbytes, retain)
             present = self._entries.get(key)
             if present is not None:
                 raise WrongStateError(f"reserve({key!r}): the key is already {present.state.name}")
@@ -126,8 +127,8 @@ class TensorLRUCache(EntryBookkeeping):
 
     def acquire(self, key: Hashable, nbytes: int, *, retain: bool = True) -> Acquired:
         """Take a reference to key, reserving it if absent. BLOCKED changes nothing."""
+        self._check_reservation("acquire", key, nbytes, retain)
         with self._lock:
-            self._check_reservation("acquire", key, nbytes, retain)
             entry = self._entries.get(key)
             if entry is None:
                 if self._try_reserve(key, nbytes, retain):
@@ -158,16 +159,19 @@ class TensorLRUCache(EntryBookkeeping):
         The copy is made outside the lock: the call is checked under the lock, the value copied,
         then checked again and stored under the lock (whatever changed meanwhile decides).
         """
+        _check_key("commit", key)
+        size = sized("commit", key, value)
         with self._lock:
-            _check_key("commit", key)
-            size = sized("commit", key, value)
             self._commit_entry(key, size)
-        stored, ready_event = self._store("commit", key, value, size)
+        stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "commit", key, value, size)
         with self._lock:
             entry = self._commit_entry(key, size)
             self._entries.move_to_end(key)  # first; still RESERVED, so never among the evicted
             self._next_stamp = entry.stamp = self._next_stamp + 1
-            evicted = self._evict_until_room(size)
+            if self._pinned_bytes + self._idle_bytes + size > self._capacity:
+                evicted = self._evict_until_room(size)
+            else:
+                evicted = []
             self._reserved_bytes -= size
             self._pinned_bytes += size
             entry.state, entry.value, entry.ready_event = READY, stored, ready_event
@@ -178,29 +182,32 @@ class TensorLRUCache(EntryBookkeeping):
 
         As `commit`, the copy is made between two checks under the lock, outside it.
         """
+        _check_key("put", key)
+        size = sized("put", key, value)
+        if size > self._capacity:
+            check_size("put", key, size, self._capacity)
         with self._lock:
-            _check_key("put", key)
-            size = sized("put", key, value)
-            if size > self._capacity:
-                check_size("put", key, size, self._capacity)
             if not self._put_fits(key, size):
                 return False
-        stored, ready_event = self._store("put", key, value, size)
+        stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "put", key, value, size)
         with self._lock:
             if not self._put_fits(key, size):
                 return False
             self._next_stamp = stamp = self._next_stamp + 1
-            entry = Entry(READY, size, 0, True, stamp)
-            entry.value, entry.ready_event = stored, ready_event
+            entry = Entry(READY, size, 0, True, stamp, stored, ready_event)
             self._entries[key] = entry  # first; not idle (not evictable) until after eviction
-            self._evict_until_room(size)
+            if self._pinned_bytes + self._idle_bytes + size > self._capacity:
+                self._evict_until_room(size)
             self._add_idle(key, entry)
             return True
 
     def get(self, key: Hashable) -> torch.Tensor:
         """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
+        _check_key("get", key)
         with self._lock:
-            entry = self._ready_entry("get", key)
+            entry = self._entries.get(key)
+            if entry is None or entry.state is RESERVED:
+                raise self._not_readable("get", key, entry)
             self._entries.move_to_end(key)
             self._next_stamp = entry.stamp = self._next_stamp + 1  # an idle entry keeps its heap item
             if entry.ready_event is not None:
@@ -209,8 +216,8 @@ class TensorLRUCache(EntryBookkeeping):
 
     def release(self, key: Hashable) -> bool:
         """Drop one reference. True if that removed the entry (abandoned reservation or transient)."""
+        _check_key("release", key)
         with self._lock:
-            _check_key("release", key)
             entry = self._entries.get(key)
             if entry is None:
                 raise UnknownKeyError(f"release({key!r}): the key is absent")
@@ -236,8 +243,8 @@ class TensorLRUCache(EntryBookkeeping):
 
     def evict(self, nbytes: int) -> list[Hashable]:
         """Evict idle entries oldest first until nbytes more would fit; CapacityError if they cannot."""
+        check_size("evict", None, nbytes, self._capacity, least=0)
         with self._lock:
-            check_size("evict", None, nbytes, self._capacity, least=0)
             if self._pinned_bytes + nbytes > self._capacity:
                 raise CapacityError(
                     f"evict({nbytes}): pinned_bytes={self._pinned_bytes} + {nbytes} > "
@@ -247,8 +254,11 @@ class TensorLRUCache(EntryBookkeeping):
 
     def pop(self, key: Hashable) -> torch.Tensor:
         """Remove an idle READY entry and return its value."""
+        _check_key("pop", key)
         with self._lock:
-            entry = self._ready_entry("pop", key)
+            entry = self._entries.get(key)
+            if entry is None or entry.state is RESERVED:
+                raise self._not_readable("pop", key, entry)
             if entry.refcount > 0:
                 raise WrongStateError(f"pop({key!r}): the entry is in use (refcount {entry.refcount})")
             self._remove_idle(key, entry)
@@ -314,8 +324,8 @@ class TensorLRUCache(EntryBookkeeping):
             return len(self._entries)
 
     def __contains__(self, key: object) -> bool:
+        _check_key("in", key)
         with self._lock:
-            _check_key("in", key)
             return key in self._entries
 
     def __repr__(self) -> str:
@@ -340,15 +350,6 @@ class TensorLRUCache(EntryBookkeeping):
         with self._lock:
             self._check_bookkeeping(lambda key, entry: tensor_values.check_stored_value(self._device, key, entry))
             invariants.check_state(self._capacity, self._snapshot())
-
-    # Values -------------------------------------------------------------------------------
-
-    def _store(self, operation: str, key: Hashable, value: Any, size: int) -> tuple[torch.Tensor, Any]:
-        """The cache's own copy of a value of `size` bytes and the event marking the copy done
-        (`tensor_values.copy_value`); InvalidArgumentError, before anything changes, if the copy
-        does not hold `size` bytes."""
-        return tensor_values.copy_value(self._device, self._on_meta, self._stream_aware, operation, key, value, size)
-
 
 def _check_usable(device: torch.device) -> torch.device:
     """InvalidArgumentError naming the device if no tensor can be made on it (CUDA not available, an

@@ -25,7 +25,7 @@ PROVES = {
         "the tensor cache's spec: z3 proves from the spec's own rules (cacheproof.spec.cache.rules) that every "
         "operation keeps the invariants I1-I6, in the aggregate model (any number of entries), the liveness "
         "facts and the per-entry model of --slots slots; the bounded refinement check then runs the executable "
-        "spec (CacheSpec) on every small state and call and finds it doing what the model says. " + NOT_YOUR_CACHE
+        "spec (cacheproof.spec.cache) on every small state and call and finds it doing what the model says. " + NOT_YOUR_CACHE
     ),
     "blocks": (
         "the KV block pool's spec: z3 proves that every operation keeps the block invariants, for any number "
