@@ -14,14 +14,18 @@ the contract's vocabulary only: the error classes, the result types, the sizing 
   entries until pinned + idle + incoming <= capacity.
 - `_entries` holds every entry oldest first and their stamps increase along it (a move to newest
   re-stamps).
-- Every idle entry has exactly one live item in `_idle_heap`: the item (s, key) with
-  `entry.heap_stamp == s`, pushed when the entry turned idle, so s <= entry.stamp. A move to newest
-  of an idle entry (get) re-stamps the entry and leaves its item: when eviction pops an item older
-  than its entry's stamp it pushes the entry again at its stamp, so the popped live item whose
-  stamp is its entry's own is the oldest idle entry (every other idle entry's stamp is at least
-  its item's). Items of entries pinned or removed are stale, skipped when popped and dropped once
-  the heap holds more than 2 * idle entries + HEAP_SLACK items: eviction is amortized O(log n),
-  and `get` does no heap work.
+- The idle index: every idle entry is filed once, under its `idle_stamp` (its stamp when filed, so
+  idle_stamp <= stamp), in one of two tiers. `_idle_order`, an OrderedDict, holds the entries
+  filed in stamp order (a put, the release of the newest entry: the common case), so their
+  idle stamps increase along it and `_order_tail` bounds them from above; `_idle_heap` holds the
+  others as (idle_stamp, key) items, live while the entry is idle, filed there and under that
+  stamp. Eviction takes the oldest filed entry of the two tiers; one moved to newest while idle
+  (get re-stamps it and leaves it filed) is filed again at its stamp, so an entry taken whose
+  stamp is its idle stamp is the oldest idle entry (every other idle entry's stamp is at least
+  its idle stamp). `get` does no index work; heap items of entries pinned or removed are stale,
+  skipped when reached and dropped once the heap holds more than 2 * idle entries + HEAP_SLACK
+  items, so eviction costs O(1) per entry in stamp order and amortized O(log n) otherwise, and
+  never looks at a reserved or in-use entry.
 
 Every method runs with the cache's lock held.
 """
@@ -108,9 +112,10 @@ def _shown(key: Any) -> str:
 
 class Entry:
     """One key's entry. `stamp` is its recency: larger is newer, reassigned on every move to
-    newest. `heap_stamp` is the stamp of its live idle-heap item (None unless idle)."""
+    newest. `idle_stamp` is the stamp it is filed under in the idle index (None unless idle),
+    `in_order` whether in its ordered tier."""
 
-    __slots__ = ("state", "nbytes", "refcount", "retain", "value", "ready_event", "stamp", "heap_stamp")
+    __slots__ = ("state", "nbytes", "refcount", "retain", "value", "ready_event", "stamp", "idle_stamp", "in_order")
 
     def __init__(
         self, state: EntryState, nbytes: int, refcount: int, retain: bool, stamp: int, value: Any = None, ready_event: Any = None
@@ -122,7 +127,8 @@ class Entry:
         self.value = value  # the stored torch.Tensor, READY only
         self.ready_event = ready_event  # a torch.cuda.Event when stream-aware, else None
         self.stamp = stamp
-        self.heap_stamp: int | None = None
+        self.idle_stamp: int | None = None
+        self.in_order = False
 
     @property
     def is_idle(self) -> bool:
@@ -131,11 +137,14 @@ class Entry:
 
 class EntryBookkeeping:
     """The bookkeeping half of `TensorLRUCache`, which sets the state in its `__init__`:
-    `_capacity`, `_entries` (an OrderedDict, oldest first), `_idle_heap`, `_idle_count`,
-    `_next_stamp`, the three byte counters and the `_evictions` counter."""
+    `_capacity`, `_entries` (an OrderedDict, oldest first), the idle index (`_idle_order`,
+    `_order_tail`, `_idle_heap`, `_idle_count`), `_next_stamp`, the three byte counters and the
+    `_evictions` counter."""
 
     _capacity: int
     _entries: OrderedDict[Hashable, Entry]
+    _idle_order: OrderedDict[Hashable, Entry]
+    _order_tail: int
     _idle_heap: list[tuple[int, Hashable]]
     _idle_count: int
     _next_stamp: int
@@ -185,74 +194,91 @@ class EntryBookkeeping:
             return UnknownKeyError(f"{operation}({key!r}): the key is absent")
         return WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
 
+    # The idle index -------------------------------------------------------------------------
+
     def _add_idle(self, key: Hashable, entry: Entry) -> None:
-        """A READY entry just became idle: it joins the heap at its own (unchanged) recency."""
+        """A READY entry just became idle (put, last release): filed at its own recency."""
         self._idle_count += 1
         self._idle_bytes += entry.nbytes
-        entry.heap_stamp = entry.stamp
-        heapq.heappush(self._idle_heap, (entry.stamp, key))
+        self._file(key, entry)
 
-    def _pin(self, entry: Entry) -> None:
-        """An idle entry gains its first reference: its heap item turns stale."""
+    def _file(self, key: Hashable, entry: Entry) -> None:
+        """File an idle entry under its stamp: in the ordered tier if it is newer than everything
+        filed there, else in the heap."""
+        entry.idle_stamp = stamp = entry.stamp
+        if stamp > self._order_tail or not self._idle_order:
+            self._idle_order[key] = entry
+            entry.in_order = True
+            self._order_tail = stamp
+        else:
+            entry.in_order = False
+            heapq.heappush(self._idle_heap, (stamp, key))
+
+    def _unfile(self, key: Hashable, entry: Entry) -> None:
+        """An idle entry stops being idle (pinned) or goes (pop): out of the index."""
+        if entry.in_order:
+            del self._idle_order[key]
+            entry.in_order = False
+        entry.idle_stamp = None  # a heap item turns stale
         self._idle_count -= 1
         self._idle_bytes -= entry.nbytes
-        self._pinned_bytes += entry.nbytes
-        entry.heap_stamp = None
         if len(self._idle_heap) > 2 * self._idle_count + HEAP_SLACK:
             self._compact_idle_heap()
+
+    def _pin(self, key: Hashable, entry: Entry) -> None:
+        """An idle entry gains its first reference."""
+        self._unfile(key, entry)
+        self._pinned_bytes += entry.nbytes
 
     def _remove_idle(self, key: Hashable, entry: Entry) -> None:
-        """An idle entry removed (pop): its heap item turns stale."""
+        """An idle entry removed (pop)."""
         del self._entries[key]  # the one update that names the key comes first
-        self._idle_count -= 1
-        self._idle_bytes -= entry.nbytes
-        if len(self._idle_heap) > 2 * self._idle_count + HEAP_SLACK:
-            self._compact_idle_heap()
+        self._unfile(key, entry)
 
     def _is_live(self, item: tuple[int, Hashable]) -> bool:
+        """A heap item is live while its entry is idle, filed in the heap under the item's stamp."""
         entry = self._entries.get(item[1])
-        return entry is not None and entry.heap_stamp == item[0]
+        return entry is not None and entry.idle_stamp == item[0] and not entry.in_order
 
     def _heap_limit(self) -> int:
         return 2 * self._idle_count + HEAP_SLACK
 
     def _compact_idle_heap(self) -> None:
         """Drop the stale items (they outnumber the live ones by the slack): amortized O(1)."""
-        self._idle_heap = [item for item in self._idle_heap if self._is_live(item)]
+        self._idle_heap[:] = [item for item in self._idle_heap if self._is_live(item)]
         heapq.heapify(self._idle_heap)
 
     def _evict_until_room(self, incoming: int) -> list[Hashable]:
         """Evict idle entries oldest first until pinned + idle + `incoming` bytes fit the capacity.
         The caller has made sure they can (pinned + incoming <= capacity)."""
+        entries, order, heap = self._entries, self._idle_order, self._idle_heap
         evicted: list[Hashable] = []
         excess = self._pinned_bytes + self._idle_bytes + incoming - self._capacity
         freed = 0
-        entries = self._entries
         while freed < excess:
-            key, entry = self._pop_oldest_idle()
+            while heap and not self._is_live(heap[0]):
+                heapq.heappop(heap)
+            if heap and (not order or heap[0][0] < order[next(iter(order))].idle_stamp):
+                key = heapq.heappop(heap)[1]
+                entry = entries[key]
+            elif order:
+                key, entry = order.popitem(last=False)
+                entry.in_order = False
+            else:
+                raise InvariantViolation("eviction ran out of idle entries although its guard held")
+            if entry.stamp != entry.idle_stamp:  # moved to newest while idle: filed again at its recency
+                self._file(key, entry)
+                continue
             del entries[key]
+            entry.idle_stamp = None
             evicted.append(key)
             freed += entry.nbytes
         self._idle_bytes -= freed
         self._idle_count -= len(evicted)
         self._evictions += len(evicted)
-        if len(self._idle_heap) > 2 * self._idle_count + HEAP_SLACK:
+        if len(heap) > 2 * self._idle_count + HEAP_SLACK:
             self._compact_idle_heap()
         return evicted
-
-    def _pop_oldest_idle(self) -> tuple[Hashable, Entry]:
-        heap, entries = self._idle_heap, self._entries
-        while heap:
-            stamp, key = heapq.heappop(heap)
-            entry = entries.get(key)
-            if entry is None or entry.heap_stamp != stamp:
-                continue  # stale
-            if entry.stamp != stamp:  # moved to newest while idle: back in at its recency
-                entry.heap_stamp = entry.stamp
-                heapq.heappush(heap, (entry.stamp, key))
-                continue
-            return key, entry
-        raise InvariantViolation("eviction ran out of idle entries although its guard held")
 
     def _check_bookkeeping(self, check_value: Callable[[Hashable, Entry], None]) -> None:
         """Raise `InvariantViolation` if the counters, the recency stamps or the idle heap disagree
@@ -280,10 +306,17 @@ class EntryBookkeeping:
             )
         idle_keys = {key for key, entry in self._entries.items() if entry.is_idle}
         live_items = [item for item in self._idle_heap if self._is_live(item)]
-        if len(live_items) != len(idle_keys) or {key for _, key in live_items} != idle_keys:
-            raise InvariantViolation("the idle heap does not hold exactly the idle entries")
-        if any(self._entries[key].heap_stamp > self._entries[key].stamp for key in idle_keys):
-            raise InvariantViolation("an idle entry's heap item is newer than the entry")
+        filed = [key for _, key in live_items] + list(self._idle_order)
+        if len(filed) != len(idle_keys) or set(filed) != idle_keys:
+            raise InvariantViolation("the idle heap and the ordered tier do not hold exactly the idle entries")
+        ordered = [(key, entry) for key, entry in self._idle_order.items()]
+        if any(self._entries.get(key) is not entry or not entry.in_order for key, entry in ordered):
+            raise InvariantViolation("the ordered tier holds an entry that is not the cache's or not marked in it")
+        stamps = [entry.idle_stamp for _, entry in ordered]
+        if any(b <= a for a, b in zip(stamps, stamps[1:])) or (stamps and stamps[-1] > self._order_tail):
+            raise InvariantViolation(f"the ordered tier's idle stamps {stamps} do not increase up to {self._order_tail}")
+        if any(self._entries[key].idle_stamp > self._entries[key].stamp for key in idle_keys):
+            raise InvariantViolation("an idle entry is filed under a stamp newer than its own")
         if self._idle_count != len(idle_keys):
             raise InvariantViolation(f"idle count {self._idle_count} != {len(idle_keys)} idle entries")
         if len(self._idle_heap) > self._heap_limit():

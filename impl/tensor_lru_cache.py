@@ -105,7 +105,9 @@ class TensorLRUCache(EntryBookkeeping):
         self._on_meta = self._device.type == "meta"
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()  # oldest first
-        self._idle_heap: list[tuple[int, Hashable]] = []  # (stamp, key); stale items skipped
+        self._idle_order: OrderedDict[Hashable, Entry] = OrderedDict()  # idle entries filed in stamp order
+        self._order_tail = 0
+        self._idle_heap: list[tuple[int, Hashable]] = []  # (idle_stamp, key) of the others; stale items skipped
         self._idle_count = 0
         self._next_stamp = 0
         self._reserved_bytes = self._pinned_bytes = self._idle_bytes = 0
@@ -148,7 +150,7 @@ class TensorLRUCache(EntryBookkeeping):
             self._entries.move_to_end(key)  # the one update that names the key comes first
             self._next_stamp = entry.stamp = self._next_stamp + 1
             if idle:
-                self._pin(entry)
+                self._pin(key, entry)
             entry.refcount += 1
             self._hits += 1
             return RESERVATION_HIT if entry.state is RESERVED else READY_HIT
@@ -186,9 +188,10 @@ class TensorLRUCache(EntryBookkeeping):
         size = sized("put", key, value)
         if size > self._capacity:
             check_size("put", key, size, self._capacity)
-        with self._lock:
-            if not self._put_fits(key, size):
-                return False
+        if key in self._entries or self._pinned_bytes + size > self._capacity:  # a glance, no lock
+            with self._lock:
+                if not self._put_fits(key, size):
+                    return False
         stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "put", key, value, size)
         with self._lock:
             if not self._put_fits(key, size):
@@ -209,7 +212,7 @@ class TensorLRUCache(EntryBookkeeping):
             if entry is None or entry.state is RESERVED:
                 raise self._not_readable("get", key, entry)
             self._entries.move_to_end(key)
-            self._next_stamp = entry.stamp = self._next_stamp + 1  # an idle entry keeps its heap item
+            self._next_stamp = entry.stamp = self._next_stamp + 1  # an idle entry stays filed where it was
             if entry.ready_event is not None:
                 tensor_values.hand_to_current_stream(self._device, entry)
             return entry.value
@@ -275,6 +278,7 @@ class TensorLRUCache(EntryBookkeeping):
             if busy_bytes > 0:
                 raise WrongStateError(f"clear: {busy_bytes} bytes are reserved or in use")
             self._entries.clear()
+            self._idle_order.clear()
             self._idle_heap.clear()
             self._idle_count = 0
             self._idle_bytes = 0

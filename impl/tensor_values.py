@@ -88,6 +88,8 @@ def copy_value(
         stored = value.to(device, copy=True, memory_format=_CONTIGUOUS)
         if stored.requires_grad:
             stored = stored.detach()
+        if stored.nbytes == size and not stream_aware:
+            return stored, None
         return _checked(stored, stream_aware, operation, key, size, device)
     is_tensor = isinstance(value, torch.Tensor)
     if on_meta or (is_tensor and torch.Tensor.is_meta.__get__(value)):

@@ -12,7 +12,7 @@ def test_bench_prove_writes_one_row_per_model(tmp_path, capsys):
     arguments = ["bench", "prove", "--slots", "2", "3", "--profiles", "vllm-encoder-cache", "--profile-slots", "2"]
     assert main([*arguments, "--json", str(path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
-    rows = json.loads(path.read_text())
+    rows = json.loads(path.read_text())["figures"]
     assert [row["model"] for row in rows] == [
         "aggregate + liveness",
         "spec refines model",
@@ -48,7 +48,7 @@ def test_bench_concurrent_reports_throughput_side_by_side_and_finds_every_racy_c
         "--copy-commits", "5", "--copy-bytes", "65536",
     ]
     assert main([*arguments, "--json", str(path)]) == 0, capsys.readouterr().out
-    figures = json.loads(path.read_text())
+    figures = json.loads(path.read_text())["figures"]
     assert list(figures["throughput"]) == ["LockedCacheSpec", "TensorLRUCache (cpu)"]
     assert figures["throughput"]["LockedCacheSpec"]["ratio_to_first"] == 1.0
     assert all(row["ok"] and row["scenarios"] == 5 for row in figures["throughput"].values())

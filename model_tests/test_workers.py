@@ -87,7 +87,7 @@ def test_a_failure_found_by_the_workers_replays_first_next_run(tmp_path: Path) -
                  "--json", str(again), "--database", str(database)]) == 1
     found, replayed = json.loads(first.read_text()), json.loads(again.read_text())
     assert replayed["first_failure_example"] == 1
-    assert replayed["divergences"][0]["calls"] == found["divergences"][0]["calls"]
+    assert replayed["divergences"][0]["kind"] == found["divergences"][0]["kind"]
 
 
 def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
