@@ -200,7 +200,14 @@ class EntryBookkeeping:
         """A READY entry just became idle (put, last release): filed at its own recency."""
         self._idle_count += 1
         self._idle_bytes += entry.nbytes
-        self._file(key, entry)
+        entry.idle_stamp = stamp = entry.stamp  # filed as `_file` does, inline: put's hot path
+        if stamp > self._order_tail or not self._idle_order:
+            self._idle_order[key] = entry
+            entry.in_order = True
+            self._order_tail = stamp
+        else:
+            entry.in_order = False
+            heapq.heappush(self._idle_heap, (stamp, key))
 
     def _file(self, key: Hashable, entry: Entry) -> None:
         """File an idle entry under its stamp: in the ordered tier if it is newer than everything

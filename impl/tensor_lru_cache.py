@@ -194,8 +194,8 @@ class TensorLRUCache(EntryBookkeeping):
                     return False
         stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "put", key, value, size)
         with self._lock:
-            if not self._put_fits(key, size):
-                return False
+            if key in self._entries or self._pinned_bytes + size > self._capacity:
+                return self._put_fits(key, size)  # WrongStateError, or False
             self._next_stamp = stamp = self._next_stamp + 1
             entry = Entry(READY, size, 0, True, stamp, stored, ready_event)
             self._entries[key] = entry  # first; not idle (not evictable) until after eviction

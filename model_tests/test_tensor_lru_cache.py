@@ -167,12 +167,22 @@ def test_check_valid_passes_on_a_healthy_cache_and_catches_a_corrupt_counter() -
         cache.check_valid()
 
 
-def test_check_valid_catches_an_idle_entry_missing_from_the_heap() -> None:
-    cache = cpu_cache(100)
-    cache.put("a", cache.make_value(10, 0))
-    cache._idle_heap.clear()
+def test_check_valid_catches_an_idle_entry_missing_from_the_idle_index() -> None:
+    in_order = cpu_cache(100)
+    in_order.put("a", in_order.make_value(10, 0))  # filed in the ordered tier
+    in_order._idle_order.clear()
     with pytest.raises(InvariantViolation):
-        cache.check_valid()
+        in_order.check_valid()
+    out_of_order = cpu_cache(100)
+    out_of_order.acquire("a", 10)
+    out_of_order.commit("a", out_of_order.make_value(10, 0))
+    out_of_order.put("b", out_of_order.make_value(10, 1))
+    out_of_order.release("a")  # idle, older than "b": filed in the heap
+    assert [key for _, key in out_of_order._idle_heap] == ["a"]
+    out_of_order.check_valid()
+    out_of_order._idle_heap.clear()
+    with pytest.raises(InvariantViolation):
+        out_of_order.check_valid()
 
 
 def test_repr_shows_counts_not_tensors() -> None:
@@ -187,12 +197,16 @@ def test_repr_shows_counts_not_tensors() -> None:
 # Cost bounds ------------------------------------------------------------------------------
 
 
-def test_eviction_pops_only_what_it_evicts_past_many_pinned_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eviction_looks_only_at_idle_entries_past_many_pinned_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = cpu_cache(10_000)
-    cache.put("idle", cache.make_value(8, 0))
+    cache.acquire("older", 8)
+    cache.commit("older", cache.make_value(8, 0))
+    cache.put("idle", cache.make_value(8, 1))
     for key in range(1000):
         cache.acquire(key, 8)
         cache.commit(key, cache.make_value(8, key))
+    cache.release("older")  # idle now, and older than "idle": filed in the heap
+    assert len(cache._idle_order) + len(cache._idle_heap) == 2  # the idle index holds the idle entries only
     pops = []
     real_heappop = lru_entries.heapq.heappop
 
@@ -201,9 +215,22 @@ def test_eviction_pops_only_what_it_evicts_past_many_pinned_entries(monkeypatch:
         return real_heappop(heap)
 
     monkeypatch.setattr(lru_entries.heapq, "heappop", counting_heappop)
-    assert cache.evict(10_000 - 8000) == ["idle"]
-    assert [key for _, key in pops] == ["idle"]
-    assert len(cache._idle_heap) == 0
+    assert cache.evict(10_000 - 8000) == ["older", "idle"]
+    assert [key for _, key in pops] == ["older"]
+    assert len(cache._idle_heap) == 0 and len(cache._idle_order) == 0
+    cache.check_valid()
+
+
+def test_an_idle_entry_read_while_idle_is_evicted_by_its_new_recency() -> None:
+    # get moves an idle entry to newest without touching the idle index; eviction files it again.
+    cache = cpu_cache(4 * 8)
+    for key in "abcd":
+        cache.put(key, cache.make_value(8, 0))
+    cache.get("a")
+    cache.get("b")
+    assert cache.evict(16) == ["c", "d"]
+    assert cache.evict(24) == ["a"]
+    cache.check_valid()
 
 
 def test_stale_heap_items_stay_bounded_over_a_long_run() -> None:

@@ -25,7 +25,7 @@ needs `--threads`), faulty_caches.py and ExitsOnDoubleFreePool (hangs and crashe
 engine_stand_ins.py (the engines' own classes, model_tests/test_engines_stand_ins.py).
 
 Exit 0 when every target is found on every seed, 1 when one is missed on some seed, 2 on a usage
-error (an unknown --only name) or a run that ends in a usage error.
+error (an unknown --only name) or a run without a verdict (a usage error, or `main` raised).
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ from cacheproof.cmdline.output_paths import first_problem, write_atomically
 
 DEFAULT_SEEDS = 10
 FOUND_STATUS = 1
+RAISED_STATUS = -1
+"""The status of a run whose `main` raised instead of returning one (a bug of the checker or a
+file changed under it): recorded with its error, and the measure goes on."""
 
 PROFILE_CACHES = {
     "PutEvictsItselfCache": "trtllm-tensor-lru",
@@ -87,6 +90,7 @@ class Run:
     cpu_seconds: float
     first_failure_seconds: float | None
     calls: int | None
+    error: str | None = None  # what `main` raised (status RAISED_STATUS)
 
     @property
     def found(self) -> bool:
@@ -121,7 +125,8 @@ class Row:
 
     @property
     def errors(self) -> tuple[int, ...]:
-        """The seeds whose run ended neither in a counterexample nor in "conforms"."""
+        """The seeds whose run ended neither in a counterexample nor in "conforms" (a usage error,
+        or `main` raised)."""
         return tuple(run.seed for run in self.runs if run.status not in (0, FOUND_STATUS))
 
 
@@ -165,14 +170,18 @@ def run_once(target: Target, seed: int) -> Run:
         json_path = Path(scratch) / "report.json"
         swallowed = io.StringIO()
         started, cpu_started = time.perf_counter(), time.process_time()
+        error = None
         with contextlib.redirect_stdout(swallowed), contextlib.redirect_stderr(swallowed):
-            status = main(check_arguments(target, seed, json_path))
+            try:
+                status = main(check_arguments(target, seed, json_path))
+            except Exception as raised:  # noqa: BLE001  (recorded: one broken run must not end the measure)
+                status, error = RAISED_STATUS, f"{type(raised).__name__}: {raised}"
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         report = json.loads(json_path.read_text()) if json_path.exists() else {}
     examples = report.get("divergences") or report.get("counterexamples") or []
     calls = len(examples[0]["calls"]) if status == FOUND_STATUS and examples else None
     first = report.get("first_failure_seconds", report.get("seconds_to_failure"))
-    return Run(target.name, seed, status, round(seconds, 2), round(cpu_seconds, 2), first, calls)
+    return Run(target.name, seed, status, round(seconds, 2), round(cpu_seconds, 2), first, calls, error)
 
 
 @contextlib.contextmanager
@@ -220,7 +229,7 @@ def rows_of(runs: list[Run]) -> list[Row]:
 
 def _print_progress(run: Run) -> None:
     verdict = (f"found, reported after {run.cpu_seconds:.1f} CPU s ({run.calls} calls)" if run.found
-               else f"status {run.status} after {run.cpu_seconds:.1f} CPU s")
+               else f"status {run.status} after {run.cpu_seconds:.1f} CPU s{f' ({run.error})' if run.error else ''}")
     print(f"{run.target} seed {run.seed}: {verdict}", file=sys.stderr, flush=True)
 
 
@@ -240,7 +249,7 @@ def format_table(rows: list[Row]) -> str:
     for row in rows:
         missed = ", ".join(map(str, row.missed_seeds)) or "-"
         if row.errors:
-            missed += f" (usage error on {', '.join(map(str, row.errors))})"
+            missed += f" (no verdict on {', '.join(map(str, row.errors))})"
         lengths = [run.calls for run in row.runs if run.calls is not None]
         shortest = f"{min(lengths)} calls" if lengths else "-"
         first, report = row.first_failure_seconds, row.report_seconds
@@ -302,14 +311,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     started = time.perf_counter()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    rows = measure(chosen, seeds, args.workers, _print_progress)
+    done: list[Run] = []
+
+    def progress(run: Run) -> None:
+        _print_progress(run)
+        done.append(run)
+        if args.json is not None:  # after every run: a measure stopped midway keeps what it measured
+            write_atomically(args.json, json.dumps([asdict(each) for each in done], indent=2) + "\n")
+
+    rows = measure(chosen, seeds, args.workers, progress)
     print(f"search power, {date.today().isoformat()}: a default `cacheproof check --seed S --max-divergences 1` "
           f"per target, seeds {seeds.start}..{seeds.stop - 1}, {args.workers} worker(s), "
           f"{time.perf_counter() - started:.0f} s in all")
     print(format_table(rows))
     print(summary(rows))
-    if args.json is not None:
-        write_atomically(args.json, json.dumps([asdict(run) for row in rows for run in row.runs], indent=2) + "\n")
     if any(row.errors for row in rows):
         return 2
     return 0 if all(row.found == len(row.runs) for row in rows) else 1

@@ -210,8 +210,8 @@ RESIDENT_VALUES = 1000
 
 class PlainTensorLRU:
     """The floor: a byte-capacity LRU of tensors, an OrderedDict under one lock. `put` stores its own
-    detached contiguous copy (as the contract asks of a cache) and evicts the oldest values until the
-    new one fits; `get` returns a value and makes it the newest, None when absent."""
+    copy, `value.detach().clone()` (as the contract asks of a cache), and evicts the oldest values
+    until the new one fits; `get` returns a value and makes it the newest, None when absent."""
 
     def __init__(self, capacity_bytes: int) -> None:
         self._values: OrderedDict[Any, Any] = OrderedDict()
@@ -219,7 +219,7 @@ class PlainTensorLRU:
         self._capacity, self._used = capacity_bytes, 0
 
     def put(self, key: Any, value: Any) -> bool:
-        stored = value.detach().clone(memory_format=torch_contiguous_format())
+        stored = value.detach().clone()
         nbytes = stored.nbytes
         with self._lock:
             if key in self._values or nbytes > self._capacity:
@@ -238,15 +238,10 @@ class PlainTensorLRU:
             return value
 
 
-def torch_contiguous_format() -> Any:
-    import torch
-
-    return torch.contiguous_format
-
-
 def _operation_rounds(calls: int) -> dict[str, dict[str, float]]:
-    """Seconds per call, the best of OPS_ROUNDS rounds, per operation and cache (rounds alternate
-    between the caches, so a noisy neighbour slows both)."""
+    """CPU seconds of this thread per call, the best of OPS_ROUNDS rounds, per operation and cache
+    (CPU time, not wall: other processes on a loaded machine do not count; rounds alternate
+    between the caches, so what remains of the noise slows both)."""
     import torch
 
     from cacheproof.impl import TensorLRUCache
@@ -267,17 +262,17 @@ def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int) -> dict[str,
     lifecycle iterations on new keys (`lifecycle`: TensorLRUCache's acquire/commit/get/release,
     else the plain LRU's get/put/get)."""
     put, get = cache.put, cache.get
-    started = time.perf_counter()
+    started = time.thread_time()
     for key in range(calls):
         put(key, value)
-    put_seconds = time.perf_counter() - started
+    put_seconds = time.thread_time() - started
     resident = list(range(calls - RESIDENT_VALUES, calls)) * max(1, calls // RESIDENT_VALUES)
-    started = time.perf_counter()
+    started = time.thread_time()
     for key in resident:
         get(key)
-    get_seconds = time.perf_counter() - started
+    get_seconds = time.thread_time() - started
     keys = range(calls, 2 * calls)
-    started = time.perf_counter()
+    started = time.thread_time()
     if lifecycle:
         acquire, commit, release = cache.acquire, cache.commit, cache.release
         for key in keys:
@@ -290,7 +285,7 @@ def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int) -> dict[str,
             get(key)
             put(key, value)
             get(key)
-    lifecycle_seconds = time.perf_counter() - started
+    lifecycle_seconds = time.thread_time() - started
     return {"put": put_seconds / calls, "get": get_seconds / len(resident), "lifecycle": lifecycle_seconds / calls}
 
 
