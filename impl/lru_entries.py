@@ -112,10 +112,9 @@ def _shown(key: Any) -> str:
 
 class Entry:
     """One key's entry. `stamp` is its recency: larger is newer, reassigned on every move to
-    newest. `idle_stamp` is the stamp it is filed under in the idle index (None unless idle),
-    `in_order` whether in its ordered tier."""
+    newest. `idle_stamp` is the stamp it is filed under in the idle index (None unless idle)."""
 
-    __slots__ = ("state", "nbytes", "refcount", "retain", "value", "ready_event", "stamp", "idle_stamp", "in_order")
+    __slots__ = ("state", "nbytes", "refcount", "retain", "value", "ready_event", "stamp", "idle_stamp")
 
     def __init__(
         self, state: EntryState, nbytes: int, refcount: int, retain: bool, stamp: int, value: Any = None, ready_event: Any = None
@@ -128,7 +127,6 @@ class Entry:
         self.ready_event = ready_event  # a torch.cuda.Event when stream-aware, else None
         self.stamp = stamp
         self.idle_stamp: int | None = None
-        self.in_order = False
 
     @property
     def is_idle(self) -> bool:
@@ -195,19 +193,13 @@ class EntryBookkeeping:
         return WrongStateError(f"{operation}({key!r}): the entry is RESERVED; its value does not exist yet")
 
     # The idle index -------------------------------------------------------------------------
+    # An idle entry is in the ordered tier exactly when its key is in `_idle_order`.
 
     def _add_idle(self, key: Hashable, entry: Entry) -> None:
         """A READY entry just became idle (put, last release): filed at its own recency."""
         self._idle_count += 1
         self._idle_bytes += entry.nbytes
-        entry.idle_stamp = stamp = entry.stamp  # filed as `_file` does, inline: put's hot path
-        if stamp > self._order_tail or not self._idle_order:
-            self._idle_order[key] = entry
-            entry.in_order = True
-            self._order_tail = stamp
-        else:
-            entry.in_order = False
-            heapq.heappush(self._idle_heap, (stamp, key))
+        self._file(key, entry)
 
     def _file(self, key: Hashable, entry: Entry) -> None:
         """File an idle entry under its stamp: in the ordered tier if it is newer than everything
@@ -215,18 +207,14 @@ class EntryBookkeeping:
         entry.idle_stamp = stamp = entry.stamp
         if stamp > self._order_tail or not self._idle_order:
             self._idle_order[key] = entry
-            entry.in_order = True
             self._order_tail = stamp
         else:
-            entry.in_order = False
             heapq.heappush(self._idle_heap, (stamp, key))
 
     def _unfile(self, key: Hashable, entry: Entry) -> None:
         """An idle entry stops being idle (pinned) or goes (pop): out of the index."""
-        if entry.in_order:
-            del self._idle_order[key]
-            entry.in_order = False
-        entry.idle_stamp = None  # a heap item turns stale
+        if self._idle_order.pop(key, None) is None:
+            entry.idle_stamp = None  # its heap item turns stale
         self._idle_count -= 1
         self._idle_bytes -= entry.nbytes
         if len(self._idle_heap) > 2 * self._idle_count + HEAP_SLACK:
@@ -244,8 +232,9 @@ class EntryBookkeeping:
 
     def _is_live(self, item: tuple[int, Hashable]) -> bool:
         """A heap item is live while its entry is idle, filed in the heap under the item's stamp."""
-        entry = self._entries.get(item[1])
-        return entry is not None and entry.idle_stamp == item[0] and not entry.in_order
+        stamp, key = item
+        entry = self._entries.get(key)
+        return entry is not None and entry.idle_stamp == stamp and key not in self._idle_order
 
     def _heap_limit(self) -> int:
         return 2 * self._idle_count + HEAP_SLACK
@@ -263,29 +252,38 @@ class EntryBookkeeping:
         excess = self._pinned_bytes + self._idle_bytes + incoming - self._capacity
         freed = 0
         while freed < excess:
-            while heap and not self._is_live(heap[0]):
-                heapq.heappop(heap)
-            if heap and (not order or heap[0][0] < order[next(iter(order))].idle_stamp):
-                key = heapq.heappop(heap)[1]
-                entry = entries[key]
+            if heap:
+                key, entry = self._take_oldest_filed()
             elif order:
                 key, entry = order.popitem(last=False)
-                entry.in_order = False
             else:
                 raise InvariantViolation("eviction ran out of idle entries although its guard held")
             if entry.stamp != entry.idle_stamp:  # moved to newest while idle: filed again at its recency
                 self._file(key, entry)
                 continue
             del entries[key]
-            entry.idle_stamp = None
             evicted.append(key)
             freed += entry.nbytes
+        count = len(evicted)
         self._idle_bytes -= freed
-        self._idle_count -= len(evicted)
-        self._evictions += len(evicted)
-        if len(heap) > 2 * self._idle_count + HEAP_SLACK:
+        self._idle_count -= count
+        self._evictions += count
+        if heap and len(heap) > 2 * self._idle_count + HEAP_SLACK:
             self._compact_idle_heap()
         return evicted
+
+    def _take_oldest_filed(self) -> tuple[Hashable, Entry]:
+        """Out of the index: the entry filed under the smallest idle stamp of the two tiers (stale
+        heap items on the way are dropped)."""
+        heap, order = self._idle_heap, self._idle_order
+        while heap and not self._is_live(heap[0]):
+            heapq.heappop(heap)
+        if heap and (not order or heap[0][0] < order[next(iter(order))].idle_stamp):
+            key = heapq.heappop(heap)[1]
+            return key, self._entries[key]
+        if order:
+            return order.popitem(last=False)
+        raise InvariantViolation("eviction ran out of idle entries although its guard held")
 
     def _check_bookkeeping(self, check_value: Callable[[Hashable, Entry], None]) -> None:
         """Raise `InvariantViolation` if the counters, the recency stamps or the idle heap disagree
@@ -317,8 +315,8 @@ class EntryBookkeeping:
         if len(filed) != len(idle_keys) or set(filed) != idle_keys:
             raise InvariantViolation("the idle heap and the ordered tier do not hold exactly the idle entries")
         ordered = [(key, entry) for key, entry in self._idle_order.items()]
-        if any(self._entries.get(key) is not entry or not entry.in_order for key, entry in ordered):
-            raise InvariantViolation("the ordered tier holds an entry that is not the cache's or not marked in it")
+        if any(self._entries.get(key) is not entry for key, entry in ordered):
+            raise InvariantViolation("the ordered tier holds an entry that is not the cache's")
         stamps = [entry.idle_stamp for _, entry in ordered]
         if any(b <= a for a, b in zip(stamps, stamps[1:])) or (stamps and stamps[-1] > self._order_tail):
             raise InvariantViolation(f"the ordered tier's idle stamps {stamps} do not increase up to {self._order_tail}")

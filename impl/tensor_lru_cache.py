@@ -34,6 +34,7 @@ from cacheproof.impl.lru_entries import (
     check_capacity,
     check_retain,
     check_size,
+    unhashable,
 )
 from cacheproof.impl.lru_entries import check_key as _check_key
 from cacheproof.spec.cache import invariants
@@ -102,7 +103,7 @@ class TensorLRUCache(EntryBookkeeping):
                 f"stream_aware must be a bool, got {stream_aware!r} ({type(stream_aware).__name__})"
             )
         self._stream_aware = stream_aware and self._device.type == "cuda"
-        self._on_meta = self._device.type == "meta"
+        self._device_index = tensor_values.device_index(self._device)
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, Entry] = OrderedDict()  # oldest first
         self._idle_order: OrderedDict[Hashable, Entry] = OrderedDict()  # idle entries filed in stamp order
@@ -165,7 +166,7 @@ class TensorLRUCache(EntryBookkeeping):
         size = sized("commit", key, value)
         with self._lock:
             self._commit_entry(key, size)
-        stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "commit", key, value, size)
+        stored, ready_event = copy_value(self._device, self._device_index, self._stream_aware, "commit", key, value, size)
         with self._lock:
             entry = self._commit_entry(key, size)
             self._entries.move_to_end(key)  # first; still RESERVED, so never among the evicted
@@ -184,22 +185,26 @@ class TensorLRUCache(EntryBookkeeping):
 
         As `commit`, the copy is made between two checks under the lock, outside it.
         """
-        _check_key("put", key)
+        try:
+            hash(key)
+        except Exception as error:
+            raise unhashable("put", key, error) from None
         size = sized("put", key, value)
-        if size > self._capacity:
-            check_size("put", key, size, self._capacity)
-        if key in self._entries or self._pinned_bytes + size > self._capacity:  # a glance, no lock
+        capacity = self._capacity
+        if size > capacity:
+            check_size("put", key, size, capacity)
+        entries = self._entries
+        if key in entries or self._pinned_bytes + size > capacity:  # a glance, no lock
             with self._lock:
                 if not self._put_fits(key, size):
                     return False
-        stored, ready_event = copy_value(self._device, self._on_meta, self._stream_aware, "put", key, value, size)
+        stored, ready_event = copy_value(self._device, self._device_index, self._stream_aware, "put", key, value, size)
         with self._lock:
-            if key in self._entries or self._pinned_bytes + size > self._capacity:
+            if key in entries or self._pinned_bytes + size > capacity:
                 return self._put_fits(key, size)  # WrongStateError, or False
             self._next_stamp = stamp = self._next_stamp + 1
-            entry = Entry(READY, size, 0, True, stamp, stored, ready_event)
-            self._entries[key] = entry  # first; not idle (not evictable) until after eviction
-            if self._pinned_bytes + self._idle_bytes + size > self._capacity:
+            entries[key] = entry = Entry(READY, size, 0, True, stamp, stored, ready_event)  # not yet evictable
+            if self._pinned_bytes + self._idle_bytes + size > capacity:
                 self._evict_until_room(size)
             self._add_idle(key, entry)
             return True

@@ -72,8 +72,16 @@ def make_value(device: torch.device, nbytes: int, tag: int) -> torch.Tensor:
     return fill.to(device=device, dtype=dtype)
 
 
+def device_index(device: torch.device) -> int | None:
+    """What `copy_value` compares a tensor's `get_device()` with: -1 for the CPU, the index of a
+    CUDA device, None for any other device (meta included)."""
+    if device.type == "cpu":
+        return -1
+    return device.index if device.type == "cuda" else None
+
+
 def copy_value(
-    device: torch.device, on_meta: bool, stream_aware: bool, operation: str, key: Hashable, value: Any, size: int
+    device: torch.device, index: int | None, stream_aware: bool, operation: str, key: Hashable, value: Any, size: int
 ) -> tuple[torch.Tensor, Any]:
     """The cache's own copy of a value of `size` bytes (as sized by the contract's rule), and the
     event marking the copy done.
@@ -82,17 +90,24 @@ def copy_value(
     a meta tensor of the value's dtype and shape (a 1-D uint8 tensor of `size` for a buffer):
     sizes without data, nothing allocated. InvalidArgumentError, before anything changes, if
     the copy does not hold `size` bytes (the value changed while the lock was released).
-    `on_meta`: the device is meta (asked once: `device.type` costs as much as a dict operation).
+    `index`: `device_index(device)`, computed once (`device.type` costs as much as a dict
+    operation). A plain tensor takes one torch call: `clone` when it is already a contiguous tensor
+    without grad on the device (the common case), else `to(device, copy=True)`.
     """
-    if type(value) is _TENSOR and not on_meta and not value.is_meta:  # one op, the common case
-        stored = value.to(device, copy=True, memory_format=_CONTIGUOUS)
-        if stored.requires_grad:
-            stored = stored.detach()
+    if type(value) is _TENSOR and index is not None and not value.is_meta:
+        if not value.requires_grad and value.is_contiguous() and (
+            value.is_cpu if index < 0 else value.is_cuda and value.get_device() == index
+        ):
+            stored = value.clone()
+        else:
+            stored = value.to(device, copy=True, memory_format=_CONTIGUOUS)
+            if stored.requires_grad:
+                stored = stored.detach()
         if stored.nbytes == size and not stream_aware:
             return stored, None
         return _checked(stored, stream_aware, operation, key, size, device)
     is_tensor = isinstance(value, torch.Tensor)
-    if on_meta or (is_tensor and torch.Tensor.is_meta.__get__(value)):
+    if index is None and device.type == "meta" or (is_tensor and torch.Tensor.is_meta.__get__(value)):
         if is_tensor:
             stored = torch.empty(torch.Tensor.size(value), dtype=value.dtype, device="meta")
         else:

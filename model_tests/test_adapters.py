@@ -124,11 +124,11 @@ def _diverges_as_documented(factory: Any, divergence: Divergence) -> None:
 
 
 def test_checker_finds_the_vllm_style_no_op_release() -> None:
-    report = run_check(vllm_style_encoder_cache.factory, examples=200, seed=0)
+    report = run_check(vllm_style_encoder_cache.factory, examples=200, seed=0, max_divergences=8)
     assert not report.ok
-    example = report.counterexample
-    assert [call.op for call in example.calls] == ["release"]
-    assert "spec raises UnknownKeyError" in example.message and "this cache returns False" in example.message
+    releases = [example for example in report.counterexamples if [call.op for call in example.calls] == ["release"]]
+    assert releases, [example.message for example in report.counterexamples]
+    assert "spec raises UnknownKeyError" in releases[0].message and "this cache returns False" in releases[0].message
 
 
 @pytest.mark.parametrize("divergence", VLLM_STYLE_DIVERGENCES, ids=lambda d: d.name)

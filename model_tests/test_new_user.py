@@ -13,6 +13,7 @@ from hypothesis.configuration import storage_directory
 
 from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.cli import main
+from cacheproof.cmdline.budget import DEFAULT_BUDGET_SECONDS
 from cacheproof.docs.command import GENERATED
 from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries
@@ -108,7 +109,9 @@ def test_examples_counts_what_the_flag_asks_for():
 def test_check_help_gives_the_defaults(capsys):
     assert main(["check", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert f"(default {DEFAULT_EXAMPLES})" in text and f"(default {DEFAULT_STEPS_PER_EXAMPLE})" in text
+    assert f"(default {DEFAULT_EXAMPLES} under CI=true or with --budget 0)" in text
+    assert f"(default {DEFAULT_BUDGET_SECONDS:g}, or $CACHEPROOF_BUDGET" in text
+    assert f"(default {DEFAULT_STEPS_PER_EXAMPLE})" in text
     assert "--quiet print only the verdict line, without the table and the snippet" in text
 
 

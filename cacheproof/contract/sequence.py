@@ -61,10 +61,12 @@ def _snapshot_of(cache: Any) -> tuple | None:
 
 def compared_keys(calls: Sequence[Call]) -> tuple:
     """The keys whose `in` a replay compares after every call: the checker's key universes (the
-    scopes' pools and every key domain's, `KEY_DOMAINS`) and every hashable key the calls name,
-    each once."""
-    domains = tuple(key for pool in KEY_DOMAINS.values() for key in pool)
-    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + domains + tuple(hashable_keys(calls))))
+    scopes' pools, and the keys of `KEY_DOMAINS` of the types the calls name) and every hashable key
+    the calls name, each once."""
+    named = tuple(hashable_keys(calls))
+    types = {type(key) for key in named}
+    domains = tuple(key for pool in KEY_DOMAINS.values() for key in pool if type(key) in types)
+    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + domains + named))
 
 
 def hashable_keys(calls: Sequence[Call]):

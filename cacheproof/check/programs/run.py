@@ -35,8 +35,9 @@ from cacheproof.spec.kind import SpecKind
 
 DEFAULT_EXAMPLES = 200
 DEFAULT_STEPS = 40
-HYPOTHESIS_SHRINK_SECONDS = 1.0
-"""Hypothesis shrinks a failing program's byte string for this long at most; then the checker drops
+HYPOTHESIS_SHRINK_ATTEMPTS = 100
+"""Hypothesis shrinks a failing program's byte string for this many attempts at most (a count, not
+seconds, so that a seed gives the same counterexample on any machine); then the checker drops
 the calls the divergence does not need (`sandbox.fault_search.shrink_failure`) from the smallest
 failure found. Hypothesis alone took 4-17 s to a first report on model_tests' broken caches, and
 kept programs of 33 repeated calls that its byte-level shrinking cannot shorten; the two together
@@ -109,7 +110,7 @@ class ProgramDivergence(AssertionError):
 
 
 class _HypothesisShrinkDone(RunStop):
-    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_SECONDS (not a failure to Hypothesis)."""
+    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_ATTEMPTS (not a failure to Hypothesis)."""
 
 
 class _BudgetSpent(RunStop):
@@ -137,7 +138,7 @@ def run_program_check(
     started = time.perf_counter()
     last: list[ProgramCounterexample] = []
     shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted
-    shrinking_since: list[float | None] = [None]
+    shrink_attempts = [0]
 
     def counted() -> None:
         if not shrinking[0]:
@@ -152,12 +153,11 @@ def run_program_check(
     programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
 
     def cacheproof_program(blob: bytes) -> None:
-        now = time.perf_counter()
         if shrinking[0]:
-            shrinking_since[0] = shrinking_since[0] or now
-            if now - shrinking_since[0] > HYPOTHESIS_SHRINK_SECONDS:
+            shrink_attempts[0] += 1
+            if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS:
                 raise _HypothesisShrinkDone()
-        elif report.examples >= options.examples or deadline is not None and now > deadline:
+        elif report.examples >= options.examples or deadline is not None and time.perf_counter() > deadline:
             raise _BudgetSpent()
         run_program(ProgramDraws(blob))
 
@@ -225,7 +225,7 @@ def run_program_check(
         )(test)
         last.clear()
         shrinking[0] = False
-        shrinking_since[0] = None
+        shrink_attempts[0] = 0
         try:
             with seeded_draws():
                 test()

@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "blocks: a KV block pool, docs/block-pool-contract.md)")
     parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
     parser.add_argument("--examples", metavar="N", type=positive_integer,
-                        help=f"run exactly N programs (call sequences) instead of a time budget; the default "
-                        f"under CI=true and with --budget 0 is {DEFAULT_EXAMPLES}; with --threads, scenarios")
+                        help=f"run exactly N programs (call sequences) instead of a time budget (default "
+                        f"{DEFAULT_EXAMPLES} under CI=true or with --budget 0); with --threads, scenarios")
     parser.add_argument("--budget", metavar="SECONDS", type=non_negative_seconds,
                         help=f"search for SECONDS (default {DEFAULT_BUDGET_SECONDS:g}, or ${BUDGET_VARIABLE}; "
                         "0: no budget); a counterexample ends it at once (docs/search-power.md)")

@@ -30,7 +30,7 @@ from cacheproof.check.sequential.counterexample import Counterexample, counterex
 from cacheproof.check.sequential.counterexample import counterexample_of  # noqa: F401  (re-exported for the pytest kit)
 from cacheproof.check.sequential.counterexample import interrupted_counterexample, replayed
 from cacheproof.check.sequential.programs import program_test
-from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_SECONDS
+from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_ATTEMPTS
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.sequential.scope import SMALL, Phase, with_key_domain
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
@@ -56,7 +56,7 @@ MAX_VALUE_BYTES (`--max-capacity` raises it that far)."""
 _PROBE_VALUE_BYTES = 64
 
 class _HypothesisShrinkDone(RunStop):
-    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_SECONDS (not a failure to Hypothesis)."""
+    """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_ATTEMPTS (not a failure to Hypothesis)."""
 
 
 LONG_SEQUENCE = 200
@@ -250,17 +250,15 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
         """Ends a search whose time budget is spent, or a search for further kinds whose share of the
         examples is (rejected examples count, which Hypothesis's max_examples does not); never a
         shrinking: a failure is reported whole. Ends Hypothesis's shrinking of a failing program after
-        HYPOTHESIS_SHRINK_SECONDS: the checker's own shrinking takes the smallest failure from there."""
-        now = time.perf_counter()
+        HYPOTHESIS_SHRINK_ATTEMPTS: the checker's own shrinking takes the smallest failure from there."""
         if tally.failed:
-            if shrinking_since[0] is None:
-                shrinking_since[0] = now
-            elif now - shrinking_since[0] > HYPOTHESIS_SHRINK_SECONDS:
+            shrink_attempts[0] += 1
+            if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS:
                 raise _HypothesisShrinkDone()
-        elif deadline is not None and now > deadline or known.share_spent():
+        elif deadline is not None and time.perf_counter() > deadline or known.share_spent():
             raise SearchDone()
 
-    shrinking_since: list[float | None] = [None]
+    shrink_attempts = [0]
     watch = Watch(call_timeout)
     watch.last_call = lambda: tally.calls[-1] if tally.calls else None
     guarded = IsolatedFactory(impl, watch) if isolate else GuardedFactory(factory, watch, impl)
@@ -315,7 +313,7 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
     def one_run(run: int, budget: int) -> Counterexample | None:
         known.new_run(budget)
         tally.new_run()
-        shrinking_since[0] = None
+        shrink_attempts[0] = 0
         try:
             supervised(lambda: hypothesis_run(run, budget), watch, describe_hang)
         except (SearchDone, Unsatisfiable):  # the run's share is spent, or every example was of a known kind
