@@ -15,7 +15,7 @@ from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.reporting import with_reporter
 
 from cacheproof.cmdline.databases import RunStop, namespaced
-from cacheproof.contract.calls import Call
+from cacheproof.contract.calls import Call, to_python
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
@@ -434,7 +434,8 @@ def _shrunk(
     if first is None:
         first = attempt(calls)
         if first is None:
-            return counterexample_from(capacity_bytes, calls, not_deterministic(calls, "a divergence in the run", None), semantics=semantics)
+            seen = f"a divergence at {to_python(calls[-1])}" if calls else "a divergence"
+            return counterexample_from(capacity_bytes, calls, not_deterministic(calls, seen, None), semantics=semantics)
     budget = shrink_seconds(watch.timeout) if seconds is None else seconds
     if first.kind == DIVERGENCE and first.step >= LONG_SEQUENCE:
         budget = min(budget, LONG_SHRINK_SECONDS)
