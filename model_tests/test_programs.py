@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 from cacheproof.check.coverage import OutcomeCoverage
@@ -129,3 +130,21 @@ def test_the_first_report_comes_after_the_first_failure_shrunk_before_the_furthe
 def test_program_operations_add_bad_arguments_only_when_asked():
     assert "bad_argument" in program_operations(machine_for(new_spec))
     assert "bad_argument" not in program_operations(machine_for(new_spec, bad_arguments=False))
+
+
+def test_bench_throughput_prints_both_kinds_ratios_and_report_times(tmp_path, capsys):
+    from cacheproof.cli import main
+
+    path = tmp_path / "t.json"
+    impl = "model_tests.broken_caches:ReleaseOfIdleIsNoop"
+    assert main(["bench", "throughput", "--examples", "20", "--repeats", "1", "--impl", impl, "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "cache: spec vs spec" in out and "blocks: spec vs KVCacheManager" in out and "ratio" in out
+    figures = json.loads(path.read_text())["figures"]
+    assert set(figures["throughput"]) == {"cache: spec vs spec", "cache: spec vs TensorLRUCache (meta)",
+                                          "blocks: spec vs spec", "blocks: spec vs KVCacheManager"}
+    for row in figures["throughput"].values():
+        assert row["ratio"] == round(row["checker_steps_per_second"] / row["bare_loop_steps_per_second"], 3)
+    reported = figures["reports"][impl]
+    assert reported["found"] and reported["first_failure_seconds"] <= reported["first_report_seconds"]
+    assert reported["calls"] <= 3

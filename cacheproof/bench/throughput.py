@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=positive_integer, default=3, metavar="N",
                         help="measurements of each; the best counts (default 3)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
+    parser.add_argument("--impl", action="append", metavar="MODULE:FACTORY",
+                        help="a broken cache whose first failure and first report are timed; again for several "
+                        "(default: model_tests.broken_caches' caches, from a checkout)")
 
 
 def _built_in_cache(capacity_bytes: int) -> Any:
@@ -107,6 +110,36 @@ PAIRS: dict[str, tuple[Callable[[int], Any], Callable, Callable]] = {
 """Each measured pair: the implementation's factory, its bare loop, its checker."""
 
 
+REPORTED_CACHES = tuple(f"model_tests.broken_caches:{name}" for name in (
+    "AcquireIgnoresConflicts", "ClearDropsBusyEntries", "CommitEvictsBeforeSizeCheck", "EvictsNewestFirst",
+    "EvictsPinnedEntries", "GetDoesNotPromote", "GetTakesReference", "OffByOneCapacity",
+    "PutEvictsBeforeCheckingFit", "ReleaseOfIdleIsNoop", "RepinsWithoutFitCheck", "ReservationEvictable",
+    "StalePinnedCounter", "TransientSurvivesRelease",
+))
+"""The broken caches timed by default (importable from a checkout of cacheproof)."""
+
+REPORT_TARGET_SECONDS = 2.0
+"""The first shrunk counterexample is due within this long of the first failing example."""
+
+
+def report_times(impls: tuple[str, ...], seed: int) -> dict[str, dict]:
+    """For each cache: seconds to the first failing example, to the first shrunk counterexample, the
+    gap between them and the counterexample's length (`run_check`, one divergence)."""
+    from cacheproof.sandbox.factories import load_factory
+
+    figures = {}
+    for impl in impls:
+        report = run_check(load_factory(impl), seed=seed, impl=impl, max_divergences=1)
+        if report.ok:
+            figures[impl] = {"found": False}
+            continue
+        figures[impl] = {"found": True, "first_failure_seconds": round(report.first_failure_seconds, 3),
+                         "first_report_seconds": round(report.first_report_seconds, 3),
+                         "gap_seconds": round(report.first_report_seconds - report.first_failure_seconds, 3),
+                         "calls": len(report.counterexample.calls)}
+    return figures
+
+
 def _best_rate(measure: Callable, factory: Callable, examples: int, seed: int, repeats: int) -> float:
     best = 0.0
     for _ in range(repeats):
@@ -131,6 +164,15 @@ def run(args: argparse.Namespace) -> int:
         {name: f"checker {f['checker_steps_per_second']}  bare loop {f['bare_loop_steps_per_second']}  "
                f"ratio {f['ratio']:.2f}" for name, f in figures.items()},
     )
+    reports = report_times(tuple(args.impl or REPORTED_CACHES), args.seed)
+    summary_table(
+        f"time to a report (seed {args.seed}): first failing example, first shrunk counterexample "
+        f"(target: within {REPORT_TARGET_SECONDS:g} s of the failure)",
+        {impl.rpartition(":")[2]: "not found" if not f["found"] else
+         f"failure {f['first_failure_seconds']:.2f} s  report {f['first_report_seconds']:.2f} s  "
+         f"gap {f['gap_seconds']:.2f} s  {f['calls']} calls" for impl, f in reports.items()},
+    )
     if args.json is not None:
-        write_report(args.json, "bench", {"bench": "throughput", "figures": figures}, ran_hypothesis=True)
+        write_report(args.json, "bench", {"bench": "throughput", "figures": {"throughput": figures, "reports": reports}},
+                     ran_hypothesis=True)
     return 0
