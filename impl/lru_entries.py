@@ -199,7 +199,12 @@ class EntryBookkeeping:
         """A READY entry just became idle (put, last release): filed at its own recency."""
         self._idle_count += 1
         self._idle_bytes += entry.nbytes
-        self._file(key, entry)
+        entry.idle_stamp = stamp = entry.stamp  # `_file`, inline: the hot path of put and release
+        if stamp > self._order_tail or not self._idle_order:
+            self._idle_order[key] = entry
+            self._order_tail = stamp
+        else:
+            heapq.heappush(self._idle_heap, (stamp, key))
 
     def _file(self, key: Hashable, entry: Entry) -> None:
         """File an idle entry under its stamp: in the ordered tier if it is newer than everything
@@ -213,8 +218,8 @@ class EntryBookkeeping:
 
     def _unfile(self, key: Hashable, entry: Entry) -> None:
         """An idle entry stops being idle (pinned) or goes (pop): out of the index."""
-        if self._idle_order.pop(key, None) is None:
-            entry.idle_stamp = None  # its heap item turns stale
+        self._idle_order.pop(key, None)
+        entry.idle_stamp = None  # a heap item of it turns stale
         self._idle_count -= 1
         self._idle_bytes -= entry.nbytes
         if len(self._idle_heap) > 2 * self._idle_count + HEAP_SLACK:

@@ -66,12 +66,10 @@ class TensorLRUCache(EntryBookkeeping):
     real device has (docs/scope.md).
 
     Cost: lookups, reference counting and byte accounting are O(1). Recency order is an
-    OrderedDict; idle entries (READY, refcount 0) also sit in a min-heap keyed by recency stamp,
-    so eviction pops the oldest idle entry in amortized O(log n) and never looks at reserved or
-    in-use entries. Heap items made stale (the entry was pinned, re-stamped or removed) are
-    skipped when popped and dropped by compaction once they outnumber live idle entries by more
-    than a constant, so the heap stays O(idle entries). `snapshot`, `clear` and `check_valid`
-    are O(n).
+    OrderedDict; idle entries (READY, refcount 0) are also filed in an idle index (lru_entries.py):
+    an OrderedDict of those that turned idle in recency order (O(1)) and a min-heap of the others
+    (O(log n)), so eviction takes the oldest idle entry without looking at reserved or in-use
+    entries, and `get` does no index work. `snapshot`, `clear` and `check_valid` are O(n).
 
     Arguments: each operation hashes its key and sizes its value once, before any update; its
     first update is the one dict operation naming the key (insert, move, delete), which raises
@@ -81,7 +79,7 @@ class TensorLRUCache(EntryBookkeeping):
     InvalidArgumentError.
 
     Threads: one lock serializes every public operation; `commit` and `put` copy the value with
-    the lock released, between a check and a re-check under the lock (docs/concurrency.md).
+    the lock released, and decide under the lock after the copy (docs/concurrency.md).
 
     Streams: with `stream_aware=True` on CUDA, `commit`/`put` record an event on the current
     stream after copying the value; `get`/`pop` make the current stream wait on that event and
@@ -166,7 +164,7 @@ class TensorLRUCache(EntryBookkeeping):
         size = sized("commit", key, value)
         with self._lock:
             self._commit_entry(key, size)
-        stored, ready_event = copy_value(self._device, self._device_index, self._stream_aware, "commit", key, value, size)
+        stored, ready_event = self._store("commit", key, value, size)
         with self._lock:
             entry = self._commit_entry(key, size)
             self._entries.move_to_end(key)  # first; still RESERVED, so never among the evicted
@@ -183,7 +181,9 @@ class TensorLRUCache(EntryBookkeeping):
     def put(self, key: Hashable, value: Any) -> bool:
         """Insert an idle, retained READY entry without a reservation. False changes nothing.
 
-        As `commit`, the copy is made between two checks under the lock, outside it.
+        The copy is made outside the lock, after a look at the entries without it that only spares
+        the copy of a put that would fail (a put it doubts is decided under the lock at once), and
+        is stored after the checks made again under the lock (whatever changed meanwhile decides).
         """
         try:
             hash(key)
@@ -198,7 +198,7 @@ class TensorLRUCache(EntryBookkeeping):
             with self._lock:
                 if not self._put_fits(key, size):
                     return False
-        stored, ready_event = copy_value(self._device, self._device_index, self._stream_aware, "put", key, value, size)
+        stored, ready_event = self._store("put", key, value, size)
         with self._lock:
             if key in entries or self._pinned_bytes + size > capacity:
                 return self._put_fits(key, size)  # WrongStateError, or False
@@ -206,12 +206,18 @@ class TensorLRUCache(EntryBookkeeping):
             entries[key] = entry = Entry(READY, size, 0, True, stamp, stored, ready_event)  # not yet evictable
             if self._pinned_bytes + self._idle_bytes + size > capacity:
                 self._evict_until_room(size)
-            self._add_idle(key, entry)
+            self._idle_count += 1  # idle now, the newest entry: filed at the end of the ordered tier
+            self._idle_bytes += size
+            entry.idle_stamp = self._order_tail = stamp
+            self._idle_order[key] = entry
             return True
 
     def get(self, key: Hashable) -> torch.Tensor:
         """The value of a READY entry, which becomes the newest. The refcount is unchanged."""
-        _check_key("get", key)
+        try:
+            hash(key)
+        except Exception as error:
+            raise unhashable("get", key, error) from None
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry.state is RESERVED:
@@ -359,6 +365,15 @@ class TensorLRUCache(EntryBookkeeping):
         with self._lock:
             self._check_bookkeeping(lambda key, entry: tensor_values.check_stored_value(self._device, key, entry))
             invariants.check_state(self._capacity, self._snapshot())
+
+    # Values -------------------------------------------------------------------------------
+
+    def _store(self, operation: str, key: Hashable, value: Any, size: int) -> tuple[torch.Tensor, Any]:
+        """The cache's own copy of a value of `size` bytes and the event marking the copy done
+        (`tensor_values.copy_value`); InvalidArgumentError, before anything changes, if the copy
+        does not hold `size` bytes."""
+        return copy_value(self._device, self._device_index, self._stream_aware, operation, key, value, size)
+
 
 def _check_usable(device: torch.device) -> torch.device:
     """InvalidArgumentError naming the device if no tensor can be made on it (CUDA not available, an

@@ -94,15 +94,17 @@ def copy_value(
     operation). A plain tensor takes one torch call: `clone` when it is already a contiguous tensor
     without grad on the device (the common case), else `to(device, copy=True)`.
     """
-    if type(value) is _TENSOR and index is not None and not value.is_meta:
+    if type(value) is _TENSOR and index is not None:
         if not value.requires_grad and value.is_contiguous() and (
             value.is_cpu if index < 0 else value.is_cuda and value.get_device() == index
         ):
             stored = value.clone()
-        else:
+        elif not value.is_meta:
             stored = value.to(device, copy=True, memory_format=_CONTIGUOUS)
             if stored.requires_grad:
                 stored = stored.detach()
+        else:
+            stored = torch.empty(torch.Tensor.size(value), dtype=value.dtype, device="meta")
         if stored.nbytes == size and not stream_aware:
             return stored, None
         return _checked(stored, stream_aware, operation, key, size, device)

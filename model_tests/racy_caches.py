@@ -19,6 +19,7 @@ import time
 from cacheproof.spec import Acquired, CacheSpec
 from cacheproof.spec.cache import arguments, rules
 from cacheproof.impl import TensorLRUCache
+from cacheproof.impl.tensor_values import sized
 from cacheproof.spec.cache.model import READY, RESERVED, _Entry
 
 _OPERATIONS = (
@@ -130,17 +131,19 @@ class CommitWithoutRecheck(TensorLRUCache):
         super().__init__(capacity_bytes, device="cpu")
 
     def commit(self, key, value):
+        size = sized("commit", key, value)
         with self._lock:
-            size = arguments.check_value("commit", key, value)
             entry = self._commit_entry(key, size)
         stored, ready_event = self._store("commit", key, value, size)
         time.sleep(0)
         with self._lock:
-            evicted, evicted_bytes = self._evict_until_room(entry.nbytes)
-            self._bytes = rules.after_commit(self._bytes, entry.nbytes, evicted_bytes)
+            evicted = self._evict_until_room(entry.nbytes)
+            self._reserved_bytes -= entry.nbytes
+            self._pinned_bytes += entry.nbytes
             entry.state, entry.value, entry.ready_event = READY, stored, ready_event
             if key in self._entries:
-                self._move_to_newest(key, entry)
+                self._entries.move_to_end(key)
+                self._next_stamp = entry.stamp = self._next_stamp + 1
             return evicted
 
 

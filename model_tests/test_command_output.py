@@ -9,7 +9,8 @@ from cacheproof.cli import main
 
 def test_bench_prove_writes_one_row_per_model(tmp_path, capsys):
     path = tmp_path / "prove.json"
-    arguments = ["bench", "prove", "--slots", "2", "3", "--profiles", "vllm-encoder-cache", "--profile-slots", "2"]
+    arguments = ["bench", "prove", "--slots", "2", "3", "--profiles", "vllm-encoder-cache", "--profile-slots", "2",
+                 "--command-slots", "3"]
     assert main([*arguments, "--json", str(path), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     rows = json.loads(path.read_text())["figures"]
@@ -18,12 +19,14 @@ def test_bench_prove_writes_one_row_per_model(tmp_path, capsys):
         "spec refines model",
         "entries, 2 slots",
         "entries, 3 slots",
+        "prove --slots 3",
         "vllm-encoder-cache, 2 slots",
         "vllm-encoder-cache: refines",
     ]
     assert all(row["failed"] == 0 and row["obligations"] > 0 and row["cpu_seconds"] > 0 for row in rows)
     assert rows[1]["states"] > 0 and "capacities 1..3" in rows[1]["bound"]
-    assert rows[4]["waived"] == 1  # I5 does not hold where clear drops busy entries
+    assert rows[4]["refinement_calls"] == rows[1]["obligations"]  # the command row ran the refinement check too
+    assert rows[5]["waived"] == 1  # I5 does not hold where clear drops busy entries
 
 
 def test_prove_quiet_prints_only_the_verdicts(capsys):

@@ -1,8 +1,8 @@
 """The flags the README and docs/ name are the command line's, read from its parsers at run time.
 
 - every `--flag` written in README.md or docs/*.md is a flag of a `cacheproof` command, of a
-  repository tool with a parser (tools/mutate.py, tools/prove_mutations.py), or of another program
-  named in FOREIGN_FLAGS;
+  repository tool with a parser (tools/mutate.py, tools/prove_mutations.py, tools/search_power.py),
+  or of another program named in FOREIGN_FLAGS;
 - every command line written in them (`cacheproof check ...`, `cacheproof bench monitor ...`,
   `python tools/mutate.py ...`) uses only flags of that command;
 - every flag of every `cacheproof` command is documented: written in a command line of that command
@@ -30,7 +30,8 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*(?![\w>-])")
 DIAGRAM_ARROW = "-->"
 """A line holding it is a diagram (`READY --acquire READY_HIT--> READY`): its `--word`s are no flags."""
 
-TOOLS = {"tools/mutate.py": "tools.mutate", "tools/prove_mutations.py": "tools.prove_mutations"}
+TOOLS = {"tools/mutate.py": "tools.mutate", "tools/prove_mutations.py": "tools.prove_mutations",
+         "tools/search_power.py": "tools.search_power"}
 """The repository's own tools whose flags the documents name: the script, its module (add_arguments)."""
 
 FOREIGN_FLAGS = {

@@ -283,7 +283,7 @@ def test_check_valid_names_a_corrupt_byte_counter() -> None:
     # Kills the `InvariantViolation(None)` mutant of the byte-counter check.
     cache = _tensor_cache(10)
     assert cache.put("a", b"xy")
-    cache._bytes = cache._bytes._replace(idle=3)
+    cache._idle_bytes = 3
     assert "counters" in _violation(cache)
 
 
@@ -293,7 +293,10 @@ def test_check_valid_catches_a_duplicate_live_heap_item() -> None:
     # `InvariantViolation(None)`, "XXthe idle heap ...XX" and the upper-cased message: the message
     # opens with what it is about, the idle heap.
     cache = _tensor_cache(10)
-    assert cache.put("a", b"xy")
+    assert cache.acquire("a", 2).name == "NEW_RESERVATION"
+    cache.commit("a", b"xy")
+    assert cache.put("b", b"z")
+    assert cache.release("a") is False  # idle, older than "b": filed in the heap
     cache._idle_heap.append(cache._idle_heap[0])
     assert _violation(cache).startswith("the idle heap")
 
@@ -313,7 +316,7 @@ def test_the_idle_heap_may_hold_exactly_its_limit() -> None:
     cache = _tensor_cache(10)
     assert cache.put("a", b"xy")
     limit = 2 * 1 + lru_entries.HEAP_SLACK
-    stale = [(0, f"gone-{number}") for number in range(limit - 1)]
+    stale = [(0, f"gone-{number}") for number in range(limit - len(cache._idle_heap))]
     cache._idle_heap.extend(stale)
     assert len(cache._idle_heap) == limit
     cache.check_valid()
@@ -327,6 +330,7 @@ def test_eviction_with_an_empty_heap_reports_the_broken_guard() -> None:
     cache = _tensor_cache(10)
     assert cache.put("a", b"xy")
     cache._idle_heap.clear()
+    cache._idle_order.clear()
     with pytest.raises(InvariantViolation) as raised:
         cache.evict(10)
     assert str(raised.value).startswith("eviction ran out of idle entries")

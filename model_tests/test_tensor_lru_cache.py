@@ -1,5 +1,6 @@
 """TensorLRUCache beyond the contract: value copies, device placement, make_value, threads,
-the idle heap's cost bounds, and agreement with CacheSpec over random call sequences."""
+the idle index's cost bounds, agreement with CacheSpec over random call sequences, and its own
+arithmetic (a bug in a rule of the spec is not shared: the checker sees the two disagree)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-import cacheproof.impl.tensor_lru_cache as tensor_lru_cache
 import cacheproof.impl.lru_entries as lru_entries
+from cacheproof.check.sequential.run import run_check
 from cacheproof.impl import TensorLRUCache
+from cacheproof.spec.cache import rules
 from cacheproof.spec import (
     Acquired,
     CacheError,
@@ -370,3 +372,66 @@ def test_eight_threads_keep_the_cache_consistent_and_every_reference_releasable(
     cache.check_valid()
     cache.clear()
     assert len(cache) == 0
+
+
+# Its own arithmetic ---------------------------------------------------------------------------
+
+RULE_BUGS = {
+    # rule: (the buggy rule, what it gets wrong)
+    "reservation_fits": (
+        lambda b, nbytes: rules.protected(b) + nbytes < b.capacity,
+        "a reservation that exactly fills the capacity is refused",
+    ),
+    "has_room": (
+        lambda b, incoming: rules.ready(b) + incoming < b.capacity,
+        "eviction frees one entry more than the incoming bytes need",
+    ),
+    "eviction_can_make_room": (
+        lambda b, incoming: b.pinned + incoming < b.capacity,
+        "put refuses a value that fits once every idle entry is evicted",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", RULE_BUGS)
+def test_a_bug_in_a_spec_rule_is_a_divergence_not_a_shared_bug(rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorLRUCache computes its guards and byte counts itself (pyproject's import-linter contract
+    keeps it from importing the spec's rules, steps and transitions): with one rule of the spec
+    broken, the checker finds the real cache disagreeing with the spec, where the spec checked
+    against itself (the common mode of a shared rule) finds nothing."""
+    assert run_check(cpu_cache, examples=100, seed=0).ok  # the real rules: they agree
+    buggy, _ = RULE_BUGS[rule]
+    monkeypatch.setattr(rules, rule, buggy)
+    assert run_check(CacheSpec, examples=100, seed=0).ok  # a bug both sides share is invisible
+    report = run_check(cpu_cache, examples=100, seed=0)
+    assert not report.ok
+    assert report.counterexample is not None and report.counterexample.calls
+
+
+# Beside a plain LRU --------------------------------------------------------------------------
+
+
+def test_the_plain_lru_of_the_bench_is_a_byte_bounded_lru_of_copies() -> None:
+    from cacheproof.bench.cache import PlainTensorLRU
+
+    plain = PlainTensorLRU(3 * 8)
+    value = torch.zeros(2, dtype=torch.float32)
+    for key in "abc":
+        assert plain.put(key, value)
+    assert plain.get("a") is not value and torch.equal(plain.get("a"), value)
+    assert plain.put("d", value)  # evicts "b", the oldest once "a" was read
+    assert plain.get("b") is None and plain.get("a") is not None and plain.get("c") is not None
+
+
+def test_the_cache_bench_prints_the_ratios_to_a_plain_lru_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    from cacheproof.cli import main
+
+    assert main(["bench", "cache", "--ops-only", "--calls", "1000"]) == 0
+    printed = capsys.readouterr().out
+    for operation in ("put", "get", "lifecycle"):
+        row = next(line for line in printed.splitlines() if line.strip("│ ").startswith(operation))
+        assert " vs " in row and "the plain LRU's time" in row, row
+    last = printed.strip().splitlines()[-1]
+    assert last.startswith("ratios to the plain LRU: put ") and ", get " in last and ", lifecycle " in last
+    ratios = [float(part.rsplit(" ", 1)[1].rstrip("x")) for part in last.split(": ", 1)[1].split(", ")]
+    assert len(ratios) == 3 and all(ratio > 0 for ratio in ratios)

@@ -246,7 +246,11 @@ def stage_copy(root: Path, workdir: Path) -> Path:
     returns the folder to put on PYTHONPATH."""
     site = workdir / "site"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(root / "cacheproof", site / "cacheproof", ignore=ignore)
+
+    def links_and_ignored(folder: str, names: list[str]) -> set[str]:  # cacheproof/spec and /impl link to spec/, impl/
+        return set(ignore(folder, names)) | ({"spec", "impl"} if Path(folder) == root / "cacheproof" else set())
+
+    shutil.copytree(root / "cacheproof", site / "cacheproof", ignore=links_and_ignored)
     shutil.copytree(root / "spec", site / "cacheproof" / "spec", ignore=ignore)
     shutil.copytree(root / "impl", site / "cacheproof" / "impl", ignore=ignore)
     return site

@@ -2,18 +2,22 @@
 model_tests, and how long it takes to report (issue 27). A developer tool, like tools/mutate.py:
 the broken caches live in model_tests, which the installed package never imports.
 
-    python -m tools.search_power [--seeds N] [--first-seed K] [--only NAME ...] [--workers N]
-                                 [--thorough] [--json PATH]
-    python -m tools.search_power --from RUNS.json [RUNS.json ...]   (the table of saved runs)
+    python tools/search_power.py [--mode count|budget] [--seeds N] [--first-seed K] [--only NAME ...]
+                                 [--workers N] [--thorough] [--json PATH]
+    python tools/search_power.py --from RUNS.json [RUNS.json ...]   (the table of saved runs)
 
-Each run is exactly `cacheproof check --impl TARGET --seed S --max-divergences 1` (plus the
-target's own flags: its profile, `--spec blocks`), made in-process through the command line's
-`main`, so a change to the checker's defaults is measured as it ships. "Time to report" is the wall
+Each run is `cacheproof check --impl TARGET --seed S --max-divergences 1` (plus the target's own
+flags: its profile, `--spec blocks`), made in-process through the command line's `main`, so a
+change to the checker's defaults is measured as it ships. A default run has two forms
+(cacheproof/cmdline/budget.py), and `--mode` picks one (`MODES`): `count`, the fixed count of
+examples a run under CI makes (`--budget 0`: reproducible, the issue's yardstick, the default), or
+`budget`, the time budget an interactive run searches for. "Time to report" is the wall
 time of that call: the search, the shrinking and the report, without the interpreter's start; the
 table gives it as CPU seconds of the process (the machine is shared: wall time there measures the
 neighbours too), beside the report's own `first_failure_seconds` (wall), the search alone. A
-target is found on a seed when the run exits 1. No example database is read or written (the
-environment's CACHEPROOF_DATABASE is set aside for each run): every seed searches from scratch.
+target is found on a seed when the run exits 1. The environment's CI, CACHEPROOF_BUDGET and
+CACHEPROOF_DATABASE are set aside for each run (`_run_environment`): the mode alone decides the
+budget, and no example database is read or written, so every seed searches from scratch.
 
 The targets (`targets()`): every broken cache of model_tests/broken_caches.py,
 broken_sharing_caches.py and broken_profile_caches.py (each under its profile), and every broken
@@ -47,6 +51,11 @@ from pathlib import Path
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
 
 DEFAULT_SEEDS = 10
+MODES = {"count": ("--budget", "0"), "budget": ()}
+"""The flags of each form of the default run: a fixed count of examples, or the interactive time budget."""
+DEFAULT_MODE = "count"
+SET_ASIDE = ("CI", "CACHEPROOF_BUDGET", "CACHEPROOF_DATABASE")
+"""Environment variables that would change a default run: each run is made without them."""
 FOUND_STATUS = 1
 RAISED_STATUS = -1
 """The status of a run whose `main` raised instead of returning one (a bug of the checker or a
@@ -156,24 +165,26 @@ def targets(thorough: bool = False) -> list[Target]:
     return chosen
 
 
-def check_arguments(target: Target, seed: int, json_path: Path) -> list[str]:
-    """The `cacheproof check` arguments of `target`'s default run from `seed`."""
+def check_arguments(target: Target, seed: int, json_path: Path, mode: str = DEFAULT_MODE) -> list[str]:
+    """The `cacheproof check` arguments of `target`'s default run from `seed` in `mode` (a
+    `--thorough` target keeps its own counts whatever the mode)."""
+    mode_flags = () if "--thorough" in target.flags else MODES[mode]
     return ["check", "--impl", target.impl, "--seed", str(seed), "--max-divergences", "1", "--quiet",
-            "--json", str(json_path), *target.flags]
+            "--json", str(json_path), *mode_flags, *target.flags]
 
 
-def run_once(target: Target, seed: int) -> Run:
-    """`target`'s default run from `seed`, in this process; its printing is swallowed."""
+def run_once(target: Target, seed: int, mode: str = DEFAULT_MODE) -> Run:
+    """`target`'s default run from `seed` in `mode`, in this process; its printing is swallowed."""
     from cacheproof.cli import main
 
-    with tempfile.TemporaryDirectory() as scratch, _without_database():
+    with tempfile.TemporaryDirectory() as scratch, _run_environment():
         json_path = Path(scratch) / "report.json"
         swallowed = io.StringIO()
         started, cpu_started = time.perf_counter(), time.process_time()
         error = None
         with contextlib.redirect_stdout(swallowed), contextlib.redirect_stderr(swallowed):
             try:
-                status = main(check_arguments(target, seed, json_path))
+                status = main(check_arguments(target, seed, json_path, mode))
             except Exception as raised:  # noqa: BLE001  (recorded: one broken run must not end the measure)
                 status, error = RAISED_STATUS, f"{type(raised).__name__}: {raised}"
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
@@ -185,26 +196,23 @@ def run_once(target: Target, seed: int) -> Run:
 
 
 @contextlib.contextmanager
-def _without_database():
-    """The environment without CACHEPROOF_DATABASE for the span of one run."""
-    from cacheproof.cmdline.databases import DATABASE_VARIABLE
-
-    saved = os.environ.pop(DATABASE_VARIABLE, None)
+def _run_environment():
+    """The environment without the SET_ASIDE variables for the span of one run."""
+    saved = {name: os.environ.pop(name) for name in SET_ASIDE if name in os.environ}
     try:
         yield
     finally:
-        if saved is not None:
-            os.environ[DATABASE_VARIABLE] = saved
+        os.environ.update(saved)
 
 
-def _run_job(job: tuple[Target, int]) -> Run:
+def _run_job(job: tuple[Target, int, str]) -> Run:
     return run_once(*job)
 
 
-def measure(chosen: list[Target], seeds: range, workers: int = 1, progress=None) -> list[Row]:
-    """Every target's default run from each of `seeds`, in `workers` processes (1: this one);
-    `progress(run)` is told each run as it ends."""
-    jobs = [(target, seed) for target in chosen for seed in seeds]
+def measure(chosen: list[Target], seeds: range, workers: int = 1, progress=None, mode: str = DEFAULT_MODE) -> list[Row]:
+    """Every target's default run in `mode` from each of `seeds`, in `workers` processes (1: this
+    one); `progress(run)` is told each run as it ends."""
+    jobs = [(target, seed, mode) for target in chosen for seed in seeds]
     runs: list[Run] = []
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -251,7 +259,7 @@ def format_table(rows: list[Row]) -> str:
         if row.errors:
             missed += f" (no verdict on {', '.join(map(str, row.errors))})"
         lengths = [run.calls for run in row.runs if run.calls is not None]
-        shortest = f"{min(lengths)} calls" if lengths else "-"
+        shortest = "-" if not lengths else f"{min(lengths)} call{'s' if min(lengths) > 1 else ''}"
         first, report = row.first_failure_seconds, row.report_seconds
         lines.append(f"| {row.target} | {row.found}/{len(row.runs)} "
                      f"| {_seconds(first, max)} / {_seconds(first, statistics.median)} "
@@ -274,8 +282,10 @@ def select(chosen: list[Target], only: list[str]) -> list[Target]:
     return picked
 
 
-def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.search_power", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=MODES, default=DEFAULT_MODE,
+                        help=f"count: the fixed count of examples (--budget 0); budget: the interactive time budget "
+                        f"(default {DEFAULT_MODE})")
     parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"seeds per target (default {DEFAULT_SEEDS})")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0): seeds K..K+N-1")
     parser.add_argument("--from", dest="saved", nargs="+", type=Path, default=[], metavar="RUNS.json",
@@ -284,6 +294,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="processes to run the runs in (default 1)")
     parser.add_argument("--thorough", action="store_true", help="the broken scope caches too, under --thorough")
     parser.add_argument("--json", type=Path, help="write every run as JSON to this path")
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python tools/search_power.py", description=__doc__.splitlines()[0])
+    add_arguments(parser)
     args = parser.parse_args(argv)
     for flag in ("seeds", "workers"):
         if getattr(args, flag) < 1:
@@ -319,9 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.json is not None:  # after every run: a measure stopped midway keeps what it measured
             write_atomically(args.json, json.dumps([asdict(each) for each in done], indent=2) + "\n")
 
-    rows = measure(chosen, seeds, args.workers, progress)
-    print(f"search power, {date.today().isoformat()}: a default `cacheproof check --seed S --max-divergences 1` "
-          f"per target, seeds {seeds.start}..{seeds.stop - 1}, {args.workers} worker(s), "
+    rows = measure(chosen, seeds, args.workers, progress, args.mode)
+    mode_flags = " ".join(MODES[args.mode])
+    print(f"search power, {date.today().isoformat()}: `cacheproof check --seed S --max-divergences 1"
+          f"{' ' + mode_flags if mode_flags else ''}` per target ({args.mode} mode), seeds {seeds.start}..{seeds.stop - 1}, "
+          f"{args.workers} worker(s){'; --thorough targets keep their own counts' if any('--thorough' in t.flags for t in chosen) else ''}, "
           f"{time.perf_counter() - started:.0f} s in all")
     print(format_table(rows))
     print(summary(rows))
@@ -343,4 +360,5 @@ def _saved_table(paths: list[Path]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # model_tests, as from the repository's root
     sys.exit(main())

@@ -200,7 +200,7 @@ def _run_scopes(args: argparse.Namespace) -> int:
 
 # TensorLRUCache against a plain LRU ---------------------------------------------------------------
 
-OPS_ROUNDS = 5
+OPS_ROUNDS = 7
 OPS_TARGETS = {"put": 1.5, "get": 1.5, "lifecycle": 3.0}
 """The most TensorLRUCache's time per call may be, as a multiple of the plain LRU's (issue 26)."""
 VALUE_BYTES = 64
@@ -266,7 +266,8 @@ def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int) -> dict[str,
     for key in range(calls):
         put(key, value)
     put_seconds = time.thread_time() - started
-    resident = list(range(calls - RESIDENT_VALUES, calls)) * max(1, calls // RESIDENT_VALUES)
+    held = min(calls, RESIDENT_VALUES)  # the last keys put are the ones the cache still holds
+    resident = list(range(calls - held, calls)) * max(1, calls // held)
     started = time.thread_time()
     for key in resident:
         get(key)

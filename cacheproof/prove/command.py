@@ -191,8 +191,13 @@ def run(args: argparse.Namespace) -> int:
     reports = []
     for target in targets:
         target_started = time.perf_counter()
-        results = prove_all(args.slots, target.semantics)
-        refined = None if args.no_refine else refinement.check_refinement(bound, semantics=target.semantics)
+        pending = None if args.no_refine else refinement.PendingRefinement(bound, target.semantics)
+        try:
+            results = prove_all(args.slots, target.semantics)
+            refined = None if pending is None else pending.report()
+        finally:
+            if pending is not None:
+                pending.cancel()
         report = TargetReport(
             target, results, refined, unconfirmed_waivers(results, target.semantics), time.perf_counter() - target_started
         )

@@ -143,7 +143,10 @@ def _verdict(solver: z3.Solver, exact: Callable[[], Any] | None, goal_name: str)
         solver.add(exact())
         verdict = solver.check()
     if verdict not in (z3.sat, z3.unsat):
-        raise RuntimeError(f"z3 answered {verdict} on {goal_name}: {solver.reason_unknown()}")
+        reason = solver.reason_unknown()
+        if reason.startswith("interrupted"):  # z3 answers a Ctrl-C in the middle of a check with "unknown"
+            raise KeyboardInterrupt
+        raise RuntimeError(f"z3 answered {verdict} on {goal_name}: {reason}")
     return verdict
 
 

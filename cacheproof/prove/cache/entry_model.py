@@ -172,6 +172,19 @@ def frame_lemma(before: SlotCache, after: SlotCache) -> Any:
     return z3.And(facts)
 
 
+def ranks_in_slot_order(cache: SlotCache) -> Any:
+    """The slots other than the key's have increasing ranks along their indices.
+
+    Symmetry breaking, not an invariant: the slots other than the key's are interchangeable (the
+    transitions and the goals treat each of them alike), so every state can be renamed into one
+    where their ranks increase with the index, and a counterexample to a step exists iff one of
+    that form does. The step proofs assume it; without it z3 case-splits on the order of every
+    pair of ranks (I5 after an eviction compares every pair: half the solver time at 32 slots).
+    """
+    ranks = [s.rank for s in cache.slots[:KEY_SLOT] + cache.slots[KEY_SLOT + 1 :]]
+    return z3.And([older < newer for older, newer in zip(ranks, ranks[1:])])
+
+
 def initial_cache(capacity: Any, num_slots: int) -> SlotCache:
     """`new_spec(capacity)`: no entry; absent slots get distinct ranks below the clock."""
     absent = Slot(z3.BoolVal(False), z3.BoolVal(False), z3.IntVal(0), z3.IntVal(0), z3.BoolVal(True), z3.IntVal(0))
@@ -186,6 +199,7 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
     before, parameters = symbolic_cache("", num_slots), symbolic_parameters()
     invariants_of = IdentityMemo(lambda cache: state_invariants(cache, semantics))  # outcomes share post-states
     inductive, older_idle = z3.And(list(invariants_of(before).values())), older_idle_pairs(before)
+    renamed = ranks_in_slot_order(before)
     init = BranchOutcome("init", "new_spec(capacity)", z3.BoolVal(True), initial_cache(before.capacity, num_slots))
     init_goals = [Goal(name, formula) for name, formula in state_invariants(init.after, semantics).items()]
     results = [
@@ -201,7 +215,7 @@ def prove(num_slots: int = 8, semantics: Semantics = CONTRACT) -> list[ProofResu
             checks = [
                 check_goals([], [Goal("frame", frame)], before.capacity, explain),
                 check_goals(
-                    [inductive, outcome.guard, frame],
+                    [inductive, renamed, outcome.guard, frame],
                     _goals(operation, before, outcome, older_idle, semantics, invariants_of(outcome.after)),
                     before.capacity,
                     explain,

@@ -26,8 +26,13 @@ refinement_report.py; this module runs the spec and evaluates the model on every
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
 import time
-from typing import Any, Hashable
+from typing import Any, Hashable, NamedTuple
 
 import numpy as np
 import z3
@@ -130,31 +135,37 @@ class _Rows:
         self.layouts: list[Layout] = []
         self._layout_index: dict[int, int] = {}  # id(layout) -> its index; the layouts stay alive in `layouts`
         self.snapshots: dict[tuple[int, ...], int] = {}
-        self.records: list[tuple[int, int, int, str, int, int, int, int, int]] = []
+        self.errors: dict[str, int] = {}  # error class name (or NO_ERROR) -> its code in the records
+        self.records: list[tuple[int, ...]] = []
         self.origin: list[tuple[int, tuple[EntryView, ...], Call, Layout]] = []
 
-    def run(self, base: Any, dict_fields: tuple[str, ...], call: Call, arguments: tuple, lay: Layout, origin: tuple) -> None:
-        """Make `call` on a copy of `base` and record it."""
-        cache = fresh_copy(base, dict_fields)
-        try:
-            result, error = getattr(cache, call.op)(*arguments, **call.kwargs), NO_ERROR
-        except Exception as raised:  # a wrong spec may raise anything; the model names classes
-            result, error = None, type(raised).__name__
-        snapshot = cache.snapshot()
-        stats = cache.stats()
+    def layout_index(self, lay: Layout) -> int:
         index = self._layout_index.get(id(lay))
         if index is None:
             index = self._layout_index[id(lay)] = len(self.layouts)
             self.layouts.append(lay)
+        return index
+
+    def run(self, base: Any, dict_fields: tuple[str, ...], call: _PreparedCall, lay: Layout, origin: tuple) -> None:
+        """Make `call` on a copy of `base` and record it."""
+        cache = fresh_copy(base, dict_fields)
+        try:
+            result, error = getattr(cache, call.operation)(*call.arguments, **call.call.kwargs), NO_ERROR
+        except Exception as raised:  # a wrong spec may raise anything; the model names classes
+            result, error = None, type(raised).__name__
+        snapshot = cache.snapshot()
+        stats = cache.stats()
+        index = self.layout_index(lay)
         if error != NO_ERROR:
             code = RESULT_OF_ERROR
         else:
             code = encode_result(result, lay, lay.values.get(lay.slot_keys[entry_model.KEY_SLOT]))
         after = lay.unchanged if snapshot == origin[1] else encode_snapshot(snapshot, lay)
         after_code = self.snapshots.setdefault(after, len(self.snapshots))
-        nbytes, retain = _parameters(call)
+        nbytes, retain = call.parameters
+        error_code = self.errors.setdefault(error, len(self.errors))
         self.records.append(
-            (index, nbytes, retain, error, code, after_code, stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes)
+            (index, nbytes, retain, error_code, code, after_code, stats.reserved_bytes, stats.pinned_bytes, stats.idle_bytes)
         )
         self.origin.append(origin)
 
@@ -162,23 +173,41 @@ class _Rows:
         return len(self.records)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(pre-states, parameters, errors, result codes, encoded snapshots, byte counters), one row per call."""
-        index, nbytes, retain, errors, codes, after_codes, reserved, pinned, idle = zip(*self.records)
-        pre = np.array([lay.pre for lay in self.layouts], dtype=np.int64)[np.array(index)]
-        snapshots = np.array(list(self.snapshots), dtype=np.int64)[np.array(after_codes)]
-        return (
-            pre,
-            np.array([nbytes, retain], dtype=np.int64).T,
-            np.array(errors),
-            np.array(codes, dtype=np.int64),
-            snapshots,
-            np.array([reserved, pinned, idle], dtype=np.int64).T,
-        )
+        """(pre-states, parameters, error codes, result codes, encoded snapshots, byte counters),
+        one row per call."""
+        table = np.array(self.records, dtype=np.int64)
+        pre = np.array([lay.pre for lay in self.layouts], dtype=np.int64)[table[:, 0]]
+        snapshots = np.array(list(self.snapshots), dtype=np.int64)[table[:, 5]]
+        return pre, table[:, 1:3], table[:, 3], table[:, 4], snapshots, table[:, 6:9]
+
+    def error_code(self, error: str | None) -> int:
+        """The code of an error class name (None: no error) in the records; -1 if no call raised it."""
+        return self.errors.get(error or NO_ERROR, -1)
 
     def row(self, i: int) -> tuple[tuple[int, ...], tuple[int, int]]:
         """Row i's pre-state columns and call parameters."""
         record = self.records[i]
         return self.layouts[record[0]].pre, (record[1], record[2])
+
+
+class _PreparedCall(NamedTuple):
+    """A call of the bounded domain with what each run of it needs, made once per capacity and
+    keys (states of the same capacity and keys make the same calls)."""
+
+    call: Call
+    operation: str
+    arguments: tuple  # the concrete arguments: values made from their recipes
+    parameters: tuple[int, int]  # the model's nbytes and retain
+    key: Hashable | None  # the key the call names (None: evict, clear)
+
+
+def _prepared_calls(capacity: int, entries: tuple[EntryView, ...], semantics: Semantics) -> list[_PreparedCall]:
+    return [
+        _PreparedCall(
+            call, call.op, _concrete(call.args), _parameters(call), call.args[0] if call.op not in ("evict", "clear") else None
+        )
+        for call in bounded_calls(capacity, entries, semantics)
+    ]
 
 
 def check_refinement(
@@ -190,7 +219,7 @@ def check_refinement(
     spec_class = CacheSpec if spec_class is None else spec_class
     model = _Model(bound.max_entries + 1, semantics)
     rows = {operation: _Rows() for operation in entry_model.OPERATIONS}
-    arguments: dict[tuple, tuple] = {}
+    prepared: dict[tuple, list[_PreparedCall]] = {}
     states = 0
     unbuildable: list[Disagreement] = []
     for capacity, entries in bounded_states(bound):
@@ -203,11 +232,11 @@ def check_refinement(
         dict_fields = tuple(name for name, value in vars(base).items() if isinstance(value, dict))
         snapshot = base.snapshot()
         layouts: dict[Hashable | None, Layout] = {}
-        for call in bounded_calls(capacity, entries, semantics):
-            key = call.args[0] if call.op not in ("evict", "clear") else None
-            lay = layouts.get(key) or layouts.setdefault(key, layout(capacity, entries, key, model.num_slots))
-            concrete = arguments.get(call.args) or arguments.setdefault(call.args, _concrete(call.args))
-            rows[call.op].run(base, dict_fields, call, concrete, lay, (capacity, snapshot, call, lay))
+        shape = (capacity, tuple(e.key for e in entries))
+        calls = prepared.get(shape) or prepared.setdefault(shape, _prepared_calls(capacity, entries, semantics))
+        for call in calls:
+            lay = layouts.get(call.key) or layouts.setdefault(call.key, layout(capacity, entries, call.key, model.num_slots))
+            rows[call.operation].run(base, dict_fields, call, lay, (capacity, snapshot, call.call, lay))
     disagreements: list[Disagreement] = unbuildable[:1]
     disagreeing = len(unbuildable)
     total_calls = 0
@@ -265,7 +294,7 @@ def _disagreeing_rows(model: _Model, operation: str, group: _Rows) -> np.ndarray
                 removed_mask = sum(
                     (pre_present[s] & (after[6 * s] == 0)).astype(np.int64) << s for s in range(model.num_slots)
                 )
-                agree = (spec_error == (outcome.error or NO_ERROR)) & (spec_result == expected_result(outcome, removed_mask))
+                agree = (spec_error == group.error_code(outcome.error)) & (spec_result == expected_result(outcome, removed_mask))
                 agree &= _same_state(model.num_slots, after, spec_after, spec_counts)
                 wrong |= applies & ~agree
         for mask in applies_somewhere:
@@ -352,3 +381,62 @@ def _expected(outcome: BranchOutcome, after: list[int], lay: Layout, num_slots: 
     else:
         result = None
     return outcome.name, None, result, snapshot, counts
+
+
+# Beside the proofs ----------------------------------------------------------------------------
+
+
+class PendingRefinement:
+    """`check_refinement` started while the caller proves: the check is plain Python and numpy,
+    the proofs mostly z3, so on two CPUs it runs in a forked child process beside them (`prove`
+    takes the time of the longer of the two, not of both). Where that cannot be (one CPU, no
+    fork, threads running in this process) it runs in this process when its report is asked for.
+    A report the child cannot send back (a result of a wrong spec that does not pickle) is
+    computed again here. `report()` waits for it; `cancel()` ends the child."""
+
+    def __init__(self, bound: Bound, semantics: Semantics) -> None:
+        self._bound, self._semantics = bound, semantics
+        self._child: Any = None
+        if not _may_fork():
+            return
+        context = multiprocessing.get_context("fork")
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._child = context.Process(target=_refine_into, args=(sender, bound, semantics), daemon=True)
+        self._child.start()
+        sender.close()
+
+    def report(self) -> RefinementReport:
+        if self._child is None:
+            return check_refinement(self._bound, semantics=self._semantics)
+        try:
+            sent = self._receiver.recv_bytes()
+        except EOFError:  # the child died without a word: the check is made here
+            sent = None
+        finally:
+            self.cancel()
+        report = pickle.loads(sent) if sent else None
+        return report if isinstance(report, RefinementReport) else check_refinement(self._bound, semantics=self._semantics)
+
+    def cancel(self) -> None:
+        if self._child is not None:
+            if self._child.is_alive():
+                self._child.terminate()
+            self._child.join()
+            self._receiver.close()
+            self._child = None
+
+
+def _may_fork() -> bool:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def _refine_into(sender: Any, bound: Bound, semantics: Semantics) -> None:
+    """In the child: the report, pickled, or nothing (an empty message) if it cannot be sent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends this child
+    try:
+        sent = pickle.dumps(check_refinement(bound, semantics=semantics))
+    except Exception:  # an error or an unpicklable report: the parent checks again, in its own process
+        sent = b""
+    sender.send_bytes(sent)
+    sender.close()
