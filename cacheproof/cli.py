@@ -23,7 +23,7 @@ _SUBCOMMANDS = {
     "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs a cache"),
     "prove": ("cacheproof.prove.command", "prove with z3 that the spec's model keeps its invariants (not your cache)"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
-    "bench": ("cacheproof.bench", "benchmarks: cache | blocks | prove | monitor | concurrent"),
+    "bench": ("cacheproof.bench", "benchmarks that print ratios side by side (cacheproof bench --help lists them)"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
     "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of shipped caches"),
     "report": ("cacheproof.report.command", "an HTML page of a check report or a trace: figures over the calls"),

@@ -19,7 +19,8 @@ from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.testing import cache_test
-from cacheproof.testing.functions import Program
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.testing.functions import CacheDivergence, Program
 from cacheproof.testing.plugin import _key_by
 
 pytest_plugins = ["pytester"]
@@ -196,6 +197,88 @@ def test_a_program_prints_short_and_not_as_python() -> None:
     text = repr(Program(8, (0, 1), bytes(800)))
     assert text.startswith("<Program: capacity 8, keys (0, 1), picks ") and len(text) < 80
     assert repr(Program(8, (0, 1), bytes(3))) == repr(Program(8, (0, 1), b""))  # trailing zeros read as none
+
+
+# Another spec kind: the KV block pool ------------------------------------------------------------
+
+USERS_POOL = '''
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+
+
+class ForgetfulPool(BlockPoolSpec):
+    """Looks the request's table up before freeing it, and so raises KeyError for a request it never saw."""
+
+    def free_request(self, request):
+        table = self._tables[request]  # the user's bug
+        return super().free_request(request)
+'''
+
+USERS_POOL_TESTS = '''
+from hypothesis import settings
+settings.register_profile("users", max_examples=100, derandomize=True, database=None)
+settings.load_profile("users")
+
+from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.testing import cache_test
+from model_tests.block_pools import DoubleFreePool
+from users_pool import ForgetfulPool
+
+test_spec_pool = cache_test(BlockPoolSpec, spec="blocks")
+test_my_pool = cache_test(ForgetfulPool, spec="blocks")
+
+
+def test_pool_inside_a_test(cacheproof_check):
+    cacheproof_check(DoubleFreePool, spec="blocks", ops=["allocate", "free", "num_free"])
+'''
+
+
+def test_a_block_pool_test_fails_like_a_cache_test(users_suite: pytest.Pytester) -> None:
+    """cache_test(..., spec="blocks") and cacheproof_check(..., spec="blocks"): the bound name, the
+    user's frames only, the pool's own exception, and a snippet that fails when run."""
+    users_suite.makepyfile(users_pool=USERS_POOL, test_users=USERS_POOL_TESTS)
+    result = users_suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=1, failed=2)
+    output = result.stdout.str()
+    assert not [path for path in OURS if path in output], output
+    crash = _failure_of(output, "test_my_pool")
+    assert "Failing test case: test_my_pool(" in crash and "program=<Program: picks " in crash
+    assert re.search(r"users_pool.py:\d+: KeyError", crash) and "table = self._tables[request]  # the user's bug" in crash
+    assert "users_pool:ForgetfulPool diverges from the blocks spec: cache.free_request(" in crash
+    inside = _failure_of(output, "test_pool_inside_a_test")
+    assert "model_tests.block_pools:DoubleFreePool diverges from the blocks spec: cache.free(" in inside
+    for failure, factory in ((crash, "ForgetfulPool"), (inside, "DoubleFreePool")):
+        snippet = re.search(r"shrunk to \d+ calls:\n(.*?)\n[E ]*\n[E ]*Failing test case", failure, re.S).group(1)
+        script = "\n".join(re.sub(r"^(E {7}| {4})", "", line) for line in snippet.splitlines())  # pytest's margins
+        assert f"import {factory} as factory" in script and "# <- diverges here" in script
+        replay = subprocess.run([sys.executable, "-c", script], cwd=users_suite.path, capture_output=True, text=True,
+                                env={**os.environ}, timeout=60)
+        assert replay.returncode != 0, script
+    assert "KeyError" in replay.stderr or "AssertionError" in replay.stderr
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [({"spec": "radix"}, "spec 'radix': the spec kinds are cache, blocks"),
+     ({"spec": "blocks", "keys": "str"}, "keys 'str': an option of the tensor cache's tests, not of spec 'blocks'"),
+     ({"spec": "blocks", "scope": "wide"}, "scope 'wide'"),
+     ({"spec": "blocks", "profile": "plain-lru"}, "profile 'plain-lru': spec kind 'blocks' has the profiles contract"),
+     ({"spec": "blocks", "ops": ["reserve"]}, "not reserve"),
+     ({"spec": "blocks", "ops": []}, "name at least one"),
+     ({"spec": "blocks", "steps": -1}, "steps -1")],
+)
+def test_a_bad_option_of_a_block_pool_test_is_refused_when_it_is_made(options: dict, named: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(named)):
+        cache_test(BlockPoolSpec, **options)
+
+
+def test_a_block_pool_test_runs_in_process_and_fails_on_a_broken_pool(few_examples) -> None:
+    """The same function pytest collects, called directly: the spec itself conforms, a broken pool
+    fails with the divergence and its shrunk snippet."""
+    from model_tests.block_pools import DoubleFreePool
+
+    cache_test(BlockPoolSpec, spec="blocks")()
+    with pytest.raises(CacheDivergence, match=r"DoubleFreePool diverges from the blocks spec: (?s:.*)shrunk to \d+ calls"):
+        cache_test(DoubleFreePool, spec="blocks")()
 
 
 # HypoFuzz -----------------------------------------------------------------------------------------

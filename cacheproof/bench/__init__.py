@@ -1,5 +1,5 @@
-"""Benchmarks that print ratios side by side in one run. Each kind is a module with
-`add_arguments(parser)` and `run(args) -> int`: cache, blocks, prove, monitor, concurrent, trace, linearizability, workers."""
+"""Benchmarks that print ratios side by side in one run. Each kind of `_KINDS` is a module
+`cacheproof.bench.KIND` with `add_arguments(parser)` and `run(args) -> int`."""
 
 from __future__ import annotations
 

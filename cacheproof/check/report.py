@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from cacheproof.check.concurrent.programs import ProgramConcurrentReport
 from cacheproof.check.concurrent.run import ConcurrentCounterexample
-from cacheproof.check.programs.run import ProgramCounterexample
+from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.steps import StepDifference

@@ -4,8 +4,9 @@ Each attempt replays the sequence on a fresh cache (under --isolate, in a fresh 
 beside a fresh spec, supervised like the run itself (`guarded_call.supervised`), so a call that
 hangs or kills its process is a `Failure` of that kind at that call, like a divergence is.
 Shrinking removes chunks of calls (halves, then quarters, ... then single calls) while the
-sequence still fails the same way, and stops when its time budget is spent: a hang costs the
-whole call timeout per attempt.
+sequence still fails the same way, then simplifies the arguments of the calls left (an element
+of a tuple dropped, an int lowered towards 0, an int field of a recipe lowered), and stops when
+its time budget is spent: a hang costs the whole call timeout per attempt.
 """
 
 from __future__ import annotations
@@ -102,8 +103,53 @@ def shrink_failure(
             else:
                 start += chunk
         if chunk == 1:
-            return current, best, False
+            break
         chunk = max(chunk // 2, 1)
+    return _simplify_arguments(attempt, current, best, deadline, on_attempt)
+
+
+def _simplify_arguments(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+) -> tuple[list[Call], Failure, bool]:
+    """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`,
+    until no replacement is kept; the last call first, whose arguments the failure names."""
+    changed = True
+    while changed:
+        changed = False
+        for index in reversed(range(len(current))):
+            call = current[index]
+            for position, argument in enumerate(call.args):
+                for simpler in _simpler(argument):
+                    if on_attempt is not None:
+                        on_attempt(current, best)
+                    if time.monotonic() > deadline:
+                        return current, best, True
+                    args = call.args[:position] + (simpler,) + call.args[position + 1:]
+                    candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
+                    found = attempt(candidate)
+                    if found is not None and found.kind == best.kind:
+                        current, best, changed = candidate[: found.step + 1], found, True
+                        break
+                if changed:
+                    break
+            if changed:
+                break
+    return current, best, False
+
+
+def _simpler(argument: Any) -> list[Any]:
+    """Simpler arguments than `argument`, simplest first: a plain tuple with one element dropped
+    (the first, ..., the last), a non-negative int (not a bool) lowered to 0, half, one less, a named
+    tuple with one int field so lowered."""
+    if type(argument) is tuple:
+        return [argument[:i] + argument[i + 1:] for i in range(len(argument))]
+    if isinstance(argument, int) and not isinstance(argument, bool):
+        return sorted({0, argument // 2, argument - 1} - {argument}) if argument > 0 else []
+    if isinstance(argument, tuple) and hasattr(argument, "_replace"):
+        return [argument._replace(**{field: lower}) for field, value in zip(argument._fields, argument)
+                for lower in _simpler(value) if isinstance(value, int)]
+    return []
 
 
 def not_deterministic(calls: Sequence[Call], first: str, second: Failure | None) -> str:

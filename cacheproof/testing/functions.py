@@ -9,10 +9,13 @@ Its settings are those of the Hypothesis profile active when the test module is 
 (max_examples, database, derandomize, ...), with no deadline.
 
 A divergence fails the test with one `CacheDivergence` (an AssertionError): which cache diverges,
-how, and the calls shrunk to a runnable snippet (Hypothesis shrinks the program, then the checker's
-shrinker drops calls). When raising was the cache's difference, its own exception is chained to
+how, and the calls shrunk to a runnable snippet (by the checker's shrinker, which drops calls and
+simplifies arguments; Hypothesis's own shrinking is off, see `cache_test_settings`). When raising was the cache's difference, its own exception is chained to
 the failure, cut to the user's frames. The failure is explained in full only when Hypothesis
 replays the minimal failing example to report it, so shrinking and fuzzing stay fast.
+
+`cache_test(MyPool, spec="blocks")` does the same for another spec kind, the KV block pool say
+(`cacheproof.testing.kind_functions`).
 
 The cacheproof pytest plugin (`cacheproof.testing.plugin`) calls `bind_test` on each collected
 test, so the test carries the name it is bound to, in pytest's report and in Hypothesis's.
@@ -20,7 +23,6 @@ test, so the test carries the name it is bound to, in pytest's report and in Hyp
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -28,6 +30,7 @@ from hypothesis import HealthCheck, Phase as HypothesisPhase, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context, currently_in_test_context
 
+from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS
 from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.check.sequential.programs import BYTES_PER_CALL, program_test
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, REAL_VALUE_CAPACITY, capacity_cap_of
@@ -39,7 +42,9 @@ from cacheproof.contract.outcomes import Divergence
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
 from cacheproof.testing.failures import Explained, diverges, explained
+from cacheproof.testing.kind_functions import kind_contract, picks_digest
 from cacheproof.testing.names import callers_module, default_test_name, impl_name
 
 SUPPRESSED_HEALTH_CHECKS = (
@@ -62,10 +67,7 @@ class Program(NamedTuple):
     picks: bytes
 
     def __repr__(self) -> str:
-        # Not Python on purpose: the runnable form is the failure's snippet, and Hypothesis writes
-        # no patch of `@example`s for a repr that does not parse (it would patch cacheproof's source).
-        digest = hashlib.sha256(self.picks.rstrip(bytes(1))).hexdigest()[:12]
-        return f"<Program: capacity {self.capacity_bytes}, keys {self.keys!r}, picks {digest}>"
+        return f"<Program: capacity {self.capacity_bytes}, keys {self.keys!r}, picks {picks_digest(self.picks)}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # how Hypothesis prints it
         printer.text(repr(self))
@@ -87,30 +89,57 @@ def programs(scope: Scope, steps: int, max_capacity: int | None) -> st.SearchStr
 def cache_test(
     factory: Callable[[int], Any],
     *,
+    spec: str = DEFAULT_KIND,
     keys: str | None = None,
     profile: str = DEFAULT_PROFILE,
     ops: Sequence[str] | None = None,
-    semantics: Semantics | None = None,
-    scope: str = SMALL.name,
-    steps: int = DEFAULT_STEPS_PER_EXAMPLE,
+    semantics: Any = None,
+    scope: str | None = None,
+    steps: int | None = None,
     name: str | None = None,
 ) -> Callable[..., None]:
-    """A pytest test function that holds `factory(capacity_bytes)` to the spec (see the module).
+    """A pytest test function that holds `factory(size)` to the spec kind `spec` (see the module;
+    another kind than the tensor cache, "blocks" say: `cacheproof.testing.kind_functions`).
 
     `keys` names the key domain (`cacheproof.contract.keys.KEY_DOMAINS`: int, str, bytes, tuple,
     mixed; None: the scope's own keys); `profile` the semantics (docs/profiles.md; `semantics`
     overrides it whole); only the calls in `ops` (default: the profile's operations) are made;
-    `scope` is small, wide or long (docs/scope.md); each program makes up to `steps` calls. `name`
-    is the test's name until pytest collects it under the name it is bound to. A bad option raises
-    InvalidArgumentError here, when the test is made.
+    `scope` is small (the default), wide or long (docs/scope.md); each program makes up to `steps`
+    calls (default: as `cacheproof check --spec KIND`). `keys` and `scope` are the tensor cache's.
+    `name` is the test's name until pytest collects it under the name it is bound to. A bad option
+    raises InvalidArgumentError here, when the test is made.
     """
+    if spec not in kind_names():
+        raise InvalidArgumentError(f"spec {spec!r}: the spec kinds are {', '.join(kind_names())}")
+    if steps is not None and (type(steps) is not int or steps < 1):
+        raise InvalidArgumentError(f"steps {steps!r}: a cache test makes at least 1 call per program")
+    impl = impl_name(factory)
+    if spec == DEFAULT_KIND:
+        contract, strategies = _cache_contract(factory, impl, keys, profile, ops, semantics, scope or SMALL.name,
+                                               steps or DEFAULT_STEPS_PER_EXAMPLE)
+    else:
+        for option, value in (("keys", keys), ("scope", scope)):
+            if value is not None:
+                raise InvalidArgumentError(f"{option} {value!r}: an option of the tensor cache's tests, not of spec {spec!r}")
+        contract, strategies = kind_contract(
+            factory, get_kind(spec), profile=profile, ops=ops, semantics=semantics, steps=steps or DEFAULT_PROGRAM_STEPS,
+            impl=impl, failure=CacheDivergence, reporting=_reporting)
+    contract.__name__ = contract.__qualname__ = name or default_test_name(factory)
+    contract.__module__ = callers_module()
+    test = cache_test_settings()(given(**strategies)(contract))
+    test.cacheproof_impl = impl  # what the plugin recognizes its tests by
+    return test
+
+
+def _cache_contract(
+    factory: Callable[[int], Any], impl: str, keys: str | None, profile: str, ops: Sequence[str] | None,
+    semantics: Semantics | None, scope: str, steps: int,
+) -> tuple[Callable[[Program], None], dict[str, st.SearchStrategy]]:
+    """The tensor cache's test function and the strategies of its arguments (see the module)."""
     chosen = profile_named(profile)
     operations = chosen.operations if ops is None else check_operations(list(ops))
     semantics = semantics or chosen.semantics
     drawn_from = with_key_domain(_scope_named(scope), _key_domain(keys))
-    if type(steps) is not int or steps < 1:
-        raise InvalidArgumentError(f"steps {steps!r}: a cache test makes at least 1 call per program")
-    impl = impl_name(factory)
     tally = Tally()
     phase = Phase(drawn_from, 0, steps)
     machine = machine_for(factory, tally, semantics=semantics, operations=operations, scope=drawn_from)
@@ -136,11 +165,7 @@ def cache_test(
                 report = explained(factory, impl, tally.capacity_bytes, tally.calls, divergence, semantics)
             raise CacheDivergence(report.text) from report.cause  # one line: Hypothesis sees one failure
 
-    cache_contract.__name__ = cache_contract.__qualname__ = name or default_test_name(factory)
-    cache_contract.__module__ = callers_module()
-    test = cache_test_settings()(given(program=st.deferred(program_strategy))(cache_contract))
-    test.cacheproof_impl = impl  # what the plugin recognizes its tests by
-    return test
+    return cache_contract, {"program": st.deferred(program_strategy)}
 
 
 def cache_test_settings() -> settings:

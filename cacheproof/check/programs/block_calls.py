@@ -9,7 +9,9 @@ takes the whole free queue or all but one block, so that cached free blocks at i
 (their hashes dropped lazily); caching and freeing mostly pick a request that holds blocks, and
 a touch is often a prefix hit on a cached free block. Misuse calls (a block
 freed twice, a touch of a free unhashed block, caching a hashed block, the null block, ids out of
-range, n < 0) come one in eight, and only when the semantics say misuse is checked.
+range, n < 0, a pool-level allocate for a request managed at the request level, a request, hash or
+token that is not an int) come one in eight, and only when the semantics say misuse is checked;
+every error outcome of the operation table is among them (docs/search-power.md, outcome coverage).
 
 The request level draws token sequences from a vocabulary of three tokens, so that requests share
 prefixes; a request extends its own tokens or starts new ones.
@@ -26,6 +28,8 @@ REQUESTS = (1, 2, 3, 4)
 HASHES = (1, 2, 3, 4, 5, 6)
 TOKENS = (0, 1, 2)
 _MISUSE_PERCENT = 12
+NOT_INTS = ("1", None, True, 1.5)
+"""Misused requests, hashes and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
 
 
 class BlockCalls:
@@ -175,7 +179,17 @@ def _misuse_cache(draws: Draws, s: _State) -> Call:
 
 
 def _misuse_allocate(draws: Draws, s: _State) -> Call:
+    if s.tables and coin(draws):
+        return Call("allocate", (choice(draws, sorted(s.tables)), integer(draws, 0, 2)))
     return Call("allocate", (s.pool_request(draws), integer(draws, -2, -1)))
+
+
+def _misuse_lookup(draws: Draws, s: _State) -> Call:
+    return Call("lookup", (_subsequence(draws, list(HASHES), 2) + (choice(draws, NOT_INTS),),))
+
+
+def _misuse_find_cached_prefix(draws: Draws, s: _State) -> Call:
+    return Call("find_cached_prefix", (_tokens(draws) + (choice(draws, NOT_INTS),),))
 
 
 def _misuse_evict(draws: Draws, s: _State) -> Call:
@@ -183,11 +197,18 @@ def _misuse_evict(draws: Draws, s: _State) -> Call:
 
 
 def _misuse_free_request(draws: Draws, s: _State) -> Call:
+    if coin(draws):
+        return Call("free_request", (choice(draws, NOT_INTS),))
     unmanaged = [r for r in REQUESTS if r not in s.tables]
     return Call("free_request", (choice(draws, unmanaged or [REQUESTS[-1] + 1]),))
 
 
 def _misuse_allocate_slots(draws: Draws, s: _State) -> Call:
+    if coin(draws):
+        bad = choice(draws, NOT_INTS)
+        if coin(draws):
+            return Call("allocate_slots", (bad, _tokens(draws)))
+        return Call("allocate_slots", (choice(draws, REQUESTS), _tokens(draws) + (bad,)))
     if s.tables:
         request = choice(draws, sorted(s.tables))
         return Call("allocate_slots", (request, _tokens(draws) + (9,)))
@@ -200,4 +221,5 @@ _MISUSE = {
     **_SUITED,
     "allocate": _misuse_allocate, "touch": _misuse_touch, "cache_blocks": _misuse_cache, "free": _misuse_free,
     "evict": _misuse_evict, "free_request": _misuse_free_request, "allocate_slots": _misuse_allocate_slots,
+    "lookup": _misuse_lookup, "find_cached_prefix": _misuse_find_cached_prefix,
 }

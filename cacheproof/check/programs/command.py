@@ -10,7 +10,8 @@ import argparse
 import sys
 
 from cacheproof.check.programs.generators import generator_for
-from cacheproof.check.programs.run import ProgramCounterexample, ProgramReport, run_program_check
+from cacheproof.check.programs.program import ProgramCounterexample
+from cacheproof.check.programs.run import ProgramReport, run_program_check
 from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically

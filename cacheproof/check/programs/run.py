@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from cacheproof.check.coverage import OutcomeCoverage
-from cacheproof.check.programs.draws import ProgramDraws, swarm
+from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import CallGenerator
-from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, shrink_failure
+from cacheproof.check.programs.program import (
+    ProgramCounterexample, ProgramSetup, divergence_kind, run_program, shrink_program,
+)
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.cmdline.databases import RunStop, namespaced
-from cacheproof.contract.calls import Call
-from cacheproof.contract.steps import StepDifference, differential_step
 from cacheproof.spec.kind import SpecKind
 
 DEFAULT_EXAMPLES = 200
@@ -42,8 +42,6 @@ the calls the divergence does not need (`sandbox.fault_search.shrink_failure`) f
 failure found. Hypothesis alone took 4-17 s to a first report on model_tests' broken caches, and
 kept programs of 33 repeated calls that its byte-level shrinking cannot shorten; the two together
 report within 2 s, as short or shorter (docs/search-power.md)."""
-SHRINK_SECONDS = 10.0
-"""The budget of the checker's own shrinking of one counterexample."""
 BYTES_PER_CALL = 12
 """Bytes of a program's byte string per call: enough for the call with the most picks."""
 
@@ -67,18 +65,6 @@ class ProgramOptions:
     on_example: Callable[[int, int], None] | None = None
     budget_seconds: float | None = None
     database: ExampleDatabase | None = None
-
-
-@dataclass(frozen=True)
-class ProgramCounterexample:
-    """A shrunk program that diverges at its last call."""
-
-    size: int
-    calls: tuple[Call, ...]
-    difference: StepDifference
-
-    def kind_of(self) -> tuple:
-        return _kind_of(self.difference)
 
 
 @dataclass
@@ -118,16 +104,6 @@ class _BudgetSpent(RunStop):
     Hypothesis)."""
 
 
-def _kind_of(difference: StepDifference) -> tuple:
-    return (
-        difference.call.op,
-        difference.expected.error or "returns",
-        difference.actual.crash and "crash" or difference.actual.error or "returns",
-        difference.outcome_differs,
-        tuple(view for view, _, _ in difference.views),
-    )
-
-
 def run_program_check(
     kind: SpecKind, factory: Callable[[int], Any], generator: CallGenerator, options: ProgramOptions | None = None, **fields: Any
 ) -> ProgramReport:
@@ -148,6 +124,7 @@ def run_program_check(
     def new_model(size: int) -> Any:
         return kind.new(size) if options.semantics is None else kind.new(size, options.semantics)
 
+    setup = ProgramSetup(kind, new_model, factory, generator, operations, options.misuse, options.steps)
     deadline = None if options.budget_seconds is None else started + options.budget_seconds
 
     programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
@@ -159,55 +136,23 @@ def run_program_check(
                 raise _HypothesisShrinkDone()
         elif report.examples >= options.examples or deadline is not None and time.perf_counter() > deadline:
             raise _BudgetSpent()
-        run_program(ProgramDraws(blob))
+        run_one(ProgramDraws(blob))
 
-    def replayed(size: int, calls: list[Call]) -> tuple[int, StepDifference] | None:
-        """Where `calls` on a fresh model and implementation first differ, and how; None if nowhere."""
-        model, implementation = new_model(size), factory(size)
-        for step, call in enumerate(calls):
-            difference = differential_step(model, implementation, call, kind.views)
-            if difference is not None:
-                return step, difference
-            model.check_invariants()
-        return None
-
-    def shrunk(example: ProgramCounterexample) -> ProgramCounterexample:
-        """`example` with every call dropped that its divergence (of the same kind) does not need."""
-        def attempt(candidate: list[Call]) -> Failure | None:
-            found = replayed(example.size, candidate)
-            if found is None or _kind_of(found[1]) != example.kind_of():
-                return None
-            return Failure(found[0], found[1].describe(), DIVERGENCE)
-
-        first = Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
-        calls, _, _ = shrink_failure(attempt, example.calls, first, SHRINK_SECONDS)
-        found = replayed(example.size, calls)
-        return example if found is None else ProgramCounterexample(example.size, tuple(calls), found[1])
-
-    def run_program(draws: Any) -> None:
-        """One program, every pick read from `draws`: its swarm of operations, its size, its calls."""
-        plan = swarm(draws, operations)
-        size = generator.size(draws)
-        model, implementation = new_model(size), factory(size)
-        calls: list[Call] = []
-        for _ in range(options.steps):
-            call = generator.draw_call(draws, model, plan, options.misuse)
-            calls.append(call)
-            report.steps += 1
-            difference = differential_step(model, implementation, call, kind.views, report.coverage.record)
-            if difference is not None:
-                counted()
-                if any(_kind_of(difference) == found.kind_of() for found in report.counterexamples):
-                    hypothesis.reject()
-                if not last or len(calls) < len(last[0].calls):  # the smallest failure of the run
-                    last[:] = [ProgramCounterexample(size, tuple(calls), difference)]
-                if report.seconds_to_failure is None:
-                    report.seconds_to_failure = time.perf_counter() - started
-                    report.first_failure_example = report.examples
-                shrinking[0] = True
-                raise ProgramDivergence(difference.describe())
-            model.check_invariants()
+    def run_one(draws: Any) -> None:
+        """One program; its divergence, unless of a kind already reported, fails the example."""
+        program = run_program(setup, draws, report.coverage.record)
+        report.steps += len(program.calls)
         counted()
+        if program.difference is not None:
+            if any(divergence_kind(program.difference) == found.kind_of() for found in report.counterexamples):
+                hypothesis.reject()
+            if not last or len(program.calls) < len(last[0].calls):  # the smallest failure of the run
+                last[:] = [ProgramCounterexample(program.size, program.calls, program.difference)]
+            if report.seconds_to_failure is None:
+                report.seconds_to_failure = time.perf_counter() - started
+                report.first_failure_example = report.examples
+            shrinking[0] = True
+            raise ProgramDivergence(program.difference.describe())
         if options.on_example is not None and not shrinking[0]:
             options.on_example(report.examples, report.steps)
 
@@ -232,7 +177,7 @@ def run_program_check(
         except _BudgetSpent:
             break
         except (ProgramDivergence, _HypothesisShrinkDone):
-            report.counterexamples.append(shrunk(last[0]))
+            report.counterexamples.append(shrink_program(setup, last[0]))
             continue
         except Unsatisfiable:  # every example diverged in a kind already reported
             break
