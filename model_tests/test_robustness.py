@@ -259,7 +259,7 @@ ISOLATED = [
     ("EvictHangs", "cache.evict(", "did not return within 0.5 s (its process was killed)"),
     ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
-    ("MakeValueRaises", "make_value(5, 0) ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
+    ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
     ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
 ]
@@ -375,9 +375,10 @@ def test_shrinking_a_hang_stops_when_its_time_budget_runs_out(monkeypatch):
 
 
 def test_shrinking_simplifies_the_arguments_of_the_calls_it_keeps():
-    """After dropping calls, shrinking drops tuple elements and lowers ints while the failure holds:
-    here a call fails when its tuple holds a 7 and its count is 3 or more, so the smallest is
-    (7,) and 3, and the recipe's 9 bytes drop to the 5 a put must have."""
+    """After dropping calls, shrinking drops tuple elements and lowers ints, never below 1, while the
+    failure holds at the same operation: here a lookup fails when its tuple holds a 7 and its count
+    is 3 or more, so the smallest is (7,) and 3; the recipe's 9 bytes drop to the 5 a put must
+    have, its key and tag to 1. A candidate failing at another operation is not kept."""
     from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, shrink_failure
 
     def attempt(candidate):
@@ -391,7 +392,19 @@ def test_shrinking_simplifies_the_arguments_of_the_calls_it_keeps():
     lookup = [Call("get", (1,)), Call("lookup", ((4, 7, 2, 7), 40))]
     assert shrink_failure(attempt, lookup, Failure(1, "lookup", DIVERGENCE), 60.0)[0] == [Call("lookup", ((7,), 3))]
     put = [Call("put", (3, ValueRecipe(9, 4)))]
-    assert shrink_failure(attempt, put, Failure(0, "put", DIVERGENCE), 60.0)[0] == [Call("put", (0, ValueRecipe(5, 0)))]
+    assert shrink_failure(attempt, put, Failure(0, "put", DIVERGENCE), 60.0)[0] == [Call("put", (1, ValueRecipe(5, 1)))]
+
+    def slips(candidate):  # the lookup fails after a put of 2 bytes or more; a 1-byte put fails itself
+        for step, call in enumerate(candidate):
+            if call.op == "put" and call.args[1].nbytes == 1:
+                return Failure(step, "put", DIVERGENCE)
+            if call.op == "lookup" and any(c.op == "put" and c.args[1].nbytes >= 2 for c in candidate[:step]):
+                return Failure(step, "lookup", DIVERGENCE)
+        return None
+
+    slipping = [Call("put", (2, ValueRecipe(4, 1))), Call("lookup", ((7,), 3))]
+    assert shrink_failure(slips, slipping, Failure(1, "lookup", DIVERGENCE), 60.0)[0] == [
+        Call("put", (1, ValueRecipe(2, 1))), Call("lookup", ((), 1))]
 
 
 def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsys):

@@ -5,8 +5,10 @@ beside a fresh spec, supervised like the run itself (`guarded_call.supervised`),
 hangs or kills its process is a `Failure` of that kind at that call, like a divergence is.
 Shrinking removes chunks of calls (halves, then quarters, ... then single calls) while the
 sequence still fails the same way, then simplifies the arguments of the calls left (an element
-of a tuple dropped, an int lowered towards 0, an int field of a recipe lowered), and stops when
-its time budget is spent: a hang costs the whole call timeout per attempt.
+of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered) while the failure
+stays the same failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is
+another bug than the eviction found), and stops when its time budget is spent: a hang costs the
+whole call timeout per attempt.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from typing import Any, Callable, NamedTuple, Sequence
 
 from cacheproof.contract.calls import Call
+from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.contract.sequence import first_divergence
@@ -78,13 +81,17 @@ def shrink_failure(
     failure: Failure,
     seconds: float,
     on_attempt: Callable[[list[Call], Failure], None] | None = None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None = None,
 ) -> tuple[list[Call], Failure, bool]:
     """The shortest sequence found within `seconds` that still fails like `failure` (same kind).
 
     `attempt(calls)` replays a candidate. Returns (calls, their failure, whether shrinking was cut
     short by the budget); the calls end at the failing one. `on_attempt(calls, failure)` is told
     the smallest failing sequence so far before the first attempt and after each: what a Ctrl-C
-    during shrinking reports (the KeyboardInterrupt propagates).
+    during shrinking reports (the KeyboardInterrupt propagates). A simpler argument is kept only
+    when the failing call's operation is unchanged and `same_failure(smallest, candidate, its
+    failure)`, if given, says the candidate fails as the smallest failing sequence so far does
+    (`same_divergence`).
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
@@ -105,15 +112,17 @@ def shrink_failure(
         if chunk == 1:
             break
         chunk = max(chunk // 2, 1)
-    return _simplify_arguments(attempt, current, best, deadline, on_attempt)
+    return _simplify_arguments(attempt, current, best, deadline, on_attempt, same_failure)
 
 
 def _simplify_arguments(
     attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
     on_attempt: Callable[[list[Call], Failure], None] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
 ) -> tuple[list[Call], Failure, bool]:
-    """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`,
-    until no replacement is kept; the last call first, whose arguments the failure names."""
+    """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`, at a
+    call of the same operation (and `same_failure`), until no replacement is kept; the last call
+    first, whose arguments the failure names."""
     changed = True
     while changed:
         changed = False
@@ -128,7 +137,8 @@ def _simplify_arguments(
                     args = call.args[:position] + (simpler,) + call.args[position + 1:]
                     candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
                     found = attempt(candidate)
-                    if found is not None and found.kind == best.kind:
+                    if (found is not None and found.kind == best.kind and candidate[found.step].op == current[best.step].op
+                            and (same_failure is None or same_failure(current, candidate[: found.step + 1], found))):
                         current, best, changed = candidate[: found.step + 1], found, True
                         break
                 if changed:
@@ -138,14 +148,45 @@ def _simplify_arguments(
     return current, best, False
 
 
+def same_divergence(
+    factory: Callable[[int], Any], capacity_bytes: int, watch: Watch | None = None, semantics: Semantics = CONTRACT,
+) -> Callable[[list[Call], list[Call], Failure], bool]:
+    """`shrink_failure`'s `same_failure` for a cache: a candidate diverges in the kind the smallest
+    failing sequence does (`contract.differences.kind_of`: the operation, the spec's outcome, the
+    cache's), each replayed on a fresh cache (`factory.for_attempt()` when it has one), supervised by
+    `watch` when given. A hang or a crash has no kind beyond itself."""
+    def kind_at(calls: Sequence[Call]) -> str | None:
+        attempt = factory.for_attempt() if hasattr(factory, "for_attempt") else factory
+        try:
+            replay = lambda: diverging_step(attempt, capacity_bytes, calls, semantics)  # noqa: E731
+            step = replay() if watch is None else supervised(replay, watch)
+        except CacheFault:
+            return None
+        finally:
+            getattr(attempt, "close", lambda: None)()
+        return None if step is None else step.kind
+
+    smallest: list[Any] = [None, None]  # the smallest sequence whose kind was found, and its kind
+
+    def same(reference: list[Call], candidate: list[Call], found: Failure) -> bool:
+        if found.kind != DIVERGENCE:
+            return True
+        if smallest[0] is not reference:
+            smallest[:] = [reference, kind_at(reference)]
+        return smallest[1] is not None and kind_at(candidate) == smallest[1]
+
+    return same
+
+
 def _simpler(argument: Any) -> list[Any]:
     """Simpler arguments than `argument`, simplest first: a plain tuple with one element dropped
-    (the first, ..., the last), a non-negative int (not a bool) lowered to 0, half, one less, a named
-    tuple with one int field so lowered."""
+    (the first, ..., the last); a positive int (not a bool) lowered to 1, half or one less, never
+    below 1 (0 is where the bad arguments start: an empty value, the null block, no bytes); a named
+    tuple (a value recipe) with one int field so lowered."""
     if type(argument) is tuple:
         return [argument[:i] + argument[i + 1:] for i in range(len(argument))]
     if isinstance(argument, int) and not isinstance(argument, bool):
-        return sorted({0, argument // 2, argument - 1} - {argument}) if argument > 0 else []
+        return sorted({1, argument // 2, argument - 1} - {argument}) if argument > 1 else []
     if isinstance(argument, tuple) and hasattr(argument, "_replace"):
         return [argument._replace(**{field: lower}) for field, value in zip(argument._fields, argument)
                 for lower in _simpler(value) if isinstance(value, int)]

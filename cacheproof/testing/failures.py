@@ -12,7 +12,7 @@ from cacheproof.contract.calls import Call
 from cacheproof.contract.differences import OUTCOME, diverging_step
 from cacheproof.contract.faults import with_users_frames_only
 from cacheproof.contract.sequence import first_divergence
-from cacheproof.sandbox.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, shrink_failure
+from cacheproof.sandbox.fault_search import DIVERGENCE, MINIMUM_SHRINK_SECONDS, Failure, same_divergence, shrink_failure
 from cacheproof.spec.cache.semantics import Semantics
 
 
@@ -41,7 +41,7 @@ def explained(
     if first is None:  # the replay agrees: the cache answered differently this time
         return Explained(diverges(impl, divergence))
     seconds = LONG_SHRINK_SECONDS if first.step >= LONG_SEQUENCE else MINIMUM_SHRINK_SECONDS
-    shrunk, found, _ = shrink_failure(attempt, calls, first, seconds)
+    shrunk, found, _ = shrink_failure(attempt, calls, first, seconds, same_failure=same_divergence(factory, capacity_bytes, semantics=semantics))
     counterexample = counterexample_of(factory, capacity_bytes, shrunk, found.message, semantics)
     text = f"{diverges(impl, found.message)}\n\nshrunk to {len(shrunk)} calls:\n{counterexample.to_python(impl)}"
     step = diverging_step(factory, capacity_bytes, shrunk, semantics)

@@ -20,7 +20,7 @@ from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
 from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
-from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
+from cacheproof.sandbox.fault_search import same_divergence, shrink_failure, shrink_seconds
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, hang_message, supervised
 from cacheproof.sandbox.factories import PROBE_CAPACITY_BYTES, probe_factory
@@ -439,7 +439,7 @@ def _shrunk(
     budget = shrink_seconds(watch.timeout) if seconds is None else seconds
     if first.kind == DIVERGENCE and first.step >= LONG_SEQUENCE:
         budget = min(budget, LONG_SHRINK_SECONDS)
-    calls, found, cut_short = shrink_failure(attempt, calls, first, budget, noted)
+    calls, found, cut_short = shrink_failure(attempt, calls, first, budget, noted, same_divergence(factory, capacity_bytes, watch, semantics))
     message = found.message + (" (shrinking stopped when its time budget ran out)" if cut_short else "")
     if found.kind != DIVERGENCE:
         ending = "does not return" if found.kind == HANG else "kills the process"
