@@ -407,6 +407,24 @@ def test_shrinking_simplifies_the_arguments_of_the_calls_it_keeps():
         Call("put", (1, ValueRecipe(2, 1))), Call("lookup", ((), 1))]
 
 
+def test_simplifying_arguments_stops_after_its_count_of_attempts():
+    """Every simplification of 40 calls of 20-element tuples would be kept; the pass stops after
+    SIMPLIFY_ATTEMPTS replays (a count: the same counterexample on any machine), last call first."""
+    from cacheproof.sandbox.fault_search import DIVERGENCE, SIMPLIFY_ATTEMPTS, Failure, shrink_failure
+
+    replays = []
+
+    def attempt(candidate):  # fails only with every call, and so drops none
+        replays.append(candidate)
+        return Failure(39, "lookup", DIVERGENCE) if len(candidate) == 40 else None
+
+    calls = [Call("lookup", (tuple(range(20)),)) for _ in range(40)]
+    shrunk, _, cut_short = shrink_failure(attempt, calls, Failure(39, "lookup", DIVERGENCE), 600.0)
+    dropping = sum(len(candidate) < 40 for candidate in replays)
+    assert not cut_short and len(replays) - dropping == SIMPLIFY_ATTEMPTS
+    assert shrunk[-1] == Call("lookup", ((),)) and shrunk[0] == calls[0]
+
+
 def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsys):
     import cacheproof.check.concurrent.command as concurrent_command
 

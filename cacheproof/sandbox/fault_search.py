@@ -27,6 +27,8 @@ DIVERGENCE = "divergence"
 HANG = "hang"
 CRASH = "crash"
 
+SIMPLIFY_ATTEMPTS = 300
+"""Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
 MINIMUM_SHRINK_SECONDS = 30.0
 SHRINK_TIMEOUTS = 12
 """Shrinking a sequence gets max(30 s, 12 call timeouts)."""
@@ -121,19 +123,23 @@ def _simplify_arguments(
     same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
 ) -> tuple[list[Call], Failure, bool]:
     """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`, at a
-    call of the same operation (and `same_failure`), until no replacement is kept; the last call
-    first, whose arguments the failure names."""
-    changed = True
+    call of the same operation (and `same_failure`): each argument as far as it goes, the last
+    call first (its arguments are the ones the failure names), in sweeps until one keeps nothing or
+    SIMPLIFY_ATTEMPTS are spent (a count, so that a seed gives one counterexample on any machine)."""
+    attempts, changed = 0, True
     while changed:
         changed = False
-        for index in reversed(range(len(current))):
-            call = current[index]
-            for position, argument in enumerate(call.args):
-                for simpler in _simpler(argument):
+        for index, position in [(i, p) for i in reversed(range(len(current))) for p in range(len(current[i].args))]:
+            while index < len(current):  # this argument, as far as it goes (a kept candidate may end sooner)
+                call = current[index]
+                for simpler in _simpler(call.args[position]):
                     if on_attempt is not None:
                         on_attempt(current, best)
                     if time.monotonic() > deadline:
                         return current, best, True
+                    if attempts == SIMPLIFY_ATTEMPTS:
+                        return current, best, False
+                    attempts += 1
                     args = call.args[:position] + (simpler,) + call.args[position + 1:]
                     candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
                     found = attempt(candidate)
@@ -141,10 +147,8 @@ def _simplify_arguments(
                             and (same_failure is None or same_failure(current, candidate[: found.step + 1], found))):
                         current, best, changed = candidate[: found.step + 1], found, True
                         break
-                if changed:
-                    break
-            if changed:
-                break
+                else:
+                    break  # no simpler one fails alike
     return current, best, False
 
 
