@@ -152,6 +152,20 @@ def _simplify_arguments(
     return current, best, False
 
 
+def divergence_kind_at(
+    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], semantics: Semantics = CONTRACT,
+) -> str | None:
+    """The kind (`contract.differences.kind_of`) of the divergence at the last of `calls`, replayed on
+    a fresh cache (`factory.for_attempt()`, closed after, when the factory is a guarded or isolated
+    one); None if it does not diverge there."""
+    attempt = factory.for_attempt() if hasattr(factory, "for_attempt") else factory
+    try:
+        step = diverging_step(attempt, capacity_bytes, calls, semantics)
+    finally:
+        getattr(attempt, "close", lambda: None)()
+    return None if step is None else step.kind
+
+
 def same_divergence(
     factory: Callable[[int], Any], capacity_bytes: int, watch: Watch | None = None, semantics: Semantics = CONTRACT,
 ) -> Callable[[list[Call], list[Call], Failure], bool]:
@@ -160,15 +174,11 @@ def same_divergence(
     cache's), each replayed on a fresh cache (`factory.for_attempt()` when it has one), supervised by
     `watch` when given. A hang or a crash has no kind beyond itself."""
     def kind_at(calls: Sequence[Call]) -> str | None:
-        attempt = factory.for_attempt() if hasattr(factory, "for_attempt") else factory
+        replay = lambda: divergence_kind_at(factory, capacity_bytes, calls, semantics)  # noqa: E731
         try:
-            replay = lambda: diverging_step(attempt, capacity_bytes, calls, semantics)  # noqa: E731
-            step = replay() if watch is None else supervised(replay, watch)
+            return replay() if watch is None else supervised(replay, watch)
         except CacheFault:
             return None
-        finally:
-            getattr(attempt, "close", lambda: None)()
-        return None if step is None else step.kind
 
     smallest: list[Any] = [None, None]  # the smallest sequence whose kind was found, and its kind
 

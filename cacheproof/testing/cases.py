@@ -31,7 +31,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent.run import DEFAULT_RUNS, run_concurrent_check
-from cacheproof.check.programs.command import misuse_checked, snippet_of
+from cacheproof.check.programs.command import misuse_checked
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS, run_program_check
 from cacheproof.contract.outcomes import Divergence
@@ -42,9 +42,9 @@ from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
-from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import get_kind
 from cacheproof.testing.failures import explained
+from cacheproof.testing.kind_functions import kind_failure_text, kind_profile
 from cacheproof.testing.names import cache_name, callers_module, impl_name, unique_name
 
 
@@ -213,9 +213,7 @@ def program_test_case(
     with the shrunk counterexample as a runnable snippet. A bad kind or profile raises
     InvalidArgumentError here, when the test case is made."""
     spec_kind = get_kind(kind)
-    if profile not in spec_kind.profiles:
-        raise InvalidArgumentError(f"profile {profile!r}: spec kind {kind!r} has {', '.join(spec_kind.profiles)}")
-    chosen = spec_kind.profiles[profile]
+    chosen = kind_profile(spec_kind, profile)
     impl = impl_name(factory)
     name = name or unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
 
@@ -231,10 +229,7 @@ def program_test_case(
             )
             example = report.counterexample
             if example is not None:
-                raise AssertionError(
-                    f"{impl} diverges from the {spec_kind.name} spec: {example.difference.describe()}\n\n"
-                    f"shrunk to {len(example.calls)} calls:\n{snippet_of(spec_kind, impl, example, chosen.semantics)}"
-                )
+                raise AssertionError(kind_failure_text(spec_kind, impl, example, chosen.semantics))
 
     ProgramContractTest.examples = examples
     ProgramContractTest.seed = seed

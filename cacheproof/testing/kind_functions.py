@@ -72,9 +72,7 @@ def kind_contract(
     `profile`'s semantics (`semantics` overrides them whole) and operations (`ops` overrides them),
     up to `steps` calls per program; a divergence raises `failure`, explained in full when
     `reporting()`. A bad profile or operation raises InvalidArgumentError here."""
-    if profile not in kind.profiles:
-        raise InvalidArgumentError(f"profile {profile!r}: spec kind {kind.name!r} has the profiles {', '.join(kind.profiles)}")
-    chosen = kind.profiles[profile]
+    chosen = kind_profile(kind, profile)
     semantics = chosen.semantics if semantics is None else semantics
     operations = chosen.operations if ops is None else _operations(kind, ops)
 
@@ -91,14 +89,11 @@ def kind_contract(
             raise with_users_frames_only(error)
         if run.difference is None:
             return
-        text = f"{impl} diverges from the {kind.name} spec: {run.difference.describe()}"
         if not reporting():
-            raise failure(text)
+            raise failure(f"{impl} diverges from the {kind.name} spec: {run.difference.describe()}")
         example = shrink_program(setup, ProgramCounterexample(run.size, run.calls, run.difference))
-        text = (f"{impl} diverges from the {kind.name} spec: {example.difference.describe()}\n\n"
-                f"shrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
         cause = _raised_at_last_call(factory, example) if example.difference.actual.crash else None
-        raise failure(text) from cause  # one line: Hypothesis sees one failure
+        raise failure(kind_failure_text(kind, impl, example, semantics)) from cause  # one line: Hypothesis sees one failure
 
     size = steps * BYTES_PER_CALL
 
@@ -107,6 +102,19 @@ def kind_contract(
         return KindProgram(draw(st.binary(min_size=size, max_size=size)))
 
     return contract, {"program": programs()}
+
+
+def kind_profile(kind: SpecKind, name: str) -> Any:
+    """The profile `name` of `kind`; InvalidArgumentError naming the kind's profiles otherwise."""
+    if name not in kind.profiles:
+        raise InvalidArgumentError(f"profile {name!r}: spec kind {kind.name!r} has the profiles {', '.join(kind.profiles)}")
+    return kind.profiles[name]
+
+
+def kind_failure_text(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics: Any) -> str:
+    """A kind test's failure: which implementation diverges and how, and the shrunk calls as a runnable snippet."""
+    return (f"{impl} diverges from the {kind.name} spec: {example.difference.describe()}\n\n"
+            f"shrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
 
 
 def _raised_at_last_call(factory: Callable[[int], Any], example: ProgramCounterexample) -> BaseException | None:

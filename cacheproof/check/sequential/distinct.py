@@ -27,7 +27,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
-from cacheproof.contract.differences import diverging_step
+from cacheproof.sandbox.fault_search import divergence_kind_at
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.cmdline.databases import RunStop
 
@@ -95,12 +95,7 @@ class KnownKinds:
 
     def kind(self, capacity_bytes: int, calls: Sequence[Call]) -> str | None:
         """The kind of the divergence at the last of `calls`, replayed; None if it does not diverge again."""
-        attempt = self.factory.for_attempt()
-        try:
-            step = diverging_step(attempt, capacity_bytes, calls, self.semantics)
-        finally:
-            attempt.close()
-        return None if step is None else step.kind
+        return divergence_kind_at(self.factory, capacity_bytes, calls, self.semantics)
 
     def is_known(self, capacity_bytes: int, calls: Sequence[Call]) -> bool:
         """Whether the divergence at the last of `calls` is of a known kind; a new kind is noted as a
