@@ -4,8 +4,10 @@
 construction, the concurrent checker must never flag it. Each racy cache is `LockedCacheSpec` that
 drops its lock for slow work in one place (allocating, cloning a value, bookkeeping) and acts on a
 decision taken before: every sequential check passes, and so does a stress test that looks at the
-invariants at the end most of the time. `time.sleep(0)` stands for the slow work: it yields the
-interpreter to another thread, as a real copy or allocation releasing the GIL would.
+invariants at the end most of the time. The slow work is a forced racy window
+(model_tests/forced_interleaving.py): the thread waits there until another thread of the scenario
+has completed a call, as a real copy or allocation releasing the GIL lets it, so the race shows
+whenever the scenario has a call to race with, whatever the OS scheduler does.
 `cacheproof check --threads 3 --impl model_tests.racy_caches:NAME` must find every one (exit 1);
 model_tests/test_concurrent_check.py holds it to that.
 """
@@ -14,13 +16,13 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 
 from cacheproof.spec import Acquired, CacheSpec
 from cacheproof.spec.cache import arguments, rules
 from cacheproof.impl import TensorLRUCache
 from cacheproof.impl.tensor_values import sized
 from cacheproof.spec.cache.model import READY, RESERVED, _Entry
+from model_tests.forced_interleaving import RacyWindow, counts_completed_calls
 
 _OPERATIONS = (
     "reserve", "acquire", "commit", "put", "get", "release", "evict", "pop", "clear",
@@ -43,18 +45,24 @@ class LockedCacheSpec(CacheSpec):
     def __init__(self, capacity_bytes: int) -> None:
         super().__init__(capacity_bytes)
         self._lock = threading.Lock()
+        self.racy_window = RacyWindow()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        counts_completed_calls(cls, tuple(name for name in _OPERATIONS if name in vars(cls)))
 
     def _slow_work_unlocked(self) -> None:
-        """Drop the lock for slow work, then take it again (what the racy caches do)."""
+        """Drop the lock for slow work (the racy window), then take it again (what the racy caches do)."""
         self._lock.release()
         try:
-            time.sleep(0)
+            self.racy_window.open()
         finally:
             self._lock.acquire()
 
 
 for _name in _OPERATIONS:
     setattr(LockedCacheSpec, _name, _locked(getattr(CacheSpec, _name)))
+counts_completed_calls(LockedCacheSpec, _OPERATIONS)
 
 
 class CheckThenActReservation(LockedCacheSpec):
@@ -129,13 +137,14 @@ class CommitWithoutRecheck(TensorLRUCache):
 
     def __init__(self, capacity_bytes: int) -> None:
         super().__init__(capacity_bytes, device="cpu")
+        self.racy_window = RacyWindow()
 
     def commit(self, key, value):
         size = sized("commit", key, value)
         with self._lock:
             entry = self._commit_entry(key, size)
         stored, ready_event = self._store("commit", key, value, size)
-        time.sleep(0)
+        self.racy_window.open()
         with self._lock:
             evicted = self._evict_until_room(entry.nbytes)
             self._reserved_bytes -= entry.nbytes
@@ -147,25 +156,44 @@ class CommitWithoutRecheck(TensorLRUCache):
             return evicted
 
 
+counts_completed_calls(CommitWithoutRecheck, _OPERATIONS)
+
+
 class LockOrderInversion(LockedCacheSpec):
     """acquire takes the cache's lock and then the statistics lock; release takes them the other
-    way round: an acquire and a release that meet deadlock."""
+    way round: an acquire and a release that meet deadlock. Each holds its first lock in a forced
+    racy window (model_tests/forced_interleaving.py), so they meet whenever a scenario runs them
+    on two threads."""
 
     def __init__(self, capacity_bytes: int) -> None:
         super().__init__(capacity_bytes)
         self._stats_lock = threading.Lock()
 
     def acquire(self, key, nbytes, *, retain=True):
-        with self._lock:
-            time.sleep(0)
-            with self._stats_lock:
+        with self.racy_window.hold(self._lock):
+            self.racy_window.open()
+            with self.racy_window.hold(self._stats_lock):
                 return CacheSpec.acquire(self, key, nbytes, retain=retain)
 
     def release(self, key):
-        with self._stats_lock:
-            time.sleep(0)
-            with self._lock:
+        with self.racy_window.hold(self._stats_lock):
+            self.racy_window.open()
+            with self.racy_window.hold(self._lock):
                 return CacheSpec.release(self, key)
+
+
+def _held_in_the_window(name: str):
+    def method(self, *args, **kwargs):
+        with self.racy_window.hold(self._lock):
+            return getattr(CacheSpec, name)(self, *args, **kwargs)
+
+    return functools.wraps(getattr(CacheSpec, name))(method)
+
+
+_ELSEWHERE = tuple(name for name in _OPERATIONS if name not in ("acquire", "release"))
+for _name in _ELSEWHERE:
+    setattr(LockOrderInversion, _name, _held_in_the_window(_name))
+counts_completed_calls(LockOrderInversion, _ELSEWHERE)  # acquire and release: counted as the class was made
 
 
 class ReentersItsLock(LockedCacheSpec):

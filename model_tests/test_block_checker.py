@@ -6,7 +6,6 @@ locked pool is linearizable, and a pool missing an operation is a usage error na
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -19,6 +18,7 @@ from cacheproof.cli import main
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.kinds import get_kind
 from model_tests import block_pools
+from model_tests.forced_interleaving import RacyWindow, counts_completed_calls
 
 KIND = get_kind("blocks")
 BROKEN = ["DoubleFreePool", "HeadFreePool", "StaleHashMapPool", "GapLookupPool", "TouchLeavesQueuedPool",
@@ -67,6 +67,7 @@ class LockedListPool(block_pools.ListBlockPool):
     def __init__(self, num_blocks: int) -> None:
         super().__init__(num_blocks)
         self._lock = threading.Lock()
+        self.racy_window = RacyWindow()
 
 
 def _locked(name: str):
@@ -79,17 +80,19 @@ def _locked(name: str):
 
 for _name in KIND.names + KIND.views:
     setattr(LockedListPool, _name, _locked(_name))
+counts_completed_calls(LockedListPool, KIND.names + KIND.views)
 
 
 class RacyAllocatePool(LockedListPool):
-    """Allocation reads the free queue's head outside the lock, yields, then takes those blocks:
-    two threads can both take one block (a pool shared without a lock around its allocation)."""
+    """Allocation reads the free queue's head outside the lock, lets another thread's call complete
+    (a forced racy window, model_tests/forced_interleaving.py), then takes those blocks: two threads
+    can both take one block (a pool shared without a lock around its allocation)."""
 
     def allocate(self, request, n):
         if not (isinstance(n, int) and 0 < n <= self.num_free()):
             return super().allocate(request, n)
         seen = list(self._free)[:n]
-        time.sleep(0.0005)
+        self.racy_window.open()
         with self._lock:
             for block in seen:
                 self._free.pop(block, None)
@@ -97,6 +100,9 @@ class RacyAllocatePool(LockedListPool):
                 self._holdings.setdefault(request, Counter())[block] += 1
             self._num_free = len(self._free)
         return tuple(seen)
+
+
+counts_completed_calls(RacyAllocatePool, ("allocate",))
 
 
 POOL_OPS = ("allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free")

@@ -122,8 +122,9 @@ def test_check_of_the_block_pool_reports_each_divergence_with_its_view_diff(tmp_
 
 
 def test_check_under_threads_reports_the_scenario_and_history(tmp_path: Path):
-    report = _report(["check", "--threads", "2", "--impl", "cacheproof.spec:CacheSpec", "--examples", "5", "--quiet"],
-                     tmp_path / "r.json", 1)  # the spec takes no lock: two threads' puts race
+    # a racy cache whose race is forced (model_tests/forced_interleaving.py): found in the first scenario
+    report = _report(["check", "--threads", "2", "--impl", "model_tests.racy_caches:EvictionPlanAfterUnlock",
+                      "--examples", "5", "--quiet"], tmp_path / "r.json", 1)
     divergence = report["divergences"][0]
     assert report["threads"] == 2 and report["runs_per_scenario"] >= 1
     assert divergence["kind"] == "not linearizable" and divergence["history"] and divergence["snippet"]

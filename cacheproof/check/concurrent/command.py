@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from cacheproof.check.concurrent.run import ConcurrentReport, run_concurrent_check
 from cacheproof.check.report import check_body, concurrent_divergence
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageAbort as abort:
         return _usage_abort(abort)
     done = [0, 0]
+    started = time.perf_counter()
 
     def on_scenario(scenarios: int, runs: int) -> None:
         done[:] = [scenarios, runs]
@@ -71,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage_abort(abort)
     except KeyboardInterrupt:
         print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
+        if args.json is not None:
+            write_report(args.json, "check", _body(
+                args, examples=done[0], steps=done[1], seconds=time.perf_counter() - started, seconds_to_failure=None,
+                ok=None, divergences=[], unknown_histories=0))
         return INTERRUPTED_STATUS
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_report(args.json, "check", report_body(args, report))
@@ -81,17 +87,26 @@ def run(args: argparse.Namespace) -> int:
 def report_body(args: argparse.Namespace, report: ConcurrentReport) -> dict:
     """The JSON report's body (`cacheproof.check.report`); its seed is the one drawn when none was given."""
     example = report.counterexample
-    body = check_body(
-        args, spec="cache", impl=args.impl, profile=args.profile,
-        semantics=getattr(args, "semantics_chosen", None) or CONTRACT,
-        operations=getattr(args, "operations_chosen", None) or ALL_OPERATIONS, budget_examples=args.examples,
-        examples=report.scenarios, steps=report.runs, seconds=report.seconds,
-        first_failure_example=None if example is None else report.scenarios,
-        first_failure_seconds=report.seconds_to_failure, ok=report.ok,
+    body = _body(
+        args, examples=report.scenarios, steps=report.runs, seconds=report.seconds,
+        seconds_to_failure=report.seconds_to_failure, ok=report.ok,
         divergences=[] if example is None else [concurrent_divergence(example, args.impl)],
         unknown_histories=report.unknown,
     )
     return {**body, "seed": report.seed}
+
+
+def _body(args: argparse.Namespace, *, examples: int, steps: int, seconds: float, seconds_to_failure: float | None,
+          ok: bool | None, divergences: list[dict], unknown_histories: int) -> dict:
+    """The check body of a run of `examples` scenarios and `steps` runs (ok None: interrupted, no verdict)."""
+    return check_body(
+        args, spec="cache", impl=args.impl, profile=args.profile,
+        semantics=getattr(args, "semantics_chosen", None) or CONTRACT,
+        operations=getattr(args, "operations_chosen", None) or ALL_OPERATIONS, budget_examples=args.examples,
+        examples=examples, steps=steps, seconds=seconds,
+        first_failure_example=examples if divergences else None,
+        first_failure_seconds=seconds_to_failure, ok=ok, divergences=divergences, unknown_histories=unknown_histories,
+    )
 
 
 def _usage_abort(abort: UsageAbort) -> int:

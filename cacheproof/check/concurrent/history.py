@@ -34,6 +34,11 @@ SWITCH_INTERVAL = 1e-6
 DEFAULT_TIMEOUT = 10.0
 """Seconds a scenario's threads get to finish before they count as stuck (deadlock, lost wake-up)."""
 
+SCENARIO_THREAD_PREFIX = "cacheproof scenario thread "
+"""The name of a scenario's thread i is this prefix and i, in every runner and printed script, so that
+a traceback or a stuck thread names it, and a test's racy cache can tell the scenario's threads apart
+(model_tests/forced_interleaving.py)."""
+
 _VALUE_OPERATIONS = ("get", "pop")
 
 CONTRACT_ERRORS = frozenset(
@@ -250,7 +255,8 @@ def run_scenario(factory: Callable[[int], Any], scenario: Scenario, *, timeout: 
         for index, call in enumerate(scenario.threads[thread]):
             recorder.call(cache, thread, index, call)
 
-    threads = [threading.Thread(target=run_thread, args=(t,), daemon=True) for t in range(len(scenario.threads))]
+    threads = [threading.Thread(target=run_thread, args=(t,), name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
+               for t in range(len(scenario.threads))]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from cacheproof.check.concurrent.history import fast_switching
+from cacheproof.check.concurrent.history import SCENARIO_THREAD_PREFIX, fast_switching
 from cacheproof.check.concurrent.scenarios import shrink_greedily
 from cacheproof.check.concurrent.search import linearize, predecessors_of
 from cacheproof.check.programs.draws import DataDraws
@@ -104,7 +104,8 @@ def run_scenario(factory: Callable[[int], Any], scenario: ProgramScenario, views
             events.append(ProgramEvent(thread, call, invoked, next(clock), outcome))
         started.pop(thread, None)
 
-    workers = [threading.Thread(target=run_thread, args=(t,), daemon=True) for t in range(len(scenario.threads))]
+    workers = [threading.Thread(target=run_thread, args=(t,), name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
+               for t in range(len(scenario.threads))]
     for worker in workers:
         worker.start()
     for worker in workers:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample
@@ -17,6 +18,7 @@ from cacheproof.cmdline.databases import DatabaseError, chosen_database, databas
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
+from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.program_record import program_trace_text, spec_program_trace
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import outcome_of
@@ -72,14 +74,18 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
-        report = run_program_check(
-            kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
-            budget_seconds=args.budget,
-            database=None if database is None else namespaced(database, impl),
-            semantics=semantics, operations=operations, misuse=misuse_checked(semantics) and not args.no_bad_arguments,
-            max_divergences=args.max_divergences, on_example=lambda examples, steps: progress.update(examples, steps),
-        )
+    done = _Done()
+    try:
+        with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
+            report = run_program_check(
+                kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
+                budget_seconds=args.budget,
+                database=None if database is None else namespaced(database, impl),
+                semantics=semantics, operations=operations, misuse=misuse_checked(semantics) and not args.no_bad_arguments,
+                max_divergences=args.max_divergences, on_example=done.counting(progress.update),
+            )
+    except KeyboardInterrupt:
+        return done.interrupted(args, kind, impl, profile.name, semantics, operations)
     snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
     try:
         if args.json is not None:
@@ -167,13 +173,17 @@ def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, s
     """`--threads N`: linearizability of N threads' calls (cacheproof.check.concurrent.programs)."""
     from cacheproof.check.concurrent.programs import run_program_concurrent_check
 
-    with Progress("check", total=args.examples, quiet=args.quiet) as progress:
-        report = run_program_concurrent_check(
-            kind, factory, generator_for(kind.name), threads=args.threads, scenarios=args.examples, runs=args.runs,
-            seed=args.seed, semantics=semantics, operations=operations,
-            misuse=misuse_checked(semantics) and not args.no_bad_arguments,
-            on_scenario=lambda scenarios, runs: progress.update(scenarios, runs),
-        )
+    done = _Done()
+    try:
+        with Progress("check", total=args.examples, quiet=args.quiet) as progress:
+            report = run_program_concurrent_check(
+                kind, factory, generator_for(kind.name), threads=args.threads, scenarios=args.examples, runs=args.runs,
+                seed=args.seed, semantics=semantics, operations=operations,
+                misuse=misuse_checked(semantics) and not args.no_bad_arguments,
+                on_scenario=done.counting(progress.update),
+            )
+    except KeyboardInterrupt:
+        return done.interrupted(args, kind, impl, profile, semantics, operations)
     if args.json is not None:
         write_report(args.json, "check", check_body(
             args, spec=kind.name, impl=impl, profile=profile, semantics=semantics, operations=operations,
@@ -191,3 +201,29 @@ def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, s
         print(report.counterexample.describe())
         print("\n".join(report.history))
     return 1
+
+
+class _Done:
+    """The examples (or scenarios) and steps (or runs) a check has done, for its report when Ctrl-C ends it."""
+
+    def __init__(self) -> None:
+        self.examples, self.steps, self.started = 0, 0, time.perf_counter()
+
+    def counting(self, update):
+        """A progress callback that notes the counts and passes them on to `update`."""
+        def counted(examples: int, steps: int) -> None:
+            self.examples, self.steps = examples, steps
+            update(examples, steps)
+        return counted
+
+    def interrupted(self, args: argparse.Namespace, kind: SpecKind, impl: str, profile: str, semantics, operations) -> int:
+        """Say so, write the partial report (no verdict) where --json asks, and return exit 130."""
+        seconds = time.perf_counter() - self.started
+        print(f"interrupted: {self.examples} examples, {self.steps} steps in {seconds:.2f} s; no verdict")
+        if args.json is not None:
+            write_report(args.json, "check", check_body(
+                args, spec=kind.name, impl=impl, profile=profile, semantics=semantics, operations=operations,
+                budget_examples=args.examples, examples=self.examples, steps=self.steps, seconds=seconds,
+                first_failure_example=None, first_failure_seconds=None, ok=None, divergences=[],
+            ), ran_hypothesis=True)
+        return INTERRUPTED_STATUS

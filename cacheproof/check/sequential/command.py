@@ -304,7 +304,7 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
     if example is None:
         print(f"conforms: {report.examples} examples, {report.steps} steps, {report.steps_per_second:.0f} steps/s")
         return
-    if report.interrupted and not args.quiet:
+    if report.interrupted:  # even under --quiet: the verdict is partial
         print(interrupted_line(report))
     for line in report_lines(report, args.impl, args.quiet):
         print(line)

@@ -24,11 +24,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.sequential.machine import Tally
@@ -119,9 +121,10 @@ def run_workers(options: CheckOptions, workers: int, database: DatabaseChoice | 
                 reader, writer = context.Pipe(duplex=False)
                 process = context.Process(target=_work, args=(index, worker_options, database, writer),
                                           name=f"cacheproof-worker-{index + 1}")
-                process.start()
+                with _ctrl_c_deferred():  # a worker started is a worker the crew knows, whenever Ctrl-C comes
+                    process.start()
+                    crew.add(index, seed, process, reader)
                 writer.close()
-                crew.add(index, seed, process, reader)
             crew.listen()
         except KeyboardInterrupt:
             crew.interrupt()
@@ -291,6 +294,23 @@ def _merged_coverage(reports: list[CheckReport]) -> OutcomeCoverage | None:
     return merged
 
 
+@contextmanager
+def _ctrl_c_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C back until the block is done, then raise its KeyboardInterrupt (in the main
+    thread; elsewhere signals do not reach Python code and the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
+
+
 def _signal(process: Any, number: int) -> None:
     if process.pid is not None and process.is_alive():
         try:
@@ -323,6 +343,8 @@ def _work(index: int, options: CheckOptions, database: DatabaseChoice | None, pi
         sent("report", report)
     except CheckInterrupted as interrupted:
         sent("interrupted", interrupted.report)
+    except KeyboardInterrupt:  # stopped while it loaded the implementation: nothing to report yet
+        pass
     except UsageAbort as abort:
         sent("abort", abort.message, abort.details)
     except Exception as error:  # noqa: BLE001  (the parent reports it as a usage error, with the traceback)
