@@ -19,6 +19,7 @@ from cacheproof.check.sequential.counterexample import Counterexample
 from cacheproof.check.sequential.run import CheckOptions, CheckReport
 from cacheproof.check.sequential.workers import Crew, shares
 from cacheproof.cli import main
+from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
 
 BROKEN = "model_tests.broken_caches:CommitEvictsBeforeSizeCheck"
@@ -93,19 +94,23 @@ def test_a_failure_found_by_the_workers_replays_first_next_run(tmp_path: Path) -
 def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "cacheproof", "check", "--impl", CONFORMING, "--workers", "2", "--examples", "100000",
-         "--quiet", "--json", str(report_path)],
+        interruptible_cacheproof("check", "--impl", CONFORMING, "--workers", "2", "--examples", "100000",
+                                 "--quiet", "--json", str(report_path)),
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     workers: list[int] = []
-    deadline = time.monotonic() + 120
-    while len(workers) < 2 and time.monotonic() < deadline:
-        time.sleep(0.5)
-        workers = _children(process.pid)
-    assert len(workers) >= 2, "the workers did not start"
-    time.sleep(3)  # let them run examples
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+
+    def workers_started() -> bool:
+        # multiprocessing's resource tracker is a child too; the workers are the spawned ones
+        workers[:] = [pid for pid in _children(process.pid) if "spawn_main" in _command_line(pid)]
+        return len(workers) >= 2
+
+    wait_for(workers_started, 120, "two workers starting", process)
+    # CPU time, not wall time, so that a loaded machine only makes it take longer: a worker imports
+    # the checker in about one CPU second, so by WORKER_CPU_SECONDS it has run examples
+    wait_for(lambda: all(_cpu_seconds(pid) >= WORKER_CPU_SECONDS for pid in workers), 120, "the workers running examples",
+             process)
+    out, err = press_ctrl_c(process)
     assert process.returncode == 130, out + err
     assert "interrupted" in out
     report = json.loads(report_path.read_text())
@@ -121,6 +126,25 @@ def _children(pid: int) -> list[int]:
         children = (task / "children").read_text().split()
         found += [int(child) for child in children]
     return found
+
+
+WORKER_CPU_SECONDS = 4.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process `pid` has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
 
 
 def _alive(pid: int) -> bool:
