@@ -139,3 +139,10 @@ class SpecKind:
     @property
     def mutating(self) -> tuple[str, ...]:
         return tuple(row.name for row in self.operations if row.mutates)
+
+    @property
+    def error_names(self) -> frozenset[str]:
+        """The contract's error class names: every error some operation of the table may raise. An
+        implementation's error is a contract error when a class of its MRO bears one of these
+        names (its own classes count: errors are matched by name); any other error is a crash."""
+        return frozenset(error for row in self.operations for error in row.errors)

@@ -71,13 +71,13 @@ def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = N
     spec_errors: list[str | None] = []
     for step, traced in enumerate(trace.calls, start=1):
         if beside is not None:
-            difference = differential_step(*beside, traced.call, kind.views)
+            difference = differential_step(*beside, traced.call, kind.views, error_names=kind.error_names)
             if difference is not None:
                 calls = [earlier.call for earlier in trace.calls[:step]]
                 snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
                 return ProgramReplayDivergence(step, traced.call, IMPLEMENTATION, difference.describe(), snippet,
                                                difference.view_diff())
-        outcome = outcome_of(spec, traced.call)
+        outcome = outcome_of(spec, traced.call, kind.error_names)
         if not outcomes_agree(traced.call.op, traced.outcome(), outcome):
             message = f"{to_python(traced.call)}: recorded {traced.describe()}; the spec {outcome.describe()}"
             return ProgramReplayDivergence(step, traced.call, RECORDING, message)
