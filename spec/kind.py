@@ -73,6 +73,21 @@ def outcome_name(result: Any, error: str | None) -> str:
     return f"returns {result}" if type(result) is bool else "returns"
 
 
+class KindSemantics(Protocol):
+    """What every kind's semantics offers (a frozen dataclass of design choices, the defaults the
+    contract's): the command line's `--semantics`, reports and `cacheproof profiles` read these."""
+
+    def with_overrides(self, text: str) -> "KindSemantics":
+        """These semantics with `FIELD=VALUE,...` applied (`spec.overrides`); InvalidArgumentError,
+        one line naming the field, the value and the valid values, for an unknown field or value."""
+
+    def differences(self) -> dict[str, Any]:
+        """The fields that differ from the contract's choice, by name."""
+
+    def as_written(self) -> dict[str, str]:
+        """Every field's value as `--semantics` writes it, in field order."""
+
+
 @dataclass(frozen=True)
 class Profile:
     """A named semantic profile: the semantics of one design, the operations a cache or pool of that
@@ -82,7 +97,7 @@ class Profile:
     scope's own keys)."""
 
     name: str
-    semantics: Any
+    semantics: KindSemantics
     operations: tuple[str, ...]
     summary: str
     keys: str | None = None

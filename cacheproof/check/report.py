@@ -19,7 +19,6 @@ from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.steps import StepDifference
-from cacheproof.spec.cache.semantics import describe_value
 
 DEFAULT_KEY_DOMAIN = "int"
 """The key domain a check draws from when no --keys names another."""
@@ -29,7 +28,8 @@ NOT_LINEARIZABLE = "not linearizable"
 
 def semantics_fields(semantics: Any) -> dict[str, str]:
     """The fields of `semantics` (any kind's) that differ from its contract, as --semantics writes them."""
-    return {name: describe_value(value) for name, value in semantics.differences().items()}
+    written = semantics.as_written()
+    return {name: written[name] for name in semantics.differences()}
 
 
 def check_body(
