@@ -46,3 +46,10 @@ def option_value(options: Mapping[str, tuple[Any, ...]], name: str, raw: str,
 def written(value: Any) -> str:
     """A plain field value as `--semantics` writes it."""
     return str(value).lower()
+
+
+def written_differences(semantics: Any) -> dict[str, str]:
+    """The fields of a kind's semantics that differ from its contract (`differences`), as
+    `--semantics` writes them (`as_written`): what reports and headers record."""
+    written_values = semantics.as_written()
+    return {name: written_values[name] for name in semantics.differences()}

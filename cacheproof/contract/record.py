@@ -20,7 +20,8 @@ from cacheproof.contract.outcomes import Outcome, run_spec_call
 from cacheproof.cmdline.output_paths import write_atomically
 from cacheproof.spec import errors
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics, describe_value
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.kinds import new_spec
 
 TRACE_FORMAT = 1
@@ -181,7 +182,7 @@ def header_line(
     if profile != DEFAULT_PROFILE or semantics != CONTRACT or tuple(operations) != ALL_OPERATIONS:
         header["profile"] = profile
     if profile != DEFAULT_PROFILE or semantics != CONTRACT:
-        header["semantics"] = {name: describe_value(value) for name, value in semantics.differences().items()}
+        header["semantics"] = written_differences(semantics)
     if profile != DEFAULT_PROFILE or tuple(operations) != ALL_OPERATIONS:
         header["ops"] = list(operations)
     return json.dumps(header)

@@ -27,6 +27,7 @@ from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import differential_step, outcome_of, outcomes_agree
 from cacheproof.sandbox.factories import FactoryError, load_factory
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
+from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.kinds import get_kind
 from cacheproof.contract.program_record import HEADER_LINES, ProgramTrace, ProgramTraceError
 from cacheproof.trace.program_format import read_program_trace
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_report(args.json, "replay", {
             "trace": str(args.trace), "spec": trace.kind, "impl": args.impl, "profile": trace.profile,
-            "semantics": {name: str(value) for name, value in trace.semantics.differences().items()},
+            "semantics": written_differences(trace.semantics),
             "calls": len(trace.calls), "seconds": round(time.perf_counter() - started, 3), "ok": divergence is None,
             "divergence": None if divergence is None else divergence.to_json(),
         })

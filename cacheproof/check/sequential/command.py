@@ -30,8 +30,10 @@ from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, r
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
-from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
+from cacheproof.cmdline.kind_words import every_kind, per_kind
+from cacheproof.check.programs.command import DEFAULT_IMPLS
+from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
 
 
@@ -43,9 +45,11 @@ EXAMPLE = ("cacheproof check --impl mypackage.cache:make_cache --examples 500 --
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", default=DEFAULT_KIND, choices=kind_names(),
-                        help=f"the spec kind to check against (default {DEFAULT_KIND}: the tensor cache; "
-                        "blocks: a KV block pool, docs/block-pool-contract.md)")
-    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
+                        help=f"the spec kind to check against (default {DEFAULT_KIND}): "
+                        f"{per_kind(lambda kind: kind.summary)}")
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL,
+                        help="MODULE:FACTORY of the implementation; default "
+                        f"{per_kind(lambda kind: DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL))}")
     parser.add_argument("--examples", metavar="N", type=positive_integer,
                         help=f"run exactly N programs (call sequences) instead of a time budget (default "
                         f"{DEFAULT_EXAMPLES} under CI=true or with --budget 0); with --threads, scenarios")
@@ -65,12 +69,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", metavar="N", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
     parser.add_argument("--profile", metavar="NAME",
-                        help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default: the factory's own "
-                        f"`profile`, else {DEFAULT_PROFILE}; `cacheproof profiles` lists them)")
+                        help="semantics of a shipped implementation, per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.profiles))} (default: the kind's "
+                        f"{' or '.join(dict.fromkeys(kind.default_profile for kind in every_kind()))}, a cache "
+                        "factory's own `profile` first; `cacheproof profiles` lists them)")
     parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
                         help="override fields of the profile's semantics (docs/profiles.md)")
     parser.add_argument("--ops", metavar="OP,...",
-                        help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
+                        help="check only these operations (default: the profile's), per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.names))}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
     parser.add_argument("--max-divergences", type=positive_integer, default=MAX_DIVERGENCES, metavar="N",
                         help=f"report up to N distinct divergences, each shrunk (default {MAX_DIVERGENCES}; "
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
 
         if args.profile is None:
-            args.profile = DEFAULT_PROFILE
+            args.profile = get_kind(args.spec).default_profile
 
         return program_command.run(args)
     problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
