@@ -114,4 +114,5 @@ def test_every_registered_kind_is_in_the_check_help(kind, capsys):
     assert f"--spec {kind}: {spec.summary}" in out
     for name in (*spec.profiles, *spec.names):
         assert name in out, f"{name} of --spec {kind} is not in check --help"
+    assert f"--spec {kind}: {', '.join(spec.key_domains)} ({spec.keys_are})" in out  # the --keys help
 

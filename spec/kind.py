@@ -127,6 +127,10 @@ class SpecKind:
     ("capacity_bytes", "num_blocks"). `profiles` maps a semantic profile's name to its `Profile`
     (semantics and operation subset); `invariants` is the named invariant table; `views` names the
     read-only methods whose answers a differential check compares after every call.
+    `key_domains` names the key domains `check --keys` may choose for this kind, the one its
+    generator draws by default first (the names of `cacheproof.contract.keys.KEY_DOMAINS`), and
+    `keys_are` says what its keys are ("entry keys", "request ids"); `--keys` naming another domain
+    is a usage error that names these.
     """
 
     name: str
@@ -138,6 +142,8 @@ class SpecKind:
     profiles: dict[str, Any] = field(default_factory=dict)
     default_profile: str = "contract"
     views: tuple[str, ...] = ("snapshot",)
+    key_domains: tuple[str, ...] = ("int",)
+    keys_are: str = "keys"
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

@@ -29,3 +29,16 @@ def per_kind(describe: Callable[[SpecKind], str]) -> str:
     """`describe(kind)` for every kind, each after the `--spec` that selects it ("--spec cache: ...;
     --spec blocks: ...")."""
     return "; ".join(f"--spec {kind.name}: {describe(kind)}" for kind in every_kind())
+
+
+def key_domains() -> tuple[str, ...]:
+    """Every key domain some kind declares (`SpecKind.key_domains`), in the order first declared."""
+    return tuple(dict.fromkeys(domain for kind in every_kind() for domain in kind.key_domains))
+
+
+def key_domain_problem(kind: SpecKind, domain: str | None) -> str | None:
+    """Why `--keys domain` does not suit `kind` (one line naming the kind's domains), or None."""
+    if domain is None or domain in kind.key_domains:
+        return None
+    return (f"--keys {domain}: --spec {kind.name} draws its {kind.keys_are} from {', '.join(kind.key_domains)} "
+            "only (docs/decisions.md, Key domains per spec kind)")

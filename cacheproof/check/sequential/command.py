@@ -12,7 +12,6 @@ from cacheproof.check.sequential.run import CheckReport, Counterexample, run_che
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.sequential.workers import worker_json, worker_rows, workers_check
 from cacheproof.cmdline.databases import DatabaseError, add_database_arguments, chosen_database, database_row
-from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.contract.values import MAX_VALUE_BYTES
 from cacheproof.check.sequential.distinct import MAX_DIVERGENCES
 from cacheproof.contract.faults import UsageAbort
@@ -31,7 +30,7 @@ from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
-from cacheproof.cmdline.kind_words import every_kind, per_kind
+from cacheproof.cmdline.kind_words import every_kind, key_domain_problem, key_domains, per_kind
 from cacheproof.check.programs.command import DEFAULT_IMPLS
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
@@ -86,8 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thorough", action="store_true",
                         help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
                         "500-2,000 calls; about two minutes (docs/scope.md); sets its own --examples and --steps")
-    parser.add_argument("--keys", choices=tuple(KEY_DOMAINS), metavar="|".join(KEY_DOMAINS),
-                        help="the key domain calls draw keys from: int (0..5), str (hash strings such as engines "
+    parser.add_argument("--keys", choices=key_domains(), metavar="|".join(key_domains()),
+                        help="the key domain calls draw keys from, per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.key_domains) + ' (' + kind.keys_are + ')')}. "
+                        "The tensor cache's: int (0..5), str (hash strings such as engines "
                         "key by), bytes, tuple ((request, position) pairs), mixed (1, \"1\", b\"1\", (1,) ...); "
                         "default: the profile's, else int, and under --thorough mixed in the wide scopes "
                         "(docs/scope.md)")
@@ -110,13 +111,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads is not None and (args.workers is not None or args.database or args.database_read_only):
         print("cacheproof check: --workers and --database are for sequential checks; not with --threads", file=sys.stderr)
         return 2
+    problem = key_domain_problem(get_kind(args.spec), args.keys)
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
-
-        if args.keys is not None:
-            print(f"cacheproof check: --keys chooses the tensor cache's keys; --spec {args.spec} has none",
-                  file=sys.stderr)
-            return 2
 
         if args.profile is None:
             args.profile = get_kind(args.spec).default_profile
