@@ -101,3 +101,26 @@ def test_the_command_line_passes_the_own_classes_pool_and_reports_the_wrong_clas
                  "--examples", "200", "--quiet", "--max-divergences", "5"]) == 1
     out = capsys.readouterr().out
     assert "counterexample 1 of 1 " in out and "crashed" not in out
+
+
+def test_the_pytest_kit_passes_the_own_classes_pool_and_fails_the_wrong_class():
+    import unittest
+
+    from cacheproof.testing import program_test_case
+
+    def run(factory) -> unittest.TestResult:
+        result = unittest.TestResult()
+        program_test_case(factory, "blocks", examples=60)().run(result)
+        return result
+
+    passing = run(own_error_pools.OwnErrorsPool)
+    assert passing.wasSuccessful(), passing.failures + passing.errors
+    failing = run(own_error_pools.WrongClassFreePool)
+    assert len(failing.failures) == 1
+    assert "the spec raised WrongStateError, the implementation raised InvalidArgumentError" in failing.failures[0][1]
+
+
+def test_isolate_carries_the_own_classes_by_name(capsys):
+    assert main(["check", "--spec", "blocks", "--isolate", "--impl", "model_tests.own_error_pools:OwnErrorsPool",
+                 "--examples", "15", "--quiet"]) == 0
+    assert "conforms: 15 examples" in capsys.readouterr().out
