@@ -20,12 +20,12 @@ from pathlib import Path
 from cacheproof.settings import scratch_storage
 
 _SUBCOMMANDS = {
-    "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs a cache"),
+    "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs an implementation (a cache, a block pool)"),
     "prove": ("cacheproof.prove.command", "prove with z3 that the spec's model keeps its invariants (not your cache)"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks that print ratios side by side (cacheproof bench --help lists them)"),
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
-    "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of shipped caches"),
+    "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of every spec kind (shipped caches, block pools)"),
     "report": ("cacheproof.report.command", "an HTML page of a check report or a trace: figures over the calls"),
 }
 

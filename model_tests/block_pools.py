@@ -363,3 +363,11 @@ class ExitsOnDoubleFreePool(ListBlockPool):
         if any(held[block] == 0 for block in blocks if isinstance(block, int)):
             os._exit(134)
         return super().free(request, blocks)
+
+
+class FloatCountPool(ListBlockPool):
+    """num_free answers a float (3.0 where the contract's int is 3): equal under ==, but not the
+    int the contract's result is, so a caller indexing with it fails."""
+
+    def num_free(self):
+        return float(self._num_free)

@@ -280,7 +280,7 @@ INTERRUPT_ROWS = [
     (["replay", "{tmp}/faults.trace", "--impl", SPEC], "cacheproof.spec:CacheSpec.__init__"),
     (["prove", "--slots", "2"], "z3:Solver.check"),
     (["docs", "--out", "{tmp}/a_folder"], "cacheproof.docs.command:render"),
-    (["profiles"], "cacheproof.check.profiles_command:describe_value"),
+    (["profiles"], "cacheproof.check.profiles_command:profile_lines"),
     (["bench", "cache", "--examples", "5"], "cacheproof.spec:CacheSpec.__init__"),
     (["bench", "blocks", "--sizes", "2x2", "--repeats", "1"], "cacheproof.bench.block_paths:_median_ms"),
     (["bench", "prove", "--slots", "2"], "z3:Solver.check"),

@@ -10,6 +10,7 @@ import pytest
 
 from cacheproof.cli import _SUBCOMMANDS, command_parser, main
 from cacheproof.cmdline.statuses import SHARED_STATUSES
+from cacheproof.spec.kinds import get_kind, kind_names
 from cacheproof.version import __version__
 
 
@@ -75,5 +76,43 @@ def test_the_top_level_help_lists_the_statuses_too(capsys):
 def test_prove_says_it_proves_the_spec_not_the_users_cache(capsys):
     assert main(["prove", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "proves the tensor cache's spec" in out and "It proves nothing about your cache" in out
+    assert "proves the tensor cache's spec" in out and "It proves nothing about your code" in out
     assert "--spec blocks: proves the KV block pool's spec" in out
+
+
+def _help_text(capsys, command: str) -> str:
+    """`cacheproof COMMAND --help` with its line breaks undone."""
+    assert main([command, "--help"]) == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_prove_points_each_kind_at_its_own_check_command(capsys):
+    out = _help_text(capsys, "prove")
+    cache_part, blocks_part = out.split("--spec blocks: proves", 1)
+    assert "`cacheproof check --impl MODULE:FACTORY` tests it" in cache_part
+    assert "`cacheproof check --spec blocks --impl MODULE:FACTORY` tests it" in blocks_part
+
+
+def test_check_help_names_each_kinds_operations_and_profiles(capsys):
+    out = _help_text(capsys, "check")
+    options = out.split("--profile NAME semantics", 1)[1]
+    profile_help, rest = options.split("--semantics FIELD=VALUE,...", 1)
+    ops_help = rest.split("--ops OP,...", 1)[1].split("--no-bad-arguments", 1)[0]
+    cache_profiles, block_profiles = profile_help.split("--spec blocks:", 1)
+    assert "--spec cache:" in cache_profiles and "trtllm-tensor-lru" in cache_profiles
+    assert "vllm-block-pool" in block_profiles and "trtllm" not in block_profiles
+    cache_ops, block_ops = ops_help.split("--spec blocks:", 1)
+    assert "reserve" in cache_ops and "allocate_slots" not in cache_ops
+    assert "allocate_slots" in block_ops and "free_request" in block_ops and "reserve" not in block_ops
+    assert "cacheproof.impl.kv_cache_manager:kv_cache_manager" in out  # the block kind's default --impl
+
+
+@pytest.mark.parametrize("kind", kind_names())
+def test_every_registered_kind_is_in_the_check_help(kind, capsys):
+    out = _help_text(capsys, "check")
+    spec = get_kind(kind)
+    assert f"--spec {kind}: {spec.summary}" in out
+    for name in (*spec.profiles, *spec.names):
+        assert name in out, f"{name} of --spec {kind} is not in check --help"
+    assert f"--spec {kind}: {', '.join(spec.key_domains)} ({spec.keys_are})" in out  # the --keys help
+

@@ -112,10 +112,32 @@ def test_a_profile_names_its_key_domain_and_keys_overrides_it():
     assert args.keys is None, "the contract's profile: each scope's own keys"
 
 
-def test_keys_with_another_spec_kind_is_a_usage_error(capsys):
-    status, out, err = _check(capsys, "--spec", "blocks", "--keys", "str")
-    assert status == 2
-    assert "--keys chooses the tensor cache's keys; --spec blocks has none" in err
+@pytest.mark.parametrize("domain", ["str", "bytes", "tuple", "mixed"])
+def test_a_domain_the_block_kind_lacks_is_a_one_line_usage_error_naming_its_domains(domain, capsys):
+    status, out, err = _check(capsys, "--spec", "blocks", "--impl", "model_tests.block_pools:ListBlockPool",
+                              "--keys", domain, "--examples", "3")
+    assert status == 2 and out == ""
+    assert err == f"cacheproof check: --keys {domain}: --spec blocks draws its request ids from int only " \
+                  "(docs/decisions.md, Key domains per spec kind)\n"
+
+
+def test_the_block_kinds_own_domain_is_accepted_and_reported(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    status, out, err = _check(capsys, "--spec", "blocks", "--impl", "model_tests.block_pools:ListBlockPool",
+                              "--keys", "int", "--examples", "5", "--quiet", "--json", str(report))
+    assert status == 0, err
+    assert json.loads(report.read_text())["keys"] == "int"
+
+
+def test_every_kind_declares_key_domains_the_checker_knows():
+    from cacheproof.spec.kinds import get_kind, kind_names
+
+    for name in kind_names():
+        kind = get_kind(name)
+        assert kind.key_domains and set(kind.key_domains) <= set(KEY_DOMAINS), name
+        assert kind.keys_are and kind.keys_are != "keys", f"{name} does not say what its keys are"
+    assert get_kind("cache").key_domains == tuple(KEY_DOMAINS)  # the cache draws from every domain
+    assert get_kind("blocks").key_domains == ("int",)
 
 
 def test_an_unknown_key_domain_is_a_usage_error_listing_the_domains(capsys):

@@ -274,6 +274,27 @@ def test_profiles_command_lists_every_profile_with_its_fields(capsys):
     assert "put_too_large=false" in out and "eviction_time=reservation" in out
 
 
+def test_profiles_command_groups_every_kinds_profiles_under_its_kind(capsys):
+    assert main(["profiles"]) == 0
+    out = capsys.readouterr().out
+    cache_part, blocks_part = out.split("--spec blocks:", 1)
+    assert cache_part.startswith("--spec cache:") and "trtllm-tensor-lru:" in cache_part
+    assert "vllm-block-pool:" not in cache_part and "trtllm" not in blocks_part
+    vllm = blocks_part.split("  vllm-block-pool:", 1)[1]
+    assert "operations: allocate,touch,cache_blocks,lookup,free,evict,reset,num_free\n" in vllm
+    assert "    misuse=trusted\n" in vllm and "    null_block=skip\n" in vllm
+    contract = blocks_part.split("  contract:", 1)[1].split("  pool:", 1)[0]
+    assert "misuse=" not in contract  # no field differs from the kind's own contract
+
+
+def test_profiles_all_fields_prints_each_kinds_own_fields(capsys):
+    assert main(["profiles", "--all-fields"]) == 0
+    cache_part, blocks_part = capsys.readouterr().out.split("--spec blocks:", 1)
+    pool = blocks_part.split("  pool:", 1)[1].split("  vllm-block-pool:", 1)[0]
+    assert "    misuse=checked\n" in pool and "    null_block=error\n" in pool and "put_present" not in pool
+    assert "    put_present=error\n" in cache_part and "null_block" not in cache_part
+
+
 def test_monitor_takes_a_profile():
     import cacheproof
 

@@ -155,6 +155,16 @@ def test_a_block_pool_trace_from_the_monitor_draws_free_blocks(tmp_path):
     assert report.kind == "blocks" and len(report.cases[0].calls) == 2
     page = page_of(report)
     assert 'data-figure="free"' in page and "Only the spec's side is known" in page
+    assert "<code>cacheproof prove --spec blocks</code> proves them" in page  # the kind's own prove command
+
+
+def test_a_cache_trace_page_points_at_the_plain_prove_command(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    cache = monitor(CacheSpec(8), capacity_bytes=8, trace_path=path)
+    cache.put(1, b"ab")
+    cache.close()
+    page = page_of(read_input(path))
+    assert "<code>cacheproof prove</code> proves them" in page
 
 
 BAD_INPUTS = {

@@ -139,7 +139,7 @@ def test_prove_reports_each_obligation_and_what_it_proves(tmp_path: Path, capsys
     report = _report(["prove", "--slots", "2", "--refine-capacity", "2", "--refine-entries", "1"],
                      tmp_path / "r.json", 0)
     out = capsys.readouterr().out
-    assert "nothing about your cache" in report["proves"] and "nothing about your cache" in out
+    assert "nothing about your code" in report["proves"] and "nothing about your code" in out
     assert report["command"] == "prove" and report["hypothesis_version"] is None
     (target,) = report["targets"]
     assert all(o["verdict"] == "proved" for o in target["obligations"])

@@ -99,7 +99,7 @@ def _first_difference(factory, blocks: int, calls: list[Call]) -> int | None:
     kind = get_kind("blocks")
     model, pool = kind.new(blocks), factory(blocks)
     for step, call in enumerate(calls):
-        if differential_step(model, pool, call, kind.views) is not None:
+        if differential_step(model, pool, call, kind.views, error_names=kind.error_names) is not None:
             return step
     return None
 

@@ -73,6 +73,21 @@ def outcome_name(result: Any, error: str | None) -> str:
     return f"returns {result}" if type(result) is bool else "returns"
 
 
+class KindSemantics(Protocol):
+    """What every kind's semantics offers (a frozen dataclass of design choices, the defaults the
+    contract's): the command line's `--semantics`, reports and `cacheproof profiles` read these."""
+
+    def with_overrides(self, text: str) -> "KindSemantics":
+        """These semantics with `FIELD=VALUE,...` applied (`spec.overrides`); InvalidArgumentError,
+        one line naming the field, the value and the valid values, for an unknown field or value."""
+
+    def differences(self) -> dict[str, Any]:
+        """The fields that differ from the contract's choice, by name."""
+
+    def as_written(self) -> dict[str, str]:
+        """Every field's value as `--semantics` writes it, in field order."""
+
+
 @dataclass(frozen=True)
 class Profile:
     """A named semantic profile: the semantics of one design, the operations a cache or pool of that
@@ -82,7 +97,7 @@ class Profile:
     scope's own keys)."""
 
     name: str
-    semantics: Any
+    semantics: KindSemantics
     operations: tuple[str, ...]
     summary: str
     keys: str | None = None
@@ -112,6 +127,10 @@ class SpecKind:
     ("capacity_bytes", "num_blocks"). `profiles` maps a semantic profile's name to its `Profile`
     (semantics and operation subset); `invariants` is the named invariant table; `views` names the
     read-only methods whose answers a differential check compares after every call.
+    `key_domains` names the key domains `check --keys` may choose for this kind, the one its
+    generator draws by default first (the names of `cacheproof.contract.keys.KEY_DOMAINS`), and
+    `keys_are` says what its keys are ("entry keys", "request ids"); `--keys` naming another domain
+    is a usage error that names these.
     """
 
     name: str
@@ -123,6 +142,8 @@ class SpecKind:
     profiles: dict[str, Any] = field(default_factory=dict)
     default_profile: str = "contract"
     views: tuple[str, ...] = ("snapshot",)
+    key_domains: tuple[str, ...] = ("int",)
+    keys_are: str = "keys"
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""
@@ -139,3 +160,10 @@ class SpecKind:
     @property
     def mutating(self) -> tuple[str, ...]:
         return tuple(row.name for row in self.operations if row.mutates)
+
+    @property
+    def error_names(self) -> frozenset[str]:
+        """The contract's error class names: every error some operation of the table may raise. An
+        implementation's error is a contract error when a class of its MRO bears one of these
+        names (its own classes count: errors are matched by name); any other error is a crash."""
+        return frozenset(error for row in self.operations for error in row.errors)

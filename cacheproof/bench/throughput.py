@@ -85,7 +85,7 @@ def blocks_bare_loop(factory: Callable[[int], Any], examples: int, seed: int) ->
         for _ in range(DEFAULT_STEPS):
             call = generator.draw_call(rng, model, kind.names, True)
             steps += 1
-            if differential_step(model, implementation, call, kind.views) is not None:
+            if differential_step(model, implementation, call, kind.views, error_names=kind.error_names) is not None:
                 break
             model.check_invariants()
     return steps, time.perf_counter() - started

@@ -19,17 +19,12 @@ from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.steps import StepDifference
-from cacheproof.spec.cache.semantics import describe_value
+from cacheproof.spec.overrides import written_differences
 
 DEFAULT_KEY_DOMAIN = "int"
 """The key domain a check draws from when no --keys names another."""
 
 NOT_LINEARIZABLE = "not linearizable"
-
-
-def semantics_fields(semantics: Any) -> dict[str, str]:
-    """The fields of `semantics` (any kind's) that differ from its contract, as --semantics writes them."""
-    return {name: describe_value(value) for name, value in semantics.differences().items()}
 
 
 def check_body(
@@ -45,7 +40,7 @@ def check_body(
         "spec": spec,
         "impl": impl,
         "profile": profile,
-        "semantics": semantics_fields(semantics),
+        "semantics": written_differences(semantics),
         "operations": list(operations),
         "seed": args.seed,
         "keys": getattr(args, "keys", None) or DEFAULT_KEY_DOMAIN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Callable, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Collection, Hashable, Iterable, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text
@@ -222,6 +222,13 @@ def error_matches(wanted: str, classes: Iterable[str]) -> bool:
     """The rule for errors, for every kind and every checker: an error matches the spec's error
     class `wanted` when that class name is anywhere in its MRO (an engine's subclass passes)."""
     return wanted in classes
+
+
+def is_contract_error(classes: Iterable[str], error_names: Collection[str]) -> bool:
+    """Whether an error whose MRO has the class names `classes` (`error_classes`) is a contract
+    error: some class of it bears one of `error_names` (a kind's `SpecKind.error_names`), whoever
+    defined it. Any other error is the implementation crashing."""
+    return any(name in error_names for name in classes)
 
 
 def results_match(operation: str, expected: Any, actual: Any) -> bool:

@@ -103,7 +103,7 @@ def spec_program_trace(kind_name: str, size: int, calls: Iterable[Call], profile
         problem = call_problem(kind, call)
         if problem is not None:
             raise ProgramTraceError("call", number, *problem)
-        traced.append(recorded(call, outcome_of(model, call)))
+        traced.append(recorded(call, outcome_of(model, call, kind.error_names)))
     return ProgramTrace(kind.name, size, tuple(traced), profile, semantics)
 
 

@@ -18,10 +18,10 @@ from cacheproof.version import __version__
 from cacheproof.contract.calls import Call, ValueRecipe, encode_value, to_json
 from cacheproof.contract.outcomes import Outcome, run_spec_call
 from cacheproof.cmdline.output_paths import write_atomically
-from cacheproof.spec import errors
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics, describe_value
-from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.overrides import written_differences
+from cacheproof.spec.kinds import get_kind, new_spec
 
 TRACE_FORMAT = 1
 """The value of the header's "cacheproof_trace" field this module writes and reads."""
@@ -32,9 +32,9 @@ VALUE_OPERATIONS = ("get", "pop")
 STORING_OPERATIONS = ("commit", "put")
 """Operations that store their second argument (put only when it returns True)."""
 
-CONTRACT_ERRORS = frozenset(
-    cls.__name__ for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.CacheError)
-)
+CONTRACT_ERRORS = get_kind("cache").error_names
+"""The tensor cache's contract errors by name (`SpecKind.error_names`): a cache's error is the
+contract's when a class of its MRO bears one of them."""
 
 
 class _SomeValue:
@@ -181,7 +181,7 @@ def header_line(
     if profile != DEFAULT_PROFILE or semantics != CONTRACT or tuple(operations) != ALL_OPERATIONS:
         header["profile"] = profile
     if profile != DEFAULT_PROFILE or semantics != CONTRACT:
-        header["semantics"] = {name: describe_value(value) for name, value in semantics.differences().items()}
+        header["semantics"] = written_differences(semantics)
     if profile != DEFAULT_PROFILE or tuple(operations) != ALL_OPERATIONS:
         header["ops"] = list(operations)
     return json.dumps(header)

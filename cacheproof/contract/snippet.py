@@ -187,7 +187,7 @@ def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Se
         lines.append(_call_line(last, expected.error, marker))
     else:
         lines += [f"result = {call_format.to_python(last)}{marker}",
-                  f"assert result == {expected.result!r}, f\"spec: {_escaped(repr(expected.result))}; "
+                  f"assert {result_check(last, expected.result)}, f\"spec: {_escaped(repr(expected.result))}; "
                   f"this implementation: {{result!r}}\""]
     for view, expected_view, _ in difference.views:
         lines += [f"spec_{view} = {expected_view!r}",

@@ -4,19 +4,19 @@ did, and everything that differs.
 The rule, the same for every kind: an implementation conforms at a call iff it returns what the
 model returns or raises an error of the same contract class (`outcomes.results_match` and
 `outcomes.error_matches`, the one outcome matcher), and afterwards its `snapshot()` equals the
-model's. Whatever the model raises is a contract error; anything else the implementation raises
-is a crash and differs from every outcome. Invariants of the model's step are checked by the model
-itself (`check_invariants`).
+model's. Errors are matched by class name: an error is a contract error when some class of its MRO
+is named as one of the kind's errors (`SpecKind.error_names`), so an implementation's own classes
+count as the contract's; anything else it raises is a crash and differs from every outcome.
+Invariants of the model's step are checked by the model itself (`check_invariants`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Collection, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
-from cacheproof.contract.outcomes import error_classes, error_matches, results_match
-from cacheproof.spec.errors import CacheError
+from cacheproof.contract.outcomes import error_classes, error_matches, is_contract_error, results_match
 from cacheproof.spec.kind import outcome_name
 
 
@@ -37,13 +37,15 @@ class StepOutcome(NamedTuple):
         return f"returned {self.result!r}"
 
 
-def outcome_of(target: Any, call: Call) -> StepOutcome:
-    """Run `call` on `target` and say what it did (see `StepOutcome`)."""
+def outcome_of(target: Any, call: Call, error_names: Collection[str]) -> StepOutcome:
+    """Run `call` on `target` and say what it did (see `StepOutcome`); an error is a contract error
+    when a class of its MRO is named in `error_names` (`outcomes.is_contract_error`)."""
     try:
         return StepOutcome(result=invoke(target, call))
-    except CacheError as error:
-        return StepOutcome(error=type(error).__name__, error_classes=error_classes(error))
     except Exception as error:  # noqa: BLE001 - the implementation's own failure is an outcome
+        classes = error_classes(error)
+        if is_contract_error(classes, error_names):
+            return StepOutcome(error=type(error).__name__, error_classes=classes)
         return StepOutcome(crash=f"{type(error).__name__}: {error}")
 
 
@@ -128,15 +130,16 @@ def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) ->
 
 def differential_step(
     model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",),
-    seen: Callable[[str, str], None] | None = None,
+    seen: Callable[[str, str], None] | None = None, *, error_names: Collection[str],
 ) -> StepDifference | None:
     """Run `call` on both and compare the outcomes and `views` (`differing_views`); None when the
-    implementation conforms at it, else what differs. `seen(operation, outcome)` is told the model's
-    outcome (`spec.kind.outcome_name`)."""
-    expected = outcome_of(model, call)
+    implementation conforms at it, else what differs. `error_names`: the kind's contract errors
+    (`SpecKind.error_names`). `seen(operation, outcome)` is told the model's outcome
+    (`spec.kind.outcome_name`)."""
+    expected = outcome_of(model, call, error_names)
     if seen is not None:
         seen(call.op, outcome_name(expected.result, expected.error))
-    actual = outcome_of(implementation, call)
+    actual = outcome_of(implementation, call, error_names)
     seen = {view: view_of(implementation, view) for view in views}
     difference = StepDifference(call, expected, actual, differing_views(model, seen, views))
     if difference.outcome_differs or difference.view_differs:

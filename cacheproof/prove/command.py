@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cacheproof.cmdline.flag_types import integer_at_least, positive_integer
+from cacheproof.cmdline.kind_words import per_kind
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove import block_ids
@@ -109,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             ("cache", "cacheproof prove"), ("blocks", "--spec blocks"), ("block-table", "--block-table")))
     parser.add_argument(
         "--spec", default=DEFAULT_KIND, choices=kind_names(),
-        help=f"the spec kind to prove ({', '.join(kind_names())}; default {DEFAULT_KIND})",
+        help=f"the spec kind to prove (default {DEFAULT_KIND}): {per_kind(lambda kind: kind.summary)}",
     )
     parser.add_argument(
         "--block-table", action="store_true",
@@ -119,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile", metavar="NAME",
         default=DEFAULT_PROFILE,
-        help=f"prove under this profile's semantics ({', '.join(PROFILES)}; default {DEFAULT_PROFILE})",
+        help=f"prove under this profile's semantics, per kind: {per_kind(lambda kind: ', '.join(kind.profiles))} "
+        f"(default {DEFAULT_PROFILE})",
     )
     parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...", help="override fields of the profile's semantics")
     parser.add_argument(

@@ -15,23 +15,28 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from cacheproof.cmdline.kind_words import check_command
 from cacheproof.prove.induction import ProofResult
-from cacheproof.spec.cache.semantics import describe_value
+from cacheproof.spec.overrides import written_differences
 
-NOT_YOUR_CACHE = "It proves nothing about your cache: `cacheproof check --impl MODULE:FACTORY` tests it against the spec."
+
+def not_your_code(kind_name: str) -> str:
+    """What the prover does not prove, and the command line that does hold code of `kind_name` to its spec."""
+    return f"It proves nothing about your code: `{check_command(kind_name)}` tests it against the spec."
+
 
 PROVES = {
     "cache": (
         "the tensor cache's spec: z3 proves from the spec's own rules (cacheproof.spec.cache.rules) that every "
         "operation keeps the invariants I1-I6, in the aggregate model (any number of entries), the liveness "
         "facts and the per-entry model of --slots slots; the bounded refinement check then runs the executable "
-        "spec (cacheproof.spec.cache) on every small state and call and finds it doing what the model says. " + NOT_YOUR_CACHE
+        "spec (cacheproof.spec.cache) on every small state and call and finds it doing what the model says. " + not_your_code("cache")
     ),
     "blocks": (
         "the KV block pool's spec: z3 proves that every operation keeps the block invariants, for any number "
         "of blocks and requests and in the bounded model of --slots blocks; the bounded refinement check then "
         "runs the executable spec (BlockPoolSpec) on every small reachable state and call and finds it doing "
-        "what the model says. " + NOT_YOUR_CACHE
+        "what the model says. " + not_your_code("blocks")
     ),
     "block-table": (
         "the index arithmetic of cacheproof's own block-table kernels (cacheproof.impl.block_ids, "
@@ -67,9 +72,7 @@ def target(label: str, semantics: Any, ok: bool, seconds: float, obligations: Se
     """The proofs under one semantics: `refined` is the refinement check's verdict (None: skipped)."""
     return {
         "label": label,
-        "semantics": {} if semantics is None else {
-            name: describe_value(value) for name, value in semantics.differences().items()
-        },
+        "semantics": {} if semantics is None else written_differences(semantics),
         "ok": ok,
         "seconds": round(seconds, 3),
         "obligations": list(obligations),

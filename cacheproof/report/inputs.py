@@ -236,9 +236,7 @@ def _semantics(kind, profile: Any, fields: Any, fail) -> Any:
         raise fail("semantics", f"expected an object of FIELD: \"VALUE\" strings, got {fields!r}")
     contract = kind.profiles[kind.default_profile].semantics
     try:
-        if hasattr(contract, "with_overrides"):  # the tensor cache's: values as --semantics writes them
-            return contract.with_overrides(",".join(f"{field}={value}" for field, value in fields.items()))
-        return type(contract)(**fields)
+        return contract.with_overrides(",".join(f"{field}={value}" for field, value in fields.items()))
     except (InvalidArgumentError, TypeError) as error:
         raise fail("semantics", str(error)) from None
 

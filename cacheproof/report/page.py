@@ -14,6 +14,7 @@ import re
 from html import escape
 from typing import Any, Sequence
 
+from cacheproof.cmdline.kind_words import spec_flag
 from cacheproof.contract import snippet
 from cacheproof.contract.calls import to_python
 from cacheproof.report.chart import chart
@@ -199,6 +200,7 @@ def _invariants(report: ReportInput, cases: Sequence[Case]) -> str:
                     f"<td>{escape(invariant.rule)}</td><td>{escape(status)}</td></tr>")
     return ('<section id="invariants"><h2>Invariants checked</h2>'
             f'<p class="note">The invariants of the {escape(kind.name)} spec kind under these semantics: the checker '
-            "runs the spec beside the cache at every call, and <code>cacheproof prove</code> proves them of the spec.</p>"
+            "runs the spec beside the implementation at every call, and "
+            f"<code>cacheproof prove{escape(spec_flag(kind.name))}</code> proves them of the spec.</p>"
             '<table class="invariants"><thead><tr><th>name</th><th>rule</th><th>here</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></section>")

@@ -132,7 +132,7 @@ def replay_series(kind_name: str, size: int, semantics: Any, calls: Sequence[Cal
     errors: list[str | None] = []
     state = None
     for step, call in enumerate(calls, start=1):
-        outcome = outcome_of(model, call)
+        outcome = outcome_of(model, call, kind.error_names)
         errors.append(outcome.error)
         if step in listed:
             outcomes[step] = outcome_words(outcome)

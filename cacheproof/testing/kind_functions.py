@@ -21,7 +21,7 @@ is chained to the failure.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
@@ -33,7 +33,8 @@ from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetu
 from cacheproof.check.programs.run import BYTES_PER_CALL
 from cacheproof.contract.calls import invoke
 from cacheproof.contract.faults import with_users_frames_only
-from cacheproof.spec.errors import CacheError, InvalidArgumentError
+from cacheproof.contract.outcomes import error_classes, is_contract_error
+from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 
 
@@ -92,7 +93,7 @@ def kind_contract(
         if not reporting():
             raise failure(f"{impl} diverges from the {kind.name} spec: {run.difference.describe()}")
         example = shrink_program(setup, ProgramCounterexample(run.size, run.calls, run.difference))
-        cause = _raised_at_last_call(factory, example) if example.difference.actual.crash else None
+        cause = _raised_at_last_call(factory, example, kind.error_names) if example.difference.actual.crash else None
         raise failure(kind_failure_text(kind, impl, example, semantics)) from cause  # one line: Hypothesis sees one failure
 
     size = steps * BYTES_PER_CALL
@@ -117,9 +118,11 @@ def kind_failure_text(kind: SpecKind, impl: str, example: ProgramCounterexample,
             f"shrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
 
 
-def _raised_at_last_call(factory: Callable[[int], Any], example: ProgramCounterexample) -> BaseException | None:
+def _raised_at_last_call(factory: Callable[[int], Any], example: ProgramCounterexample,
+                         error_names: Collection[str]) -> BaseException | None:
     """The implementation's own exception at the example's last call, replayed on a fresh one, cut to
-    the user's frames (the failure chains it, as a cache test's does); None if it raises none now."""
+    the user's frames (the failure chains it, as a cache test's does); None if it raises none now or
+    raises a contract error (named in `error_names`)."""
     implementation = factory(example.size)
     for call in example.calls[:-1]:
         try:
@@ -128,10 +131,8 @@ def _raised_at_last_call(factory: Callable[[int], Any], example: ProgramCountere
             pass
     try:
         invoke(implementation, example.calls[-1])
-    except CacheError:
-        return None
     except Exception as error:  # noqa: BLE001 - the crash the failure reports
-        return with_users_frames_only(error)
+        return None if is_contract_error(error_classes(error), error_names) else with_users_frames_only(error)
     return None
 
 

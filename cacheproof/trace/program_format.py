@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.contract.calls import decode_value, from_json
-from cacheproof.contract.record import CONTRACT_ERRORS
 from cacheproof.contract.program_record import (
     FORMAT,
     FORMAT_VERSION,
@@ -131,9 +130,9 @@ def _call(kind: SpecKind, data: dict, source: str, number: int) -> RecordedCall:
     if problem is not None:
         raise ProgramTraceError(source, number, *problem)
     if "error" in data:
-        if data["error"] not in CONTRACT_ERRORS:
-            raise ProgramTraceError(source, number, "error",
-                                    f"expected a contract error's name, one of {', '.join(sorted(CONTRACT_ERRORS))}")
+        if data["error"] not in kind.error_names:
+            raise ProgramTraceError(source, number, "error", f"expected a {kind.name} contract error's name, "
+                                    f"one of {', '.join(sorted(kind.error_names))}")
         return RecordedCall(call, error=data["error"])
     try:
         return RecordedCall(call, decode_value(data["result"]))

@@ -146,7 +146,7 @@ class MonitoredProgram:
         due = self._unchecked >= self._views_every
         difference = differential_step(
             _Answered(self._model, call.op, wanted, wanted_error), _Answered(self._target, call.op, result, error),
-            call, self._kind.views if due else (),
+            call, self._kind.views if due else (), error_names=self._kind.error_names,
         )
         if wanted_error is not None and not isinstance(wanted_error, CacheError):
             raise wanted_error  # the model itself failed: a bug of cacheproof's, not a divergence

@@ -27,6 +27,7 @@ from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import differential_step, outcome_of, outcomes_agree
 from cacheproof.sandbox.factories import FactoryError, load_factory
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
+from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.kinds import get_kind
 from cacheproof.contract.program_record import HEADER_LINES, ProgramTrace, ProgramTraceError
 from cacheproof.trace.program_format import read_program_trace
@@ -71,13 +72,13 @@ def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = N
     spec_errors: list[str | None] = []
     for step, traced in enumerate(trace.calls, start=1):
         if beside is not None:
-            difference = differential_step(*beside, traced.call, kind.views)
+            difference = differential_step(*beside, traced.call, kind.views, error_names=kind.error_names)
             if difference is not None:
                 calls = [earlier.call for earlier in trace.calls[:step]]
                 snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
                 return ProgramReplayDivergence(step, traced.call, IMPLEMENTATION, difference.describe(), snippet,
                                                difference.view_diff())
-        outcome = outcome_of(spec, traced.call)
+        outcome = outcome_of(spec, traced.call, kind.error_names)
         if not outcomes_agree(traced.call.op, traced.outcome(), outcome):
             message = f"{to_python(traced.call)}: recorded {traced.describe()}; the spec {outcome.describe()}"
             return ProgramReplayDivergence(step, traced.call, RECORDING, message)
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_report(args.json, "replay", {
             "trace": str(args.trace), "spec": trace.kind, "impl": args.impl, "profile": trace.profile,
-            "semantics": {name: str(value) for name, value in trace.semantics.differences().items()},
+            "semantics": written_differences(trace.semantics),
             "calls": len(trace.calls), "seconds": round(time.perf_counter() - started, 3), "ok": divergence is None,
             "divergence": None if divergence is None else divergence.to_json(),
         })

@@ -34,6 +34,7 @@ from cacheproof.cmdline.progress import summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_named
 from cacheproof.spec.cache.semantics import describe_value, field_names
+from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace import program_replay
@@ -317,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
     differences = ",".join(f"{name}={describe_value(getattr(trace.semantics, name))}" for name in field_names()
                            if getattr(trace.semantics, name) != getattr(named, name))
     profile = trace.profile + (f" + {differences}" if differences else "")
-    semantics = {name: describe_value(value) for name, value in trace.semantics.differences().items()}
+    semantics = written_differences(trace.semantics)
     report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile, semantics,
                           time.perf_counter() - started)
     if args.json is not None:  # the file first: a closed output pipe cannot lose it

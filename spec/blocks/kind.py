@@ -19,4 +19,6 @@ BLOCK_KIND = SpecKind(
     invariants=BLOCK_INVARIANTS,
     profiles=BLOCK_PROFILES,
     views=("snapshot", "tables", "contents"),
+    key_domains=("int",),  # the contract's request ids are ints (docs/decisions.md, Key domains per spec kind)
+    keys_are="request ids",
 )

@@ -13,6 +13,7 @@ from typing import Any
 from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import Profile
+from cacheproof.spec.overrides import option_value, overridden, written
 
 BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),
@@ -53,6 +54,15 @@ class BlockSemantics:
     def differences(self) -> dict[str, Any]:
         """The fields that differ from the contract's choice, by name."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+    def with_overrides(self, text: str) -> "BlockSemantics":
+        """These semantics with `FIELD=VALUE,...` applied; an unknown field or value raises
+        InvalidArgumentError naming it and the valid ones."""
+        return overridden(self, text, lambda name, raw: option_value(BLOCK_OPTIONS, name, raw))
+
+    def as_written(self) -> dict[str, str]:
+        """Every field's value as `--semantics` writes it, in field order."""
+        return {f.name: written(getattr(self, f.name)) for f in fields(self)}
 
 
 BLOCK_CONTRACT = BlockSemantics()

@@ -16,4 +16,6 @@ CACHE_KIND = SpecKind(
     new=CacheSpec,
     invariants=INVARIANTS,
     profiles=PROFILES,
+    key_domains=("int", "str", "bytes", "tuple", "mixed"),
+    keys_are="entry keys",
 )

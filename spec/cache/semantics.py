@@ -8,10 +8,11 @@ other value with `InvalidArgumentError`. What each peer does, per field: docs/pr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.overrides import option_value, overridden, written
 
 REFRESHING_CALLS = ("ready_hit", "reservation_hit", "get", "release", "put_hit")
 """Calls that may move an entry to newest: acquire of a READY entry, acquire of a RESERVED entry,
@@ -114,14 +115,11 @@ class Semantics:
 
         Unknown fields or values raise InvalidArgumentError listing the valid ones.
         """
-        changes: dict[str, Any] = {}
-        for item in filter(None, (part.strip() for part in text.split(","))):
-            name, sep, raw = item.partition("=")
-            name = name.strip()
-            if not sep:
-                raise InvalidArgumentError(f"--semantics {item!r}: write FIELD=VALUE")
-            changes[name] = parse_value(name, raw.strip())
-        return replace(self, **changes)
+        return overridden(self, text, parse_value)
+
+    def as_written(self) -> dict[str, str]:
+        """Every field's value as `--semantics` writes it, in field order."""
+        return {name: describe_value(getattr(self, name)) for name in field_names()}
 
 
 CONTRACT = Semantics()
@@ -143,18 +141,11 @@ def parse_value(name: str, raw: str) -> Any:
                 "(join with +, or none)"
             )
         return calls
-    if name not in OPTIONS:
-        raise InvalidArgumentError(f"unknown semantics field {name!r}; fields: {', '.join(field_names())}")
-    for choice in OPTIONS[name]:
-        if str(choice).lower() == raw.lower():
-            return choice
-    raise InvalidArgumentError(
-        f"{name}={raw!r}: valid values are {', '.join(str(choice).lower() for choice in OPTIONS[name])}"
-    )
+    return option_value(OPTIONS, name, raw, field_names())
 
 
 def describe_value(value: Any) -> str:
     """A field's value as written on a command line."""
     if isinstance(value, frozenset):
         return "+".join(call for call in REFRESHING_CALLS if call in value) or "none"
-    return str(value).lower()
+    return written(value)

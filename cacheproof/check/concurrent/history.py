@@ -26,7 +26,7 @@ from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.contract.outcomes import STATS_FIELDS, error_classes, normalize_snapshot
 from cacheproof.check.sequential.machine import KEYS
 from cacheproof.contract.values import value_for, values_equal
-from cacheproof.spec import errors
+from cacheproof.spec.kinds import get_kind
 
 SWITCH_INTERVAL = 1e-6
 """Seconds between the interpreter's thread switches while scenarios run (Python's default: 0.005)."""
@@ -41,10 +41,9 @@ a traceback or a stuck thread names it, and a test's racy cache can tell the sce
 
 _VALUE_OPERATIONS = ("get", "pop")
 
-CONTRACT_ERRORS = frozenset(
-    name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.CacheError)
-)
-"""Class names of the contract's errors; any other exception from a cache call is a crash."""
+CONTRACT_ERRORS = get_kind("cache").error_names
+"""Class names of the contract's errors (`SpecKind.error_names`); any other exception from a cache
+call is a crash."""
 
 
 class Observed(NamedTuple):

@@ -84,12 +84,12 @@ class ProgramConcurrentReport:
         return self.counterexample is None
 
 
-def run_scenario(factory: Callable[[int], Any], scenario: ProgramScenario, views: tuple[str, ...],
+def run_scenario(factory: Callable[[int], Any], scenario: ProgramScenario, kind: SpecKind,
                  timeout: float = DEFAULT_TIMEOUT) -> tuple[list[StepOutcome], list[ProgramEvent], dict | None]:
     """Run `scenario` once: the prefix outcomes, the thread events (responded None: never returned),
-    and the final views (None when a thread is stuck)."""
+    and the final views of `kind` (None when a thread is stuck)."""
     implementation = factory(scenario.size)
-    prefix = [outcome_of(implementation, call) for call in scenario.prefix]
+    prefix = [outcome_of(implementation, call, kind.error_names) for call in scenario.prefix]
     clock = itertools.count()
     events: list[ProgramEvent] = []
     started: dict[int, tuple[Call, int]] = {}
@@ -100,7 +100,7 @@ def run_scenario(factory: Callable[[int], Any], scenario: ProgramScenario, views
         for call in scenario.threads[thread]:
             invoked = next(clock)
             started[thread] = (call, invoked)
-            outcome = outcome_of(implementation, call)
+            outcome = outcome_of(implementation, call, kind.error_names)
             events.append(ProgramEvent(thread, call, invoked, next(clock), outcome))
         started.pop(thread, None)
 
@@ -114,20 +114,20 @@ def run_scenario(factory: Callable[[int], Any], scenario: ProgramScenario, views
     for thread in stuck:
         call, invoked = started.get(thread, (scenario.threads[thread][0], -1))
         events.append(ProgramEvent(thread, call, invoked, None, None))
-    final = None if stuck else {view: view_of(implementation, view) for view in views}
+    final = None if stuck else {view: view_of(implementation, view) for view in kind.views}
     return prefix, sorted(events, key=lambda e: e.invoked), final
 
 
 class _HistoryModel:
     """The kind's model as `search.SequentialModel` over one history's thread calls."""
 
-    def __init__(self, events: list[ProgramEvent], final: dict, views: tuple[str, ...]) -> None:
-        self.events, self.final, self.views = events, final, views
+    def __init__(self, events: list[ProgramEvent], final: dict, kind: SpecKind) -> None:
+        self.events, self.final, self.views, self.error_names = events, final, kind.views, kind.error_names
 
     def step(self, model: Any, index: int) -> tuple[Any, str]:
         event = self.events[index]
         after = model.copy()
-        expected = outcome_of(after, event.call)
+        expected = outcome_of(after, event.call, self.error_names)
         if outcomes_agree(event.call.op, expected, event.outcome):
             return after, ""
         return None, f"thread {event.thread}'s {to_python(event.call)} {event.outcome.describe()}, there the spec {expected.describe()}"
@@ -153,10 +153,10 @@ def check_history(kind: SpecKind, new_model: Callable[[int], Any], scenario: Pro
             return False, f"thread {event.thread}'s {to_python(event.call)} {event.outcome.describe()}"
     model = new_model(scenario.size)
     for call, seen in zip(scenario.prefix, prefix):
-        expected = outcome_of(model, call)
+        expected = outcome_of(model, call, kind.error_names)
         if not outcomes_agree(call.op, expected, seen):
             return False, f"the prefix alone diverges at {to_python(call)}: {seen.describe()}, the spec {expected.describe()}"
-    search = linearize(_HistoryModel(events, final, kind.views), model,
+    search = linearize(_HistoryModel(events, final, kind), model,
                        predecessors_of([e.invoked for e in events], [e.responded for e in events]), budget)
     if search.ok is None:
         return None, f"unknown: the search ran past its {budget:g} s budget"
@@ -182,7 +182,7 @@ def run_program_concurrent_check(
     def failure(scenario: ProgramScenario) -> tuple[str, list[str]] | None:
         for _ in range(runs):
             report.runs += 1
-            prefix, events, final = run_scenario(factory, scenario, kind.views, timeout)
+            prefix, events, final = run_scenario(factory, scenario, kind, timeout)
             ok, why = check_history(kind, new_model, scenario, prefix, events, final)
             if ok is None:
                 report.unknown += 1
@@ -198,14 +198,14 @@ def run_program_concurrent_check(
         prefix = []
         for _ in range(data.draw(st.integers(0, 6), label="prefix calls")):
             call = generator.draw_call(draws, model, operations, misuse)
-            outcome_of(model, call)
+            outcome_of(model, call, kind.error_names)
             prefix.append(call)
         per_thread = []
         for _ in range(threads):
             alone, calls = model.copy(), []
             for _ in range(data.draw(st.integers(1, 3), label="thread calls")):
                 call = generator.draw_call(draws, alone, operations, misuse)
-                outcome_of(alone, call)
+                outcome_of(alone, call, kind.error_names)
                 calls.append(call)
             per_thread.append(tuple(calls))
         scenario = ProgramScenario(size, tuple(prefix), tuple(per_thread))

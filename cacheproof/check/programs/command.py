@@ -145,7 +145,7 @@ def _operations(kind: SpecKind, ops: str | None, default: tuple[str, ...]) -> tu
 def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics) -> str:
     """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`)."""
     model = kind.new(example.size, semantics)
-    errors = [outcome_of(model, call).error for call in example.calls[:-1]]
+    errors = [outcome_of(model, call, kind.error_names).error for call in example.calls[:-1]]
     return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
 
 

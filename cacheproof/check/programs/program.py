@@ -86,7 +86,8 @@ def run_program(
     for _ in range(setup.steps):
         call = setup.generator.draw_call(draws, model, plan, setup.misuse)
         calls.append(call)
-        difference = differential_step(model, implementation, call, setup.kind.views, record)
+        difference = differential_step(model, implementation, call, setup.kind.views, record,
+                                       error_names=setup.kind.error_names)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
         model.check_invariants()
@@ -97,7 +98,7 @@ def replay_program(setup: ProgramSetup, size: int, calls: list[Call]) -> tuple[i
     """Where `calls` on a fresh model and implementation of `size` first differ, and how; None if nowhere."""
     model, implementation = setup.new_model(size), setup.factory(size)
     for step, call in enumerate(calls):
-        difference = differential_step(model, implementation, call, setup.kind.views)
+        difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names)
         if difference is not None:
             return step, difference
         model.check_invariants()

@@ -12,7 +12,6 @@ from cacheproof.check.sequential.run import CheckReport, Counterexample, run_che
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.sequential.workers import worker_json, worker_rows, workers_check
 from cacheproof.cmdline.databases import DatabaseError, add_database_arguments, chosen_database, database_row
-from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.contract.values import MAX_VALUE_BYTES
 from cacheproof.check.sequential.distinct import MAX_DIVERGENCES
 from cacheproof.contract.faults import UsageAbort
@@ -30,8 +29,10 @@ from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, r
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
-from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, PROFILES, check_operations, profile_named
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
+from cacheproof.cmdline.kind_words import every_kind, key_domain_problem, key_domains, per_kind
+from cacheproof.check.programs.command import DEFAULT_IMPLS
+from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
 
 
@@ -43,9 +44,11 @@ EXAMPLE = ("cacheproof check --impl mypackage.cache:make_cache --examples 500 --
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", default=DEFAULT_KIND, choices=kind_names(),
-                        help=f"the spec kind to check against (default {DEFAULT_KIND}: the tensor cache; "
-                        "blocks: a KV block pool, docs/block-pool-contract.md)")
-    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL, help=f"MODULE:FACTORY of the cache (default {DEFAULT_IMPL})")
+                        help=f"the spec kind to check against (default {DEFAULT_KIND}): "
+                        f"{per_kind(lambda kind: kind.summary)}")
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL,
+                        help="MODULE:FACTORY of the implementation; default "
+                        f"{per_kind(lambda kind: DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL))}")
     parser.add_argument("--examples", metavar="N", type=positive_integer,
                         help=f"run exactly N programs (call sequences) instead of a time budget (default "
                         f"{DEFAULT_EXAMPLES} under CI=true or with --budget 0); with --threads, scenarios")
@@ -65,12 +68,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", metavar="N", type=thread_count, help="check linearizability under N threads (2-4); "
                         "--examples counts scenarios (docs/concurrency.md)")
     parser.add_argument("--profile", metavar="NAME",
-                        help=f"semantics of a shipped cache: {', '.join(PROFILES)} (default: the factory's own "
-                        f"`profile`, else {DEFAULT_PROFILE}; `cacheproof profiles` lists them)")
+                        help="semantics of a shipped implementation, per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.profiles))} (default: the kind's "
+                        f"{' or '.join(dict.fromkeys(kind.default_profile for kind in every_kind()))}, a cache "
+                        "factory's own `profile` first; `cacheproof profiles` lists them)")
     parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
                         help="override fields of the profile's semantics (docs/profiles.md)")
     parser.add_argument("--ops", metavar="OP,...",
-                        help=f"check only these operations (default: the profile's); of {','.join(ALL_OPERATIONS)}")
+                        help="check only these operations (default: the profile's), per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.names))}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
     parser.add_argument("--max-divergences", type=positive_integer, default=MAX_DIVERGENCES, metavar="N",
                         help=f"report up to N distinct divergences, each shrunk (default {MAX_DIVERGENCES}; "
@@ -79,8 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thorough", action="store_true",
                         help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
                         "500-2,000 calls; about two minutes (docs/scope.md); sets its own --examples and --steps")
-    parser.add_argument("--keys", choices=tuple(KEY_DOMAINS), metavar="|".join(KEY_DOMAINS),
-                        help="the key domain calls draw keys from: int (0..5), str (hash strings such as engines "
+    parser.add_argument("--keys", choices=key_domains(), metavar="|".join(key_domains()),
+                        help="the key domain calls draw keys from, per kind: "
+                        f"{per_kind(lambda kind: ', '.join(kind.key_domains) + ' (' + kind.keys_are + ')')}. "
+                        "The tensor cache's: int (0..5), str (hash strings such as engines "
                         "key by), bytes, tuple ((request, position) pairs), mixed (1, \"1\", b\"1\", (1,) ...); "
                         "default: the profile's, else int, and under --thorough mixed in the wide scopes "
                         "(docs/scope.md)")
@@ -103,16 +111,15 @@ def run(args: argparse.Namespace) -> int:
     if args.threads is not None and (args.workers is not None or args.database or args.database_read_only):
         print("cacheproof check: --workers and --database are for sequential checks; not with --threads", file=sys.stderr)
         return 2
+    problem = key_domain_problem(get_kind(args.spec), args.keys)
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
 
-        if args.keys is not None:
-            print(f"cacheproof check: --keys chooses the tensor cache's keys; --spec {args.spec} has none",
-                  file=sys.stderr)
-            return 2
-
         if args.profile is None:
-            args.profile = DEFAULT_PROFILE
+            args.profile = get_kind(args.spec).default_profile
 
         return program_command.run(args)
     problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})

@@ -66,12 +66,7 @@ def targets(args: argparse.Namespace) -> list[Target]:
         return found
     if profile not in BLOCK_PROFILES:
         raise InvalidArgumentError(f"--profile {profile!r}: the block profiles are {', '.join(BLOCK_PROFILES)}")
-    semantics = BLOCK_PROFILES[profile].semantics
-    for item in filter(None, (part.strip() for part in overrides.split(","))):
-        name, _, value = item.partition("=")
-        if name not in BLOCK_OPTIONS:
-            raise InvalidArgumentError(f"--semantics {item!r}: the block fields are {', '.join(BLOCK_OPTIONS)}")
-        semantics = replace(semantics, **{name: value})  # BlockSemantics checks the value
+    semantics = BLOCK_PROFILES[profile].semantics.with_overrides(overrides)
     return [Target(profile + (f" with {overrides}" if overrides else ""), semantics)]
 
 

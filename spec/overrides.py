@@ -1,0 +1,55 @@
+"""`--semantics FIELD=VALUE,...`: the override text every kind's semantics read, one parser for all.
+
+A kind's semantics is a frozen dataclass whose fields are its design choices, each with a table of
+valid values. `overridden` applies an override text to one; `option_value` reads one field's value
+as a command line writes it (the value's `str`, any case). A wrong text is an
+`InvalidArgumentError` of one line naming the field, the value given and the values allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Mapping
+
+from cacheproof.spec.errors import InvalidArgumentError
+
+
+def override_items(text: str) -> Iterator[tuple[str, str]]:
+    """(field, raw value) for each `FIELD=VALUE` of `text`, comma-separated; an item without `=` is
+    an InvalidArgumentError."""
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        if not sep:
+            raise InvalidArgumentError(f"--semantics {item!r}: write FIELD=VALUE")
+        yield name.strip(), raw.strip()
+
+
+def overridden(semantics: Any, text: str, parse_value: Callable[[str, str], Any]) -> Any:
+    """`semantics` with each `FIELD=VALUE` of `text` applied; `parse_value(field, raw)` reads a value
+    (and refuses an unknown field or value)."""
+    return replace(semantics, **{name: parse_value(name, raw) for name, raw in override_items(text)})
+
+
+def option_value(options: Mapping[str, tuple[Any, ...]], name: str, raw: str,
+                 all_fields: tuple[str, ...] | None = None) -> Any:
+    """The value of field `name` among `options` (field -> valid values) written as `raw`;
+    InvalidArgumentError naming the fields (`all_fields`, default those of `options`), or the
+    field, `raw` and the valid values."""
+    if name not in options:
+        raise InvalidArgumentError(f"unknown semantics field {name!r}; fields: {', '.join(all_fields or tuple(options))}")
+    for choice in options[name]:
+        if written(choice) == raw.lower():
+            return choice
+    raise InvalidArgumentError(f"{name}={raw!r}: valid values are {', '.join(written(c) for c in options[name])}")
+
+
+def written(value: Any) -> str:
+    """A plain field value as `--semantics` writes it."""
+    return str(value).lower()
+
+
+def written_differences(semantics: Any) -> dict[str, str]:
+    """The fields of a kind's semantics that differ from its contract (`differences`), as
+    `--semantics` writes them (`as_written`): what reports and headers record."""
+    written_values = semantics.as_written()
+    return {name: written_values[name] for name in semantics.differences()}
