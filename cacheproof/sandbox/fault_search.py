@@ -7,7 +7,10 @@ Shrinking removes chunks of calls (halves, then quarters, ... then single calls)
 sequence still fails the same way, then simplifies the arguments of the calls left (an element
 of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered) while the failure
 stays the same failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is
-another bug than the eviction found), and stops when its time budget is spent: a hang costs the
+another bug than the eviction found), and removes calls again after any argument was simplified
+(an emptied tuple leaves calls that change nothing, `free(1, ())`), until neither step changes
+anything; then, for a divergence, it swaps a small int argument for another when that lets it drop
+calls (another request frees the block: `_swap_for_shorter`), and starts over. It stops when its time budget is spent: a hang costs the
 whole call timeout per attempt.
 """
 
@@ -29,6 +32,10 @@ CRASH = "crash"
 
 SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
+SWAP_ATTEMPTS = 100
+"""Swapping a small int argument for another (`_swap_for_shorter`) tries at most this many candidates."""
+SWAP_VALUES = (1, 2, 3, 4)
+"""The small ints a swap tries in place of one of them: request ids, keys, counts."""
 MINIMUM_SHRINK_SECONDS = 30.0
 SHRINK_TIMEOUTS = 12
 """Shrinking a sequence gets max(30 s, 12 call timeouts)."""
@@ -97,6 +104,31 @@ def shrink_failure(
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
+    attempts, swaps = [0], [0]  # argument simplifications and swaps tried, over every pass
+    while True:
+        current, best, cut_short = _drop_calls(attempt, current, best, deadline, on_attempt)
+        if cut_short:
+            return current, best, True
+        simplified, best, cut_short = _simplify_arguments(attempt, current, best, deadline, on_attempt, same_failure,
+                                                          attempts)
+        if cut_short:
+            return simplified, best, True
+        if simplified != current:
+            current = simplified  # a simpler argument may leave a call that does nothing (free(1, ())): drop calls again
+            continue
+        if best.kind != DIVERGENCE:  # a hang or a crash costs a call timeout per attempt: no swaps
+            return current, best, False
+        shorter, best, cut_short = _swap_for_shorter(attempt, current, best, deadline, on_attempt, same_failure, swaps)
+        if cut_short or shorter == current:
+            return shorter, best, cut_short
+        current = shorter
+
+
+def _drop_calls(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+) -> tuple[list[Call], Failure, bool]:
+    """Remove chunks of calls (halves, quarters, ..., single calls) while the rest still fails like `best`."""
     chunk = max(len(current) // 2, 1)
     while True:
         start = 0
@@ -112,21 +144,69 @@ def shrink_failure(
             else:
                 start += chunk
         if chunk == 1:
-            break
+            return current, best, False
         chunk = max(chunk // 2, 1)
-    return _simplify_arguments(attempt, current, best, deadline, on_attempt, same_failure)
+
+
+def _alike(
+    found: Failure | None, candidate: list[Call], current: list[Call], best: Failure,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
+) -> bool:
+    """Whether `candidate` fails (`found`) as `current` does (`best`): the same kind of failure, at a
+    call of the same operation, and `same_failure` if given."""
+    return (found is not None and found.kind == best.kind and candidate[found.step].op == current[best.step].op
+            and (same_failure is None or same_failure(current, candidate[: found.step + 1], found)))
+
+
+def _swap_for_shorter(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None, swaps: list[int],
+) -> tuple[list[Call], Failure, bool]:
+    """A sequence shorter than `current` reached by swapping one small int argument (one of
+    SWAP_VALUES) for another and then dropping calls: `allocate_slots(1, (1, 1)); free_request(1);
+    touch(2, (1,)); free(1, (1,))` becomes `allocate_slots(2, (1, 1)); free(1, (1,))`, which no
+    removal reaches. A swap is kept only when calls can then be dropped, so swaps never go round in
+    circles; at most SWAP_ATTEMPTS over the whole shrinking (`swaps[0]` counts them)."""
+    for index, position in [(i, p) for i in range(len(current)) for p in range(len(current[i].args))]:
+        call = current[index]
+        argument = call.args[position]
+        if type(argument) is not int or argument not in SWAP_VALUES:
+            continue
+        for value in SWAP_VALUES:
+            if value == argument:
+                continue
+            if on_attempt is not None:
+                on_attempt(current, best)
+            if time.monotonic() > deadline:
+                return current, best, True
+            if swaps[0] >= SWAP_ATTEMPTS:
+                return current, best, False
+            swaps[0] += 1
+            args = call.args[:position] + (value,) + call.args[position + 1:]
+            candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
+            found = attempt(candidate)
+            if not _alike(found, candidate, current, best, same_failure):
+                continue
+            shorter, failure, cut_short = _drop_calls(attempt, candidate[: found.step + 1], found, deadline, on_attempt)
+            if cut_short:
+                return current, best, True
+            if len(shorter) < len(current):
+                return shorter, failure, False
+    return current, best, False
 
 
 def _simplify_arguments(
     attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
     on_attempt: Callable[[list[Call], Failure], None] | None,
-    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None, attempts: list[int],
 ) -> tuple[list[Call], Failure, bool]:
     """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`, at a
     call of the same operation (and `same_failure`): each argument as far as it goes, the last
     call first (its arguments are the ones the failure names), in sweeps until one keeps nothing or
-    SIMPLIFY_ATTEMPTS are spent (a count, so that a seed gives one counterexample on any machine)."""
-    attempts, changed = 0, True
+    SIMPLIFY_ATTEMPTS are spent over the whole shrinking (`attempts[0]` counts them: a count, so
+    that a seed gives one counterexample on any machine)."""
+    changed = True
     while changed:
         changed = False
         for index, position in [(i, p) for i in reversed(range(len(current))) for p in range(len(current[i].args))]:
@@ -137,14 +217,13 @@ def _simplify_arguments(
                         on_attempt(current, best)
                     if time.monotonic() > deadline:
                         return current, best, True
-                    if attempts == SIMPLIFY_ATTEMPTS:
+                    if attempts[0] >= SIMPLIFY_ATTEMPTS:
                         return current, best, False
-                    attempts += 1
+                    attempts[0] += 1
                     args = call.args[:position] + (simpler,) + call.args[position + 1:]
                     candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
                     found = attempt(candidate)
-                    if (found is not None and found.kind == best.kind and candidate[found.step].op == current[best.step].op
-                            and (same_failure is None or same_failure(current, candidate[: found.step + 1], found))):
+                    if _alike(found, candidate, current, best, same_failure):
                         current, best, changed = candidate[: found.step + 1], found, True
                         break
                 else:
