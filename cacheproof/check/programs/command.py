@@ -13,6 +13,7 @@ from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramReport, run_program_check
 from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
+from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
@@ -176,6 +177,9 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     if not args.quiet:
         for snippet in snippets:
             print(snippet)
+    more = more_divergences_line(args, len(report.counterexamples))
+    if more is not None:
+        print(more, file=sys.stderr)
 
 
 def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, semantics, operations, profile: str) -> int:
