@@ -9,8 +9,8 @@ of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered) 
 stays the same failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is
 another bug than the eviction found), and removes calls again after any argument was simplified
 (an emptied tuple leaves calls that change nothing, `free(1, ())`), until neither step changes
-anything; then, for a divergence, it swaps a small int argument for another when that lets it drop
-calls (another request frees the block: `_swap_for_shorter`), and starts over. It stops when its time budget is spent: a hang costs the
+anything; then, for a divergence, it removes one call and swaps one small int for another, which
+removal alone cannot do (another request frees the block: `_swap_for_shorter`), and starts over. It stops when its time budget is spent: a hang costs the
 whole call timeout per attempt.
 """
 
@@ -32,8 +32,8 @@ CRASH = "crash"
 
 SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
-SWAP_ATTEMPTS = 100
-"""Swapping a small int argument for another (`_swap_for_shorter`) tries at most this many candidates."""
+SWAP_ATTEMPTS = 300
+"""Removing a call and swapping a small int for another (`_swap_for_shorter`) tries at most this many candidates."""
 SWAP_VALUES = (1, 2, 3, 4)
 """The small ints a swap tries in place of one of them: request ids, keys, counts."""
 MINIMUM_SHRINK_SECONDS = 30.0
@@ -163,19 +163,15 @@ def _swap_for_shorter(
     on_attempt: Callable[[list[Call], Failure], None] | None,
     same_failure: Callable[[list[Call], list[Call], Failure], bool] | None, swaps: list[int],
 ) -> tuple[list[Call], Failure, bool]:
-    """A sequence shorter than `current` reached by swapping one small int argument (one of
-    SWAP_VALUES) for another and then dropping calls: `allocate_slots(1, (1, 1)); free_request(1);
-    touch(2, (1,)); free(1, (1,))` becomes `allocate_slots(2, (1, 1)); free(1, (1,))`, which no
-    removal reaches. A swap is kept only when calls can then be dropped, so swaps never go round in
-    circles; at most SWAP_ATTEMPTS over the whole shrinking (`swaps[0]` counts them)."""
-    for index, position in [(i, p) for i in range(len(current)) for p in range(len(current[i].args))]:
-        call = current[index]
-        argument = call.args[position]
-        if type(argument) is not int or argument not in SWAP_VALUES:
-            continue
-        for value in SWAP_VALUES:
-            if value == argument:
-                continue
+    """A sequence one call shorter than `current` that fails alike once one small int (one of
+    SWAP_VALUES, an argument or an element of a tuple argument) is swapped for another: without
+    `free_request(1)`, `allocate_slots(1, (1, 1)); touch(2, (1,)); free(1, (1,))` passes, and with
+    `allocate_slots(2, (1, 1))` it fails again. Removal alone cannot reach it (it needs another
+    request); a swap is tried only with a call removed, so swaps never go round in circles. At most
+    SWAP_ATTEMPTS over the whole shrinking (`swaps[0]` counts them)."""
+    for dropped in range(len(current) - 1):
+        without = current[:dropped] + current[dropped + 1:]
+        for index, swap in [(i, swap) for i, call in enumerate(without) for swap in _swaps(call)]:
             if on_attempt is not None:
                 on_attempt(current, best)
             if time.monotonic() > deadline:
@@ -183,17 +179,27 @@ def _swap_for_shorter(
             if swaps[0] >= SWAP_ATTEMPTS:
                 return current, best, False
             swaps[0] += 1
-            args = call.args[:position] + (value,) + call.args[position + 1:]
-            candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
+            candidate = without[:index] + [swap] + without[index + 1:]
             found = attempt(candidate)
-            if not _alike(found, candidate, current, best, same_failure):
-                continue
-            shorter, failure, cut_short = _drop_calls(attempt, candidate[: found.step + 1], found, deadline, on_attempt)
-            if cut_short:
-                return current, best, True
-            if len(shorter) < len(current):
-                return shorter, failure, False
+            if _alike(found, candidate, current, best, same_failure):
+                return candidate[: found.step + 1], found, False
     return current, best, False
+
+
+def _swaps(call: Call) -> list[Call]:
+    """`call` with one small int (of SWAP_VALUES) swapped for another: an argument, or an element of a
+    plain tuple argument."""
+    swapped = []
+    for position, argument in enumerate(call.args):
+        if type(argument) is tuple:
+            options = [argument[:k] + (value,) + argument[k + 1:] for k, element in enumerate(argument)
+                       if type(element) is int and element in SWAP_VALUES for value in SWAP_VALUES if value != element]
+        elif type(argument) is int and argument in SWAP_VALUES:
+            options = [value for value in SWAP_VALUES if value != argument]
+        else:
+            options = []
+        swapped += [call._replace(args=call.args[:position] + (option,) + call.args[position + 1:]) for option in options]
+    return swapped
 
 
 def _simplify_arguments(
