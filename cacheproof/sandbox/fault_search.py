@@ -172,13 +172,9 @@ def _swap_for_shorter(
     for dropped in range(len(current) - 1):
         without = current[:dropped] + current[dropped + 1:]
         for index, swap in [(i, swap) for i, call in enumerate(without) for swap in _swaps(call)]:
-            if on_attempt is not None:
-                on_attempt(current, best)
-            if time.monotonic() > deadline:
-                return current, best, True
-            if swaps[0] >= SWAP_ATTEMPTS:
-                return current, best, False
-            swaps[0] += 1
+            stop = _before_try(current, best, deadline, on_attempt, swaps, SWAP_ATTEMPTS)
+            if stop is not None:
+                return current, best, stop
             candidate = without[:index] + [swap] + without[index + 1:]
             found = attempt(candidate)
             if _alike(found, candidate, current, best, same_failure):
@@ -198,8 +194,30 @@ def _swaps(call: Call) -> list[Call]:
             options = [value for value in SWAP_VALUES if value != argument]
         else:
             options = []
-        swapped += [call._replace(args=call.args[:position] + (option,) + call.args[position + 1:]) for option in options]
+        swapped += [_with_argument(call, position, option) for option in options]
     return swapped
+
+
+def _with_argument(call: Call, position: int, argument: Any) -> Call:
+    """`call` with its argument at `position` replaced by `argument`."""
+    return call._replace(args=call.args[:position] + (argument,) + call.args[position + 1:])
+
+
+def _before_try(
+    current: list[Call], best: Failure, deadline: float, on_attempt: Callable[[list[Call], Failure], None] | None,
+    tried: list[int], most: int,
+) -> bool | None:
+    """Before one more candidate of a pass that tries at most `most` (`tried[0]` counts them): tell
+    `on_attempt` the smallest so far; True when the deadline has passed (cut short), False when
+    `most` are tried, else None (and the candidate is counted)."""
+    if on_attempt is not None:
+        on_attempt(current, best)
+    if time.monotonic() > deadline:
+        return True
+    if tried[0] >= most:
+        return False
+    tried[0] += 1
+    return None
 
 
 def _simplify_arguments(
@@ -219,15 +237,10 @@ def _simplify_arguments(
             while index < len(current):  # this argument, as far as it goes (a kept candidate may end sooner)
                 call = current[index]
                 for simpler in _simpler(call.args[position]):
-                    if on_attempt is not None:
-                        on_attempt(current, best)
-                    if time.monotonic() > deadline:
-                        return current, best, True
-                    if attempts[0] >= SIMPLIFY_ATTEMPTS:
-                        return current, best, False
-                    attempts[0] += 1
-                    args = call.args[:position] + (simpler,) + call.args[position + 1:]
-                    candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
+                    stop = _before_try(current, best, deadline, on_attempt, attempts, SIMPLIFY_ATTEMPTS)
+                    if stop is not None:
+                        return current, best, stop
+                    candidate = current[:index] + [_with_argument(call, position, simpler)] + current[index + 1:]
                     found = attempt(candidate)
                     if _alike(found, candidate, current, best, same_failure):
                         current, best, changed = candidate[: found.step + 1], found, True
