@@ -24,6 +24,7 @@ from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.contract.sequence import first_divergence
+from cacheproof.contract.snippet import DIVERGES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 DIVERGENCE = "divergence"
@@ -47,6 +48,13 @@ class Failure(NamedTuple):
     step: int
     message: str
     kind: str
+
+
+def ending_of(failure: Failure) -> str:
+    """What the last call of a sequence failing like `failure` does, as the snippet marks it."""
+    if failure.kind == DIVERGENCE:
+        return DIVERGES
+    return "does not return" if failure.kind == HANG else "kills the process"
 
 
 def shrink_seconds(call_timeout: float | None) -> float:

@@ -21,7 +21,7 @@ from cacheproof.contract.calls import Call
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
-from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, shrink_failure, shrink_seconds
+from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, ending_of, shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.spec.kind import SpecKind
 
@@ -52,9 +52,7 @@ class ProgramCounterexample:
     @property
     def ending(self) -> str:
         """What the last call does, as the snippet marks it: diverges here, does not return, kills the process."""
-        if self.fault is None:
-            return DIVERGES
-        return "does not return" if self.fault.kind == HANG else "kills the process"
+        return DIVERGES if self.fault is None else ending_of(self.fault)
 
 
 @dataclass
