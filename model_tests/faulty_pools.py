@@ -43,3 +43,10 @@ class TablesHangs(ListBlockPool):
         if self._requests:
             _NEVER.wait(600)
         return super().tables()
+
+
+def hangs_when_built(num_blocks: int) -> ListBlockPool:
+    """A factory that never returns (a driver waiting for a device that never answers): a usage
+    error, since no call sequence shows it."""
+    _NEVER.wait(600)
+    return ListBlockPool(num_blocks)

@@ -104,3 +104,10 @@ def test_the_snippet_of_a_pool_that_ends_its_process_ends_it():
     snippet, = snippets_in(stdout)
     assert snippet.rstrip().endswith("# <- kills the process"), snippet
     assert run_snippet(snippet, timeout=60).returncode == 134
+
+
+def test_a_factory_that_hangs_is_a_usage_error_within_the_call_timeout():
+    status, stdout, stderr, seconds = interactive_check(
+        "--spec", "blocks", "--impl", "model_tests.faulty_pools:hangs_when_built", "--call-timeout", "1")
+    assert status == 2 and seconds < CALL_TIMEOUT + START_UP_SECONDS, stdout + stderr
+    assert "hangs_when_built: factory(4) did not return within 1 s" in stderr

@@ -23,7 +23,8 @@ from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
-from cacheproof.sandbox.guarded_call import Watch
+from cacheproof.sandbox.guarded_call import Watch, supervised
+from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
@@ -59,10 +60,15 @@ def run(args: argparse.Namespace) -> int:
     if args.isolate and args.threads is not None:
         print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
         return 2
+    watch = Watch(args.call_timeout)
+    probed = factory if args.isolate else WatchedFactory(factory, watch)
     try:
-        missing = missing_operations(kind, factory, operations)
+        missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
         print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:  # the factory hung
+        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
         return 2
     if missing:
         print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
