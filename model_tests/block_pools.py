@@ -340,6 +340,26 @@ class LastInsertedLookupPool(ListBlockPool):
         return tuple(out)
 
 
+class ForeignFreePool(ListBlockPool):
+    """free checks the block's ref count, not the request's holdings: a request frees a block that
+    another request holds, and that request's holding is the one taken (a pool that counts
+    references per block but keeps no owner per holding). Two calls show it: `allocate(1, 1)`,
+    then `free(2, (1,))`, which the contract rejects (WrongStateError) and this pool accepts."""
+
+    def free(self, request, blocks):
+        self._req(request)
+        ids = self._ids(blocks)
+        self._pool_level(request)
+        if Counter(ids) - +Counter({block: self._refs[block] for block in ids}):
+            raise WrongStateError(f"blocks {ids} are freed more times than they are in use")
+        for block in ids:
+            holder = request if self._holdings.get(request, Counter())[block] else next(
+                owner for owner, held in self._holdings.items() if held[block] > 0)
+            self._holdings[holder][block] -= 1
+            self._holdings.setdefault(request, Counter())[block] += 1  # _put_back takes it off again
+        self._put_back(request, ids)
+
+
 BROKEN_POOLS = (
     DoubleFreePool,
     HeadFreePool,

@@ -143,7 +143,7 @@ def test_isolate_reports_a_pool_that_ends_the_process_as_a_crash(capsys):
                  "--examples", "100", "--quiet", "--max-divergences", "1"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "cache.free(" in out and "killed the child (exit status 134)" in out
+    assert "cache.free(" in out and "killed the process running the cache (exit status 134)" in out
 
 
 def test_isolate_passes_a_correct_pool(capsys):

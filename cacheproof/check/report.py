@@ -83,10 +83,13 @@ def sequential_divergence(example: Counterexample, snippet: str) -> dict[str, An
 
 def program_divergence(example: ProgramCounterexample, snippet: str) -> dict[str, Any]:
     """Another kind's counterexample (`check --spec KIND`), with its snippet; the state diff lists
-    the views that differ after the call (none: only the outcome does)."""
+    the views that differ after the call (none: only the outcome does). A hang or a crash has no
+    kind, no differences and no state diff (as the tensor cache's)."""
+    if example.fault is not None:
+        return _divergence(None, example.message, example.size, example.calls, example.ending, [], [], None, snippet)
     difference = example.difference
     return _divergence(
-        program_kind(difference), difference.describe(), example.size, example.calls, "diverges here",
+        program_kind(difference), example.message, example.size, example.calls, "diverges here",
         program_differences(difference), [], difference.view_diff(), snippet,
     )
 

@@ -26,7 +26,7 @@ MEMBERSHIP = re.compile(r"(.+) in cache: spec (True|False), this cache")
 
 _INSPECTIONS = {"snapshot()": "cache.snapshot()", "stats()": "cache.stats()", "len()": "len(cache)"}
 _FAILED_INSPECTION = re.compile(
-    r"(?P<code>cache\.snapshot\(\)|cache\.stats\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
+    r"(?P<code>cache\.\w+\(\)|len\(cache\)|snapshot\(\)|stats\(\)|len\(\)|\S+ in cache) "
     r"(?P<what>raised|returned|did not return|killed the process)\b.*, after "
 )
 _ENDINGS = {"raised": "raises", "returned": "returns what the contract does not allow",
@@ -35,7 +35,8 @@ _ENDINGS = {"raised": "raises", "returned": "returns what the contract does not 
 
 def failed_inspection(message: str) -> tuple[str, str] | None:
     """(code, ending) when `message` says an inspection after the last call failed ("snapshot() raised
-    ..., after cache.put(...)", "3 in cache did not return within 10 s, after ..."): the line the
+    ..., after cache.put(...)", "3 in cache did not return within 10 s, after ...", and any kind's view:
+    "cache.tables() did not return within 1 s, after ..."): the line the
     snippet ends with, e.g. ("cache.snapshot()", "raises"); None when the call itself failed."""
     found = _FAILED_INSPECTION.match(message)
     if found is None:

@@ -7,7 +7,10 @@ Shrinking removes chunks of calls (halves, then quarters, ... then single calls)
 sequence still fails the same way, then simplifies the arguments of the calls left (an element
 of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered) while the failure
 stays the same failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is
-another bug than the eviction found), and stops when its time budget is spent: a hang costs the
+another bug than the eviction found), and removes calls again after any argument was simplified
+(an emptied tuple leaves calls that change nothing, `free(1, ())`), until neither step changes
+anything; then, for a divergence, it removes one call and swaps one small int for another, which
+removal alone cannot do (another request frees the block: `_swap_for_shorter`), and starts over. It stops when its time budget is spent: a hang costs the
 whole call timeout per attempt.
 """
 
@@ -21,6 +24,7 @@ from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.contract.sequence import first_divergence
+from cacheproof.contract.snippet import DIVERGES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 
 DIVERGENCE = "divergence"
@@ -29,6 +33,10 @@ CRASH = "crash"
 
 SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
+SWAP_ATTEMPTS = 300
+"""Removing a call and swapping a small int for another (`_swap_for_shorter`) tries at most this many candidates."""
+SWAP_VALUES = (1, 2, 3, 4)
+"""The small ints a swap tries in place of one of them: request ids, keys, counts."""
 MINIMUM_SHRINK_SECONDS = 30.0
 SHRINK_TIMEOUTS = 12
 """Shrinking a sequence gets max(30 s, 12 call timeouts)."""
@@ -40,6 +48,13 @@ class Failure(NamedTuple):
     step: int
     message: str
     kind: str
+
+
+def ending_of(failure: Failure) -> str:
+    """What the last call of a sequence failing like `failure` does, as the snippet marks it."""
+    if failure.kind == DIVERGENCE:
+        return DIVERGES
+    return "does not return" if failure.kind == HANG else "kills the process"
 
 
 def shrink_seconds(call_timeout: float | None) -> float:
@@ -97,6 +112,31 @@ def shrink_failure(
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
+    attempts, swaps = [0], [0]  # argument simplifications and swaps tried, over every pass
+    while True:
+        current, best, cut_short = _drop_calls(attempt, current, best, deadline, on_attempt)
+        if cut_short:
+            return current, best, True
+        simplified, best, cut_short = _simplify_arguments(attempt, current, best, deadline, on_attempt, same_failure,
+                                                          attempts)
+        if cut_short:
+            return simplified, best, True
+        if simplified != current:
+            current = simplified  # a simpler argument may leave a call that does nothing (free(1, ())): drop calls again
+            continue
+        if best.kind != DIVERGENCE:  # a hang or a crash costs a call timeout per attempt: no swaps
+            return current, best, False
+        shorter, best, cut_short = _swap_for_shorter(attempt, current, best, deadline, on_attempt, same_failure, swaps)
+        if cut_short or shorter == current:
+            return shorter, best, cut_short
+        current = shorter
+
+
+def _drop_calls(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+) -> tuple[list[Call], Failure, bool]:
+    """Remove chunks of calls (halves, quarters, ..., single calls) while the rest still fails like `best`."""
     chunk = max(len(current) // 2, 1)
     while True:
         start = 0
@@ -112,39 +152,105 @@ def shrink_failure(
             else:
                 start += chunk
         if chunk == 1:
-            break
+            return current, best, False
         chunk = max(chunk // 2, 1)
-    return _simplify_arguments(attempt, current, best, deadline, on_attempt, same_failure)
+
+
+def _alike(
+    found: Failure | None, candidate: list[Call], current: list[Call], best: Failure,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
+) -> bool:
+    """Whether `candidate` fails (`found`) as `current` does (`best`): the same kind of failure, at a
+    call of the same operation, and `same_failure` if given."""
+    return (found is not None and found.kind == best.kind and candidate[found.step].op == current[best.step].op
+            and (same_failure is None or same_failure(current, candidate[: found.step + 1], found)))
+
+
+def _swap_for_shorter(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None, swaps: list[int],
+) -> tuple[list[Call], Failure, bool]:
+    """A sequence one call shorter than `current` that fails alike once one small int (one of
+    SWAP_VALUES, an argument or an element of a tuple argument) is swapped for another: without
+    `free_request(1)`, `allocate_slots(1, (1, 1)); touch(2, (1,)); free(1, (1,))` passes, and with
+    `allocate_slots(2, (1, 1))` it fails again. Removal alone cannot reach it (it needs another
+    request); a swap is tried only with a call removed, so swaps never go round in circles. At most
+    SWAP_ATTEMPTS over the whole shrinking (`swaps[0]` counts them)."""
+    for dropped in range(len(current) - 1):
+        without = current[:dropped] + current[dropped + 1:]
+        for index, swap in [(i, swap) for i, call in enumerate(without) for swap in _swaps(call)]:
+            stop = _before_try(current, best, deadline, on_attempt, swaps, SWAP_ATTEMPTS)
+            if stop is not None:
+                return current, best, stop
+            candidate = without[:index] + [swap] + without[index + 1:]
+            found = attempt(candidate)
+            if _alike(found, candidate, current, best, same_failure):
+                return candidate[: found.step + 1], found, False
+    return current, best, False
+
+
+def _swaps(call: Call) -> list[Call]:
+    """`call` with one small int (of SWAP_VALUES) swapped for another: an argument, or an element of a
+    plain tuple argument."""
+    swapped = []
+    for position, argument in enumerate(call.args):
+        if type(argument) is tuple:
+            options = [argument[:k] + (value,) + argument[k + 1:] for k, element in enumerate(argument)
+                       if type(element) is int and element in SWAP_VALUES for value in SWAP_VALUES if value != element]
+        elif type(argument) is int and argument in SWAP_VALUES:
+            options = [value for value in SWAP_VALUES if value != argument]
+        else:
+            options = []
+        swapped += [_with_argument(call, position, option) for option in options]
+    return swapped
+
+
+def _with_argument(call: Call, position: int, argument: Any) -> Call:
+    """`call` with its argument at `position` replaced by `argument`."""
+    return call._replace(args=call.args[:position] + (argument,) + call.args[position + 1:])
+
+
+def _before_try(
+    current: list[Call], best: Failure, deadline: float, on_attempt: Callable[[list[Call], Failure], None] | None,
+    tried: list[int], most: int,
+) -> bool | None:
+    """Before one more candidate of a pass that tries at most `most` (`tried[0]` counts them): tell
+    `on_attempt` the smallest so far; True when the deadline has passed (cut short), False when
+    `most` are tried, else None (and the candidate is counted)."""
+    if on_attempt is not None:
+        on_attempt(current, best)
+    if time.monotonic() > deadline:
+        return True
+    if tried[0] >= most:
+        return False
+    tried[0] += 1
+    return None
 
 
 def _simplify_arguments(
     attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
     on_attempt: Callable[[list[Call], Failure], None] | None,
-    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None, attempts: list[int],
 ) -> tuple[list[Call], Failure, bool]:
     """Replace arguments by simpler ones (`_simpler`) while the calls still fail like `best`, at a
     call of the same operation (and `same_failure`): each argument as far as it goes, the last
     call first (its arguments are the ones the failure names), in sweeps until one keeps nothing or
-    SIMPLIFY_ATTEMPTS are spent (a count, so that a seed gives one counterexample on any machine)."""
-    attempts, changed = 0, True
+    SIMPLIFY_ATTEMPTS are spent over the whole shrinking (`attempts[0]` counts them: a count, so
+    that a seed gives one counterexample on any machine)."""
+    changed = True
     while changed:
         changed = False
         for index, position in [(i, p) for i in reversed(range(len(current))) for p in range(len(current[i].args))]:
             while index < len(current):  # this argument, as far as it goes (a kept candidate may end sooner)
                 call = current[index]
                 for simpler in _simpler(call.args[position]):
-                    if on_attempt is not None:
-                        on_attempt(current, best)
-                    if time.monotonic() > deadline:
-                        return current, best, True
-                    if attempts == SIMPLIFY_ATTEMPTS:
-                        return current, best, False
-                    attempts += 1
-                    args = call.args[:position] + (simpler,) + call.args[position + 1:]
-                    candidate = current[:index] + [call._replace(args=args)] + current[index + 1:]
+                    stop = _before_try(current, best, deadline, on_attempt, attempts, SIMPLIFY_ATTEMPTS)
+                    if stop is not None:
+                        return current, best, stop
+                    candidate = current[:index] + [_with_argument(call, position, simpler)] + current[index + 1:]
                     found = attempt(candidate)
-                    if (found is not None and found.kind == best.kind and candidate[found.step].op == current[best.step].op
-                            and (same_failure is None or same_failure(current, candidate[: found.step + 1], found))):
+                    if _alike(found, candidate, current, best, same_failure):
                         current, best, changed = candidate[: found.step + 1], found, True
                         break
                 else:

@@ -6,9 +6,11 @@ from a server that has already imported the factory's module, as the cache's iso
 builds `factory(size)` and makes the calls and views it is sent. Arguments and results travel
 pickled; an error travels as the names of its class's MRO and its message, and comes back as the
 contract's own class when the child raised one (a subclass of a contract error keeps its name and
-its contract base), as `ChildFailure` otherwise. A child that dies (a segfault, `os._exit`, an
-out-of-memory kill) or does not answer within the call timeout raises `ChildFailure` naming the call
-and the signal or exit status: the differential step takes it for a crash, a divergence.
+its contract base), as `ChildFailure` otherwise (a crash outcome). A call that kills the child (a
+segfault, `os._exit`, an out-of-memory kill) or does not answer within the watch's call timeout is
+`CacheFault` ("crash" or "hang"), worded as the tensor cache's isolation words it
+(`guarded_call.fault_message`): a counterexample that ends at that call, not an outcome. A child that
+cannot start (the factory raises, or takes more than _START_SECONDS) is `ChildFailure`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from cacheproof.contract.faults import CacheFault
+from cacheproof.sandbox.guarded_call import Watch, fault_message
 from cacheproof.sandbox.isolation import _context, _ending
 from cacheproof.spec import errors
 
@@ -68,15 +72,15 @@ class IsolatedImplementation:
     """The checker's side of one child: the methods named in `names` that the implementation has
     send the call and wait for the answer."""
 
-    def __init__(self, impl: str, size: int, names: tuple[str, ...], timeout: float | None) -> None:
+    def __init__(self, impl: str, size: int, names: tuple[str, ...], watch: Watch) -> None:
         context = _context(impl)
         self._connection, child_end = context.Pipe()
         self._process = context.Process(target=_serve, args=(child_end, impl, size), daemon=True,
                                         name="cacheproof-implementation")
         self._process.start()
         child_end.close()
-        self._timeout = timeout
-        answer = self._receive("starting", _START_SECONDS)
+        self._watch = watch
+        answer = self._receive("starting", (), _START_SECONDS)
         if answer[0] != "ready":
             self.close()
             raise ChildFailure(answer[1])
@@ -91,21 +95,30 @@ class IsolatedImplementation:
         try:
             self._connection.send((name, args, kwargs))
         except (BrokenPipeError, OSError):
-            raise ChildFailure(f"{name}: the child had already ended ({_ending(self._process.exitcode)})") from None
-        answer = self._receive(name, self._timeout)
+            raise self._fault(name, args, f"killed the process running the cache ({_ending(self._process.exitcode)})",
+                              "crash") from None
+        answer = self._receive(name, args, self._watch.timeout)
         if answer[0] == "ok":
             return answer[1]
         raise _rebuilt(answer[1], answer[2])
 
-    def _receive(self, what: str, timeout: float | None) -> tuple:
+    def _receive(self, what: str, args: tuple, timeout: float | None) -> tuple:
         if not self._connection.poll(timeout):
             self.close()
-            raise ChildFailure(f"{what} did not return within {timeout:g} s")
+            if what == "starting":
+                raise ChildFailure(f"starting did not return within {timeout:g} s")
+            raise self._fault(what, args, f"did not return within {timeout:g} s (its process was killed)", "hang")
         try:
             return self._connection.recv()
         except (EOFError, OSError):
             self._process.join(5)
-            raise ChildFailure(f"{what} killed the child ({_ending(self._process.exitcode)})") from None
+            if what == "starting":
+                raise ChildFailure(f"starting killed the child ({_ending(self._process.exitcode)})") from None
+            raise self._fault(what, args, f"killed the process running the cache ({_ending(self._process.exitcode)})",
+                              "crash") from None
+
+    def _fault(self, name: str, args: tuple, what: str, kind: str) -> CacheFault:
+        return CacheFault(fault_message(name, args, what, self._watch.last_call()), kind)
 
     def close(self) -> None:
         if self._process.is_alive():
@@ -115,15 +128,16 @@ class IsolatedImplementation:
 
 
 class IsolatedProgramFactory:
-    """`factory(size)` for the checker: a fresh child per implementation; the previous one is ended."""
+    """`factory(size)` for the checker: a fresh child per implementation; the previous one is ended.
+    Each call waits at most `watch.timeout` seconds."""
 
-    def __init__(self, impl: str, names: tuple[str, ...], timeout: float | None) -> None:
-        self.impl, self.names, self.timeout = impl, names, timeout
+    def __init__(self, impl: str, names: tuple[str, ...], watch: Watch) -> None:
+        self.impl, self.names, self.watch = impl, names, watch
         self._last: IsolatedImplementation | None = None
 
     def __call__(self, size: int) -> IsolatedImplementation:
         self.close()
-        self._last = IsolatedImplementation(self.impl, size, self.names, self.timeout)
+        self._last = IsolatedImplementation(self.impl, size, self.names, self.watch)
         return self._last
 
     def close(self) -> None:

@@ -14,15 +14,19 @@ from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramReport, run_program_check
 from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
+from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.program_record import program_trace_text, spec_program_trace
-from cacheproof.contract.snippet import program_snippet
+from cacheproof.contract.faults import UsageAbort
+from cacheproof.contract.snippet import program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.sandbox.guarded_call import Watch, supervised
+from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         profile = _profile(kind, args.profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = _operations(kind, args.ops, profile.operations)
-        factory = IsolatedProgramFactory(impl, kind.names + kind.views, args.call_timeout) if args.isolate \
+        factory = IsolatedProgramFactory(impl, kind.names + kind.views, Watch(args.call_timeout)) if args.isolate \
             else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
@@ -58,10 +62,15 @@ def run(args: argparse.Namespace) -> int:
     if args.isolate and args.threads is not None:
         print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
         return 2
+    watch = Watch(args.call_timeout)
+    probed = factory if args.isolate else WatchedFactory(factory, watch)
     try:
-        missing = missing_operations(kind, factory, operations)
+        missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
         print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:  # the factory hung
+        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
         return 2
     if missing:
         print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
@@ -74,16 +83,23 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    if args.isolate:
+        factory.close()  # the probe's child; the run starts its own
     done = _Done()
     try:
         with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
             report = run_program_check(
-                kind, factory, generator_for(kind.name), examples=args.examples, steps=args.steps, seed=args.seed,
-                budget_seconds=args.budget,
+                kind, None if args.isolate else factory, generator_for(kind.name), examples=args.examples,
+                steps=args.steps, seed=args.seed, budget_seconds=args.budget,
                 database=None if database is None else namespaced(database, impl),
-                semantics=semantics, operations=operations, misuse=misuse_checked(semantics) and not args.no_bad_arguments,
+                semantics=semantics, operations=operations,
+                misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
+                call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
             )
+    except UsageAbort as abort:  # the factory hung or ended its process: no call sequence shows it
+        print(f"cacheproof check: {abort.message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
     snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
@@ -143,10 +159,15 @@ def _operations(kind: SpecKind, ops: str | None, default: tuple[str, ...]) -> tu
 
 
 def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics) -> str:
-    """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`)."""
+    """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`).
+    A hang or a crash ends with the call that hangs or kills the process, as the tensor cache's
+    snippet does (`contract.snippet.render`): running it hangs or dies there."""
     model = kind.new(example.size, semantics)
-    errors = [outcome_of(model, call, kind.error_names).error for call in example.calls[:-1]]
-    return program_snippet(impl, example.size, example.calls, errors, example.difference, kind.name)
+    errors = [outcome_of(model, call, kind.error_names).error for call in example.calls]
+    if example.fault is not None:
+        return render(impl, example.size, example.calls, example.message, errors, example.ending,
+                      title=f"cacheproof counterexample ({kind.name})")
+    return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name)
 
 
 def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str]) -> None:
@@ -163,10 +184,13 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
         return
     for number, example in enumerate(report.counterexamples, 1):
         print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
-              f"{example.difference.describe()}")
+              f"{example.message}")
     if not args.quiet:
         for snippet in snippets:
             print(snippet)
+    more = more_divergences_line(args, len(report.counterexamples))
+    if more is not None:
+        print(more, file=sys.stderr)
 
 
 def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, semantics, operations, profile: str) -> int:

@@ -1,5 +1,6 @@
 """One program of a spec kind: drawn and run on a fresh model and implementation side by side
-(`run_program`), replayed (`replay_program`) and shrunk (`shrink_program`).
+(`run_program`), replayed (`replay_program`; supervised, so that a hang or a crash is a failure at
+its call: `program_failure`) and shrunk (`shrink_program`).
 
 A program is read whole out of its draws (`draws.ProgramDraws`): its swarm of operations
 (`draws.swarm`), its size, then each call, drawn by the kind's generator from the model's state.
@@ -11,30 +12,56 @@ programs through here alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.draws import Draws, swarm
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.contract.calls import Call
+from cacheproof.contract.faults import CacheFault
+from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
-from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, shrink_failure
+from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, ending_of, shrink_failure, shrink_seconds
+from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.spec.kind import SpecKind
 
-SHRINK_SECONDS = 10.0
-"""The budget of the checker's own shrinking of one counterexample."""
+CUT_SHORT = " (shrinking stopped when its time budget ran out)"
+"""Added to the message of a counterexample whose shrinking ran out of time."""
 
 
 @dataclass(frozen=True)
 class ProgramCounterexample:
-    """A program that diverges at its last call."""
+    """A program that fails at its last call: it diverges there (`difference`), or, with `fault`,
+    that call hangs or kills the process running the implementation (`difference` is then None).
+    `cut_short`: its shrinking ran out of time, so it may not be the smallest."""
 
     size: int
     calls: tuple[Call, ...]
-    difference: StepDifference
+    difference: StepDifference | None
+    fault: Failure | None = None
+    cut_short: bool = False
 
     def kind_of(self) -> tuple:
-        return divergence_kind(self.difference)
+        return (self.fault.kind,) if self.fault is not None else divergence_kind(self.difference)
+
+    @property
+    def message(self) -> str:
+        said = self.fault.message if self.fault is not None else self.difference.describe()
+        return said + (CUT_SHORT if self.cut_short else "")
+
+    @property
+    def ending(self) -> str:
+        """What the last call does, as the snippet marks it: diverges here, does not return, kills the process."""
+        return DIVERGES if self.fault is None else ending_of(self.fault)
+
+
+@dataclass
+class ProgramTrail:
+    """The program running now, as far as it has gone: its size and the calls made so far, the one
+    running last (what a hang or a crash, which ends the program inside a call, reports)."""
+
+    size: int = 0
+    calls: list[Call] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -76,13 +103,16 @@ def divergence_kind(difference: StepDifference) -> tuple:
 
 def run_program(
     setup: ProgramSetup, draws: Draws, record: Callable[[str, str], None] | None = None,
+    trail: ProgramTrail | None = None,
 ) -> ProgramRun:
     """Draw one program from `draws` and run it to its end or its first difference; `record(operation,
-    outcome)` is told each call's outcome on the model."""
+    outcome)` is told each call's outcome on the model; `trail` follows the program as it goes."""
     plan = swarm(draws, setup.operations)
     size = setup.generator.size(draws)
-    model, implementation = setup.new_model(size), setup.factory(size)
     calls: list[Call] = []
+    if trail is not None:
+        trail.size, trail.calls = size, calls
+    model, implementation = setup.new_model(size), setup.factory(size)
     for _ in range(setup.steps):
         call = setup.generator.draw_call(draws, model, plan, setup.misuse)
         calls.append(call)
@@ -94,10 +124,15 @@ def run_program(
     return ProgramRun(size, tuple(calls), None)
 
 
-def replay_program(setup: ProgramSetup, size: int, calls: list[Call]) -> tuple[int, StepDifference] | None:
-    """Where `calls` on a fresh model and implementation of `size` first differ, and how; None if nowhere."""
+def replay_program(
+    setup: ProgramSetup, size: int, calls: Sequence[Call], on_step: Callable[[int], None] | None = None,
+) -> tuple[int, StepDifference] | None:
+    """Where `calls` on a fresh model and implementation of `size` first differ, and how; None if
+    nowhere. `on_step(index)` is told each call's index before it runs."""
     model, implementation = setup.new_model(size), setup.factory(size)
     for step, call in enumerate(calls):
+        if on_step is not None:
+            on_step(step)
         difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names)
         if difference is not None:
             return step, difference
@@ -105,16 +140,52 @@ def replay_program(setup: ProgramSetup, size: int, calls: list[Call]) -> tuple[i
     return None
 
 
-def shrink_program(setup: ProgramSetup, example: ProgramCounterexample) -> ProgramCounterexample:
-    """`example` with every call dropped, and every argument simplified, that its divergence (of the
-    same kind) does not need (`sandbox.fault_search.shrink_failure`, SHRINK_SECONDS at most)."""
-    def attempt(candidate: list[Call]) -> Failure | None:
-        found = replay_program(setup, example.size, candidate)
-        if found is None or divergence_kind(found[1]) != example.kind_of():
-            return None
-        return Failure(found[0], found[1].describe(), DIVERGENCE)
+def program_failure(
+    setup: ProgramSetup, size: int, calls: Sequence[Call], watch: Watch | None,
+) -> tuple[Failure, StepDifference | None] | None:
+    """How `calls` fail on a fresh model and implementation of `size`: the failure and, for a
+    divergence, its difference; None if they do not. Supervised by `watch` when given, so that a
+    call that hangs or kills its process is a failure of that kind at that call."""
+    at = [0]
 
-    first = Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
-    calls, _, _ = shrink_failure(attempt, example.calls, first, SHRINK_SECONDS)
-    found = replay_program(setup, example.size, calls)
-    return example if found is None else ProgramCounterexample(example.size, tuple(calls), found[1])
+    def replay() -> tuple[int, StepDifference] | None:
+        return replay_program(setup, size, calls, lambda step: at.__setitem__(0, step))
+
+    if watch is None:
+        found = replay()
+    else:
+        watch.last_call = lambda: calls[at[0]] if calls else None
+        try:
+            found = supervised(replay, watch, lambda name, args: hang_message(name, args, watch.timeout, calls[at[0]]))
+        except CacheFault as fault:
+            return Failure(at[0], fault.message, fault.kind), None
+    if found is None:
+        return None
+    return Failure(found[0], found[1].describe(), DIVERGENCE), found[1]
+
+
+def shrink_program(
+    setup: ProgramSetup, example: ProgramCounterexample, watch: Watch | None = None, seconds: float | None = None,
+) -> ProgramCounterexample:
+    """`example` with every call dropped, and every argument simplified, that its failure (a
+    divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
+    each candidate replayed supervised by `watch` when given; `seconds` at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
+    is replayed once more for its difference."""
+    kind = example.kind_of()
+
+    def attempt(candidate: list[Call]) -> Failure | None:
+        found = program_failure(setup, example.size, candidate, watch)
+        if found is None:
+            return None
+        failure, difference = found
+        return failure if difference is None or divergence_kind(difference) == kind else None
+
+    first = example.fault or Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
+    budget = shrink_seconds(None if watch is None else watch.timeout) if seconds is None else seconds
+    calls, failure, cut_short = shrink_failure(attempt, example.calls, first, budget)
+    if failure.kind != DIVERGENCE:
+        return ProgramCounterexample(example.size, tuple(calls), None, failure, cut_short)
+    replayed = program_failure(setup, example.size, calls, watch)
+    if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
+        return example
+    return ProgramCounterexample(example.size, tuple(calls), replayed[1], cut_short=cut_short)

@@ -9,6 +9,14 @@ divergence is of a kind already reported (operation, the spec's outcome, the imp
 outcome, whether only the snapshot differs), up to `max_divergences`. The runs share one budget of
 `examples`: the programs run to their end or to their divergence, rejected ones included (a run's
 shrinking is free).
+
+The implementation runs as the tensor cache's does (docs/robustness.md): in-process, every call,
+view and the factory noted on a `Watch` (`sandbox.guarded_program`) and the run supervised
+(`guarded_call.supervised`), or, with `isolate`, in a child process (`sandbox.program_isolation`).
+A call that does not return within `call_timeout`, or kills the child, ends the search: the program
+so far is shrunk (each attempt supervised, a fresh implementation each) and reported with the
+message the cache's check words (`cache.lookup((3,)) did not return within 1 s`). With a time
+budget, a run ends at most its shrinking cap (`fault_search.shrink_seconds`) after the budget.
 """
 
 from __future__ import annotations
@@ -27,10 +35,15 @@ from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.programs.program import (
-    ProgramCounterexample, ProgramSetup, divergence_kind, run_program, shrink_program,
+    ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, run_program, shrink_program,
 )
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.cmdline.databases import RunStop, namespaced
+from cacheproof.contract.faults import CacheFault
+from cacheproof.sandbox.fault_search import Failure, shrink_seconds
+from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, Watch, hang_message, supervised
+from cacheproof.sandbox.guarded_program import WatchedFactory
+from cacheproof.sandbox.program_isolation import IsolatedProgramFactory
 from cacheproof.spec.kind import SpecKind
 
 DEFAULT_EXAMPLES = 200
@@ -53,7 +66,10 @@ class ProgramOptions:
     calls when `misuse`, up to `max_divergences` distinct divergences; `on_example(examples,
     steps)` after each program. `database` (None: none) keeps the failing programs of the first run
     and replays them first, apart for each kind, semantics, operations and length (the caller keeps
-    implementations apart: `cacheproof.cmdline.databases.namespaced(database, impl)`)."""
+    implementations apart: `cacheproof.cmdline.databases.namespaced(database, impl)`). A call that
+    does not return within `call_timeout` seconds (None: no limit) is a counterexample; `isolate`
+    runs the implementation in a child process built from `impl` ("module:factory"; the factory
+    passed is then unused). With `budget_seconds`, programs are drawn until that time is spent."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -65,6 +81,9 @@ class ProgramOptions:
     on_example: Callable[[int, int], None] | None = None
     budget_seconds: float | None = None
     database: ExampleDatabase | None = None
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT
+    isolate: bool = False
+    impl: str = "factory"
 
 
 @dataclass
@@ -105,7 +124,8 @@ class _BudgetSpent(RunStop):
 
 
 def run_program_check(
-    kind: SpecKind, factory: Callable[[int], Any], generator: CallGenerator, options: ProgramOptions | None = None, **fields: Any
+    kind: SpecKind, factory: Callable[[int], Any] | None, generator: CallGenerator, options: ProgramOptions | None = None,
+    **fields: Any,
 ) -> ProgramReport:
     """Check `factory(size)` against `kind`'s model; see the module docstring."""
     options = replace(options or ProgramOptions(), **fields)
@@ -115,6 +135,11 @@ def run_program_check(
     last: list[ProgramCounterexample] = []
     shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted
     shrink_attempts = [0]
+    watch = Watch(options.call_timeout)
+    trail = ProgramTrail()
+    watch.last_call = lambda: trail.calls[-1] if trail.calls else None
+    implementations = IsolatedProgramFactory(options.impl, kind.names + kind.views, watch) if options.isolate \
+        else WatchedFactory(factory, watch)
 
     def counted() -> None:
         if not shrinking[0]:
@@ -124,15 +149,20 @@ def run_program_check(
     def new_model(size: int) -> Any:
         return kind.new(size) if options.semantics is None else kind.new(size, options.semantics)
 
-    setup = ProgramSetup(kind, new_model, factory, generator, operations, options.misuse, options.steps)
+    setup = ProgramSetup(kind, new_model, implementations, generator, operations, options.misuse, options.steps)
     deadline = None if options.budget_seconds is None else started + options.budget_seconds
+    cap = shrink_seconds(options.call_timeout)
+    end = None if deadline is None else deadline + cap  # the latest a run ends: its budget, then one shrinking
+
+    def shrink_budget() -> float:
+        return cap if end is None else max(min(cap, end - time.perf_counter()), 0.0)
 
     programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
 
     def cacheproof_program(blob: bytes) -> None:
         if shrinking[0]:
             shrink_attempts[0] += 1
-            if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS:
+            if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS or end is not None and time.perf_counter() > end:
                 raise _HypothesisShrinkDone()
         elif report.examples >= options.examples or deadline is not None and time.perf_counter() > deadline:
             raise _BudgetSpent()
@@ -140,7 +170,7 @@ def run_program_check(
 
     def run_one(draws: Any) -> None:
         """One program; its divergence, unless of a kind already reported, fails the example."""
-        program = run_program(setup, draws, report.coverage.record)
+        program = run_program(setup, draws, report.coverage.record, trail)
         report.steps += len(program.calls)
         counted()
         if program.difference is not None:
@@ -148,39 +178,64 @@ def run_program_check(
                 hypothesis.reject()
             if not last or len(program.calls) < len(last[0].calls):  # the smallest failure of the run
                 last[:] = [ProgramCounterexample(program.size, program.calls, program.difference)]
-            if report.seconds_to_failure is None:
-                report.seconds_to_failure = time.perf_counter() - started
-                report.first_failure_example = report.examples
+            note_failure()
             shrinking[0] = True
             raise ProgramDivergence(program.difference.describe())
         if options.on_example is not None and not shrinking[0]:
             options.on_example(report.examples, report.steps)
 
-    for run in range(options.max_divergences):
-        if report.examples >= options.examples:
+    def note_failure() -> None:
+        if report.seconds_to_failure is None:
+            report.seconds_to_failure = time.perf_counter() - started
+            report.first_failure_example = report.examples
+
+    def describe_hang(name: str, args: tuple) -> str:
+        return hang_message(name, args, watch.timeout, watch.last_call())
+
+    def faulted(fault: CacheFault) -> ProgramCounterexample:
+        """The program running when a call hung or killed its process, ending at that call."""
+        if not shrinking[0]:
+            report.examples += 1
+            report.steps += len(trail.calls)
+        note_failure()
+        failure = Failure(len(trail.calls) - 1, fault.message, fault.kind)
+        return ProgramCounterexample(trail.size, tuple(trail.calls), None, failure)
+
+    try:
+        for run in range(options.max_divergences):
+            if report.examples >= options.examples:
+                break
+            database = None if options.database is None or run > 0 else namespaced(
+                options.database, kind.name, options.semantics, operations, options.misuse, options.steps,
+            )
+            test = hypothesis.seed(options.seed + run)(hypothesis.given(**programs)(cacheproof_program))
+            test = settings(  # after @seed, which drops the database
+                max_examples=options.examples - report.examples + 1, deadline=None, database=database, derandomize=False,
+                phases=((Phase.reuse,) if database is not None else ()) + (Phase.generate, Phase.shrink),
+                suppress_health_check=list(HealthCheck), print_blob=False,
+            )(test)
+            last.clear()
+            shrinking[0] = False
+            shrink_attempts[0] = 0
+
+            def search() -> None:
+                with seeded_draws():
+                    test()
+
+            try:
+                supervised(search, watch, describe_hang)
+            except _BudgetSpent:
+                break
+            except (ProgramDivergence, _HypothesisShrinkDone):
+                report.counterexamples.append(shrink_program(setup, last[0], watch, shrink_budget()))
+                continue
+            except CacheFault as fault:  # a hang or a crash ends the search: each further one would cost as much
+                report.counterexamples.append(shrink_program(setup, faulted(fault), watch, shrink_budget()))
+                break
+            except Unsatisfiable:  # every example diverged in a kind already reported
+                break
             break
-        database = None if options.database is None or run > 0 else namespaced(
-            options.database, kind.name, options.semantics, operations, options.misuse, options.steps,
-        )
-        test = hypothesis.seed(options.seed + run)(hypothesis.given(**programs)(cacheproof_program))
-        test = settings(  # after @seed, which drops the database
-            max_examples=options.examples - report.examples + 1, deadline=None, database=database, derandomize=False,
-            phases=((Phase.reuse,) if database is not None else ()) + (Phase.generate, Phase.shrink),
-            suppress_health_check=list(HealthCheck), print_blob=False,
-        )(test)
-        last.clear()
-        shrinking[0] = False
-        shrink_attempts[0] = 0
-        try:
-            with seeded_draws():
-                test()
-        except _BudgetSpent:
-            break
-        except (ProgramDivergence, _HypothesisShrinkDone):
-            report.counterexamples.append(shrink_program(setup, last[0]))
-            continue
-        except Unsatisfiable:  # every example diverged in a kind already reported
-            break
-        break
+    finally:
+        implementations.close()
     report.seconds = time.perf_counter() - started
     return report

@@ -13,7 +13,6 @@ from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.sequential.workers import worker_json, worker_rows, workers_check
 from cacheproof.cmdline.databases import DatabaseError, add_database_arguments, chosen_database, database_row
 from cacheproof.contract.values import MAX_VALUE_BYTES
-from cacheproof.check.sequential.distinct import MAX_DIVERGENCES
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.cmdline.flag_types import non_negative_seconds, any_integer, positive_integer, positive_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
@@ -25,7 +24,8 @@ from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
-from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, resolve_budget
+from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, max_divergences_help
+from cacheproof.cmdline.budget import more_divergences_line, resolve_budget, resolve_max_divergences
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.adapt import AdapterError, factory_profile
@@ -78,9 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="check only these operations (default: the profile's), per kind: "
                         f"{per_kind(lambda kind: ', '.join(kind.names))}")
     parser.add_argument("--no-bad-arguments", action="store_true", help="make no calls with bad arguments")
-    parser.add_argument("--max-divergences", type=positive_integer, default=MAX_DIVERGENCES, metavar="N",
-                        help=f"report up to N distinct divergences, each shrunk (default {MAX_DIVERGENCES}; "
-                        "1 stops at the first)")
+    parser.add_argument("--max-divergences", type=positive_integer, metavar="N", help=max_divergences_help())
     parser.add_argument("--runs", metavar="N", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
     parser.add_argument("--thorough", action="store_true",
                         help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
@@ -105,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     thorough_examples = args.examples is not None
     try:
         resolve_budget(args, DEFAULT_EXAMPLES)
+        resolve_max_divergences(args)
     except ValueError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
@@ -315,6 +314,9 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
         print(interrupted_line(report))
     for line in report_lines(report, args.impl, args.quiet):
         print(line)
+    more = more_divergences_line(args, len(report.counterexamples))
+    if more is not None:
+        print(more, file=sys.stderr)
 
 
 def interrupted_line(report: CheckReport) -> str:

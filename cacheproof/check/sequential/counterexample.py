@@ -18,7 +18,7 @@ from cacheproof.contract.explain import SnapshotDiff, explanation, snapshot_diff
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.contract.sequence import compared_keys
-from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure
+from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, ending_of
 from cacheproof.sandbox.guarded_call import Watch, supervised
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
@@ -108,13 +108,6 @@ def replayed(factory: Any, capacity_bytes: int, calls: Sequence[Call], semantics
         return diverging_step(attempt, capacity_bytes, calls, semantics)
     finally:
         attempt.close()
-
-
-def ending_of(failure: Failure) -> str:
-    """What the last call of a sequence failing like `failure` does, as the snippet marks it."""
-    if failure.kind == DIVERGENCE:
-        return snippet.DIVERGES
-    return "does not return" if failure.kind == HANG else "kills the process"
 
 
 def interrupted_counterexample(

@@ -29,11 +29,8 @@ from typing import Any, Callable, Sequence
 from cacheproof.contract.calls import Call
 from cacheproof.sandbox.fault_search import divergence_kind_at
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.cmdline.budget import MAX_DIVERGENCES  # noqa: F401  (the default of a fixed-count run)
 from cacheproof.cmdline.databases import RunStop
-
-MAX_DIVERGENCES = 8
-"""Distinct kinds of divergence `cacheproof check` reports at most by default (--max-divergences);
-`run_check` stops at the first unless told otherwise."""
 
 MAX_SIGHTINGS = 400
 """Divergences of the first run noted for their kinds at most (it meets each again and again while shrinking)."""

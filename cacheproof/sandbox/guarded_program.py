@@ -1,0 +1,58 @@
+"""The implementation of any spec kind, watched: every method it is called by (an operation, a view
+such as `snapshot()`) and the factory are noted on a `guarded_call.Watch` before they run, so that
+`guarded_call.supervised` sees a call that outlives the call timeout and reports it as a hang.
+
+Unlike the tensor cache's `GuardedCache`, nothing is translated: whatever a call raises passes
+through unchanged, and the differential step (`cacheproof.contract.steps`) judges it. The factory
+hanging is the supervisor's `UsageAbort` (no call sequence reproduces it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from cacheproof.sandbox.guarded_call import Watch
+
+
+class WatchedImplementation:
+    """`target` with every callable attribute noted on `watch` while it runs."""
+
+    def __init__(self, target: Any, watch: Watch) -> None:
+        self.__dict__["_target"] = target
+        self.__dict__["_watch"] = watch
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._target, name)
+        if not callable(attribute):
+            return attribute
+        watch = self._watch
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            watch.begin(name, args)
+            try:
+                return attribute(*args, **kwargs)
+            finally:
+                watch.end()
+
+        watched.__name__ = name
+        self.__dict__[name] = watched
+        return watched
+
+
+class WatchedFactory:
+    """`factory(size)` noted on `watch` as "factory"; its result is a `WatchedImplementation`."""
+
+    def __init__(self, factory: Callable[[int], Any], watch: Watch) -> None:
+        self.factory = factory
+        self.watch = watch
+
+    def __call__(self, size: int) -> WatchedImplementation:
+        self.watch.begin("factory", (size,))
+        try:
+            target = self.factory(size)
+        finally:
+            self.watch.end()
+        return WatchedImplementation(target, self.watch)
+
+    def close(self) -> None:
+        """Nothing to release in-process (`IsolatedProgramFactory.close` ends its child)."""
