@@ -78,7 +78,8 @@ def run_program(
     setup: ProgramSetup, draws: Draws, record: Callable[[str, str], None] | None = None,
 ) -> ProgramRun:
     """Draw one program from `draws` and run it to its end or its first difference; `record(operation,
-    outcome)` is told each call's outcome on the model."""
+    outcome)` is told each call's outcome on the model, and the call's case (the generator's
+    `case_of`) when it returns."""
     plan = swarm(draws, setup.operations)
     size = setup.generator.size(draws)
     model, implementation = setup.new_model(size), setup.factory(size)
@@ -86,11 +87,24 @@ def run_program(
     for _ in range(setup.steps):
         call = setup.generator.draw_call(draws, model, plan, setup.misuse)
         calls.append(call)
-        difference = differential_step(model, implementation, call, setup.kind.views, record)
+        seen = record if record is None else _with_case(record, setup.generator.case_of(call))
+        difference = differential_step(model, implementation, call, setup.kind.views, seen)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
         model.check_invariants()
     return ProgramRun(size, tuple(calls), None)
+
+
+def _with_case(record: Callable[[str, str], None], case: str | None) -> Callable[[str, str], None]:
+    """`record`, also told `case` when the call returns (a call that raises never reached its case)."""
+    if case is None:
+        return record
+
+    def seen(operation: str, outcome: str) -> None:
+        record(operation, outcome)
+        if outcome.startswith("returns"):
+            record(operation, case)
+    return seen
 
 
 def replay_program(setup: ProgramSetup, size: int, calls: list[Call]) -> tuple[int, StepDifference] | None:
