@@ -13,6 +13,38 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+ELEMENT_DTYPES: dict[int, tuple[str, ...]] = {
+    1: ("uint8", "int8"),
+    2: ("float16", "bfloat16", "int16"),
+    4: ("float32", "int32"),
+    8: ("float64", "int64"),
+}
+"""The element sizes (bytes per element) values are made with, and the dtypes of each size by
+name, the engines' first: KV blocks, encoder outputs and embeddings are float16, bfloat16 and
+float32 tensors. A cache that sizes a value by its element count instead of its bytes is right
+only at element size 1."""
+
+
+def element_sizes_dividing(nbytes: int) -> tuple[int, ...]:
+    """The element sizes a value of nbytes bytes can have: those dividing nbytes (1 alone for an
+    odd nbytes, or for 0, the empty value)."""
+    return tuple(size for size in ELEMENT_DTYPES if nbytes >= 1 and nbytes % size == 0) or (1,)
+
+
+def element_size_for(nbytes: int, tag: int) -> int:
+    """The element size of the value recipe (nbytes, tag): one of `element_sizes_dividing(nbytes)`,
+    picked by `tag` (tag 0: 1 byte, the simplest)."""
+    sizes = element_sizes_dividing(nbytes)
+    return sizes[tag % len(sizes)]
+
+
+def dtype_name_for(element_size: int, tag: int, available: Any = None) -> str:
+    """The dtype, by name, of a value of `element_size`-byte elements made from `tag`: one of
+    ELEMENT_DTYPES[element_size] (those `available(name)` accepts, when given), picked by
+    tag // len(ELEMENT_DTYPES), so that the element size and the dtype vary apart."""
+    names = [name for name in ELEMENT_DTYPES[element_size] if available is None or available(name)]
+    return names[(tag // len(ELEMENT_DTYPES)) % len(names)]
+
 
 def value_size(value: Any) -> int | None:
     """Bytes of `value`, or None if it is not sizable (`unsizable_reason` says why).
