@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cacheproof.spec import CacheError, CacheStats, EntryState, EntryView, InvalidArgumentError, UnknownKeyError
-from cacheproof.spec.cache.values import dtype_name_for, value_size
+from cacheproof.spec.cache.values import ELEMENT_FILL_MODULUS, dtype_name_for, value_size
 
 # Results ------------------------------------------------------------------------------------------
 
@@ -265,22 +265,17 @@ def as_tensor(value: Any) -> Any:
     return torch.from_numpy(array.copy())
 
 
-MAKE_TENSOR_FILL = 127
-"""The elements of a `make_tensor` value with an element size are `tag % MAKE_TENSOR_FILL`: exact in
-every dtype it makes (int8 and bfloat16 included)."""
-
-
 def make_tensor(nbytes: int, tag: int, element_size: int | None = None) -> Any:
     """The checker's value recipe (nbytes, tag, element_size) as a torch tensor: an adapter's
     `make_value` for a peer that stores tensors. Without an element size, uint8 filled with
     tag % 256; with one, a dtype of that size picked by tag (`spec.cache.values.dtype_name_for`:
-    float16, bfloat16, float32... as engines cache), filled with tag % MAKE_TENSOR_FILL."""
+    float16, bfloat16, float32... as engines cache), filled with tag % ELEMENT_FILL_MODULUS."""
     import torch
 
     if element_size is None:
         return torch.full((nbytes,), tag % 256, dtype=torch.uint8)
     dtype = getattr(torch, dtype_name_for(element_size, tag))
-    return torch.full((nbytes // element_size,), tag % MAKE_TENSOR_FILL, dtype=dtype)
+    return torch.full((nbytes // element_size,), tag % ELEMENT_FILL_MODULUS, dtype=dtype)
 
 
 # References ---------------------------------------------------------------------------------------

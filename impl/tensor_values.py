@@ -22,12 +22,11 @@ except ModuleNotFoundError as missing:
 
 from cacheproof.impl.lru_entries import Entry
 from cacheproof.spec.cache import invariants
-from cacheproof.spec.cache.values import dtype_name_for, element_size_for, element_sizes_dividing, unsizable_reason, value_size
+from cacheproof.spec.cache.values import (
+    ELEMENT_FILL_MODULUS, dtype_name_for, element_size_for, element_sizes_dividing, unsizable_reason, value_size,
+)
 from cacheproof.spec.errors import InvalidArgumentError
 
-_FILL_MODULUS = 127
-"""make_value fills with integers below this: exact in every dtype of ELEMENT_DTYPES, int8 and
-bfloat16 included."""
 
 _META = torch.device("meta")
 _TENSOR, _STRIDED, _CONTIGUOUS = torch.Tensor, torch.strided, torch.contiguous_format
@@ -72,7 +71,7 @@ def make_value(device: torch.device, nbytes: int, tag: int, element_size: int | 
     numel = nbytes // element_size
     if device.type == "meta":  # no data, so any size: the checker's values at 2**40 bytes
         return torch.empty(numel, dtype=dtype, device=device)
-    fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % _FILL_MODULUS) % _FILL_MODULUS
+    fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % ELEMENT_FILL_MODULUS) % ELEMENT_FILL_MODULUS
     return fill.to(device=device, dtype=dtype)
 
 

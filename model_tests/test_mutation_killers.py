@@ -386,7 +386,7 @@ _MAKE_VALUE_DTYPES = {
 def test_make_value_holds_the_documented_elements(nbytes: int, tag: int) -> None:
     # docs/tensor_lru_cache.md: exactly nbytes bytes, a dtype among uint8/int8, float16/bfloat16/int16,
     # float32/int32, float64/int64 whose element size divides nbytes, elements (31 * i + tag) mod 127.
-    # Kills the fill mutants: `... % _FILL_MODULUS` -> `/`, `+ tag` -> `- tag`, `arange / 31`, `* 32`.
+    # Kills the fill mutants: `... % ELEMENT_FILL_MODULUS` -> `/`, `+ tag` -> `- tag`, `arange / 31`, `* 32`.
     value = _tensor_cache(64).make_value(nbytes, tag)
     size = value.element_size()
     assert value.dtype in _MAKE_VALUE_DTYPES[size] and nbytes % size == 0

@@ -3,8 +3,9 @@
 Values inside a call are `ValueRecipe`s, made concrete for each cache by `value_for`, so one call
 sequence drives the spec and any cache alike. JSON form: `{"op", "args", "kwargs"}`, a recipe as
 `{"nbytes": n, "tag": t, "element_size": e}` (no "element_size" for a recipe without one), a tuple
-as `{"tuple": [...]}`, bytes (keys such as b"1") as `{"bytes": "<hex>"}`; other values are JSON's own. Keys that format alike stay distinct: 1, "1",
-b"1", ("img", 1) and ("img", "1") each decode to themselves. A recipe is a size, never the bytes.
+as `{"tuple": [...]}`, bytes (keys such as b"1") as `{"bytes": "<hex>"}`; other values are JSON's
+own. Keys that format alike stay distinct: 1, "1", b"1", ("img", 1) and ("img", "1") each decode
+to themselves. A recipe is a size, never the bytes.
 """
 
 from __future__ import annotations

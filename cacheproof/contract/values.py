@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from cacheproof.spec.cache.values import dtype_name_for, element_sizes_dividing
+from cacheproof.spec.cache.values import ELEMENT_FILL_MODULUS, dtype_name_for, element_sizes_dividing
 
 BYTES_UP_TO = 1 << 16
 """Recipes up to this many bytes are built for a cache without make_value; larger ones a view."""
@@ -35,23 +35,21 @@ BYTES_UP_TO = 1 << 16
 MAX_VALUE_BYTES = 1 << 26
 """64 MiB: the most real memory the checker lets one value hold."""
 
-FILL_MODULUS = 127
-"""The elements of a value of several-byte elements are `tag % FILL_MODULUS`: exact in every dtype
-of ELEMENT_DTYPES (int8 and bfloat16 included)."""
-
-
 def recipe_problem(nbytes: Any, tag: Any, element_size: Any = None) -> str | None:
     """Why (nbytes, tag, element_size) is no value recipe, or None when it is one: nbytes an int
     >= 0, tag an int, element_size None or one of the element sizes dividing nbytes."""
     if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
         return f"a value recipe needs an int nbytes >= 0 and an int tag, got nbytes={nbytes!r}, tag={tag!r}"
-    if element_size is not None and (type(element_size) is not int or element_size not in element_sizes_dividing(nbytes)):
-        return (f"a value recipe's element_size is one of {', '.join(map(str, element_sizes_dividing(nbytes)))} "
+    sizes = element_sizes_dividing(nbytes)
+    if element_size is not None and (type(element_size) is not int or element_size not in sizes):
+        return (f"a value recipe's element_size is one of {', '.join(map(str, sizes))} "
                 f"for nbytes={nbytes} (a size that divides it), got {element_size!r}")
     return None
 
 
-def value_for(cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None, element_size: int | None = None) -> Any:
+def value_for(
+    cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None, element_size: int | None = None
+) -> Any:
     """The value the checker passes to `cache` for the recipe (nbytes, tag, element_size).
 
     Above `capacity_bytes` (default: the cache's `capacity_bytes` attribute, if any) the value is a
@@ -79,7 +77,7 @@ def value_for(cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = No
 
 def element_fill(tag: int) -> int:
     """The element of a value of several-byte elements made from `tag`."""
-    return tag % FILL_MODULUS
+    return tag % ELEMENT_FILL_MODULUS
 
 
 def _takes_element_size(make_value: Any) -> bool:

@@ -25,6 +25,11 @@ float32 tensors. A cache that sizes a value by its element count instead of its 
 only at element size 1."""
 
 
+ELEMENT_FILL_MODULUS = 127
+"""Values made with several-byte elements hold integers below this: exact in every dtype of
+ELEMENT_DTYPES, int8 and bfloat16 included."""
+
+
 def element_sizes_dividing(nbytes: int) -> tuple[int, ...]:
     """The element sizes a value of nbytes bytes can have: those dividing nbytes (1 alone for an
     odd nbytes, or for 0, the empty value)."""
