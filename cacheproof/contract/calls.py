@@ -39,8 +39,6 @@ class ValueRecipe(NamedTuple):
         return value_for(cache, self.nbytes, self.tag, capacity_bytes, self.element_size)
 
 
-
-
 def drawn_recipe(nbytes: int, tag: int) -> ValueRecipe:
     """The recipe the checker makes of a drawn size and tag: its element size picked by the tag among
     those dividing nbytes (`cacheproof.spec.cache.values.element_size_for`; tag 0, and an odd or

@@ -35,6 +35,7 @@ BYTES_UP_TO = 1 << 16
 MAX_VALUE_BYTES = 1 << 26
 """64 MiB: the most real memory the checker lets one value hold."""
 
+
 def recipe_problem(nbytes: Any, tag: Any, element_size: Any = None) -> str | None:
     """Why (nbytes, tag, element_size) is no value recipe, or None when it is one: nbytes an int
     >= 0, tag an int, element_size None or one of the element sizes dividing nbytes."""

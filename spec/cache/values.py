@@ -6,6 +6,11 @@ form (sparse, quantized and nested tensors), not a buffer that is gone (a releas
 A tensor on PyTorch's "meta" device is sizable: it has a size and no data (the storage-free
 checking mode). Each value is sized from one trustworthy source, read once: a bytes subclass is
 sized by its buffer, never by a `__len__` it may redefine.
+
+A value's bytes are a run of elements of 1, 2, 4 or 8 bytes (`ELEMENT_DTYPES`), as the float16,
+bfloat16 and float32 tensors engines cache are: its size counts bytes, never elements, so the
+checker's values have every element size (`element_size_for`; `cacheproof.contract.values`) and
+the built-in cache makes a dtype of the size it is told (`cacheproof.impl.tensor_values`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ ELEMENT_DTYPES: dict[int, tuple[str, ...]] = {
 name, the engines' first: KV blocks, encoder outputs and embeddings are float16, bfloat16 and
 float32 tensors. A cache that sizes a value by its element count instead of its bytes is right
 only at element size 1."""
-
 
 ELEMENT_FILL_MODULUS = 127
 """Values made with several-byte elements hold integers below this: exact in every dtype of
