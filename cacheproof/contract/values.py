@@ -104,7 +104,9 @@ def _signature_takes_element_size(make_value: Any) -> bool:
     )
 
 
+@lru_cache(maxsize=1024)
 def _numpy_dtype(element_size: int, tag: int) -> Any:
+    """The numpy dtype of a value of `element_size`-byte elements made from `tag` (numpy lacks bfloat16)."""
     import numpy
 
     return numpy.dtype(dtype_name_for(element_size, tag, lambda name: hasattr(numpy, name)))
