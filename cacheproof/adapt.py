@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cacheproof.spec import CacheError, CacheStats, EntryState, EntryView, InvalidArgumentError, UnknownKeyError
-from cacheproof.spec.cache.values import value_size
+from cacheproof.spec.cache.values import ELEMENT_FILL_MODULUS, dtype_name_for, value_size
 
 # Results ------------------------------------------------------------------------------------------
 
@@ -260,17 +260,22 @@ def as_tensor(value: Any) -> Any:
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         array = numpy.frombuffer(bytes(value), dtype=numpy.uint8)
-    else:
-        array = numpy.asarray(value).reshape(-1).view(numpy.uint8)
+    else:  # contiguous first: a broadcast view of several-byte elements has no uint8 view
+        array = numpy.ascontiguousarray(value).reshape(-1).view(numpy.uint8)
     return torch.from_numpy(array.copy())
 
 
-def make_tensor(nbytes: int, tag: int) -> Any:
-    """The checker's value recipe (nbytes, tag) as a uint8 torch tensor filled with tag % 256: an
-    adapter's `make_value` for a peer that stores tensors."""
+def make_tensor(nbytes: int, tag: int, element_size: int | None = None) -> Any:
+    """The checker's value recipe (nbytes, tag, element_size) as a torch tensor: an adapter's
+    `make_value` for a peer that stores tensors. Without an element size, uint8 filled with
+    tag % 256; with one, a dtype of that size picked by tag (`spec.cache.values.dtype_name_for`:
+    float16, bfloat16, float32... as engines cache), filled with tag % ELEMENT_FILL_MODULUS."""
     import torch
 
-    return torch.full((nbytes,), tag % 256, dtype=torch.uint8)
+    if element_size is None:
+        return torch.full((nbytes,), tag % 256, dtype=torch.uint8)
+    dtype = getattr(torch, dtype_name_for(element_size, tag))
+    return torch.full((nbytes // element_size,), tag % ELEMENT_FILL_MODULUS, dtype=dtype)
 
 
 # References ---------------------------------------------------------------------------------------

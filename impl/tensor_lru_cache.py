@@ -351,13 +351,11 @@ class TensorLRUCache(EntryBookkeeping):
                 f"idle={self._idle_bytes})"
             )
 
-    def make_value(self, nbytes: int, tag: int) -> torch.Tensor:
-        """A tensor of exactly nbytes bytes on the cache's device, filled deterministically from tag.
-
-        The dtype is chosen by `tag` among those whose element size divides nbytes, so callers
-        that vary the tag exercise several dtypes.
-        """
-        return tensor_values.make_value(self._device, nbytes, tag)
+    def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> torch.Tensor:
+        """A tensor of exactly nbytes bytes of `element_size`-byte elements (None: the element size
+        the checker draws for (nbytes, tag)) on the cache's device, filled deterministically from
+        tag; its dtype is picked by `tag` among those of that size (`tensor_values.make_value`)."""
+        return tensor_values.make_value(self._device, nbytes, tag, element_size)
 
     def check_valid(self) -> None:
         """Raise `InvariantViolation` if the counters, the recency stamps, the idle heap or the

@@ -22,17 +22,11 @@ except ModuleNotFoundError as missing:
 
 from cacheproof.impl.lru_entries import Entry
 from cacheproof.spec.cache import invariants
-from cacheproof.spec.cache.values import unsizable_reason, value_size
+from cacheproof.spec.cache.values import (
+    ELEMENT_FILL_MODULUS, dtype_name_for, element_size_for, element_sizes_dividing, unsizable_reason, value_size,
+)
 from cacheproof.spec.errors import InvalidArgumentError
 
-_DTYPES_BY_ELEMENT_SIZE: tuple[tuple[int, tuple[torch.dtype, ...]], ...] = (
-    (1, (torch.int8, torch.uint8)),
-    (2, (torch.int16, torch.float16)),
-    (4, (torch.int32, torch.float32)),
-    (8, (torch.int64, torch.float64)),
-)
-_FILL_MODULUS = 127
-"""make_value fills with integers below this: exact in every dtype above, int8 included."""
 
 _META = torch.device("meta")
 _TENSOR, _STRIDED, _CONTIGUOUS = torch.Tensor, torch.strided, torch.contiguous_format
@@ -53,22 +47,31 @@ def sized(operation: str, key: Hashable, value: Any) -> int:
     return size
 
 
-def make_value(device: torch.device, nbytes: int, tag: int) -> torch.Tensor:
-    """A tensor of exactly nbytes bytes on the cache's device, filled deterministically from tag.
+def make_value(device: torch.device, nbytes: int, tag: int, element_size: int | None = None) -> torch.Tensor:
+    """A tensor of exactly nbytes bytes of `element_size`-byte elements on the cache's device,
+    filled deterministically from tag.
 
-    The dtype is chosen by `tag` among those whose element size divides nbytes, so callers
-    that vary the tag exercise several dtypes.
+    The element size is the recipe's (None: `element_size_for(nbytes, tag)`, the one the checker
+    draws for (nbytes, tag)); the dtype is picked by `tag` among that size's
+    (`cacheproof.spec.cache.values.ELEMENT_DTYPES`: uint8/int8, float16/bfloat16/int16,
+    float32/int32, float64/int64), so callers that vary the tag exercise every one.
     """
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 1:
         raise InvalidArgumentError(f"make_value: nbytes must be an int >= 1, got {nbytes!r}")
     if not isinstance(tag, int) or isinstance(tag, bool):
         raise InvalidArgumentError(f"make_value: tag must be an int, got {tag!r}")
-    dtypes = [dtype for size, group in _DTYPES_BY_ELEMENT_SIZE if nbytes % size == 0 for dtype in group]
-    dtype = dtypes[tag % len(dtypes)]
-    numel = nbytes // dtype.itemsize
+    if element_size is None:
+        element_size = element_size_for(nbytes, tag)
+    elif type(element_size) is not int or element_size not in element_sizes_dividing(nbytes):
+        raise InvalidArgumentError(
+            f"make_value: element_size must be one of {element_sizes_dividing(nbytes)} for nbytes={nbytes}, "
+            f"got {element_size!r}"
+        )
+    dtype = getattr(torch, dtype_name_for(element_size, tag))
+    numel = nbytes // element_size
     if device.type == "meta":  # no data, so any size: the checker's values at 2**40 bytes
         return torch.empty(numel, dtype=dtype, device=device)
-    fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % _FILL_MODULUS) % _FILL_MODULUS
+    fill = (torch.arange(numel, dtype=torch.int64) * 31 + tag % ELEMENT_FILL_MODULUS) % ELEMENT_FILL_MODULUS
     return fill.to(device=device, dtype=dtype)
 
 

@@ -54,7 +54,7 @@ def test_json_report_has_the_contract_fields(tmp_path):
     assert {"size", "calls", "kind", "message", "differences", "why", "state_diff", "snippet"} <= set(counterexample)
     assert all(set(call) == {"op", "args", "kwargs"} for call in counterexample["calls"])
     assert any(
-        isinstance(arg, dict) and set(arg) == {"nbytes", "tag"}
+        isinstance(arg, dict) and set(arg) == {"nbytes", "tag", "element_size"}
         for call in counterexample["calls"]
         for arg in call["args"]
     ), "values are written as the checker's recipe"

@@ -28,7 +28,7 @@ def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
     # the bad call is recorded with the spec's outcome, and the cache's own as `observed`
     assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", None, "WrongStateError")]
     assert error.trace.calls[1].observed == DivergentOutcome(False, None, error.message)
-    assert error.trace.calls[0].call.args == ("a", (2, 0))  # the value recorded by size
+    assert error.trace.calls[0].call.args == ("a", (2, 0, 1))  # the value recorded by size, bytes: 1 byte per element
 
 
 def test_state_divergence_raises_at_the_bad_call_when_checked_every_call():

@@ -375,7 +375,7 @@ def test_make_value_rejects_a_bad_size_or_a_bool_tag_naming_itself(nbytes: Any, 
 
 _MAKE_VALUE_DTYPES = {
     1: {torch.int8, torch.uint8},
-    2: {torch.int16, torch.float16},
+    2: {torch.int16, torch.float16, torch.bfloat16},
     4: {torch.int32, torch.float32},
     8: {torch.int64, torch.float64},
 }
@@ -384,9 +384,9 @@ _MAKE_VALUE_DTYPES = {
 @pytest.mark.parametrize("tag", [0, 5, 130, 1001])
 @pytest.mark.parametrize("nbytes", [8, 12, 24])
 def test_make_value_holds_the_documented_elements(nbytes: int, tag: int) -> None:
-    # docs/tensor_lru_cache.md: exactly nbytes bytes, a dtype among int8/uint8, int16/float16,
-    # int32/float32, int64/float64 whose element size divides nbytes, elements (31 * i + tag) mod 127.
-    # Kills the fill mutants: `... % _FILL_MODULUS` -> `/`, `+ tag` -> `- tag`, `arange / 31`, `* 32`.
+    # docs/tensor_lru_cache.md: exactly nbytes bytes, a dtype among uint8/int8, float16/bfloat16/int16,
+    # float32/int32, float64/int64 whose element size divides nbytes, elements (31 * i + tag) mod 127.
+    # Kills the fill mutants: `... % ELEMENT_FILL_MODULUS` -> `/`, `+ tag` -> `- tag`, `arange / 31`, `* 32`.
     value = _tensor_cache(64).make_value(nbytes, tag)
     size = value.element_size()
     assert value.dtype in _MAKE_VALUE_DTYPES[size] and nbytes % size == 0

@@ -119,7 +119,8 @@ def test_the_targets_are_every_broken_cache_and_pool_once():
     assert "FixedTableOfEight" not in names
     assert "FixedTableOfEight" in [target.factory_name for target in search_power.targets(thorough=True)]
     blocks = [target for target in search_power.targets() if "--spec" in target.flags]
-    assert {target.impl.partition(":")[0] for target in blocks} == {"model_tests.block_pools", "model_tests.broken_sharing_pools"}
+    assert {target.impl.partition(":")[0] for target in blocks} == {
+        "model_tests.block_pools", "model_tests.broken_sharing_pools", "model_tests.null_block_pools"}
 
 
 def test_a_run_is_the_default_check_with_its_seed_and_one_divergence(tmp_path):

@@ -135,12 +135,25 @@ def test_make_value_has_exactly_nbytes_on_the_device() -> None:
 
 def test_make_value_varies_the_dtype_with_the_tag() -> None:
     cache = cpu_cache()
-    assert {cache.make_value(8, tag).dtype for tag in range(8)} == {
-        torch.int8, torch.uint8, torch.int16, torch.float16,
+    assert {cache.make_value(8, tag).dtype for tag in range(12)} == {
+        torch.int8, torch.uint8, torch.int16, torch.float16, torch.bfloat16,
         torch.int32, torch.float32, torch.int64, torch.float64,
     }
-    assert {cache.make_value(3, tag).dtype for tag in range(4)} == {torch.int8, torch.uint8}
+    assert {cache.make_value(3, tag).dtype for tag in range(8)} == {torch.int8, torch.uint8}
     assert {cache.make_value(6, tag).dtype.itemsize for tag in range(8)} == {1, 2}
+
+
+def test_make_value_takes_the_recipes_element_size() -> None:
+    cache = cpu_cache()
+    for element_size, dtypes in ((1, {torch.uint8, torch.int8}), (2, {torch.float16, torch.bfloat16, torch.int16}),
+                                 (4, {torch.float32, torch.int32}), (8, {torch.float64, torch.int64})):
+        values = [cache.make_value(24, tag, element_size) for tag in range(16)]
+        assert {value.dtype for value in values} == dtypes
+        assert all(value.element_size() == element_size and value.nbytes == 24 for value in values)
+    assert cache.make_value(24, 0, 8).tolist() == [(31 * i) % 127 for i in range(3)]
+    for bad in (3, 8, 16, True, 8.0):
+        with pytest.raises(InvalidArgumentError, match="element_size"):
+            cache.make_value(12, 0, bad)  # 8 does not divide 12; 3 and 16 are no element size
 
 
 def test_make_value_is_deterministic_and_tag_dependent() -> None:

@@ -23,7 +23,8 @@ budget, and no example database is read or written, so every seed searches from 
 
 The targets (`targets()`): every broken cache of model_tests/broken_caches.py,
 broken_sharing_caches.py and broken_profile_caches.py (each under its profile), and every broken
-pool of block_pools.py and broken_sharing_pools.py (`--spec blocks`). With `--thorough`, also
+pool of block_pools.py and broken_sharing_pools.py (`--spec blocks`; null_block_pools.py's under
+`--profile vllm-block-pool`). With `--thorough`, also
 broken_scope_caches.py under `--thorough`: a default run is not meant to find those (docs/scope.md;
 model_tests/test_scope.py holds the small scope to missing them). Left out: racy_caches.py (a race
 needs `--threads`), faulty_caches.py and ExitsOnDoubleFreePool (hangs and crashes, which
@@ -73,6 +74,10 @@ PROFILE_CACHES = {
     "same_request_twice": "vllm-encoder-cache",
 }
 """model_tests/broken_profile_caches.py's factories and the profile each breaks."""
+
+NULL_BLOCK_POOLS = ("NullPinningPool",)
+"""model_tests/null_block_pools.py's broken pools, checked under vllm-block-pool (where the null
+block is a valid argument)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ def targets(thorough: bool = False) -> list[Target]:
           for name, profile in PROFILE_CACHES.items()),
         *_module_targets("block_pools", names(block_pools.BROKEN_POOLS), ("--spec", "blocks")),
         *_module_targets("broken_sharing_pools", names(broken_sharing_pools.BROKEN_SHARING_POOLS), ("--spec", "blocks")),
+        *(Target(f"model_tests.null_block_pools:{name}", ("--spec", "blocks", "--profile", "vllm-block-pool"))
+          for name in NULL_BLOCK_POOLS),
     ]
     if thorough:
         chosen += _module_targets("broken_scope_caches", names(broken_scope_caches.BROKEN_SCOPE_CACHES), ("--thorough",))

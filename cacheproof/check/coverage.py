@@ -3,7 +3,9 @@ spec kind's operation table says each operation can have (`spec.kind.Operation.o
 
 A run that never saw `commit` raise ConflictError has not checked how a cache handles it, however
 many examples it ran; the report names every outcome not reached, so a user knows what a green run
-covered (docs/search-power.md).
+covered (docs/search-power.md). Beside the outcomes a run may count argument *cases* its generator
+names (`cases`: e.g. "touch returns with the null block", where a profile makes the null block a
+valid argument): rows of the same table, reached or not like any outcome.
 """
 
 from __future__ import annotations
@@ -15,18 +17,26 @@ from cacheproof.spec.kind import Operation
 
 
 class OutcomeCoverage:
-    """Counts of (operation, outcome) over a run; `operations` are the table rows the run calls."""
+    """Counts of (operation, outcome) over a run; `operations` are the table rows the run calls,
+    `cases` the (operation, case) rows counted beside their outcomes (those of other operations
+    are left out)."""
 
-    def __init__(self, operations: Iterable[Operation]) -> None:
+    def __init__(self, operations: Iterable[Operation], cases: Iterable[tuple[str, str]] = ()) -> None:
         self.operations = tuple(operations)
+        names = {op.name for op in self.operations}
+        self.cases = tuple(case for case in cases if case[0] in names)
         self.counts: Counter[tuple[str, str]] = Counter()
         self.programs = 0
 
     def record(self, operation: str, outcome: str) -> None:
         self.counts[(operation, outcome)] += 1
 
+    def rows(self, operation: Operation) -> tuple[str, ...]:
+        """The outcomes of `operation`, then its cases."""
+        return (*operation.outcomes, *(case for name, case in self.cases if name == operation.name))
+
     def possible(self) -> tuple[tuple[str, str], ...]:
-        return tuple((op.name, outcome) for op in self.operations for outcome in op.outcomes)
+        return tuple((op.name, row) for op in self.operations for row in self.rows(op))
 
     def missing(self) -> tuple[tuple[str, str], ...]:
         """The outcomes of the run's operations it never reached, in table order."""
@@ -56,7 +66,7 @@ class OutcomeCoverage:
             "possible": len(possible),
             "unlisted": [f"{op} {outcome}" for op, outcome in self.unlisted()],
             "operations": {
-                op.name: {outcome: self.counts[(op.name, outcome)] for outcome in op.outcomes}
+                op.name: {row: self.counts[(op.name, row)] for row in self.rows(op)}
                 for op in self.operations
             },
         }

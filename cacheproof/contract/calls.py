@@ -2,25 +2,48 @@
 
 Values inside a call are `ValueRecipe`s, made concrete for each cache by `value_for`, so one call
 sequence drives the spec and any cache alike. JSON form: `{"op", "args", "kwargs"}`, a recipe as
-`{"nbytes": n, "tag": t}`, a tuple as `{"tuple": [...]}`, bytes (keys such as b"1") as
-`{"bytes": "<hex>"}`; other values are JSON's own. Keys that format alike stay distinct: 1, "1",
-b"1", ("img", 1) and ("img", "1") each decode to themselves. A recipe is a size, never the bytes.
+`{"nbytes": n, "tag": t, "element_size": e}` (no "element_size" for a recipe without one), a tuple
+as `{"tuple": [...]}`, bytes (keys such as b"1") as `{"bytes": "<hex>"}`; other values are JSON's
+own. Keys that format alike stay distinct: 1, "1", b"1", ("img", 1) and ("img", "1") each decode
+to themselves. A recipe is a size, never the bytes.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cacheproof.contract.values import value_for
+from cacheproof.contract.values import recipe_problem, value_for
+from cacheproof.spec.cache.values import element_size_for
 
 
 class ValueRecipe(NamedTuple):
-    """A value of nbytes bytes made from tag (see `cacheproof.contract.values.value_for`)."""
+    """A value of nbytes bytes of `element_size`-byte elements made from tag (see
+    `cacheproof.contract.values.value_for`); element_size None: a recipe that records none (a trace
+    written before recipes had one), made as before."""
 
     nbytes: int
     tag: int
+    element_size: int | None = None
+
+    def problem(self) -> str | None:
+        """Why this is no recipe (`cacheproof.contract.values.recipe_problem`), or None."""
+        return recipe_problem(self.nbytes, self.tag, self.element_size)
+
+    def python(self, cache_name: str = "cache") -> str:
+        """The recipe as Python: `value_for(cache, nbytes, tag)`, with `element_size=` when it has one."""
+        size = "" if self.element_size is None else f", element_size={self.element_size}"
+        return f"value_for({cache_name}, {self.nbytes}, {self.tag}{size})"
+
+    def value(self, cache: Any, capacity_bytes: int | None = None) -> Any:
+        """The value `cache` is given for this recipe (`value_for`)."""
+        return value_for(cache, self.nbytes, self.tag, capacity_bytes, self.element_size)
 
 
+def drawn_recipe(nbytes: int, tag: int) -> ValueRecipe:
+    """The recipe the checker makes of a drawn size and tag: its element size picked by the tag among
+    those dividing nbytes (`cacheproof.spec.cache.values.element_size_for`; tag 0, and an odd or
+    empty nbytes, give 1)."""
+    return ValueRecipe(nbytes, tag, element_size_for(nbytes, tag))
 
 
 class Call(NamedTuple):
@@ -50,7 +73,7 @@ def invoke(cache: Any, call: Call, values_from: Any = None, capacity_bytes: int 
 
 def _concrete(cache: Any, argument: Any, capacity_bytes: int | None) -> Any:
     if isinstance(argument, ValueRecipe):
-        return value_for(cache, argument.nbytes, argument.tag, capacity_bytes)
+        return argument.value(cache, capacity_bytes)
     return argument
 
 
@@ -73,7 +96,9 @@ def from_json(data: dict) -> Call:
 def encode_value(value: Any) -> Any:
     """One argument or result in the JSON form (recipes and tuples tagged)."""
     if isinstance(value, ValueRecipe):
-        return {"nbytes": value.nbytes, "tag": value.tag}
+        if value.element_size is None:
+            return {"nbytes": value.nbytes, "tag": value.tag}
+        return {"nbytes": value.nbytes, "tag": value.tag, "element_size": value.element_size}
     if isinstance(value, tuple):
         return {"tuple": [encode_value(v) for v in value]}
     if isinstance(value, bytes):
@@ -85,8 +110,8 @@ def encode_value(value: Any) -> Any:
 
 def decode_value(value: Any) -> Any:
     """The inverse of `encode_value`."""
-    if isinstance(value, dict) and set(value) == {"nbytes", "tag"}:
-        return ValueRecipe(value["nbytes"], value["tag"])
+    if isinstance(value, dict) and set(value) in ({"nbytes", "tag"}, {"nbytes", "tag", "element_size"}):
+        return ValueRecipe(value["nbytes"], value["tag"], value.get("element_size"))
     if isinstance(value, dict) and set(value) == {"tuple"}:
         return tuple(decode_value(v) for v in value["tuple"])
     if isinstance(value, dict) and set(value) == {"bytes"}:
@@ -97,7 +122,8 @@ def decode_value(value: Any) -> Any:
 
 
 def to_python(call: Call, cache_name: str = "cache") -> str:
-    """The call as a Python expression, values written as `value_for(cache, nbytes, tag)`."""
+    """The call as a Python expression, values written as `value_for(cache, nbytes, tag)` (with
+    `element_size=` where the recipe has one)."""
     args = [_python(a, cache_name) for a in call.args]
     args += [f"{name}={_python(a, cache_name)}" for name, a in call.kwargs.items()]
     if call.op == "contains":
@@ -107,5 +133,5 @@ def to_python(call: Call, cache_name: str = "cache") -> str:
 
 def _python(value: Any, cache_name: str) -> str:
     if isinstance(value, ValueRecipe):
-        return f"value_for({cache_name}, {value.nbytes}, {value.tag})"
+        return value.python(cache_name)
     return repr(value)

@@ -36,7 +36,7 @@ from cacheproof.contract.outcomes import (
 )
 from cacheproof.contract.faults import UserCodeError
 from cacheproof.contract.sequence import compared_keys
-from cacheproof.contract.values import value_for, values_equal
+from cacheproof.contract.values import values_equal
 
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.kinds import new_spec
@@ -139,7 +139,7 @@ def _recipe_of(value: Any, calls: Sequence[Call], cache: Any) -> ValueRecipe | N
     for call in reversed(calls):
         if call.op in ("commit", "put") and len(call.args) == 2 and isinstance(call.args[1], ValueRecipe):
             recipe = call.args[1]
-            if values_equal(value, value_for(cache, recipe.nbytes, recipe.tag)):
+            if values_equal(value, recipe.value(cache)):
                 return recipe
     return None
 

@@ -86,7 +86,8 @@ def describe_outcome(result: Any, error: str | None) -> str:
     if error is not None:
         return f"raises {error}"
     if isinstance(result, ValueRecipe):
-        return f"returns the value of recipe (nbytes={result.nbytes}, tag={result.tag})"
+        size = "" if result.element_size is None else f", element_size={result.element_size}"
+        return f"returns the value of recipe (nbytes={result.nbytes}, tag={result.tag}{size})"
     if result is SOME_VALUE:
         return "returns a value"
     return f"returns {result!r}"

@@ -50,7 +50,7 @@ def result_check(call: Call, expected: Any, recipe: ValueRecipe | None = None) -
     for the spec's `expected` (docs/contract.md, How results are compared). `recipe`: for a value
     returned by get or pop, the recipe of the call that stored it."""
     if recipe is not None:
-        return f"values_equal(result, value_for(cache, {recipe.nbytes}, {recipe.tag}))"
+        return f"values_equal(result, {recipe.python()})"
     if expected is None or isinstance(expected, bool):
         return f"result is {expected!r}"
     if isinstance(expected, enum.Enum):

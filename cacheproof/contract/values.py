@@ -1,12 +1,18 @@
 """The checker's value recipe and value comparison.
 
-A value is described by `(nbytes, tag)`: a cache with `make_value(nbytes, tag)` makes it itself;
-any other cache gets `bytes` of length nbytes filled with `tag % 256` up to `BYTES_UP_TO`, and
-above that a `storage_free_value` (a numpy broadcast view: its `nbytes` is its logical size, it
-holds one byte), so a recipe of 2**40 bytes costs nothing. A recipe larger than the cache's
-capacity is never built: every operation that takes a value refuses it whatever its contents
-(put: too large; commit: no reservation is that large), so such a call gets a `storage_free_value`
-of the same size instead.
+A value is described by `(nbytes, tag, element_size)`: nbytes bytes of `element_size`-byte
+elements (1, 2, 4 or 8: `cacheproof.spec.cache.values.ELEMENT_DTYPES`; it divides nbytes), filled
+from tag. A cache with `make_value(nbytes, tag)` makes it itself, and is told the element size
+when its make_value takes an `element_size` keyword; any other cache gets, up to `BYTES_UP_TO`,
+`bytes` of length nbytes filled with `tag % 256` where the element size is 1, and a numpy array of
+that element size otherwise (dtype `dtype_name_for(element_size, tag)`, `element_fill(tag)` in
+every element), so a cache that sizes a value by its element count is seen; above `BYTES_UP_TO`, a
+`storage_free_value` (a numpy broadcast view: its `nbytes` is its logical size, it holds one
+element), so a recipe of 2**40 bytes costs nothing. A recipe with no element size (None: traces
+written before recipes had one) is made as before: bytes, or `make_value(nbytes, tag)`. A recipe
+larger than the cache's capacity is never built: every operation that takes a value refuses it
+whatever its contents (put: too large; commit: no reservation is that large), so such a call gets
+a `storage_free_value` of the same size and element size instead.
 
 The checker never allocates more than `MAX_VALUE_BYTES` for one value: a cache whose own values
 are not storage-free (`is_storage_free` of what its make_value returns is False) is checked at
@@ -15,19 +21,37 @@ capacities of at most that (docs/scope.md).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
+from cacheproof.spec.cache.values import ELEMENT_FILL_MODULUS, dtype_name_for, element_sizes_dividing
+
 BYTES_UP_TO = 1 << 16
-"""Recipes up to this many bytes become `bytes` for a cache without make_value; larger ones a view."""
+"""Recipes up to this many bytes are built for a cache without make_value; larger ones a view."""
 
 MAX_VALUE_BYTES = 1 << 26
 """64 MiB: the most real memory the checker lets one value hold."""
 
 
-def value_for(cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None) -> Any:
-    """The value the checker passes to `cache` for the recipe (nbytes, tag).
+def recipe_problem(nbytes: Any, tag: Any, element_size: Any = None) -> str | None:
+    """Why (nbytes, tag, element_size) is no value recipe, or None when it is one: nbytes an int
+    >= 0, tag an int, element_size None or one of the element sizes dividing nbytes."""
+    if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
+        return f"a value recipe needs an int nbytes >= 0 and an int tag, got nbytes={nbytes!r}, tag={tag!r}"
+    sizes = element_sizes_dividing(nbytes)
+    if element_size is not None and (type(element_size) is not int or element_size not in sizes):
+        return (f"a value recipe's element_size is one of {', '.join(map(str, sizes))} "
+                f"for nbytes={nbytes} (a size that divides it), got {element_size!r}")
+    return None
+
+
+def value_for(
+    cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None, element_size: int | None = None
+) -> Any:
+    """The value the checker passes to `cache` for the recipe (nbytes, tag, element_size).
 
     Above `capacity_bytes` (default: the cache's `capacity_bytes` attribute, if any) the value is a
     `storage_free_value`: make_value is never asked for what the spec's size rules refuse.
@@ -35,21 +59,69 @@ def value_for(cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = No
     if capacity_bytes is None:
         capacity_bytes = getattr(cache, "capacity_bytes", None)
     if isinstance(capacity_bytes, int) and nbytes > capacity_bytes:
-        return storage_free_value(nbytes, tag)
+        return storage_free_value(nbytes, tag, element_size or 1)
     make_value = getattr(cache, "make_value", None)
     if make_value is not None and nbytes > 0:
+        if element_size is not None and _takes_element_size(make_value):
+            return make_value(nbytes, tag, element_size=element_size)
         return make_value(nbytes, tag)
     if nbytes > BYTES_UP_TO:
-        return storage_free_value(nbytes, tag)
-    return bytes([tag % 256]) * nbytes
-
-
-def storage_free_value(nbytes: int, tag: int = 0) -> Any:
-    """A value of nbytes bytes by the contract's sizing rule that holds a single byte: a read-only
-    numpy uint8 array repeating the byte `tag % 256` (stride 0)."""
+        return storage_free_value(nbytes, tag, element_size or 1)
+    if element_size in (None, 1) or nbytes == 0:
+        return bytes([tag % 256]) * nbytes
     import numpy
 
-    return numpy.broadcast_to(numpy.full(1, tag % 256, dtype=numpy.uint8), (nbytes,))
+    value = numpy.full(nbytes // element_size, element_fill(tag), dtype=_numpy_dtype(element_size, tag))
+    value.flags.writeable = False  # as bytes: the caller's value, which a cache copies, never writes
+    return value
+
+
+def element_fill(tag: int) -> int:
+    """The element of a value of several-byte elements made from `tag`."""
+    return tag % ELEMENT_FILL_MODULUS
+
+
+def _takes_element_size(make_value: Any) -> bool:
+    """Whether `make_value` takes an `element_size` keyword (or any keyword), read through wrappers
+    (`__wrapped__`) and decided once per function (a bound method's function: no cache is kept
+    alive) where it is hashable."""
+    target = inspect.unwrap(make_value)
+    target = getattr(target, "__func__", target)
+    try:
+        return _signature_takes_element_size(target)
+    except TypeError:  # unhashable: not cached
+        return _signature_takes_element_size.__wrapped__(target)
+
+
+@lru_cache(maxsize=64)
+def _signature_takes_element_size(make_value: Any) -> bool:
+    try:
+        parameters = inspect.signature(make_value).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        (p.name == "element_size" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD for p in parameters
+    )
+
+
+@lru_cache(maxsize=1024)
+def _numpy_dtype(element_size: int, tag: int) -> Any:
+    """The numpy dtype of a value of `element_size`-byte elements made from `tag` (numpy lacks bfloat16)."""
+    import numpy
+
+    return numpy.dtype(dtype_name_for(element_size, tag, lambda name: hasattr(numpy, name)))
+
+
+def storage_free_value(nbytes: int, tag: int = 0, element_size: int = 1) -> Any:
+    """A value of nbytes bytes by the contract's sizing rule that holds a single element: a
+    read-only numpy array repeating one element (stride 0), the byte `tag % 256` for element size
+    1 (the default), else `element_fill(tag)` of the element size's dtype."""
+    import numpy
+
+    if element_size == 1:
+        return numpy.broadcast_to(numpy.full(1, tag % 256, dtype=numpy.uint8), (nbytes,))
+    one = numpy.full(1, element_fill(tag), dtype=_numpy_dtype(element_size, tag))
+    return numpy.broadcast_to(one, (nbytes // element_size,))
 
 
 def is_storage_free(value: Any) -> bool:

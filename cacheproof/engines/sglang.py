@@ -74,8 +74,8 @@ class SglangMultiModalCache:
         self._keys: dict[Any, Hashable] = {}  # combined hash -> contract key, for snapshot()
         self._atomic = Atomic(cache)
 
-    def make_value(self, nbytes: int, tag: int) -> Any:
-        return make_tensor(nbytes, tag)
+    def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> Any:
+        return make_tensor(nbytes, tag, element_size)
 
     def _hash(self, key: Hashable) -> Any:
         return engine_call(self.cache, "combine_hashes", [key])

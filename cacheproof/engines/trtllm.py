@@ -121,8 +121,8 @@ class TrtllmTensorLRUCache:
     def capacity_bytes(self) -> int:
         return engine_member(self.cache, "max_bytes")
 
-    def make_value(self, nbytes: int, tag: int) -> Any:
-        return make_tensor(nbytes, tag)
+    def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> Any:
+        return make_tensor(nbytes, tag, element_size)
 
     def put(self, key: Hashable, value: Any) -> bool:
         tensor = as_tensor(value)

@@ -32,7 +32,11 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
 - `snapshot()` reads vLLM's state: the free queue walked from `free_block_queue`'s fake head
   along `next_free_block` (at most num_blocks + 1 steps, so a corrupt cycle shows as an
   impossible length instead of hanging), each block's `ref_cnt` and the int of its `block_hash`,
-  and the holdings the adapter recorded (vLLM's pool has no request identity).
+  and the holdings the adapter recorded (vLLM's pool has no request identity). The null block's
+  count is read as 0: block tables pad with the null block, so vLLM's `touch` adds to its
+  `ref_cnt` and `free_blocks` takes from it like any block's, and nothing in vLLM reads that
+  number back (every queue operation tests `is_null` first), so it counts no holding; the
+  contract's null block has ref 0 for ever. Its queue place and hash are read as they are.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -242,8 +246,11 @@ class VllmBlockPool:
         return tuple(order)
 
     def snapshot(self) -> tuple[tuple[int, ...], tuple[tuple[int, int | None], ...], tuple[tuple[int, tuple[int, ...]], ...]]:
-        """(free queue, per-block (ref_cnt, hash or None), sorted holdings) read from vLLM."""
-        blocks = tuple((block.ref_cnt, self._hash_of(block.block_hash)) for block in self.pool.blocks)
+        """(free queue, per-block (ref_cnt, hash or None), sorted holdings) read from vLLM; the null
+        block's ref_cnt, which counts no holding, as 0 (see the module docstring)."""
+        blocks = tuple(
+            (0 if block.is_null else block.ref_cnt, self._hash_of(block.block_hash)) for block in self.pool.blocks
+        )
         holdings = tuple(sorted((request, tuple(sorted(held))) for request, held in self._held.items() if held))
         return self.free_queue(), blocks, holdings
 

@@ -280,6 +280,6 @@ def _call(kind, data: Any, where: str, fail) -> Call:
     if problem is not None:
         raise fail(f"{where}.{problem[0]}", problem[1])
     for value in (*call.args, *call.kwargs.values()):
-        if isinstance(value, ValueRecipe) and (type(value.nbytes) is not int or value.nbytes < 0 or type(value.tag) is not int):
-            raise fail(where, f"a value recipe needs an int nbytes >= 0 and an int tag, got {tuple(value)}")
+        if isinstance(value, ValueRecipe) and value.problem() is not None:
+            raise fail(where, value.problem())
     return call

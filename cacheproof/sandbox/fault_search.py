@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, NamedTuple, Sequence
 
-from cacheproof.contract.calls import Call
+from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
@@ -302,14 +302,16 @@ def _simpler(argument: Any) -> list[Any]:
     """Simpler arguments than `argument`, simplest first: a plain tuple with one element dropped
     (the first, ..., the last); a positive int (not a bool) lowered to 1, half or one less, never
     below 1 (0 is where the bad arguments start: an empty value, the null block, no bytes); a named
-    tuple (a value recipe) with one int field so lowered."""
+    tuple (a value recipe) with one int field so lowered, where the result is still one (a value
+    recipe's element size must divide its nbytes: `ValueRecipe.problem`)."""
     if type(argument) is tuple:
         return [argument[:i] + argument[i + 1:] for i in range(len(argument))]
     if isinstance(argument, int) and not isinstance(argument, bool):
         return sorted({1, argument // 2, argument - 1} - {argument}) if argument > 1 else []
     if isinstance(argument, tuple) and hasattr(argument, "_replace"):
-        return [argument._replace(**{field: lower}) for field, value in zip(argument._fields, argument)
-                for lower in _simpler(value) if isinstance(value, int)]
+        candidates = [argument._replace(**{field: lower}) for field, value in zip(argument._fields, argument)
+                      for lower in _simpler(value) if isinstance(value, int)]
+        return [c for c in candidates if not isinstance(c, ValueRecipe) or c.problem() is None]
     return []
 
 

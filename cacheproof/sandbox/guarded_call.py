@@ -139,6 +139,7 @@ def _guarded(name: str, method: Callable, watch: Watch) -> Callable:
             watch.end()
 
     guarded.__name__ = name
+    guarded.__wrapped__ = method  # its signature is the method's (`value_for` reads make_value's)
     return guarded
 
 

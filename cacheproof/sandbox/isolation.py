@@ -44,13 +44,14 @@ _START_SECONDS = 120.0
 
 
 class RemoteValue(bytes):
-    """A value made in the child from `recipe` (nbytes, tag); in the checker, the default recipe's bytes."""
+    """A value made in the child from `recipe` (nbytes, tag, element_size); in the checker, bytes
+    of nbytes (what the spec sizes and stores)."""
 
-    recipe: tuple[int, int]
+    recipe: tuple[int, int, int | None]
 
-    def __new__(cls, nbytes: int, tag: int) -> "RemoteValue":
+    def __new__(cls, nbytes: int, tag: int, element_size: int | None = None) -> "RemoteValue":
         value = super().__new__(cls, bytes([tag % 256]) * nbytes)
-        value.recipe = (nbytes, tag)
+        value.recipe = (nbytes, tag, element_size)
         return value
 
     def __reduce__(self):
@@ -176,9 +177,10 @@ def _made_value(cache: Any, made: list, argument: Any) -> Any:
     if not isinstance(argument, RemoteValue):
         return argument
     try:
-        value = value_for(cache, *argument.recipe)
+        nbytes, tag, element_size = argument.recipe
+        value = value_for(cache, nbytes, tag, element_size=element_size)
     except BaseException as error:  # whatever make_value raises is reported
-        raise _MakeValueFailed("make_value({}, {})".format(*argument.recipe), error) from None
+        raise _MakeValueFailed(f"make_value({nbytes}, {tag})", error) from None
     made.append((value, argument.recipe))
     return value
 

@@ -180,29 +180,26 @@ def _traced_call(data: dict, source: str, number: int) -> TracedCall:
         call = Call(op, tuple(_unrepr(a) for a in call.args), {k: _unrepr(v) for k, v in call.kwargs.items()})
         result, error = _outcome(data, where)
         observed = _observed(data.get("observed"), where)
-        bad_recipe = _bad_recipe((*call.args, *call.kwargs.values(), result, observed and observed.result))
+        recipe_problem = _recipe_problem((*call.args, *call.kwargs.values(), result, observed and observed.result))
     except RecursionError:
         raise TraceFormatError(f"{where}: nested too deeply to be a call") from None
     except (TypeError, ValueError) as error:  # e.g. {"tuple": 3}, {"bytes": "not hex"}
         raise TraceFormatError(f"{where}: malformed argument or result: {error}") from None
-    if bad_recipe is not None:
-        raise TraceFormatError(
-            f"{where}: a value recipe needs an int nbytes >= 0 and an int tag, got "
-            f"nbytes={bad_recipe.nbytes!r}, tag={bad_recipe.tag!r}"
-        )
+    if recipe_problem is not None:
+        raise TraceFormatError(f"{where}: {recipe_problem}")
     return TracedCall(call, result, error, observed)
 
 
-def _bad_recipe(values: tuple) -> ValueRecipe | None:
-    """The first value recipe in `values` or inside their tuples and lists whose nbytes or tag is
-    not a valid int, or None."""
+def _recipe_problem(values: tuple) -> str | None:
+    """What is wrong with the first value recipe in `values` or inside their tuples and lists that
+    is none (`ValueRecipe.problem`: nbytes, tag, element size), or None."""
     pending = list(values)
     while pending:
         value = pending.pop()
         if isinstance(value, ValueRecipe):
-            nbytes, tag = value
-            if type(nbytes) is not int or nbytes < 0 or type(tag) is not int:
-                return value
+            problem = value.problem()
+            if problem is not None:
+                return problem
         elif isinstance(value, (tuple, list)):
             pending.extend(value)
     return None

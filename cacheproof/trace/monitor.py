@@ -8,7 +8,8 @@ are compared every `state_every` calls (1: after every call), by default every m
 calls, which bounds their cost per call.
 
 The calls are recorded as a trace (see cacheproof.trace.format): a value passed to commit/put as
-`{"nbytes": size, "tag": 0}` (its size, not its contents: the lifecycle depends on sizes only),
+`{"nbytes": size, "tag": 0, "element_size": e}` (its size and bytes per element, not its contents:
+the lifecycle depends on sizes only),
 a get/pop result as `{"value": true}`. The trace in memory restarts whenever the cache becomes
 empty (an empty cache replays the same from there on); `trace_path` logs every call, line-buffered.
 The call that diverges ends both, with the spec's outcome and the cache's as `observed`; the log is
@@ -41,7 +42,7 @@ from cacheproof.contract.outcomes import STATS_FIELDS, Outcome, outcome_differen
 from cacheproof.spec import CacheError
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
-from cacheproof.spec.cache.values import value_size
+from cacheproof.spec.cache.values import element_sizes_dividing, value_size
 from cacheproof.trace.held_values import HeldValues
 from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
 from cacheproof.spec.kinds import DEFAULT_KIND, new_spec
@@ -360,14 +361,22 @@ def _state_difference(spec: Model, cache: Any) -> str | None:
 
 
 def _record(op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> tuple:
-    """What the trace keeps of a call: a value argument as its size (never the value itself)."""
+    """What the trace keeps of a call: a value argument as its size and element size (never the
+    value itself)."""
     if error is not None:
         error = error_name(error)
     if op in _VALUE_ARGUMENT_OPERATIONS and len(args) == 2:
         size = _size(args[1])
         if size is not None:
-            args = (args[0], ValueRecipe(size, 0))
+            args = (args[0], ValueRecipe(size, 0, _element_size(args[1], size)))
     return (op, args, kwargs, result, error)
+
+
+def _element_size(value: Any, size: int) -> int:
+    """Bytes per element of a sized value (`itemsize` of an array or tensor; 1 for bytes, and for
+    an element size no recipe has)."""
+    itemsize = getattr(value, "itemsize", 1)
+    return itemsize if type(itemsize) is int and itemsize in element_sizes_dividing(size) else 1
 
 
 def _size(value: Any) -> int | None:

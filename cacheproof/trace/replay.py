@@ -48,7 +48,7 @@ from cacheproof.trace.format import (
     recorded_calls,
     recorded_result,
 )
-from cacheproof.contract.values import value_for, values_equal
+from cacheproof.contract.values import values_equal
 from cacheproof.spec.kinds import new_spec
 
 SPEC = "spec"
@@ -217,7 +217,7 @@ def _result_matches(recorded: Any, result: Any, target: Any) -> bool:
         return True
     if isinstance(recorded, ValueRecipe):  # sizes first: a recorded recipe is built only if it can match
         return value_size(result) == recorded.nbytes and values_equal(
-            value_for(target, recorded.nbytes, recorded.tag), result
+            recorded.value(target), result
         )
     replayed = recorded_result(result)
     return type(replayed) is type(recorded) and replayed == recorded

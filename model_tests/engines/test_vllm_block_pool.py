@@ -78,6 +78,20 @@ def test_real_double_free_drives_ref_to_minus_one() -> None:
     assert pool.num_free() == 3
 
 
+def test_the_null_block_of_a_padded_table_is_passed_over() -> None:
+    """vllm-block-pool's null_block="skip", worked by hand: the null block and its hash are passed
+    over in cache_full_blocks, touch and free_blocks; whatever vLLM does to its ref_cnt, it holds
+    nothing, so the snapshot shows it at 0, unqueued and unhashed."""
+    pool = block_pool(4)
+    assert pool.allocate(1, 1) == (1,)
+    pool.cache_blocks(1, (0, 1), (5, 6))
+    pool.touch(2, (0, 1, 0))
+    pool.free(2, (1, 0))
+    assert pool.evict((0,)) == ()
+    assert pool.lookup((5,)) == () and pool.lookup((6,)) == (1,)
+    assert pool.snapshot() == ((2, 3), ((0, None), (1, 6), (0, None), (0, None)), ((1, (1,)),))
+
+
 def test_negative_allocation_corrupts_the_free_count() -> None:
     pool = block_pool(4)
     assert pool.allocate(1, -1) == ()  # the contract's InvalidArgumentError

@@ -6,12 +6,53 @@ form (sparse, quantized and nested tensors), not a buffer that is gone (a releas
 A tensor on PyTorch's "meta" device is sizable: it has a size and no data (the storage-free
 checking mode). Each value is sized from one trustworthy source, read once: a bytes subclass is
 sized by its buffer, never by a `__len__` it may redefine.
+
+A value's bytes are a run of elements of 1, 2, 4 or 8 bytes (`ELEMENT_DTYPES`), as the float16,
+bfloat16 and float32 tensors engines cache are: its size counts bytes, never elements, so the
+checker's values have every element size (`element_size_for`; `cacheproof.contract.values`) and
+the built-in cache makes a dtype of the size it is told (`cacheproof.impl.tensor_values`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
+
+ELEMENT_DTYPES: dict[int, tuple[str, ...]] = {
+    1: ("uint8", "int8"),
+    2: ("float16", "bfloat16", "int16"),
+    4: ("float32", "int32"),
+    8: ("float64", "int64"),
+}
+"""The element sizes (bytes per element) values are made with, and the dtypes of each size by
+name, the engines' first: KV blocks, encoder outputs and embeddings are float16, bfloat16 and
+float32 tensors. A cache that sizes a value by its element count instead of its bytes is right
+only at element size 1."""
+
+ELEMENT_FILL_MODULUS = 127
+"""Values made with several-byte elements hold integers below this: exact in every dtype of
+ELEMENT_DTYPES, int8 and bfloat16 included."""
+
+
+def element_sizes_dividing(nbytes: int) -> tuple[int, ...]:
+    """The element sizes a value of nbytes bytes can have: those dividing nbytes (1 alone for an
+    odd nbytes, or for 0, the empty value)."""
+    return tuple(size for size in ELEMENT_DTYPES if nbytes >= 1 and nbytes % size == 0) or (1,)
+
+
+def element_size_for(nbytes: int, tag: int) -> int:
+    """The element size of the value recipe (nbytes, tag): one of `element_sizes_dividing(nbytes)`,
+    picked by `tag` (tag 0: 1 byte, the simplest)."""
+    sizes = element_sizes_dividing(nbytes)
+    return sizes[tag % len(sizes)]
+
+
+def dtype_name_for(element_size: int, tag: int, available: Any = None) -> str:
+    """The dtype, by name, of a value of `element_size`-byte elements made from `tag`: one of
+    ELEMENT_DTYPES[element_size] (those `available(name)` accepts, when given), picked by
+    tag // len(ELEMENT_DTYPES), so that the element size and the dtype vary apart."""
+    names = [name for name in ELEMENT_DTYPES[element_size] if available is None or available(name)]
+    return names[(tag // len(ELEMENT_DTYPES)) % len(names)]
 
 
 def value_size(value: Any) -> int | None:

@@ -25,7 +25,7 @@ from cacheproof.contract.calls import Call, ValueRecipe, invoke
 from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.contract.outcomes import STATS_FIELDS, error_classes, normalize_snapshot
 from cacheproof.check.sequential.machine import KEYS
-from cacheproof.contract.values import value_for, values_equal
+from cacheproof.contract.values import values_equal
 from cacheproof.spec.kinds import get_kind
 
 SWITCH_INTERVAL = 1e-6
@@ -73,7 +73,7 @@ class Observed(NamedTuple):
         if kind == "value":
             if not payload:
                 return "returns a value unlike any the scenario stored"
-            return "returns the value of " + " or ".join(f"value_for(cache, {r.nbytes}, {r.tag})" for r in payload)
+            return "returns the value of " + " or ".join(r.python() for r in payload)
         if kind == "list":
             return f"returns {list(payload)!r}"
         return f"returns {payload!r}" if kind != "enum" else f"returns {payload}"
@@ -310,7 +310,7 @@ def _recipe_matcher(cache: Any, recipes: tuple[ValueRecipe, ...]) -> Callable[[A
 
     def matching(value: Any) -> tuple:
         if not made:
-            made.extend((recipe, value_for(cache, recipe.nbytes, recipe.tag)) for recipe in recipes if recipe.nbytes > 0)
+            made.extend((recipe, recipe.value(cache)) for recipe in recipes if recipe.nbytes > 0)
         return tuple(recipe for recipe, concrete in made if _equal(concrete, value))
 
     return matching

@@ -60,9 +60,9 @@ class _RecipeValue(bytes):
 class _SpecValues:
     """The value maker handed to the spec: `make_value` gives a `_RecipeValue`."""
 
-    def make_value(self, nbytes: int, tag: int) -> _RecipeValue:
+    def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> _RecipeValue:
         value = _RecipeValue(bytes([tag % 256]) * nbytes)
-        value.recipe = ValueRecipe(nbytes, tag)
+        value.recipe = ValueRecipe(nbytes, tag, element_size)
         return value
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable
 
 from cacheproof.contract import calls as call_format
-from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.calls import Call, ValueRecipe, drawn_recipe
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.check.sequential.machine import KEYS
 from cacheproof.spec import EntryState
@@ -165,9 +165,9 @@ class _Drawer:
             nbytes = self._size()
             if entry is not None:
                 nbytes = entry.nbytes if rng.random() < 0.8 else nbytes + (nbytes == entry.nbytes)
-            return Call("commit", (key, ValueRecipe(nbytes, rng.randrange(256))))
+            return Call("commit", (key, drawn_recipe(nbytes, rng.randrange(256))))
         if operation == "put":
-            return Call("put", (self._key(absent), ValueRecipe(self._size(), rng.randrange(256))))
+            return Call("put", (self._key(absent), drawn_recipe(self._size(), rng.randrange(256))))
         if operation == "get":
             return Call("get", (self._key([e.key for e in snapshot if e.state is EntryState.READY]),))
         if operation == "release":

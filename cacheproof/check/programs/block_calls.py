@@ -13,6 +13,12 @@ range, n < 0, a pool-level allocate for a request managed at the request level, 
 token that is not an int) come one in eight, and only when the semantics say misuse is checked;
 every error outcome of the operation table is among them (docs/search-power.md, outcome coverage).
 
+Where the semantics skip the null block (`null_block="skip"`, vLLM's design: block tables pad with
+it), one suited touch, cache_blocks, free or evict in NULL_PAD_IN carries it once or twice, at a
+drawn place (in cache_blocks with a hash of its own), since the pool must pass over it there; the
+outcome coverage counts those calls apart (`cases`, `case_of`). Under the contract the null block
+is misuse, drawn only among the misuse calls.
+
 The request level draws token sequences from a vocabulary of three tokens, so that requests share
 prefixes; a request extends its own tokens or starts new ones.
 """
@@ -28,6 +34,13 @@ REQUESTS = (1, 2, 3, 4)
 HASHES = (1, 2, 3, 4, 5, 6)
 TOKENS = (0, 1, 2)
 _MISUSE_PERCENT = 12
+NULL_BLOCK = 0
+NULL_PAD_IN = 4
+"""Where the null block is skipped, one suited call in this many that takes blocks carries it."""
+NULL_BLOCK_CASE = "returns with the null block"
+"""The coverage row of a call that carries the null block and returns (the pool passed over it)."""
+_BLOCKS_AT = {"touch": 1, "cache_blocks": 1, "free": 1, "evict": 0}
+"""Where each operation that may carry the null block takes its blocks."""
 NOT_INTS = ("1", None, True, 1.5)
 """Misused requests, hashes and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
 
@@ -47,6 +60,21 @@ class BlockCalls:
             return _MISUSE[operation](draws, state)
         return _SUITED[operation](draws, state)
 
+    def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
+        """The coverage rows besides the outcomes: under `semantics` (None: the contract), a call
+        of each operation that takes blocks carrying the null block, where it is skipped."""
+        if getattr(semantics, "null_block", None) != "skip":
+            return ()
+        return tuple((operation, NULL_BLOCK_CASE) for operation in _BLOCKS_AT)
+
+    def case_of(self, call: Call) -> str | None:
+        """The row of `cases` that `call` counts towards when it returns, if any."""
+        at = _BLOCKS_AT.get(call.op)
+        if at is None or len(call.args) <= at:
+            return None
+        blocks = call.args[at]
+        return NULL_BLOCK_CASE if isinstance(blocks, tuple) and NULL_BLOCK in blocks else None
+
 
 class _State:
     """What the drawers read: the model's snapshot and request tables."""
@@ -56,6 +84,7 @@ class _State:
         self.num_blocks = len(blocks)
         self.hashed = [b for b, (_, h) in enumerate(blocks) if h is not None]
         self.in_use = [b for b, (ref, _) in enumerate(blocks) if ref > 0 and b != 0]
+        self.skips_null = getattr(getattr(model, "semantics", None), "null_block", None) == "skip"
 
     def pool_request(self, draws: Draws) -> int:
         """A request not managed at the request level (the levels never share a request)."""
@@ -83,6 +112,20 @@ def _distinct(draws: Draws, items: list, most: int = 4) -> tuple:
     return tuple(dict.fromkeys(_subsequence(draws, items, most)))
 
 
+def _padded(draws: Draws, s: _State, blocks: tuple, hashes: tuple | None = None) -> tuple[tuple, tuple | None]:
+    """`blocks` (and their `hashes`, for cache_blocks) with the null block put in once or twice, at
+    drawn places, in one call of NULL_PAD_IN where the semantics skip it; unchanged otherwise."""
+    if not s.skips_null or draws.randrange(NULL_PAD_IN):
+        return blocks, hashes
+    padded, values = list(blocks), None if hashes is None else list(hashes)
+    for _ in range(integer(draws, 1, 2)):
+        at = integer(draws, 0, len(padded))
+        padded.insert(at, NULL_BLOCK)
+        if values is not None:
+            values.insert(at, choice(draws, HASHES))
+    return tuple(padded), None if values is None else tuple(values)
+
+
 def _allocate(draws: Draws, s: _State) -> Call:
     free = len(s.queue)
     n = choice(draws, (free, max(free - 1, 0))) if coin(draws) else integer(draws, 0, free + 1)
@@ -93,14 +136,16 @@ def _touch(draws: Draws, s: _State) -> Call:
     request = s.pool_request(draws)
     cached_free = [b for b in s.queue if s.blocks[b][1] is not None]
     pool = cached_free if cached_free and coin(draws) else s.hashed + s.in_use
-    return Call("touch", (request, _distinct(draws, pool)))
+    blocks, _ = _padded(draws, s, _distinct(draws, pool))
+    return Call("touch", (request, blocks))
 
 
 def _cache_blocks(draws: Draws, s: _State) -> Call:
     request = s.holder(draws)
     unhashed = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None]
     chosen = _distinct(draws, unhashed)
-    return Call("cache_blocks", (request, chosen, tuple(choice(draws, HASHES) for _ in chosen)))
+    blocks, hashes = _padded(draws, s, chosen, tuple(choice(draws, HASHES) for _ in chosen))
+    return Call("cache_blocks", (request, blocks, hashes))
 
 
 def _lookup(draws: Draws, s: _State) -> Call:
@@ -112,16 +157,17 @@ def _free(draws: Draws, s: _State) -> Call:
     request = s.holder(draws)
     held = s.held_by(request)
     if not held:
-        return Call("free", (request, ()))
+        return Call("free", (request, _padded(draws, s, ())[0]))
     count = integer(draws, 1, len(held))
     order = choice(draws, ("last first", "as held"))
     chosen = held[-count:][::-1] if order == "last first" else held[:count]
-    return Call("free", (request, tuple(chosen)))
+    return Call("free", (request, _padded(draws, s, tuple(chosen))[0]))
 
 
 def _evict(draws: Draws, s: _State) -> Call:
     free_hashed = [b for b in s.queue if s.blocks[b][1] is not None]
-    return Call("evict", (_distinct(draws, free_hashed or list(range(1, s.num_blocks)) or [0]),))
+    blocks = _distinct(draws, free_hashed or list(range(1, s.num_blocks)) or [0])
+    return Call("evict", (_padded(draws, s, blocks)[0],))
 
 
 def _reset(draws: Draws, s: _State) -> Call:

@@ -24,6 +24,13 @@ class CallGenerator(Protocol):
         """The next call, among `operations`, drawn from the state of `model` (never changed here);
         misuse calls only when `misuse`."""
 
+    def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
+        """(operation, case): the argument cases the outcome coverage counts beside the outcomes
+        under `semantics` (None: the kind's contract), e.g. a call that carries the null block."""
+
+    def case_of(self, call: Call) -> str | None:
+        """The case of `cases` that `call` belongs to, if any; it counts when the call returns."""
+
 
 _REGISTRY = {"blocks": "cacheproof.check.programs.block_calls:BlockCalls"}
 

@@ -106,7 +106,8 @@ def run_program(
     trail: ProgramTrail | None = None,
 ) -> ProgramRun:
     """Draw one program from `draws` and run it to its end or its first difference; `record(operation,
-    outcome)` is told each call's outcome on the model; `trail` follows the program as it goes."""
+    outcome)` is told each call's outcome on the model, and the call's case (the generator's
+    `case_of`) when it returns; `trail` follows the program as it goes."""
     plan = swarm(draws, setup.operations)
     size = setup.generator.size(draws)
     calls: list[Call] = []
@@ -116,12 +117,25 @@ def run_program(
     for _ in range(setup.steps):
         call = setup.generator.draw_call(draws, model, plan, setup.misuse)
         calls.append(call)
-        difference = differential_step(model, implementation, call, setup.kind.views, record,
+        seen = record if record is None else _with_case(record, setup.generator.case_of(call))
+        difference = differential_step(model, implementation, call, setup.kind.views, seen,
                                        error_names=setup.kind.error_names)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
         model.check_invariants()
     return ProgramRun(size, tuple(calls), None)
+
+
+def _with_case(record: Callable[[str, str], None], case: str | None) -> Callable[[str, str], None]:
+    """`record`, also told `case` when the call returns (a call that raises never reached its case)."""
+    if case is None:
+        return record
+
+    def seen(operation: str, outcome: str) -> None:
+        record(operation, outcome)
+        if outcome.startswith("returns"):
+            record(operation, case)
+    return seen
 
 
 def replay_program(

@@ -130,7 +130,9 @@ def run_program_check(
     """Check `factory(size)` against `kind`'s model; see the module docstring."""
     options = replace(options or ProgramOptions(), **fields)
     operations = options.operations or kind.names
-    report = ProgramReport(kind.name, coverage=OutcomeCoverage(op for op in kind.operations if op.name in operations))
+    checked = (op for op in kind.operations if op.name in operations)
+    coverage = OutcomeCoverage(checked, generator.cases(options.semantics))
+    report = ProgramReport(kind.name, coverage=coverage)
     started = time.perf_counter()
     last: list[ProgramCounterexample] = []
     shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.calls import Call, drawn_recipe
 from cacheproof.contract.outcomes import Divergence, step_difference
 from cacheproof.check.sequential.distinct import SearchDone
 from cacheproof.check.sequential.scope import (
@@ -204,11 +204,11 @@ class CacheMachine(RuleBasedStateMachine):
         nbytes = self._size(size)
         if entry is not None:
             nbytes = entry.nbytes if agree < 8 else nbytes + (nbytes == entry.nbytes)
-        self._step(Call("commit", (key, ValueRecipe(nbytes, tag))))
+        self._step(Call("commit", (key, drawn_recipe(nbytes, tag))))
 
     def do_put(self, pick, size, tag) -> None:
         key = self._key(pick, self._absent())
-        self._step(Call("put", (key, ValueRecipe(self._size(size), tag))))
+        self._step(Call("put", (key, drawn_recipe(self._size(size), tag))))
 
     def do_get(self, pick) -> None:
         self._step(Call("get", (self._key(pick, self._in_state(state=EntryState.READY)),)))
@@ -284,20 +284,20 @@ class CacheMachine(RuleBasedStateMachine):
 
     def _bad_call(self, operation: str, bad: str, key: Hashable, tag: int) -> Call:
         nbytes: Any = 1
-        value: Any = ValueRecipe(1, tag)
+        value: Any = drawn_recipe(1, tag)
         kwargs: dict = {}
         if bad in BAD_NBYTES:
             nbytes = {
                 "zero": 0, "negative": -1, "bool": True, "float": 1.0, "none": None, "string": "1",
                 "too_large": self.capacity + 1,
             }[bad]
-            value = ValueRecipe(self.capacity + 1, tag) if bad == "too_large" else value
+            value = drawn_recipe(self.capacity + 1, tag) if bad == "too_large" else value
         elif bad == "unhashable_key":
             key = [key]
         elif bad == "unsizable_value":
             value = "not sizable"
         elif bad == "empty_value":
-            value = ValueRecipe(0, tag)
+            value = drawn_recipe(0, tag)
         elif bad == "bad_retain":
             kwargs = {"retain": 1}
         if operation in ("reserve", "acquire"):

@@ -287,7 +287,7 @@ def _merged_coverage(reports: list[CheckReport]) -> OutcomeCoverage | None:
     coverages = [report.coverage for report in reports if report.coverage is not None]
     if not coverages:
         return None
-    merged = OutcomeCoverage(coverages[0].operations)
+    merged = OutcomeCoverage(coverages[0].operations, coverages[0].cases)
     for coverage in coverages:
         merged.counts.update(coverage.counts)
         merged.programs += coverage.programs
