@@ -16,8 +16,10 @@ import pytest
 
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.sequential.counterexample import Counterexample
-from cacheproof.check.sequential.run import CheckOptions, CheckReport
-from cacheproof.check.sequential.workers import Crew, shares
+from cacheproof.check.sequential.run import CheckReport
+from cacheproof.check.phases import shares
+from cacheproof.check.sequential.workers import merged
+from cacheproof.check.workers import Crew
 from cacheproof.cli import main
 from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
@@ -178,7 +180,7 @@ class _FinishedProcess:
 def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() -> None:
     """Worker 1's progress is ready beside worker 0's first failure: worker 0 wins and stops worker 1
     while the batch is handled; worker 1's message is then skipped, not looked up."""
-    crew = Crew(CheckOptions(), 2, time.perf_counter())
+    crew = Crew(2, time.perf_counter())
     processes, writers = [_FinishedProcess(), _FinishedProcess()], []
     for index, process in enumerate(processes):
         reader, writer = multiprocessing.Pipe(duplex=False)
@@ -191,7 +193,7 @@ def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() 
     for writer in writers:
         writer.close()
     crew.listen()
-    report = crew.merged((Phase(SMALL, 10, 10),))
+    report = merged(crew.result(), (Phase(SMALL, 10, 10),))
     assert processes[1].terminated and not processes[0].terminated
     assert (report.winner, report.winner_seed, report.counterexample) == (0, 10, found.counterexample)
     assert report.examples == 3 and report.first_failure_example == 2
