@@ -25,6 +25,19 @@ class OutcomeCoverage:
     def record(self, operation: str, outcome: str) -> None:
         self.counts[(operation, outcome)] += 1
 
+    @classmethod
+    def merged(cls, coverages: Iterable["OutcomeCoverage | None"]) -> "OutcomeCoverage | None":
+        """The outcomes several runs (phases, workers) of the same operations reached, counted
+        together; None when none of them counted any."""
+        present = [coverage for coverage in coverages if coverage is not None]
+        if not present:
+            return None
+        together = cls(present[0].operations)
+        for coverage in present:
+            together.counts.update(coverage.counts)
+            together.programs += coverage.programs
+        return together
+
     def possible(self) -> tuple[tuple[str, str], ...]:
         return tuple((op.name, outcome) for op in self.operations for outcome in op.outcomes)
 

@@ -129,14 +129,7 @@ class CrewResult:
 
     def coverage(self) -> OutcomeCoverage | None:
         """The outcomes the workers that reported reached, counted together."""
-        coverages = [report.coverage for report in self.in_order if report.coverage is not None]
-        if not coverages:
-            return None
-        merged = OutcomeCoverage(coverages[0].operations)
-        for coverage in coverages:
-            merged.counts.update(coverage.counts)
-            merged.programs += coverage.programs
-        return merged
+        return OutcomeCoverage.merged(report.coverage for report in self.in_order)
 
 
 def run_crew(
