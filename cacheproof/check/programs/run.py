@@ -42,6 +42,7 @@ from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.phases import Phase as ScopePhase
 from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import CallGenerator, generator_for
+from cacheproof.check.workers import WorkersSummary
 from cacheproof.check.programs.program import (
     ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, run_program, shrink_program,
 )
@@ -80,9 +81,9 @@ class ProgramOptions:
     does not return within `call_timeout` seconds (None: no limit) is a counterexample; `isolate`
     runs the implementation in a child process built from `impl` ("module:factory"; the factory
     passed is then unused). With `budget_seconds`, programs are drawn until that time is spent.
-`seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
-not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
-the `found_at`th program) is found, with its length."""
+    `seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
+    not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
+    the `found_at`th program) is found, with its length."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -120,7 +121,7 @@ class ProgramReport:
     scopes: tuple[str, ...] = ()
     largest_size: int = 0
     longest_sequence: int = 0
-    workers: Any = None
+    workers: WorkersSummary | None = None
 
     def scope_json(self) -> dict[str, Any]:
         """The JSON report's `scope`: what the programs reached."""
