@@ -10,6 +10,7 @@ So every child these tests interrupt starts with Python's own handler installed
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -72,3 +73,13 @@ def wait_for(condition, seconds: float, what: str, process: subprocess.Popen | N
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {seconds:g} s")
         time.sleep(0.05)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process `pid` has used (0 once it is gone): what a test waits on
+    before its Ctrl-C, so that a loaded machine only makes it take longer."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

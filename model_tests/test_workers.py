@@ -1,5 +1,5 @@
 """`cacheproof check --workers N`: distinct seeds in N processes, the first failure wins, one merged
-report (docs/scale.md)."""
+report (docs/scale.md); the tensor cache and the block pool alike, through one crew."""
 
 from __future__ import annotations
 
@@ -16,14 +16,21 @@ import pytest
 
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
 from cacheproof.check.sequential.counterexample import Counterexample
-from cacheproof.check.sequential.run import CheckOptions, CheckReport
-from cacheproof.check.sequential.workers import Crew, shares
+from cacheproof.check.sequential.run import CheckReport
+from cacheproof.check.phases import shares
+from cacheproof.check.sequential.workers import merged
+from cacheproof.check.workers import Crew
 from cacheproof.cli import main
-from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
+from model_tests.ctrl_c import cpu_seconds, interruptible_cacheproof, press_ctrl_c, wait_for
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
 
 BROKEN = "model_tests.broken_caches:CommitEvictsBeforeSizeCheck"
 CONFORMING = "examples.minimal_cache:MinimalCache"
+KINDS = {
+    "cache": ([], BROKEN, CONFORMING),
+    "blocks": (["--spec", "blocks"], "model_tests.block_pools:DoubleFreePool", "model_tests.block_pools:ListBlockPool"),
+}
+"""Per kind: its --spec flags, a broken implementation and a conforming one."""
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,14 +44,17 @@ def test_each_worker_gets_its_share_of_every_phase_and_the_shares_add_up() -> No
             assert all(share[number].scope == phase.scope and share[number].steps == phase.steps for share in divided)
 
 
-def test_a_broken_cache_is_found_by_two_workers_with_one_merged_report(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_broken_cache_is_found_by_two_workers_with_one_merged_report(kind: str, tmp_path: Path, capsys) -> None:
+    flags, broken, _ = KINDS[kind]
     report_path = tmp_path / "report.json"
-    status = main(["check", "--impl", BROKEN, "--workers", "2", "--seed", "5", "--max-divergences", "1",
+    status = main(["check", *flags, "--impl", broken, "--workers", "2", "--seed", "5", "--max-divergences", "1",
                    "--json", str(report_path)])
     output = capsys.readouterr().out
     assert status == 1
     report = json.loads(report_path.read_text())
     workers = report["workers"]
+    assert report["spec"] == kind
     assert workers["count"] == 2 and workers["winner"] in (0, 1)
     assert workers["winner_seed"] == 5 + workers["winner"]
     assert f"worker {workers['winner'] + 1} (seed {workers['winner_seed']}) found the failure" in output
@@ -55,9 +65,11 @@ def test_a_broken_cache_is_found_by_two_workers_with_one_merged_report(tmp_path:
     assert_fails_where_it_diverges(snippets[0])
 
 
-def test_a_conforming_cache_conforms_over_two_workers_with_the_examples_summed(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_conforming_cache_conforms_over_two_workers_with_the_examples_summed(kind: str, tmp_path: Path, capsys) -> None:
+    flags, _, conforming = KINDS[kind]
     report_path = tmp_path / "report.json"
-    status = main(["check", "--impl", CONFORMING, "--workers", "2", "--examples", "31", "--steps", "20",
+    status = main(["check", *flags, "--impl", conforming, "--workers", "2", "--examples", "31", "--steps", "20",
                    "--json", str(report_path)])
     output = capsys.readouterr().out
     assert status == 0, output
@@ -72,7 +84,6 @@ def test_a_conforming_cache_conforms_over_two_workers_with_the_examples_summed(t
     (["--workers", "two"], "argument --workers: must be an integer >= 1, got 'two'"),
     (["--workers", "3", "--examples", "2"], "--workers 3 needs at least 3 examples per phase, got 2"),
     (["--workers", "2", "--threads", "2"], "--workers and --database are for sequential checks; not with --threads"),
-    (["--workers", "2", "--spec", "blocks"], "--workers not yet for --spec blocks"),
 ])
 def test_a_bad_workers_flag_is_a_usage_error(flags: list[str], message: str, capsys) -> None:
     assert main(["check", "--impl", CONFORMING, *flags]) == 2
@@ -91,10 +102,12 @@ def test_a_failure_found_by_the_workers_replays_first_next_run(tmp_path: Path) -
     assert replayed["divergences"][0]["kind"] == found["divergences"][0]["kind"]
 
 
-def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_ctrl_c_stops_every_worker(kind: str, tmp_path: Path) -> None:
+    flags, _, conforming = KINDS[kind]
     report_path = tmp_path / "report.json"
     process = subprocess.Popen(
-        interruptible_cacheproof("check", "--impl", CONFORMING, "--workers", "2", "--examples", "100000",
+        interruptible_cacheproof("check", *flags, "--impl", conforming, "--workers", "2", "--examples", "100000",
                                  "--quiet", "--json", str(report_path)),
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -108,15 +121,14 @@ def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
     wait_for(workers_started, 120, "two workers starting", process)
     # CPU time, not wall time, so that a loaded machine only makes it take longer: a worker imports
     # the checker in about one CPU second, so by WORKER_CPU_SECONDS it has run examples
-    wait_for(lambda: all(_cpu_seconds(pid) >= WORKER_CPU_SECONDS for pid in workers), 120, "the workers running examples",
+    wait_for(lambda: all(cpu_seconds(pid) >= WORKER_CPU_SECONDS for pid in workers), 120, "the workers running examples",
              process)
     out, err = press_ctrl_c(process)
     assert process.returncode == 130, out + err
     assert "interrupted" in out
     report = json.loads(report_path.read_text())
-    assert report["ok"] is None and report["examples"] > 0
-    time.sleep(1)
-    assert [pid for pid in workers if _alive(pid)] == []
+    assert report["ok"] is None and report["examples"] > 0 and report["spec"] == kind
+    wait_for(lambda: not any(_alive(pid) for pid in workers), 10, "every worker gone")
 
 
 def _children(pid: int) -> list[int]:
@@ -129,15 +141,6 @@ def _children(pid: int) -> list[int]:
 
 
 WORKER_CPU_SECONDS = 4.0
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds process `pid` has used (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _command_line(pid: int) -> str:
@@ -178,7 +181,7 @@ class _FinishedProcess:
 def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() -> None:
     """Worker 1's progress is ready beside worker 0's first failure: worker 0 wins and stops worker 1
     while the batch is handled; worker 1's message is then skipped, not looked up."""
-    crew = Crew(CheckOptions(), 2, time.perf_counter())
+    crew = Crew(2, time.perf_counter())
     processes, writers = [_FinishedProcess(), _FinishedProcess()], []
     for index, process in enumerate(processes):
         reader, writer = multiprocessing.Pipe(duplex=False)
@@ -191,7 +194,7 @@ def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() 
     for writer in writers:
         writer.close()
     crew.listen()
-    report = crew.merged((Phase(SMALL, 10, 10),))
+    report = merged(crew.result(), (Phase(SMALL, 10, 10),))
     assert processes[1].terminated and not processes[0].terminated
     assert (report.winner, report.winner_seed, report.counterexample) == (0, 10, found.counterexample)
     assert report.examples == 3 and report.first_failure_example == 2

@@ -35,6 +35,19 @@ class OutcomeCoverage:
         """The outcomes of `operation`, then its cases."""
         return (*operation.outcomes, *(case for name, case in self.cases if name == operation.name))
 
+    @classmethod
+    def merged(cls, coverages: Iterable["OutcomeCoverage | None"]) -> "OutcomeCoverage | None":
+        """The outcomes several runs (phases, workers) of the same operations reached, counted
+        together; None when none of them counted any."""
+        present = [coverage for coverage in coverages if coverage is not None]
+        if not present:
+            return None
+        together = cls(present[0].operations, present[0].cases)
+        for coverage in present:
+            together.counts.update(coverage.counts)
+            together.programs += coverage.programs
+        return together
+
     def possible(self) -> tuple[tuple[str, str], ...]:
         return tuple((op.name, row) for op in self.operations for row in self.rows(op))
 

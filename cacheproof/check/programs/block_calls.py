@@ -21,18 +21,50 @@ is misuse, drawn only among the misuse calls.
 
 The request level draws token sequences from a vocabulary of three tokens, so that requests share
 prefixes; a request extends its own tokens or starts new ones.
+
+Those numbers are the small scope (`SMALL`), the one every check draws from. `--thorough` adds
+two more (`THOROUGH`, docs/scope.md): the wide scope, pools of up to 64 blocks (one in four up to
+512), requests 1..8 and hashes 1..16, calls that name up to 16 blocks or hashes, token runs of up
+to 24 tokens from a vocabulary of four, programs of 100 calls; and the long scope, the same pools
+in lives of 1,000 calls, which fill and drain a pool many times over. The wide and long programs are
+drawn from a seeded `random.Random` (`ProgramOptions.seeded`) and shrunk by the checker alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
+from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.contract.calls import Call
 
-REQUESTS = (1, 2, 3, 4)
-HASHES = (1, 2, 3, 4, 5, 6)
-TOKENS = (0, 1, 2)
+
+@dataclass(frozen=True)
+class BlockScope:
+    """What one program of the block pool may reach: pools of 1..`blocks` blocks, one in four of
+    1..`more_blocks`; the requests and hashes calls name; the token vocabulary; at most `most_named`
+    blocks or hashes in one call, `most_new_tokens` tokens added by one allocate_slots and
+    `most_tokens` tokens in one find_cached_prefix."""
+
+    name: str
+    blocks: int
+    more_blocks: int
+    requests: tuple[int, ...]
+    hashes: tuple[int, ...]
+    tokens: tuple[int, ...]
+    most_named: int
+    most_new_tokens: int
+    most_tokens: int
+
+
+SMALL = BlockScope("small", 12, 40, (1, 2, 3, 4), (1, 2, 3, 4, 5, 6), (0, 1, 2), 4, 6, 9)
+WIDE = BlockScope("wide", 64, 512, tuple(range(1, 9)), tuple(range(1, 17)), (0, 1, 2, 3), 16, 24, 32)
+LONG = replace(WIDE, name="long")
+SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
+
+THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 60, 1000, shrink=False))
+"""`cacheproof check --spec blocks --thorough`: 220,000 calls, under a minute of CPU (docs/scope.md)."""
 _MISUSE_PERCENT = 12
 NULL_BLOCK = 0
 NULL_PAD_IN = 4
@@ -46,15 +78,18 @@ NOT_INTS = ("1", None, True, 1.5)
 
 
 class BlockCalls:
-    """`CallGenerator` of the block pool kind (see the module docstring)."""
+    """`CallGenerator` of the block pool kind, drawing from `scope` (see the module docstring)."""
+
+    def __init__(self, scope: BlockScope = SMALL) -> None:
+        self.scope = scope
 
     def size(self, draws: Draws) -> int:
-        """1..12 blocks, one pool in four up to 40."""
-        return integer(draws, 1, 40 if draws.randrange(4) == 3 else 12)
+        """1..`blocks` blocks (12 in the small scope), one pool in four up to `more_blocks` (40)."""
+        return integer(draws, 1, self.scope.more_blocks if draws.randrange(4) == 3 else self.scope.blocks)
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         queue, blocks, holdings = model.snapshot()
-        state = _State(queue, blocks, dict(holdings), dict(model.tables()), model)
+        state = _State(queue, blocks, dict(holdings), dict(model.tables()), model, self.scope)
         operation = choice(draws, operations)
         if misuse and draws.randrange(100) < _MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
@@ -79,8 +114,9 @@ class BlockCalls:
 class _State:
     """What the drawers read: the model's snapshot and request tables."""
 
-    def __init__(self, queue: tuple, blocks: tuple, holdings: dict, tables: dict, model: Any) -> None:
+    def __init__(self, queue: tuple, blocks: tuple, holdings: dict, tables: dict, model: Any, scope: BlockScope) -> None:
         self.queue, self.blocks, self.holdings, self.tables, self.model = queue, blocks, holdings, tables, model
+        self.scope, self.requests, self.hashes = scope, scope.requests, scope.hashes
         self.num_blocks = len(blocks)
         self.hashed = [b for b, (_, h) in enumerate(blocks) if h is not None]
         self.in_use = [b for b, (ref, _) in enumerate(blocks) if ref > 0 and b != 0]
@@ -88,7 +124,7 @@ class _State:
 
     def pool_request(self, draws: Draws) -> int:
         """A request not managed at the request level (the levels never share a request)."""
-        free = [r for r in REQUESTS if r not in self.tables] or [REQUESTS[-1] + 1]
+        free = [r for r in self.requests if r not in self.tables] or [self.requests[-1] + 1]
         return choice(draws, free)
 
     def held_by(self, request: int) -> list[int]:
@@ -102,13 +138,13 @@ class _State:
         return self.pool_request(draws)
 
 
-def _subsequence(draws: Draws, items: list, most: int = 4) -> tuple:
+def _subsequence(draws: Draws, items: list, most: int) -> tuple:
     if not items:
         return ()
     return some(draws, items, most)
 
 
-def _distinct(draws: Draws, items: list, most: int = 4) -> tuple:
+def _distinct(draws: Draws, items: list, most: int) -> tuple:
     return tuple(dict.fromkeys(_subsequence(draws, items, most)))
 
 
@@ -122,7 +158,7 @@ def _padded(draws: Draws, s: _State, blocks: tuple, hashes: tuple | None = None)
         at = integer(draws, 0, len(padded))
         padded.insert(at, NULL_BLOCK)
         if values is not None:
-            values.insert(at, choice(draws, HASHES))
+            values.insert(at, choice(draws, s.hashes))
     return tuple(padded), None if values is None else tuple(values)
 
 
@@ -136,21 +172,21 @@ def _touch(draws: Draws, s: _State) -> Call:
     request = s.pool_request(draws)
     cached_free = [b for b in s.queue if s.blocks[b][1] is not None]
     pool = cached_free if cached_free and coin(draws) else s.hashed + s.in_use
-    blocks, _ = _padded(draws, s, _distinct(draws, pool))
+    blocks, _ = _padded(draws, s, _distinct(draws, pool, s.scope.most_named))
     return Call("touch", (request, blocks))
 
 
 def _cache_blocks(draws: Draws, s: _State) -> Call:
     request = s.holder(draws)
     unhashed = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None]
-    chosen = _distinct(draws, unhashed)
-    blocks, hashes = _padded(draws, s, chosen, tuple(choice(draws, HASHES) for _ in chosen))
+    chosen = _distinct(draws, unhashed, s.scope.most_named)
+    blocks, hashes = _padded(draws, s, chosen, tuple(choice(draws, s.hashes) for _ in chosen))
     return Call("cache_blocks", (request, blocks, hashes))
 
 
 def _lookup(draws: Draws, s: _State) -> Call:
-    known = sorted({h for _, h in s.blocks if h is not None}) or list(HASHES)
-    return Call("lookup", (_subsequence(draws, known + list(HASHES[:1])),))
+    known = sorted({h for _, h in s.blocks if h is not None}) or list(s.hashes)
+    return Call("lookup", (_subsequence(draws, known + list(s.hashes[:1]), s.scope.most_named),))
 
 
 def _free(draws: Draws, s: _State) -> Call:
@@ -166,7 +202,7 @@ def _free(draws: Draws, s: _State) -> Call:
 
 def _evict(draws: Draws, s: _State) -> Call:
     free_hashed = [b for b in s.queue if s.blocks[b][1] is not None]
-    blocks = _distinct(draws, free_hashed or list(range(1, s.num_blocks)) or [0])
+    blocks = _distinct(draws, free_hashed or list(range(1, s.num_blocks)) or [0], s.scope.most_named)
     return Call("evict", (_padded(draws, s, blocks)[0],))
 
 
@@ -178,24 +214,24 @@ def _num_free(draws: Draws, s: _State) -> Call:
     return Call("num_free", ())
 
 
-def _tokens(draws: Draws) -> tuple:
-    return some(draws, TOKENS, 9)
+def _tokens(draws: Draws, s: _State) -> tuple:
+    return some(draws, s.scope.tokens, s.scope.most_tokens)
 
 
 def _find_cached_prefix(draws: Draws, s: _State) -> Call:
-    return Call("find_cached_prefix", (_tokens(draws),))
+    return Call("find_cached_prefix", (_tokens(draws, s),))
 
 
 def _allocate_slots(draws: Draws, s: _State) -> Call:
-    managed = [r for r in REQUESTS if r not in s.holdings or r in s.tables]
-    request = choice(draws, managed or [REQUESTS[-1] + 1])
+    managed = [r for r in s.requests if r not in s.holdings or r in s.tables]
+    request = choice(draws, managed or [s.requests[-1] + 1])
     previous = s.model.tokens_of(request)
-    extra = some(draws, TOKENS, 6)
+    extra = some(draws, s.scope.tokens, s.scope.most_new_tokens)
     return Call("allocate_slots", (request, previous + extra))
 
 
 def _free_request(draws: Draws, s: _State) -> Call:
-    requests = sorted(s.tables) or list(REQUESTS)
+    requests = sorted(s.tables) or list(s.requests)
     return Call("free_request", (choice(draws, requests),))
 
 
@@ -221,7 +257,7 @@ def _misuse_cache(draws: Draws, s: _State) -> Call:
     request = s.pool_request(draws)
     choices = s.hashed + [0] + [b for b in range(1, s.num_blocks) if b not in s.holdings.get(request, ())]
     block = choice(draws, choices)
-    return Call("cache_blocks", (request, (block,), (choice(draws, HASHES),)))
+    return Call("cache_blocks", (request, (block,), (choice(draws, s.hashes),)))
 
 
 def _misuse_allocate(draws: Draws, s: _State) -> Call:
@@ -231,11 +267,11 @@ def _misuse_allocate(draws: Draws, s: _State) -> Call:
 
 
 def _misuse_lookup(draws: Draws, s: _State) -> Call:
-    return Call("lookup", (_subsequence(draws, list(HASHES), 2) + (choice(draws, NOT_INTS),),))
+    return Call("lookup", (_subsequence(draws, list(s.hashes), 2) + (choice(draws, NOT_INTS),),))
 
 
 def _misuse_find_cached_prefix(draws: Draws, s: _State) -> Call:
-    return Call("find_cached_prefix", (_tokens(draws) + (choice(draws, NOT_INTS),),))
+    return Call("find_cached_prefix", (_tokens(draws, s) + (choice(draws, NOT_INTS),),))
 
 
 def _misuse_evict(draws: Draws, s: _State) -> Call:
@@ -245,22 +281,22 @@ def _misuse_evict(draws: Draws, s: _State) -> Call:
 def _misuse_free_request(draws: Draws, s: _State) -> Call:
     if coin(draws):
         return Call("free_request", (choice(draws, NOT_INTS),))
-    unmanaged = [r for r in REQUESTS if r not in s.tables]
-    return Call("free_request", (choice(draws, unmanaged or [REQUESTS[-1] + 1]),))
+    unmanaged = [r for r in s.requests if r not in s.tables]
+    return Call("free_request", (choice(draws, unmanaged or [s.requests[-1] + 1]),))
 
 
 def _misuse_allocate_slots(draws: Draws, s: _State) -> Call:
     if coin(draws):
         bad = choice(draws, NOT_INTS)
         if coin(draws):
-            return Call("allocate_slots", (bad, _tokens(draws)))
-        return Call("allocate_slots", (choice(draws, REQUESTS), _tokens(draws) + (bad,)))
+            return Call("allocate_slots", (bad, _tokens(draws, s)))
+        return Call("allocate_slots", (choice(draws, s.requests), _tokens(draws, s) + (bad,)))
     if s.tables:
         request = choice(draws, sorted(s.tables))
-        return Call("allocate_slots", (request, _tokens(draws) + (9,)))
+        return Call("allocate_slots", (request, _tokens(draws, s) + (9,)))
     pool_requests = sorted(s.holdings)
-    request = choice(draws, pool_requests or list(REQUESTS))
-    return Call("allocate_slots", (request, _tokens(draws)))
+    request = choice(draws, pool_requests or list(s.requests))
+    return Call("allocate_slots", (request, _tokens(draws, s)))
 
 
 _MISUSE = {

@@ -10,9 +10,11 @@ import argparse
 import sys
 import time
 
-from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.phases import Phase, shares
+from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample
-from cacheproof.check.programs.run import ProgramReport, run_program_check
+from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
+from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
 from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
@@ -35,15 +37,29 @@ from cacheproof.spec.kinds import get_kind
 DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
 """The built-in implementation each kind is checked against when no --impl is given."""
 
-_CACHE_ONLY = ("thorough", "max_capacity", "workers")
-"""Flags of `cacheproof check` that only the tensor cache's checker has so far."""
+_CACHE_ONLY = {
+    "max_capacity": "it caps the byte capacity of a tensor cache whose values hold memory, and a {kind} "
+                    "implementation stores no values of the checker's",
+}
+"""Flags of `cacheproof check` the other kinds cannot have, and why (the line that refuses them)."""
+
+
+def refusal(kind: SpecKind, args: argparse.Namespace) -> str | None:
+    """The one line refusing a flag `kind` cannot have, naming why; None when every flag given suits it."""
+    for name, why in _CACHE_ONLY.items():
+        if getattr(args, name, None) not in (None, False):
+            return f"--{name.replace('_', '-')} is not for --spec {kind.name}: {why.format(kind=kind.name)}"
+    if args.thorough and thorough_phases(kind.name) is None:
+        return (f"--thorough is not for --spec {kind.name}: its call generator declares no wide scope "
+                "(THOROUGH in its module) to search beyond the default one")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     kind = get_kind(args.spec)
-    given = [f"--{name.replace('_', '-')}" for name in _CACHE_ONLY if getattr(args, name, None) not in (None, False)]
-    if given:
-        print(f"cacheproof check: {', '.join(given)} not yet for --spec {kind.name}", file=sys.stderr)
+    refused = refusal(kind, args)
+    if refused is not None:
+        print(f"cacheproof check: {refused}", file=sys.stderr)
         return 2
     problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
     if problem is not None:
@@ -83,22 +99,34 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    phases = thorough_phases(kind.name) if args.thorough else (Phase(default_scope(kind.name), args.examples, args.steps),)
+    workers = args.workers or 1
+    try:
+        shares(phases, workers)
+    except ValueError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
     if args.isolate:
         factory.close()  # the probe's child; the run starts its own
+    args.examples = sum(phase.examples for phase in phases)
     done = _Done()
     try:
         with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
-            report = run_program_check(
-                kind, None if args.isolate else factory, generator_for(kind.name), examples=args.examples,
-                steps=args.steps, seed=args.seed, budget_seconds=args.budget,
-                database=None if database is None else namespaced(database, impl),
-                semantics=semantics, operations=operations,
+            options = ProgramOptions(
+                seed=args.seed, budget_seconds=args.budget, semantics=semantics, operations=operations,
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
                 call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
             )
+            if workers > 1:
+                report = run_program_workers(kind, phases, options, workers, args.database_choice)
+            else:
+                report = run_program_phases(kind, None if args.isolate else factory, phases, options,
+                                            database=None if database is None else namespaced(database, impl))
     except UsageAbort as abort:  # the factory hung or ended its process: no call sequence shows it
         print(f"cacheproof check: {abort.message}", file=sys.stderr)
+        if abort.details:
+            print(abort.details, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
@@ -112,7 +140,9 @@ def run(args: argparse.Namespace) -> int:
                 ok=report.ok, divergences=[program_divergence(example, snippet)
                                            for example, snippet in zip(report.counterexamples, snippets)],
                 database=None if args.database_choice is None else args.database_choice.describe(),
-                budget_seconds=args.budget, coverage=report.coverage.to_json(),
+                budget_seconds=args.budget, coverage=report.coverage.to_json(), scope=report.scope_json(),
+                budget_steps=max(phase.steps for phase in phases),
+                **({} if report.workers is None else report.workers.to_json()),
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
             example = report.counterexample
@@ -176,8 +206,12 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
             "spec": report.kind, "impl": impl, "profile": profile,
             "examples": examples_row(report.examples, args.examples, report.first_failure_example, args.budget), "steps": report.steps,
             "seconds": f"{report.seconds:.2f}", "outcomes reached": report.coverage.summary(),
+            "scope": f"{', '.join(report.scopes)}: {get_kind(report.kind).size_name} up to {report.largest_size}, "
+                     f"up to {report.longest_sequence} calls per program",
             "divergences": len(report.counterexamples),
-            "database": database_row(args.database_choice), "result": "conforms" if report.ok else "COUNTEREXAMPLE",
+            "database": database_row(args.database_choice),
+            **({} if report.workers is None else report.workers.row()),
+            "result": "conforms" if report.ok else "COUNTEREXAMPLE",
         })
     if report.ok:
         print(f"conforms: {report.examples} examples, {report.steps} steps")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol
 
+from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws
 from cacheproof.contract.calls import Call
 
@@ -33,9 +34,28 @@ class CallGenerator(Protocol):
 
 
 _REGISTRY = {"blocks": "cacheproof.check.programs.block_calls:BlockCalls"}
+"""Each kind's generator class. Its module may declare the kind's scopes as data: `SCOPES` (by name,
+the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
+--thorough` runs (`cacheproof.check.phases.Phase`s of those scopes); a module without `THOROUGH`
+has no wide scope, and `--thorough` is refused."""
 
 
-def generator_for(kind: str) -> CallGenerator:
-    """A fresh generator of `kind`'s calls."""
+def generator_for(kind: str, scope: Any = None) -> CallGenerator:
+    """A fresh generator of `kind`'s calls, drawing from `scope` (None: the kind's default scope)."""
     module_name, _, attribute = _REGISTRY[kind].partition(":")
-    return getattr(importlib.import_module(module_name), attribute)()
+    generator = getattr(importlib.import_module(module_name), attribute)
+    return generator() if scope is None else generator(scope)
+
+
+def default_scope(kind: str) -> Any:
+    """The scope `kind`'s checks draw from without --thorough: the first its generator's module
+    declares (None: the generator's own, unnamed)."""
+    module_name = _REGISTRY[kind].partition(":")[0]
+    return next(iter(getattr(importlib.import_module(module_name), "SCOPES", {None: None}).values()))
+
+
+def thorough_phases(kind: str) -> tuple[Phase, ...] | None:
+    """The phases of `kind`'s `--thorough` run, as its generator's module declares them; None when it
+    declares none."""
+    module_name = _REGISTRY[kind].partition(":")[0]
+    return getattr(importlib.import_module(module_name), "THOROUGH", None)

@@ -17,10 +17,17 @@ A call that does not return within `call_timeout`, or kills the child, ends the 
 so far is shrunk (each attempt supervised, a fresh implementation each) and reported with the
 message the cache's check words (`cache.lookup((3,)) did not return within 1 s`). With a time
 budget, a run ends at most its shrinking cap (`fault_search.shrink_seconds`) after the budget.
+
+`run_program_phases` runs a check in phases (`check --thorough`: the kind's scopes, one after the
+other, until one finds a counterexample). A phase that Hypothesis does not shrink (`Phase.shrink`
+False: the long lives) draws each program from a `random.Random` seeded by the 8 bytes Hypothesis
+draws, so a program may be longer than Hypothesis's own buffer; its failure is shrunk by the
+checker's shrinking alone.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -32,8 +39,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from cacheproof.check.coverage import OutcomeCoverage
+from cacheproof.check.phases import Phase as ScopePhase
 from cacheproof.check.programs.draws import ProgramDraws
-from cacheproof.check.programs.generators import CallGenerator
+from cacheproof.check.programs.generators import CallGenerator, generator_for
+from cacheproof.check.workers import WorkersSummary
 from cacheproof.check.programs.program import (
     ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, run_program, shrink_program,
 )
@@ -57,6 +66,8 @@ kept programs of 33 repeated calls that its byte-level shrinking cannot shorten;
 report within 2 s, as short or shorter (docs/search-power.md)."""
 BYTES_PER_CALL = 12
 """Bytes of a program's byte string per call: enough for the call with the most picks."""
+SEED_BYTES = 8
+"""Bytes Hypothesis draws for a seeded program (`ProgramOptions.seeded`): the seed of its `random.Random`."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,10 @@ class ProgramOptions:
     implementations apart: `cacheproof.cmdline.databases.namespaced(database, impl)`). A call that
     does not return within `call_timeout` seconds (None: no limit) is a counterexample; `isolate`
     runs the implementation in a child process built from `impl` ("module:factory"; the factory
-    passed is then unused). With `budget_seconds`, programs are drawn until that time is spent."""
+    passed is then unused). With `budget_seconds`, programs are drawn until that time is spent.
+    `seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
+    not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
+    the `found_at`th program) is found, with its length."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -84,13 +98,17 @@ class ProgramOptions:
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT
     isolate: bool = False
     impl: str = "factory"
+    seeded: bool = False
+    on_shrink: Callable[[int | None, int], None] | None = None
 
 
 @dataclass
 class ProgramReport:
     """The verdict: ok when no program diverged; the counterexamples found, shrunk, first first.
     `examples` counts the programs the budget counts (see the module docstring), `first_failure_example`
-    the ordinal among them of the first that diverged."""
+    the ordinal among them of the first that diverged. What the programs reached: the `scopes` they
+    were drawn from, the `largest_size` of a model and the `longest_sequence` of calls. `workers`:
+    the crew's summary when the check ran in several processes (`cacheproof.check.workers`)."""
 
     kind: str
     examples: int = 0
@@ -100,6 +118,14 @@ class ProgramReport:
     first_failure_example: int | None = None
     counterexamples: list[ProgramCounterexample] = field(default_factory=list)
     coverage: OutcomeCoverage | None = None
+    scopes: tuple[str, ...] = ()
+    largest_size: int = 0
+    longest_sequence: int = 0
+    workers: WorkersSummary | None = None
+
+    def scope_json(self) -> dict[str, Any]:
+        """The JSON report's `scope`: what the programs reached."""
+        return {"scopes": list(self.scopes), "largest_size": self.largest_size, "longest_sequence": self.longest_sequence}
 
     @property
     def ok(self) -> bool:
@@ -159,7 +185,8 @@ def run_program_check(
     def shrink_budget() -> float:
         return cap if end is None else max(min(cap, end - time.perf_counter()), 0.0)
 
-    programs = {"blob": st.binary(min_size=options.steps * BYTES_PER_CALL, max_size=options.steps * BYTES_PER_CALL)}
+    blob_bytes = SEED_BYTES if options.seeded else options.steps * BYTES_PER_CALL
+    programs = {"blob": st.binary(min_size=blob_bytes, max_size=blob_bytes)}
 
     def cacheproof_program(blob: bytes) -> None:
         if shrinking[0]:
@@ -168,28 +195,33 @@ def run_program_check(
                 raise _HypothesisShrinkDone()
         elif report.examples >= options.examples or deadline is not None and time.perf_counter() > deadline:
             raise _BudgetSpent()
-        run_one(ProgramDraws(blob))
+        run_one(random.Random(blob) if options.seeded else ProgramDraws(blob))
 
     def run_one(draws: Any) -> None:
         """One program; its divergence, unless of a kind already reported, fails the example."""
         program = run_program(setup, draws, report.coverage.record, trail)
         report.steps += len(program.calls)
+        if not shrinking[0]:
+            report.largest_size = max(report.largest_size, program.size)
+            report.longest_sequence = max(report.longest_sequence, len(program.calls))
         counted()
         if program.difference is not None:
             if any(divergence_kind(program.difference) == found.kind_of() for found in report.counterexamples):
                 hypothesis.reject()
             if not last or len(program.calls) < len(last[0].calls):  # the smallest failure of the run
                 last[:] = [ProgramCounterexample(program.size, program.calls, program.difference)]
-            note_failure()
+            note_failure(len(program.calls))
             shrinking[0] = True
             raise ProgramDivergence(program.difference.describe())
         if options.on_example is not None and not shrinking[0]:
             options.on_example(report.examples, report.steps)
 
-    def note_failure() -> None:
+    def note_failure(length: int) -> None:
         if report.seconds_to_failure is None:
             report.seconds_to_failure = time.perf_counter() - started
             report.first_failure_example = report.examples
+            if options.on_shrink is not None:
+                options.on_shrink(report.first_failure_example, length)
 
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, watch.timeout, watch.last_call())
@@ -199,7 +231,7 @@ def run_program_check(
         if not shrinking[0]:
             report.examples += 1
             report.steps += len(trail.calls)
-        note_failure()
+        note_failure(len(trail.calls))
         failure = Failure(len(trail.calls) - 1, fault.message, fault.kind)
         return ProgramCounterexample(trail.size, tuple(trail.calls), None, failure)
 
@@ -213,7 +245,8 @@ def run_program_check(
             test = hypothesis.seed(options.seed + run)(hypothesis.given(**programs)(cacheproof_program))
             test = settings(  # after @seed, which drops the database
                 max_examples=options.examples - report.examples + 1, deadline=None, database=database, derandomize=False,
-                phases=((Phase.reuse,) if database is not None else ()) + (Phase.generate, Phase.shrink),
+                phases=((Phase.reuse,) if database is not None else ()) + (Phase.generate,)
+                + (() if options.seeded else (Phase.shrink,)),
                 suppress_health_check=list(HealthCheck), print_blob=False,
             )(test)
             last.clear()
@@ -241,3 +274,39 @@ def run_program_check(
         implementations.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def run_program_phases(
+    kind: SpecKind, factory: Callable[[int], Any] | None, phases: tuple[ScopePhase, ...],
+    options: ProgramOptions | None = None, **fields: Any,
+) -> ProgramReport:
+    """`run_program_check` on each of `phases` in turn (its scope given to the kind's generator, its
+    examples and steps), until one finds a counterexample: one report, the counts summed (the
+    first failure counted over every phase), `on_example` told the sums."""
+    options = replace(options or ProgramOptions(), **fields)
+    total = ProgramReport(kind.name)
+    started = time.perf_counter()
+    for phase in phases:
+        done = (total.examples, total.steps)
+        on_example = None if options.on_example is None else (
+            lambda examples, steps, done=done: options.on_example(done[0] + examples, done[1] + steps))
+        on_shrink = None if options.on_shrink is None else (
+            lambda found_at, length, done=done: options.on_shrink(done[0] + found_at, length))
+        report = run_program_check(
+            kind, factory, generator_for(kind.name, phase.scope), options, examples=phase.examples, steps=phase.steps,
+            seeded=not phase.shrink, on_example=on_example, on_shrink=on_shrink,
+        )
+        if report.first_failure_example is not None:
+            total.first_failure_example = total.examples + report.first_failure_example
+            total.seconds_to_failure = time.perf_counter() - started - report.seconds + report.seconds_to_failure
+        total.examples += report.examples
+        total.steps += report.steps
+        total.scopes += (getattr(phase.scope, "name", "small"),)
+        total.largest_size = max(total.largest_size, report.largest_size)
+        total.longest_sequence = max(total.longest_sequence, report.longest_sequence)
+        total.counterexamples = report.counterexamples
+        total.coverage = OutcomeCoverage.merged((total.coverage, report.coverage))
+        if not report.ok:
+            break
+    total.seconds = time.perf_counter() - started
+    return total

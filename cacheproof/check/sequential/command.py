@@ -81,8 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-divergences", type=positive_integer, metavar="N", help=max_divergences_help())
     parser.add_argument("--runs", metavar="N", type=positive_integer, default=DEFAULT_RUNS, help=f"with --threads: runs per scenario (default {DEFAULT_RUNS})")
     parser.add_argument("--thorough", action="store_true",
-                        help="the wide scope too: up to 16 keys of mixed types, capacities to 2**41, lives of "
-                        "500-2,000 calls; about two minutes (docs/scope.md); sets its own --examples and --steps")
+                        help="the kind's wide scopes too (the tensor cache: up to 16 keys of mixed types, capacities "
+                        "to 2**41, lives of 500-2,000 calls; the block pool: pools to 512 blocks, 8 requests, "
+                        "token runs of 24, lives of 1,000 calls); about two minutes (docs/scope.md); sets its own "
+                        "--examples and --steps")
     parser.add_argument("--keys", choices=key_domains(), metavar="|".join(key_domains()),
                         help="the key domain calls draw keys from, per kind: "
                         f"{per_kind(lambda kind: ', '.join(kind.key_domains) + ' (' + kind.keys_are + ')')}. "
@@ -95,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{REAL_VALUE_CAPACITY}, at most {MAX_VALUE_BYTES})")
     parser.add_argument("--workers", type=positive_integer, metavar="N",
                         help="search with N processes on seeds SEED..SEED+N-1, --examples divided among them; the "
-                        "first failure stops the others (default 1; docs/scale.md)")
+                        "first failure stops the others; every kind (default 1; docs/scale.md)")
     add_database_arguments(parser)
 
 
@@ -113,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
     problem = key_domain_problem(get_kind(args.spec), args.keys)
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
+    if args.thorough and (args.threads is not None or thorough_examples or args.budget is not None
+                          or args.steps != DEFAULT_STEPS_PER_EXAMPLE):
+        print("cacheproof check: --thorough sets its own budget; drop --examples, --budget, --steps and --threads",
+              file=sys.stderr)
         return 2
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
@@ -132,11 +139,6 @@ def run(args: argparse.Namespace) -> int:
         semantics, operations = chosen_semantics(args)
     except InvalidArgumentError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
-        return 2
-    if args.thorough and (args.threads is not None or thorough_examples or args.budget is not None
-                          or args.steps != DEFAULT_STEPS_PER_EXAMPLE):
-        print("cacheproof check: --thorough sets its own budget; drop --examples, --budget, --steps and --threads",
-              file=sys.stderr)
         return 2
     if args.threads is not None:
         args.semantics_chosen, args.operations_chosen = semantics, operations

@@ -28,7 +28,10 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
+from cacheproof.check.phases import Phase
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
+
+__all__ = ["Phase", "Scope", "SMALL", "WIDE", "LONG", "SCOPES", "THOROUGH"]
 
 BOUNDARY_CAPACITIES = (
     2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 3 * 2**31, 2**33, 2**33 + 1,
@@ -138,18 +141,6 @@ def size_for(kind: int, raw: int, capacity: int, universe_size: int) -> int:
     else:
         size = SIZE_BOUNDARIES[kind - SMALL_SIZE_KINDS - 6]
     return min(max(size, 1), capacity)
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One part of a run: `examples` examples of `steps` steps drawn from `scope`. `shrink`: let
-    Hypothesis shrink a failure (off for bursts, whose long sequences the checker's own shrinking,
-    which drops chunks of calls within a time budget, handles better)."""
-
-    scope: Scope
-    examples: int
-    steps: int
-    shrink: bool = True
 
 
 THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 40, 30, shrink=False))
