@@ -59,6 +59,7 @@ SLOW = (
     "model_tests/test_pytest_plugin.py::test_pytest_xdist_runs_the_tests_unchanged",
     "model_tests/test_pytest_plugin.py::test_hypofuzz_fuzzes_a_cache_test_and_pytest_replays_what_it_found",
     "model_tests/test_ctrl_c_anytime.py::test_ctrl_c_at_any_moment_ends_the_run",
+    "model_tests/test_workers.py::test_ctrl_c_stops_every_worker",
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker[blocks]",
     "model_tests/test_parity.py::test_cell[thorough-cache]",
     "model_tests/test_parity.py::test_cell[thorough-blocks]",

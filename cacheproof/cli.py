@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 
+from cacheproof.cmdline.interrupts import ctrl_c_raises
 from cacheproof.cmdline.output_paths import OutputPathError
 from cacheproof.extras import MissingExtraError
 from cacheproof.cmdline.statuses import CLOSED_OUTPUT_STATUS, INTERRUPTED_STATUS, epilog
@@ -38,7 +39,8 @@ _MOVED = {
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return _main(argv)
+        with ctrl_c_raises():  # never lost inside a finalizer (cacheproof/cmdline/interrupts.py)
+            return _main(argv)
     except KeyboardInterrupt:  # pressed before the command started (while its modules load)
         print("cacheproof: interrupted", file=sys.stderr)
         return INTERRUPTED_STATUS

@@ -193,7 +193,8 @@ def run_program_check(
             shrink_attempts[0] += 1
             if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS or end is not None and time.perf_counter() > end:
                 raise _HypothesisShrinkDone()
-        elif report.examples >= options.examples or deadline is not None and time.perf_counter() > deadline:
+        elif report.examples >= options.examples or (
+                deadline is not None and time.perf_counter() > deadline and report.examples > 0):  # one at least
             raise _BudgetSpent()
         run_one(random.Random(blob) if options.seeded else ProgramDraws(blob))
 

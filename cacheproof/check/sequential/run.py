@@ -255,7 +255,8 @@ def run_check(factory: Callable[[int], Any], options: CheckOptions | None = None
             shrink_attempts[0] += 1
             if shrink_attempts[0] > HYPOTHESIS_SHRINK_ATTEMPTS:
                 raise _HypothesisShrinkDone()
-        elif deadline is not None and time.perf_counter() > deadline or known.share_spent():
+        elif deadline is not None and time.perf_counter() > deadline and tally.examples + tally.rejected > 0 \
+                or known.share_spent():  # a budget spent before any example still runs one: no verdict rests on none
             raise SearchDone()
 
     shrink_attempts = [0]

@@ -1,0 +1,65 @@
+"""A Ctrl-C that Python hands to its handler inside a finalizer (a gc callback, as Hypothesis
+installs one, or a `__del__`) still ends the command: the handler of `cacheproof.cmdline.interrupts`
+sends it again once outside, where Python's own would raise there and have it printed as "Exception
+ignored" and lost (seen in CI: `bench cache` ran on after a Ctrl-C that landed in Hypothesis's
+gc_callback)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from model_tests.ctrl_c import interruptible_python
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PRESSED_IN = {
+    "gc callback": (
+        "def pressed(phase, info):\n"
+        "    if phase == 'start':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(10000): pass  # the handler runs here, inside the callback\n"
+        "def finalize():\n"
+        "    gc.callbacks.append(pressed)\n"
+        "    gc.collect()\n"
+        "    gc.callbacks.remove(pressed)\n"
+    ),
+    "__del__": (
+        "class Pressed:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(10000): pass  # the handler runs here, inside __del__\n"
+        "def finalize():\n"
+        "    Pressed()\n"
+    ),
+}
+
+RUN = (
+    "import gc, os, signal, time\n"
+    "from cacheproof.cmdline.interrupts import ctrl_c_raises\n"
+    "{pressed}"
+    "{use}"
+    "    try:\n"
+    "        finalize()\n"
+    "        time.sleep(20)\n"
+    "        print('lost')\n"
+    "    except KeyboardInterrupt:\n"
+    "        print('interrupted')\n"
+)
+
+
+@pytest.mark.parametrize("where", sorted(PRESSED_IN))
+def test_a_ctrl_c_in_a_finalizer_is_not_lost(where):
+    code = RUN.format(pressed=PRESSED_IN[where], use="with ctrl_c_raises():\n")
+    done = subprocess.run(interruptible_python(code), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "interrupted" and "Exception ignored" not in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("where", sorted(PRESSED_IN))
+def test_pythons_own_handler_loses_it_there(where):
+    """The test above can fail: without the handler the same Ctrl-C is printed and lost."""
+    code = RUN.format(pressed=PRESSED_IN[where], use="if True:\n").replace("time.sleep(20)", "time.sleep(1)")
+    done = subprocess.run(interruptible_python(code), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "lost" and "Exception ignored" in done.stderr, done.stdout + done.stderr
