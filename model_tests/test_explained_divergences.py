@@ -13,6 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cacheproof.check.report import divergence_lines
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call
 from cacheproof.contract.explaining.names import Names, shortest_length
@@ -111,6 +112,8 @@ def test_names_tell_hashes_apart_within_one_report():
     assert settled.hash(7) == "#7" and settled.hash(-42) == "#-42"  # small hashes read whole
     assert shortest_length([0xABCDEF1000000000, 0xABCDEF2000000000]) == 7
     assert Names().things("block", ()) == "none" and Names().things("request", (2,)) == "request 2"
+    assert Names().things("block", (2, 3, 4, 5, 1, 7, 8)) == "blocks 2-5, 1, 7, 8"  # runs of three or more
+    assert Names().things("block", (3, 4, 5, -1, 0, 1)) == "blocks 3-5, -1, 0, 1"  # ids are >= 0
 
 
 # A third kind, given nothing: it is explained from the interface alone ------------------------
@@ -199,3 +202,12 @@ def test_check_prints_every_difference_and_why_and_its_snippet_still_fails(tmp_p
         assert isinstance(view["spec"], list) and isinstance(view["implementation"], list)
     page = page_of(read_input(report_path))
     assert "<h3>Why</h3>" in page and "the spec&#x27;s rule for " in page
+
+
+def test_a_lone_difference_is_listed_unless_the_counterexample_line_already_says_it():
+    # the tensor cache's line is its one difference; another kind's line only names the views
+    said = "0 in cache: spec True, this cache False"
+    assert divergence_lines("put: ...", [said], ["why"], said) == ["  kind: put: ...", "  why"]
+    queue = "snapshot(), free queue (head first): spec block 2; this implementation blocks 1, 2"
+    lines = divergence_lines("touch: ...", [queue], [], "cache.touch(1, (1,)): snapshot() differs from the spec's")
+    assert lines == ["  kind: touch: ...", "  every difference at that call:", f"    {queue}"]

@@ -131,7 +131,7 @@ class Naming(Protocol):
         """One thing named by its noun: "block 3", "request 2"."""
 
     def things(self, noun: str, values: Any) -> str:
-        """Several, in the order given: "blocks 1, 2, 2", "none"."""
+        """Several, in the order given: "blocks 1, 2, 2", "blocks 2-27, 1", "none"."""
 
     def value(self, value: Any) -> str:
         """Any other value, as Python writes it."""

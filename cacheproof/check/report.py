@@ -131,11 +131,12 @@ def program_kind(difference: StepDifference) -> str:
     return f"{difference.call.op}: spec {category(difference.expected)}; this implementation {observed}{state}"
 
 
-def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str]) -> list[str]:
-    """What a check prints under a counterexample's line, for every spec kind: its kind, every
-    difference at the diverging call (when there are several), then why, indented under it."""
+def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str], message: str) -> list[str]:
+    """What a check prints under a counterexample's line (`message`), for every spec kind: its kind,
+    every difference at the diverging call (unless the message is the one difference), then why,
+    indented under it."""
     lines = [f"  kind: {kind}"]
-    if len(differences) > 1:
+    if list(differences) not in ([], [message]):
         lines.append("  every difference at that call:")
         lines += [f"    {text}" for text in differences]
     return lines + [f"  {line}" for line in why]

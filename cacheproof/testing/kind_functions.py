@@ -118,7 +118,7 @@ def kind_failure_text(kind: SpecKind, impl: str, example: ProgramCounterexample,
 `cacheproof check` prints them), and the shrunk calls as a runnable snippet."""
     (explanation,) = explanations_of(kind, semantics, [example])
     said = [] if explanation is None else divergence_lines(program_kind(example.difference), explanation.differences,
-                                                           explanation.why)
+                                                           explanation.why, example.difference.describe())
     return (f"{impl} diverges from the {kind.name} spec: {example.difference.describe()}\n" + "\n".join(said) +
             f"\n\nshrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
 

@@ -199,7 +199,8 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
         print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
               f"{example.message}")
         if explanation is not None and not args.quiet:
-            for line in divergence_lines(program_kind(example.difference), explanation.differences, explanation.why):
+            for line in divergence_lines(program_kind(example.difference), explanation.differences, explanation.why,
+                                         example.message):
                 print(line)
     if not args.quiet:
         for snippet in snippets:

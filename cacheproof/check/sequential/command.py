@@ -341,7 +341,8 @@ def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[st
         if quiet:
             continue
         if example.kind is not None:
-            lines += divergence_lines(example.kind, [difference.text for difference in example.differences], example.why)
+            lines += divergence_lines(example.kind, [difference.text for difference in example.differences], example.why,
+                                     example.message)
     if quiet:
         return lines
     if count > 1:

@@ -4,7 +4,8 @@ A 64-bit hash is written as "#" and the first hex digits of its two's-complement
 six digits, or as many more as it takes for no two hashes of the report to share a short form.
 The same hash thus reads the same everywhere in one report, and two hashes never read alike. A
 hash short enough to read whole (six decimal digits at most) is written whole: "#7". Block ids and
-request ids are written with their nouns ("block 3", "requests 1, 2", "none"). The report itself (JSON,
+request ids are written with their nouns ("block 3", "requests 1, 2", "none"), a run of three or
+more consecutive ids as its ends ("blocks 2-27, 1"). The report itself (JSON,
 snippets) keeps every value whole; only its words use these forms.
 
 A report names its values in two passes: a first `Names()` writes the report's text once, noting
@@ -70,7 +71,28 @@ class Names:
             return repr(values)
         if not listed:
             return "none"
-        return f"{noun}{'s' if len(listed) > 1 else ''} {', '.join(repr(value) for value in listed)}"
+        return f"{noun}{'s' if len(listed) > 1 else ''} {', '.join(_runs(listed))}"
 
     def value(self, value: Any) -> str:
         return repr(value)
+
+
+def _runs(values: list[Any]) -> list[str]:
+    """`values` as written, each run of three or more consecutive non-negative ints as "first-last"."""
+    written: list[str] = []
+    start = 0
+    while start < len(values):
+        end = start
+        while (end + 1 < len(values) and _is_id(values[end]) and _is_id(values[end + 1])
+               and values[end + 1] == values[end] + 1):
+            end += 1
+        if end - start >= 2:
+            written.append(f"{values[start]}-{values[end]}")
+        else:
+            written += [repr(value) for value in values[start:end + 1]]
+        start = end + 1
+    return written
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
