@@ -13,7 +13,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from cacheproof.check.report import divergence_lines
+from cacheproof.check.programs.program import ProgramCounterexample
+from cacheproof.check.report import divergence_lines, program_divergence
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call
 from cacheproof.contract.explaining.names import Names, shortest_length
@@ -211,3 +212,21 @@ def test_a_lone_difference_is_listed_unless_the_counterexample_line_already_says
     queue = "snapshot(), free queue (head first): spec block 2; this implementation blocks 1, 2"
     lines = divergence_lines("touch: ...", [queue], [], "cache.touch(1, (1,)): snapshot() differs from the spec's")
     assert lines == ["  kind: touch: ...", "  every difference at that call:", f"    {queue}"]
+
+
+def test_the_html_page_shows_a_pool_divergence_part_by_part_with_the_same_short_hashes(tmp_path: Path):
+    calls = [Call("allocate_slots", (1, (5, 6, 7, 8, 9))), Call("reset", ())]
+    difference, explanation = _explained(block_pools.ResetInUsePool, 4, calls)
+    example = ProgramCounterexample(4, tuple(calls), difference)
+    divergence = program_divergence(example, "pass\n", explanation)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"ok": False, "spec": "blocks", "impl": "model_tests.block_pools:ResetInUsePool",
+                                "profile": "contract", "seed": 0, "divergences": [divergence]}))
+    page = page_of(read_input(path))
+    first = hash(((5, 6),))
+    short = f"#{format(first & MASK, '016x')[:6]}…"
+    why = page[page.index("<h3>Why</h3>"):]
+    table = page[:page.index("<h3>Why</h3>")]
+    assert f"snapshot(), block 1 hash: spec {short}; this implementation no hash" in why
+    assert "<th>snapshot(), block 1 hash</th>" in table and f"<td class=\"value\">{short}</td>" in table
+    assert str(first) not in table  # the table too writes it short (the snippet keeps it whole)

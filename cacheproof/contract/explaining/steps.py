@@ -21,7 +21,7 @@ same in every explanation of the report.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from cacheproof.contract.calls import Call, invoke
 from cacheproof.contract.explaining.names import Names
@@ -109,14 +109,25 @@ def explain(kind: SpecKind, step: DivergingCall, names: Names) -> Explanation:
     return Explanation(tuple(lines), tuple(why))
 
 
-def _view_lines(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[tuple[str, ViewPart | None]]:
-    """(line, its part) for each part of `view` that differs; the view whole (part None) when the
-    kind gives no reading of it or either answer is not of its shape."""
+class PartDifference(NamedTuple):
+    """One part of a view where the spec and the implementation differ, in words (ABSENT where one
+    of them has no such part); `part` is the reading's (None: the view shown whole)."""
+
+    subject: str
+    spec: str
+    implementation: str
+    part: ViewPart | None
+
+
+def part_differences(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[PartDifference]:
+    """Each part of `view` that differs, the spec's answer `wanted` against the implementation's
+    `seen`; the view whole (subject "", part None) when the kind gives no reading of it, either
+    answer is not of its shape, or the parts hide the difference (a type, an order)."""
     reading = kind.readings.get(view)
     spec_parts = _parts(reading, wanted, names)
     own_parts = _parts(reading, seen, names)
     if spec_parts is None or own_parts is None:
-        return [(f"{view}(): spec {_whole(wanted, spec_parts)}; {IMPLEMENTATION} {_whole(seen, own_parts)}", None)]
+        return [PartDifference("", _whole(wanted, spec_parts), _whole(seen, own_parts), None)]
     spec_by, own_by = {p.subject: p for p in spec_parts}, {p.subject: p for p in own_parts}
     found = []
     for subject in dict.fromkeys([*spec_by, *own_by]):
@@ -124,12 +135,18 @@ def _view_lines(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names)
         spec_text = ABSENT if spec_part is None else spec_part.text
         own_text = ABSENT if own_part is None else own_part.text
         if spec_text != own_text:
-            part = spec_part or own_part
-            concerns = f" (concerns {', '.join(part.concerns)})" if part.concerns else ""
-            found.append((f"{view}(), {subject}: spec {spec_text}; {IMPLEMENTATION} {own_text}{concerns}", part))
-    if not found:  # equal part by part, yet the answers differ (a type, an order the parts hide)
-        found.append((f"{view}(): spec {wanted!r}; {IMPLEMENTATION} {seen!r}", None))
-    return found
+            found.append(PartDifference(subject, spec_text, own_text, spec_part or own_part))
+    return found or [PartDifference("", repr(wanted), repr(seen), None)]
+
+
+def _view_lines(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[tuple[str, ViewPart | None]]:
+    """(line, its part) for each part of `view` that differs (`part_differences`)."""
+    lines = []
+    for found in part_differences(kind, view, wanted, seen, names):
+        where = f"{view}(), {found.subject}" if found.subject else f"{view}()"
+        concerns = f" (concerns {', '.join(found.part.concerns)})" if found.part and found.part.concerns else ""
+        lines.append((f"{where}: spec {found.spec}; {IMPLEMENTATION} {found.implementation}{concerns}", found.part))
+    return lines
 
 
 def _parts(reading: Any, answer: Any, names: Names) -> Sequence[ViewPart] | None:
