@@ -45,16 +45,18 @@ def _explained(pool_class, size: int, calls: list[Call]):
 
 
 def test_a_double_free_is_explained_difference_by_difference_with_named_blocks_and_requests():
-    # 3 usable blocks: request 1 takes blocks 1 and 2, then frees block 1 twice in one call
-    difference, explanation = _explained(block_pools.DoubleFreePool, 4, [Call("allocate", (1, 2)),
-                                                                          Call("free", (1, (1, 1)))])
+    # 3 usable blocks: request 1 takes blocks 1 and 2, caches block 1, then frees block 1 twice in one call
+    cached = 0x1A2B3C4D5E6F7081
+    difference, explanation = _explained(block_pools.DoubleFreePool, 4, [
+        Call("allocate", (1, 2)), Call("cache_blocks", (1, (1,), (cached,))), Call("free", (1, (1, 1)))])
     assert difference.describe() == ("cache.free(1, (1, 1)): the spec raised WrongStateError, the implementation "
                                      "returned None; snapshot() differs from the spec's")
     assert explanation.differences == (
         "outcome: spec raised WrongStateError; this implementation returned None",
-        # the spec changes nothing; the pool queues block 1 (after block 3, the one free block)
+        # the spec changes nothing; the pool queues block 1 behind block 3, the one free block
         "snapshot(), free queue (head first): spec block 3; this implementation blocks 3, 1 (concerns B1, B2)",
-        "snapshot(), block 1 ref count: spec 1; this implementation -1 (concerns B1, B3, B7)",
+        # the hash is the same on both sides: the difference concerns the ref count's invariants only
+        "snapshot(), block 1: spec ref 1, hash #1a2b3c…; this implementation ref -1, hash #1a2b3c… (concerns B1, B3, B7)",
         "snapshot(), request 1 holdings: spec blocks 1, 2; this implementation block 2 (concerns B7)",
     )
     why = explanation.why
@@ -63,7 +65,8 @@ def test_a_double_free_is_explained_difference_by_difference_with_named_blocks_a
     # ref -1 (B3); block 1 queued while its count is not 0 (B2), so the queue is longer than the free blocks (B1)
     assert broken == ["this implementation's step breaks B1", "this implementation's step breaks B2",
                       "this implementation's step breaks B3", "this implementation's step breaks B7"]
-    assert all("B8" not in line for line in why)  # the pool did not raise
+    assert all("B8" not in line and "B4" not in line for line in why)  # the pool did not raise; hashes agree
+    assert str(cached) not in "\n".join(explanation.lines())
 
 
 def test_a_foreign_free_names_the_request_whose_holding_was_taken():
@@ -72,7 +75,7 @@ def test_a_foreign_free_names_the_request_whose_holding_was_taken():
     assert explanation.differences == (
         "outcome: spec raised WrongStateError; this implementation returned None",
         "snapshot(), free queue (head first): spec block 2; this implementation blocks 1, 2 (concerns B1, B2)",
-        "snapshot(), block 1 ref count: spec 1; this implementation 0 (concerns B1, B3, B7)",
+        "snapshot(), block 1: spec ref 1, no hash; this implementation ref 0, no hash (concerns B1, B3, B7)",
         "snapshot(), request 1 holdings: spec block 1; this implementation absent (concerns B7)",
     )
     assert explanation.why[0].startswith("the spec's rule for free: free(request=2, block=1): ")
@@ -90,10 +93,10 @@ def test_hashes_are_short_the_same_hash_reads_the_same_and_the_differences_name_
     short = {value: f"#{format(value & MASK, '016x')[:6]}…" for value in (first, second)}
     assert short[first] != short[second]
     assert explanation.differences[0] == "outcome: spec returned False; this implementation returned True"
-    assert f"snapshot(), block 1 hash: spec {short[first]}; this implementation no hash (concerns B4, B5)" \
-        in explanation.differences
-    assert f"snapshot(), block 2 hash: spec {short[second]}; this implementation no hash (concerns B4, B5)" \
-        in explanation.differences
+    assert explanation.differences[1:] == (  # the ref counts agree: the differences concern the hashes' invariants
+        f"snapshot(), block 1: spec ref 1, hash {short[first]}; this implementation ref 1, no hash (concerns B4, B5)",
+        f"snapshot(), block 2: spec ref 1, hash {short[second]}; this implementation ref 1, no hash (concerns B4, B5)",
+    )
     text = "\n".join(explanation.lines())
     assert str(first) not in text and str(second) not in text  # never the 19-digit form
     assert "the differences concern B4: the hash map is exact" in text
@@ -227,6 +230,6 @@ def test_the_html_page_shows_a_pool_divergence_part_by_part_with_the_same_short_
     short = f"#{format(first & MASK, '016x')[:6]}…"
     why = page[page.index("<h3>Why</h3>"):]
     table = page[:page.index("<h3>Why</h3>")]
-    assert f"snapshot(), block 1 hash: spec {short}; this implementation no hash" in why
-    assert "<th>snapshot(), block 1 hash</th>" in table and f"<td class=\"value\">{short}</td>" in table
+    assert f"snapshot(), block 1: spec ref 1, hash {short}; this implementation ref 1, no hash" in why
+    assert "<th>snapshot(), block 1</th>" in table and f"<td class=\"value\">ref 1, hash {short}</td>" in table
     assert str(first) not in table  # the table too writes it short (the snippet keeps it whole)

@@ -140,14 +140,34 @@ class Naming(Protocol):
 @dataclass(frozen=True)
 class ViewPart:
     """One part of a view's answer, as a difference report shows it: what it is about (`subject`:
-    "free queue (head first)", "block 3 ref count", "request 2 holdings"), its value in words, and
-    what a difference in it concerns: the names of the kind's invariants (`concerns`), and `rule`,
-    a rule of the kind's contract that no named invariant states."""
+    "free queue (head first)", "block 3", "request 2 holdings"), its value in words, and what a
+    difference in it concerns: the names of the kind's invariants (`concerns`), and `rule`, a rule
+    of the kind's contract that no named invariant states.
+
+    A part read as several `pieces` (a block's ref count and its hash: `ViewPart.joined`) is shown
+    whole, and a difference in it concerns what the pieces that differ concern."""
 
     subject: str
     text: str
     concerns: tuple[str, ...] = ()
     rule: str = ""
+    pieces: tuple["ViewPart", ...] = ()
+
+    @classmethod
+    def joined(cls, subject: str, pieces: Sequence["ViewPart"], rule: str = "") -> "ViewPart":
+        """One part of `pieces` (each named by its subject, its text a phrase: "ref 1", "no
+        hash"), written as their texts joined: "ref 1, no hash"."""
+        concerns = tuple(dict.fromkeys(name for piece in pieces for name in piece.concerns))
+        return cls(subject, ", ".join(piece.text for piece in pieces), concerns, rule, tuple(pieces))
+
+    def concerns_against(self, other: "ViewPart | None") -> tuple[str, ...]:
+        """What a difference between this part and `other` (of the same subject) concerns: those
+        of the pieces that differ when both are read in the same pieces, else all of this part's."""
+        mine = [piece.subject for piece in self.pieces]
+        if other is None or not self.pieces or mine != [piece.subject for piece in other.pieces]:
+            return self.concerns
+        differing = [piece for piece, theirs in zip(self.pieces, other.pieces) if piece.text != theirs.text]
+        return tuple(dict.fromkeys(name for piece in differing for name in piece.concerns))
 
 
 ViewReading = Callable[[Any, Naming], "Sequence[ViewPart] | None"]

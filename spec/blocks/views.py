@@ -33,12 +33,12 @@ def _is_tuple(value: Any, length: int | None = None) -> bool:
 
 
 def _hash_text(value: Any, names: Naming) -> str:
-    return "no hash" if value is None else names.hash(value)
+    return "no hash" if value is None else f"hash {names.hash(value)}"
 
 
 def snapshot_parts(snapshot: Any, names: Naming) -> Sequence[ViewPart] | None:
-    """(free queue, per block (ref count, hash), holdings) as parts: the queue, each block's ref
-    count and hash, each request's holdings."""
+    """(free queue, per block (ref count, hash), holdings) as parts: the queue, each block (its ref
+    count and its hash, which concern other invariants), each request's holdings."""
     if not _is_tuple(snapshot, 3) or not all(_is_tuple(part) for part in snapshot):
         return None
     queue, blocks, holdings = snapshot
@@ -46,8 +46,10 @@ def snapshot_parts(snapshot: Any, names: Naming) -> Sequence[ViewPart] | None:
         return None
     parts = [ViewPart("free queue (head first)", names.things("block", queue), QUEUE_CONCERNS, QUEUE_RULE)]
     for block, (ref, value) in enumerate(blocks):
-        parts.append(ViewPart(f"{names.thing('block', block)} ref count", names.value(ref), REF_CONCERNS))
-        parts.append(ViewPart(f"{names.thing('block', block)} hash", _hash_text(value, names), HASH_CONCERNS))
+        parts.append(ViewPart.joined(names.thing("block", block), (
+            ViewPart("ref count", f"ref {names.value(ref)}", REF_CONCERNS),
+            ViewPart("hash", _hash_text(value, names), HASH_CONCERNS),
+        )))
     for request, held in holdings:
         parts.append(ViewPart(f"{names.thing('request', request)} holdings", names.things("block", held),
                               HOLDING_CONCERNS))

@@ -94,12 +94,13 @@ def explain(kind: SpecKind, step: DivergingCall, names: Names) -> Explanation:
     if difference.outcome_differs:
         lines.append(f"outcome: spec {difference.expected.describe()}; {IMPLEMENTATION} {difference.actual.describe()}")
     for view, wanted, seen in difference.views:
-        for part_line, part in _view_lines(kind, view, wanted, seen, names):
+        for part_line, found in _view_lines(kind, view, wanted, seen, names):
             lines.append(part_line)
-            concerned.update(dict.fromkeys(part.concerns if part is not None else ()))
-            if part is not None and part.rule:
-                rules[part.rule] = None
-    why = [_spec_rule(kind, step)] if _spec_rule(kind, step) else []
+            concerned.update(dict.fromkeys(found.concerns))
+            if found.part is not None and found.part.rule:
+                rules[found.part.rule] = None
+    rule = _spec_rule(kind, step)
+    why = [] if rule is None else [rule]
     broken = _broken(kind, step)
     why += [f"{IMPLEMENTATION}'s step breaks {invariant.name}: {invariant.rule}" for invariant in broken]
     named = {invariant.name for invariant in broken}
@@ -111,12 +112,14 @@ def explain(kind: SpecKind, step: DivergingCall, names: Names) -> Explanation:
 
 class PartDifference(NamedTuple):
     """One part of a view where the spec and the implementation differ, in words (ABSENT where one
-    of them has no such part); `part` is the reading's (None: the view shown whole)."""
+    of them has no such part); `part` is the reading's (None: the view shown whole), `concerns`
+    what the difference concerns (`ViewPart.concerns_against`)."""
 
     subject: str
     spec: str
     implementation: str
     part: ViewPart | None
+    concerns: tuple[str, ...] = ()
 
 
 def part_differences(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[PartDifference]:
@@ -135,18 +138,25 @@ def part_differences(kind: SpecKind, view: str, wanted: Any, seen: Any, names: N
         spec_text = ABSENT if spec_part is None else spec_part.text
         own_text = ABSENT if own_part is None else own_part.text
         if spec_text != own_text:
-            found.append(PartDifference(subject, spec_text, own_text, spec_part or own_part))
+            found.append(PartDifference(subject, spec_text, own_text, spec_part or own_part,
+                                        _concerns(spec_part, own_part)))
     return found or [PartDifference("", repr(wanted), repr(seen), None)]
 
 
-def _view_lines(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[tuple[str, ViewPart | None]]:
+def _view_lines(kind: SpecKind, view: str, wanted: Any, seen: Any, names: Names) -> list[tuple[str, PartDifference]]:
     """(line, its part) for each part of `view` that differs (`part_differences`)."""
     lines = []
     for found in part_differences(kind, view, wanted, seen, names):
         where = f"{view}(), {found.subject}" if found.subject else f"{view}()"
-        concerns = f" (concerns {', '.join(found.part.concerns)})" if found.part and found.part.concerns else ""
-        lines.append((f"{where}: spec {found.spec}; {IMPLEMENTATION} {found.implementation}{concerns}", found.part))
+        concerns = f" (concerns {', '.join(found.concerns)})" if found.concerns else ""
+        lines.append((f"{where}: spec {found.spec}; {IMPLEMENTATION} {found.implementation}{concerns}", found))
     return lines
+
+
+def _concerns(spec_part: ViewPart | None, own_part: ViewPart | None) -> tuple[str, ...]:
+    if spec_part is None:
+        return own_part.concerns
+    return spec_part.concerns_against(own_part)
 
 
 def _parts(reading: Any, answer: Any, names: Names) -> Sequence[ViewPart] | None:
