@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from cacheproof.check.programs.program import ProgramCounterexample
+from cacheproof.check.programs.command import explained_lines
 from cacheproof.check.report import divergence_lines, program_divergence
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call
@@ -208,13 +209,19 @@ def test_check_prints_every_difference_and_why_and_its_snippet_still_fails(tmp_p
     assert "<h3>Why</h3>" in page and "the spec&#x27;s rule for " in page
 
 
-def test_a_lone_difference_is_listed_unless_the_counterexample_line_already_says_it():
-    # the tensor cache's line is its one difference; another kind's line only names the views
+def test_the_differences_are_listed_unless_the_counterexample_line_says_them():
+    # the tensor cache's line is its first difference; another kind's says the outcomes and only names the views
     said = "0 in cache: spec True, this cache False"
-    assert divergence_lines("put: ...", [said], ["why"], said) == ["  kind: put: ...", "  why"]
+    assert divergence_lines("put: ...", [said], ["why"], listed=False) == ["  kind: put: ...", "  why"]
     queue = "snapshot(), free queue (head first): spec block 2; this implementation blocks 1, 2"
-    lines = divergence_lines("touch: ...", [queue], [], "cache.touch(1, (1,)): snapshot() differs from the spec's")
-    assert lines == ["  kind: touch: ...", "  every difference at that call:", f"    {queue}"]
+    assert divergence_lines("touch: ...", [queue], [], listed=True) == [
+        "  kind: touch: ...", "  every difference at that call:", f"    {queue}"]
+    only_outcome, outcome_said = _explained(block_pools.ResetInUsePool, 4, [Call("allocate", (1, 1)), Call("reset", ())])
+    with_views, explanation = _explained(block_pools.ForeignFreePool, 3, [Call("allocate", (1, 1)),
+                                                                          Call("free", (2, (1,)))])
+    assert "  every difference at that call:" not in explained_lines(only_outcome, outcome_said)
+    assert explained_lines(with_views, explanation)[1:3] == [
+        "  every difference at that call:", "    outcome: spec raised WrongStateError; this implementation returned None"]
 
 
 def test_the_html_page_shows_a_pool_divergence_part_by_part_with_the_same_short_hashes(tmp_path: Path):

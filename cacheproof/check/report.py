@@ -131,12 +131,12 @@ def program_kind(difference: StepDifference) -> str:
     return f"{difference.call.op}: spec {category(difference.expected)}; this implementation {observed}{state}"
 
 
-def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str], message: str) -> list[str]:
-    """What a check prints under a counterexample's line (`message`), for every spec kind: its kind,
-    every difference at the diverging call (unless the message is the one difference), then why,
+def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str], listed: bool) -> list[str]:
+    """What a check prints under a counterexample's line, for every spec kind: its kind, every
+    difference at the diverging call when `listed` (the line does not say them all), then why,
     indented under it."""
     lines = [f"  kind: {kind}"]
-    if list(differences) not in ([], [message]):
+    if listed and differences:
         lines.append("  every difference at that call:")
         lines += [f"    {text}" for text in differences]
     return lines + [f"  {line}" for line in why]

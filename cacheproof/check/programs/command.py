@@ -182,6 +182,13 @@ def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | N
     return [None if example.fault is not None else next(explained) for example in examples]
 
 
+def explained_lines(difference, explanation: Explanation) -> list[str]:
+    """The lines under a counterexample's line: its kind, every difference (unless only the outcome
+    differs, which the line says), why."""
+    return divergence_lines(program_kind(difference), explanation.differences, explanation.why,
+                            listed=bool(difference.views))
+
+
 def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str],
            explanations: list[Explanation | None]) -> None:
     if not args.quiet:
@@ -199,8 +206,7 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
         print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
               f"{example.message}")
         if explanation is not None and not args.quiet:
-            for line in divergence_lines(program_kind(example.difference), explanation.differences, explanation.why,
-                                         example.message):
+            for line in explained_lines(example.difference, explanation):
                 print(line)
     if not args.quiet:
         for snippet in snippets:

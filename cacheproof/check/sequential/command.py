@@ -341,8 +341,8 @@ def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[st
         if quiet:
             continue
         if example.kind is not None:
-            lines += divergence_lines(example.kind, [difference.text for difference in example.differences], example.why,
-                                     example.message)
+            texts = [difference.text for difference in example.differences]
+            lines += divergence_lines(example.kind, texts, example.why, listed=len(texts) > 1)  # else the line is it
     if quiet:
         return lines
     if count > 1:
