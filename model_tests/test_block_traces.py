@@ -163,7 +163,12 @@ def test_monitor_raises_at_the_double_free_and_its_log_replays(tmp_path, capsys)
     assert f"cacheproof replay {log} --impl model_tests.block_pools:DoubleFreePool" in str(error)
     # after the first free the spec is in a fresh pool's state, so the trace in memory restarted there
     assert [(t.call.op, t.error) for t in error.trace.calls] == [("free", "WrongStateError")]
-    assert error.message.endswith("(call 1 of the trace)")
+    first, *explained = error.message.splitlines()
+    assert first.endswith("(call 1 of the trace)")
+    # then every difference and why, as `cacheproof check` prints them: block 1 freed twice has ref -1
+    assert "  snapshot(), block 1: spec ref 0, no hash; this implementation ref -1, no hash (concerns B1, B3, B7)" in explained
+    assert any(line.startswith("  this implementation's step breaks B3: ") for line in explained), explained
+    assert any(line.startswith("  the spec's rule for free: ") and "double free" in line for line in explained)
     assert pool.free(1, (1,)) is None  # after the divergence, calls are only forwarded
     pool.close()
     assert main(["replay", str(log), "--quiet"]) == 0
@@ -175,8 +180,10 @@ def test_monitor_compares_the_views_and_names_the_writer_without_a_log():
     pool = monitor(HeadFreePool(4), kind="blocks")
     assert pool.allocate(1, 2) == (1, 2)
     pool.cache_blocks(1, (1,), (5,))
-    with pytest.raises(DivergenceError, match=r"cache.free\(1, \(1,\)\): snapshot\(\) is ") as raised:
+    with pytest.raises(DivergenceError, match=r"cache.free\(1, \(1,\)\): snapshot\(\) differs ") as raised:
         pool.free(1, (1,))  # same outcome, but hashed block 1 joins the head of the queue, not the tail
+    # block 3 was free; hashed block 1 belongs behind it at the tail
+    assert "snapshot(), free queue (head first): spec blocks 3, 1; this implementation blocks 1, 3" in str(raised.value)
     assert "cacheproof.contract.program_record.write_program_trace(path, error.trace)" in str(raised.value)
     assert len(raised.value.trace.calls) == 3
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 

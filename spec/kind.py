@@ -13,7 +13,7 @@ implementing this interface and registering it in `spec.kinds` (docs/architectur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Callable, Hashable, Protocol, Sequence
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,62 @@ class Model(Protocol):
         """An independent model in the same state."""
 
 
+class Naming(Protocol):
+    """How one report names values (`cacheproof.contract.explaining.names.Names` is the one implementation):
+    a kind's view readings write their parts with it, so that within one report a hash always has
+    the same short form and the same nouns name blocks and requests."""
+
+    def hash(self, value: Any) -> str:
+        """A hash, short: "#1a2b3c…" (the same hash always the same form in one report)."""
+
+    def thing(self, noun: str, value: Any) -> str:
+        """One thing named by its noun: "block 3", "request 2"."""
+
+    def things(self, noun: str, values: Any) -> str:
+        """Several, in the order given: "blocks 1, 2, 2", "blocks 2-27, 1", "none"."""
+
+    def value(self, value: Any) -> str:
+        """Any other value, as Python writes it."""
+
+
+@dataclass(frozen=True)
+class ViewPart:
+    """One part of a view's answer, as a difference report shows it: what it is about (`subject`:
+    "free queue (head first)", "block 3", "request 2 holdings"), its value in words, and what a
+    difference in it concerns: the names of the kind's invariants (`concerns`), and `rule`, a rule
+    of the kind's contract that no named invariant states.
+
+    A part read as several `pieces` (a block's ref count and its hash: `ViewPart.joined`) is shown
+    whole, and a difference in it concerns what the pieces that differ concern."""
+
+    subject: str
+    text: str
+    concerns: tuple[str, ...] = ()
+    rule: str = ""
+    pieces: tuple["ViewPart", ...] = ()
+
+    @classmethod
+    def joined(cls, subject: str, pieces: Sequence["ViewPart"], rule: str = "") -> "ViewPart":
+        """One part of `pieces` (each named by its subject, its text a phrase: "ref 1", "no
+        hash"), written as their texts joined: "ref 1, no hash"."""
+        concerns = tuple(dict.fromkeys(name for piece in pieces for name in piece.concerns))
+        return cls(subject, ", ".join(piece.text for piece in pieces), concerns, rule, tuple(pieces))
+
+    def concerns_against(self, other: "ViewPart | None") -> tuple[str, ...]:
+        """What a difference between this part and `other` (of the same subject) concerns: those
+        of the pieces that differ when both are read in the same pieces, else all of this part's."""
+        mine = [piece.subject for piece in self.pieces]
+        if other is None or not self.pieces or mine != [piece.subject for piece in other.pieces]:
+            return self.concerns
+        differing = [piece for piece, theirs in zip(self.pieces, other.pieces) if piece.text != theirs.text]
+        return tuple(dict.fromkeys(name for piece in differing for name in piece.concerns))
+
+
+ViewReading = Callable[[Any, Naming], "Sequence[ViewPart] | None"]
+"""How a view's answer reads: its parts, in the order a report lists them, or None for an answer
+not of the view's shape (a broken implementation's; it is then shown whole)."""
+
+
 @dataclass(frozen=True)
 class SpecKind:
     """One spec kind: its tables and how to build its models.
@@ -131,6 +187,12 @@ class SpecKind:
     generator draws by default first (the names of `cacheproof.contract.keys.KEY_DOMAINS`), and
     `keys_are` says what its keys are ("entry keys", "request ids"); `--keys` naming another domain
     is a usage error that names these.
+
+    What a difference report needs of the kind (`cacheproof.contract.explaining.steps`; both optional, a
+    kind without them gets each differing view whole and the spec's rule for the call):
+    `readings` maps a view to its `ViewReading` (its parts, and the invariants each concerns);
+    `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
+    judge, from the views (by name) before and after a call of an implementation.
     """
 
     name: str
@@ -144,6 +206,8 @@ class SpecKind:
     views: tuple[str, ...] = ("snapshot",)
     key_domains: tuple[str, ...] = ("int",)
     keys_are: str = "keys"
+    readings: dict[str, ViewReading] = field(default_factory=dict)
+    judge: Callable[..., Any] | None = None
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

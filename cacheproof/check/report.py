@@ -18,6 +18,7 @@ from cacheproof.check.concurrent.run import ConcurrentCounterexample
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
+from cacheproof.contract.explaining.steps import Explanation
 from cacheproof.contract.steps import StepDifference
 from cacheproof.spec.overrides import written_differences
 
@@ -81,16 +82,18 @@ def sequential_divergence(example: Counterexample, snippet: str) -> dict[str, An
     )
 
 
-def program_divergence(example: ProgramCounterexample, snippet: str) -> dict[str, Any]:
-    """Another kind's counterexample (`check --spec KIND`), with its snippet; the state diff lists
-    the views that differ after the call (none: only the outcome does). A hang or a crash has no
-    kind, no differences and no state diff (as the tensor cache's)."""
+def program_divergence(example: ProgramCounterexample, snippet: str, explanation: Explanation | None = None) -> dict[str, Any]:
+    """Another kind's counterexample (`check --spec KIND`), with its snippet; the differences and
+    the state diff (the views that differ after the call; none: only the outcome does) hold the
+    values whole, `why` the `explanation` in words (each difference with what it concerns, then
+    why). A hang or a crash has no kind, no differences and no state diff (as the tensor cache's)."""
     if example.fault is not None:
         return _divergence(None, example.message, example.size, example.calls, example.ending, [], [], None, snippet)
     difference = example.difference
     return _divergence(
         program_kind(difference), example.message, example.size, example.calls, "diverges here",
-        program_differences(difference), [], difference.view_diff(), snippet,
+        program_differences(difference), [] if explanation is None else list(explanation.lines()),
+        difference.view_diff(), snippet,
     )
 
 
@@ -126,6 +129,17 @@ def program_kind(difference: StepDifference) -> str:
     views = [view for view, _, _ in difference.views]
     state = f", and another {', '.join(views)}" if views else ""
     return f"{difference.call.op}: spec {category(difference.expected)}; this implementation {observed}{state}"
+
+
+def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str], listed: bool) -> list[str]:
+    """What a check prints under a counterexample's line, for every spec kind: its kind, every
+    difference at the diverging call when `listed` (the line does not say them all), then why,
+    indented under it."""
+    lines = [f"  kind: {kind}"]
+    if listed and differences:
+        lines.append("  every difference at that call:")
+        lines += [f"    {text}" for text in differences]
+    return lines + [f"  {line}" for line in why]
 
 
 def program_differences(difference: StepDifference) -> list[str]:

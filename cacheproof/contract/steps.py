@@ -84,10 +84,15 @@ class StepDifference(NamedTuple):
         return bool(self.views)
 
     def describe(self) -> str:
+        """The call and what differs in one short line: the two outcomes when they differ, then
+        the views that differ by name (`contract.explaining.steps` says how each differs, and why)."""
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
-        parts += [f"{view}() is {actual!r}, the spec's {expected!r}" for view, expected, actual in self.views]
+        if self.views:
+            named = [f"{view}()" for view, _, _ in self.views]
+            listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+            parts.append(f"{listed} differ{'s' if len(named) == 1 else ''} from the spec's")
         return f"{to_python(self.call)}: " + "; ".join(parts)
 
     def view_diff(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from cacheproof.cmdline.output_paths import OutputPathError, first_problem, writ
 from cacheproof.report.inputs import ReportInput, ReportInputError, read_input
 from cacheproof.report.page import render_page
 from cacheproof.report.series import replay_series
+from cacheproof.contract.explaining.names import Names
 from cacheproof.report.state_diff import state_diff
 
 
@@ -32,12 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def page_of(report: ReportInput) -> str:
-    """The page: every case replayed on the spec (`series`), its state diff, rendered (`page`)."""
-    drawn = []
-    for case in report.cases:
-        series = replay_series(report.kind, case.size, report.semantics, case.calls, case.marked)
-        drawn.append((case, series, state_diff(report.kind, case, series)))
-    return render_page(report, drawn)
+    """The page: every case replayed on the spec (`series`), its state diff, rendered (`page`). The
+    state diffs' values are named alike on the whole page (a first pass notes every hash)."""
+    replayed = [(case, replay_series(report.kind, case.size, report.semantics, case.calls, case.marked))
+                for case in report.cases]
+    first = Names()
+    for case, series in replayed:
+        state_diff(report.kind, case, series, first)
+    names = first.settled()
+    return render_page(report, [(case, series, state_diff(report.kind, case, series, names)) for case, series in replayed])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,10 +2,14 @@
 
 The spec's side is the replayed spec (`series.Series.state`, `outcomes`). The cache's side is what
 the input says: the versioned report's structured `state_diff`, its difference texts (the forms
-`contract.differences` and `contract.steps` write: "len(): spec 1, this cache 2", "cache.get(1):
-spec returns None; this cache raises KeyError", "snapshot() is A, the spec's B"), or a monitor's
+`contract.differences` and `check.report.program_differences` write: "len(): spec 1, this cache 2",
+"cache.get(1): spec returns None; this cache raises KeyError", and the unversioned block report's
+"snapshot() is A, the spec's B"), or a monitor's
 `observed` outcome. An observation the input does not mention is "= spec" when the input lists
-every difference at the call (a check report does), else unknown; when nothing at all is known of
+every difference at the call (a check report does), else unknown. Another kind's view that differs
+is listed part by part, as `cacheproof check` explains it (`contract.explaining.steps.part_differences`
+over the kind's readings: the pool's free queue, each block's ref count and hash, each request's
+holdings), hashes short and alike on the whole page; when nothing at all is known of
 the cache, `cache_known` is False and the page says that only the spec's side is known. A difference
 text in no known form becomes one row of its own, as written.
 """
@@ -19,9 +23,13 @@ from typing import Any, NamedTuple
 
 from cacheproof.contract.calls import to_python
 from cacheproof.contract.explain import snapshot_diff
+from cacheproof.contract.explaining.names import Names
+from cacheproof.contract.explaining.steps import part_differences
 from cacheproof.contract.outcomes import STATS_FIELDS, normalize_snapshot
 from cacheproof.report.inputs import Case
 from cacheproof.report.series import Series
+from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.kinds import get_kind
 
 SAME, DIFFERS, UNKNOWN, AS_WRITTEN = "same", "differs", "unknown", "as written"
 
@@ -57,13 +65,14 @@ class StateDiff:
     cache_known: bool
 
 
-def state_diff(kind: str, case: Case, series: Series) -> StateDiff:
-    """The rows of `case`'s marked call (the spec's side alone when none is marked)."""
+def state_diff(kind: str, case: Case, series: Series, names: Names | None = None) -> StateDiff:
+    """The rows of `case`'s marked call (the spec's side alone when none is marked). Another kind's
+    views that differ are listed part by part as `cacheproof check` explains them, their values
+    written by `names` (one page's; default a fresh one)."""
     if case.marked is None:
         rows = _spec_rows(kind, series.state, "not known")
         return StateDiff(rows, False)
-    build = _cache_rows if kind == "cache" else _program_rows
-    rows = build(case, series)
+    rows = _cache_rows(case, series) if kind == "cache" else _program_rows(get_kind(kind), case, series, names or Names())
     known = case.complete or case.observed is not None or any(row.status == DIFFERS for row in rows)
     return StateDiff(rows, known)
 
@@ -167,7 +176,7 @@ def _literal(text: str) -> Any:
 
 # The other kinds (the block pool) -------------------------------------------------------------
 
-def _program_rows(case: Case, series: Series) -> tuple[Row, ...]:
+def _program_rows(kind: SpecKind, case: Case, series: Series, names: Names) -> tuple[Row, ...]:
     prefix = to_python(case.calls[case.marked - 1]) + ": "
     outcome, views, unparsed = None, {}, []
     for text in case.differences:
@@ -193,10 +202,8 @@ def _program_rows(case: Case, series: Series) -> tuple[Row, ...]:
     rows += _block_figure_rows(case, spec_snapshot, cache_snapshot if "snapshot" in views else spec_snapshot,
                                "snapshot" in views)
     for view, (spec, cache) in views.items():
-        if view == "snapshot" and _is_pool_snapshot(spec) and _is_pool_snapshot(cache):
-            rows += _pool_snapshot_rows(spec, cache)
-        else:
-            rows.append(Row(f"{view}()", repr(spec), repr(cache), DIFFERS))
+        rows += [Row(f"{view}()" + (f", {found.subject}" if found.subject else ""), found.spec, found.implementation,
+                     DIFFERS) for found in part_differences(kind, view, spec, cache, names)]
     if "snapshot" not in views:
         rows.append(Row("snapshot()", repr(spec_snapshot), *_agreed(case)))
     rows += [Row("difference", text, "", AS_WRITTEN) for text in unparsed]
@@ -232,30 +239,6 @@ def _block_figure_rows(case: Case, spec_snapshot: Any, cache_snapshot: Any, cach
         else:
             rows.append(Row(name, spec, *_agreed(case)))
     return rows
-
-
-def _pool_snapshot_rows(spec: tuple, cache: tuple) -> list[Row]:
-    """Where two pool snapshots differ: the free queue, each block's (ref count, hash), the holdings."""
-    rows = []
-    if spec[0] != cache[0]:
-        rows.append(Row("free queue (head first)", repr(list(spec[0])), repr(list(cache[0])), DIFFERS))
-    for block in range(max(len(spec[1]), len(cache[1]))):
-        wanted = spec[1][block] if block < len(spec[1]) else None
-        seen = cache[1][block] if block < len(cache[1]) else None
-        if wanted != seen:
-            rows.append(Row(f"block {block} (ref count, hash)", _block_text(wanted), _block_text(seen), DIFFERS))
-    if spec[2] != cache[2]:
-        rows.append(Row("holdings (request, blocks)", repr(list(spec[2])), repr(list(cache[2])), DIFFERS))
-    return rows
-
-
-def _block_text(block: Any) -> str:
-    if block is None:
-        return "absent"
-    if isinstance(block, tuple) and len(block) == 2:
-        ref, value = block
-        return f"ref {ref}, " + ("no hash" if value is None else f"hash {value}")
-    return repr(block)
 
 
 def _spec_rows(kind: str, model: Any, unknown: str) -> tuple[Row, ...]:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
-from cacheproof.check.programs.command import misuse_checked, snippet_of
+from cacheproof.check.programs.command import explained_lines, explanations_of, misuse_checked, snippet_of
 from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, run_program, shrink_program
@@ -113,9 +113,12 @@ def kind_profile(kind: SpecKind, name: str) -> Any:
 
 
 def kind_failure_text(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics: Any) -> str:
-    """A kind test's failure: which implementation diverges and how, and the shrunk calls as a runnable snippet."""
-    return (f"{impl} diverges from the {kind.name} spec: {example.difference.describe()}\n\n"
-            f"shrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
+    """A kind test's failure: which implementation diverges and how, every difference and why (as
+`cacheproof check` prints them), and the shrunk calls as a runnable snippet."""
+    (explanation,) = explanations_of(kind, semantics, [example])
+    said = [] if explanation is None else explained_lines(example.difference, explanation)
+    return (f"{impl} diverges from the {kind.name} spec: {example.difference.describe()}\n" + "\n".join(said) +
+            f"\n\nshrunk to {len(example.calls)} calls:\n{snippet_of(kind, impl, example, semantics)}")
 
 
 def _raised_at_last_call(factory: Callable[[int], Any], example: ProgramCounterexample,

@@ -16,7 +16,9 @@ state (checked when the views are compared, by `state_key`: a fresh model's futu
 there), and in `trace_path`, if given, every call, line-buffered. The diverging call ends both,
 with the spec's outcome, so the trace replays clean on the spec and `replay --impl` diverges at its
 last call; the log is flushed and fsync'd before `DivergenceError` propagates. After a divergence
-the monitor only forwards calls. One lock serializes the calls, as the cache's monitor does.
+the monitor only forwards calls. One lock serializes the calls, as the cache's monitor does. When
+the views were compared at the call before, the error's message goes on with every difference at
+the diverging call and why (`contract.explaining.steps`, as `cacheproof check` prints it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, TextIO
 
 from cacheproof.cmdline.output_paths import check_output_path
 from cacheproof.contract.calls import Call, invoke
+from cacheproof.contract.explaining.steps import diverging_call, explain_all
 from cacheproof.contract.steps import differential_step
 from cacheproof.spec.errors import CacheError, InvalidArgumentError
 from cacheproof.trace.monitor import DivergenceError
@@ -165,6 +168,11 @@ class MonitoredProgram:
             if difference.views and unchecked > 1:
                 message += (f"; the views last matched {unchecked} calls earlier: replay the trace with --impl "
                             "to find the call")
+            else:  # the views agreed before this call: it can be explained from the spec's replay
+                calls = [traced.call for traced in self._calls]
+                (explained,) = explain_all(self._kind, [diverging_call(self._kind, self._size, self._semantics,
+                                                                       calls, difference)])
+                message += "".join(f"\n  {line}" for line in explained.lines())
             self._diverge(message)
 
     def _trace(self) -> ProgramTrace:

@@ -4,8 +4,9 @@ tensor cache; docs/block-traces.md).
 Without --impl every call runs on a fresh model of the header's kind, size and semantics, and its
 outcome must be the recorded one (the one rule of `contract.steps.outcomes_agree`). With --impl the
 implementation also runs beside a second model (`contract.steps.differential_step`: the outcome and
-every view of the kind after every call), and its first divergence is reported with a runnable
-snippet (`contract.snippet.program_snippet`). The first call where either fails is the divergence;
+every view of the kind after every call), and its first divergence is reported with every
+difference and why (`contract.explaining.steps`, as `check` prints them) and a runnable snippet
+(`contract.snippet.program_snippet`). The first call where either fails is the divergence;
 at one call the implementation is checked first. O(calls x views) time. Exit 0 no divergence, 1
 divergence, 2 usage error (bad flag, unreadable or malformed trace, factory not importable).
 The implementation's calls are not guarded: one that hangs hangs the replay.
@@ -23,6 +24,7 @@ from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.calls import Call, to_json, to_python
+from cacheproof.contract.explaining.steps import diverging_call, explain_all
 from cacheproof.contract.snippet import program_snippet
 from cacheproof.contract.steps import differential_step, outcome_of, outcomes_agree
 from cacheproof.sandbox.factories import FactoryError, load_factory
@@ -48,6 +50,7 @@ class ProgramReplayDivergence:
     message: str
     snippet: str | None = None
     state_diff: dict | None = None  # with the implementation: the views that differ after the call
+    explanation: tuple[str, ...] = ()  # with the implementation: every difference and why, in words
 
     @property
     def line(self) -> int:
@@ -76,8 +79,9 @@ def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = N
             if difference is not None:
                 calls = [earlier.call for earlier in trace.calls[:step]]
                 snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
+                (explained,) = explain_all(kind, [diverging_call(kind, trace.size, trace.semantics, calls, difference)])
                 return ProgramReplayDivergence(step, traced.call, IMPLEMENTATION, difference.describe(), snippet,
-                                               difference.view_diff())
+                                               difference.view_diff(), explained.lines())
         outcome = outcome_of(spec, traced.call, kind.error_names)
         if not outcomes_agree(traced.call.op, traced.outcome(), outcome):
             message = f"{to_python(traced.call)}: recorded {traced.describe()}; the spec {outcome.describe()}"
@@ -129,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
           f"{to_python(divergence.call)}")
     if not args.quiet:
         print(f"  difference ({divergence.against}): {divergence.message}")
+        for line in divergence.explanation:
+            print(f"    {line}")
         if divergence.snippet is not None:
             print(divergence.snippet)
     return 1

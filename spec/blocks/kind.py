@@ -7,6 +7,7 @@ from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
 from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
+from cacheproof.spec.blocks.views import BLOCK_READINGS, block_step
 from cacheproof.spec.kind import SpecKind
 
 BLOCK_KIND = SpecKind(
@@ -21,4 +22,6 @@ BLOCK_KIND = SpecKind(
     views=("snapshot", "tables", "contents"),
     key_domains=("int",),  # the contract's request ids are ints (docs/decisions.md, Key domains per spec kind)
     keys_are="request ids",
+    readings=BLOCK_READINGS,
+    judge=block_step,
 )

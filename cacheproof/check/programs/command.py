@@ -15,7 +15,8 @@ from cacheproof.check.programs.generators import default_scope, generator_for, t
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
-from cacheproof.check.report import check_body, examples_row, program_concurrent_divergence, program_divergence
+from cacheproof.check.report import check_body, divergence_lines, examples_row, program_concurrent_divergence
+from cacheproof.check.report import program_divergence, program_kind
 from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
@@ -23,6 +24,7 @@ from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.program_record import program_trace_text, spec_program_trace
+from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import program_snippet, render
 from cacheproof.contract.steps import outcome_of
@@ -131,14 +133,15 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
     snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
+    explanations = explanations_of(kind, semantics, report.counterexamples)
     try:
         if args.json is not None:
             write_report(args.json, "check", check_body(
                 args, spec=kind.name, impl=impl, profile=profile.name, semantics=semantics, operations=operations,
                 budget_examples=args.examples, examples=report.examples, steps=report.steps, seconds=report.seconds,
                 first_failure_example=report.first_failure_example, first_failure_seconds=report.seconds_to_failure,
-                ok=report.ok, divergences=[program_divergence(example, snippet)
-                                           for example, snippet in zip(report.counterexamples, snippets)],
+                ok=report.ok, divergences=[program_divergence(example, snippet, explanation) for example, snippet, explanation
+                                           in zip(report.counterexamples, snippets, explanations)],
                 database=None if args.database_choice is None else args.database_choice.describe(),
                 budget_seconds=args.budget, coverage=report.coverage.to_json(), scope=report.scope_json(),
                 budget_steps=max(phase.steps for phase in phases),
@@ -151,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     except OutputPathError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    _print(args, report, impl, profile.name, snippets)
+    _print(args, report, impl, profile.name, snippets, explanations)
     return 0 if report.ok else 1
 
 
@@ -200,7 +203,24 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name)
 
 
-def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str]) -> None:
+def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | None]:
+    """Each counterexample's diverging call explained (`contract.explaining.steps`), the values of all
+    of them named alike; None for a hang or a crash, which has no difference to explain."""
+    diverging = [example for example in examples if example.fault is None]
+    explained = iter(explain_all(kind, [diverging_call(kind, example.size, semantics, example.calls, example.difference)
+                                        for example in diverging]))
+    return [None if example.fault is not None else next(explained) for example in examples]
+
+
+def explained_lines(difference, explanation: Explanation) -> list[str]:
+    """The lines under a counterexample's line: its kind, every difference (unless only the outcome
+    differs, which the line says), why."""
+    return divergence_lines(program_kind(difference), explanation.differences, explanation.why,
+                            listed=bool(difference.views))
+
+
+def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: str, snippets: list[str],
+           explanations: list[Explanation | None]) -> None:
     if not args.quiet:
         summary_table("cacheproof check", {
             "spec": report.kind, "impl": impl, "profile": profile,
@@ -216,9 +236,12 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     if report.ok:
         print(f"conforms: {report.examples} examples, {report.steps} steps")
         return
-    for number, example in enumerate(report.counterexamples, 1):
+    for number, (example, explanation) in enumerate(zip(report.counterexamples, explanations), 1):
         print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
               f"{example.message}")
+        if explanation is not None and not args.quiet:
+            for line in explained_lines(example.difference, explanation):
+                print(line)
     if not args.quiet:
         for snippet in snippets:
             print(snippet)

@@ -19,7 +19,7 @@ from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.reports import write_report
-from cacheproof.check.report import check_body, examples_row, sequential_divergence
+from cacheproof.check.report import check_body, divergence_lines, examples_row, sequential_divergence
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
@@ -343,11 +343,8 @@ def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[st
         if quiet:
             continue
         if example.kind is not None:
-            lines.append(f"  kind: {example.kind}")
-            if len(example.differences) > 1:
-                lines.append("  every difference at that call:")
-                lines += [f"    {difference.text}" for difference in example.differences]
-            lines += [f"  {line}" for line in example.why]
+            texts = [difference.text for difference in example.differences]
+            lines += divergence_lines(example.kind, texts, example.why, listed=len(texts) > 1)  # else the line is it
     if quiet:
         return lines
     if count > 1:

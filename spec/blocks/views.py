@@ -1,0 +1,86 @@
+"""How the block pool's views read in a difference report, and the step its invariants judge.
+
+A report shows a view that differs part by part: the free queue, each block's ref count and hash,
+each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
+written block's contents (`contents()`). Each part names the invariants of spec/blocks/invariants.py
+that a difference in it concerns, or the rule of docs/block-pool-contract.md that none states.
+`block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
+invariants judge. `cacheproof.contract.explaining.steps` reads both through the kind
+(`SpecKind.readings`, `SpecKind.judge`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from cacheproof.spec.blocks.invariants import BlockStep
+from cacheproof.spec.kind import Naming, ViewPart
+
+QUEUE_CONCERNS = ("B1", "B2")
+REF_CONCERNS = ("B1", "B3", "B7")
+HASH_CONCERNS = ("B4", "B5")
+HOLDING_CONCERNS = ("B7",)
+CONTENT_CONCERNS = ("B5",)
+
+QUEUE_RULE = ("allocate takes blocks from the head of the free queue; a block reaching ref 0 joins the tail if it "
+              "has a hash, the head if not (docs/block-pool-contract.md, Pool level)")
+TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
+              "holdings (docs/block-pool-contract.md, Request level)")
+
+
+def _is_tuple(value: Any, length: int | None = None) -> bool:
+    return isinstance(value, tuple) and (length is None or len(value) == length)
+
+
+def _hash_text(value: Any, names: Naming) -> str:
+    return "no hash" if value is None else f"hash {names.hash(value)}"
+
+
+def snapshot_parts(snapshot: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(free queue, per block (ref count, hash), holdings) as parts: the queue, each block (its ref
+    count and its hash, which concern other invariants), each request's holdings."""
+    if not _is_tuple(snapshot, 3) or not all(_is_tuple(part) for part in snapshot):
+        return None
+    queue, blocks, holdings = snapshot
+    if not all(_is_tuple(block, 2) for block in blocks) or not all(_is_tuple(held, 2) for held in holdings):
+        return None
+    parts = [ViewPart("free queue (head first)", names.things("block", queue), QUEUE_CONCERNS, QUEUE_RULE)]
+    for block, (ref, value) in enumerate(blocks):
+        parts.append(ViewPart.joined(names.thing("block", block), (
+            ViewPart("ref count", f"ref {names.value(ref)}", REF_CONCERNS),
+            ViewPart("hash", _hash_text(value, names), HASH_CONCERNS),
+        )))
+    for request, held in holdings:
+        parts.append(ViewPart(f"{names.thing('request', request)} holdings", names.things("block", held),
+                              HOLDING_CONCERNS))
+    return parts
+
+
+def tables_parts(tables: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(request, its block table) as one part per request."""
+    if not _is_tuple(tables) or not all(_is_tuple(row, 2) for row in tables):
+        return None
+    return [ViewPart(f"{names.thing('request', request)} block table", names.things("block", table),
+                     HOLDING_CONCERNS, TABLE_RULE) for request, table in tables]
+
+
+def contents_parts(contents: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(block, parent hash, tokens) as one part per written block."""
+    if not _is_tuple(contents) or not all(_is_tuple(row, 3) for row in contents):
+        return None
+    parts = []
+    for block, parent, tokens in contents:
+        parent_text = "no parent" if parent is None else f"parent {names.hash(parent)}"
+        parts.append(ViewPart(f"{names.thing('block', block)} contents",
+                              f"{parent_text}, tokens {names.value(tokens)}", CONTENT_CONCERNS))
+    return parts
+
+
+BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts}
+"""The block pool's views, as `SpecKind.readings`."""
+
+
+def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:
+    """The `BlockStep` of a call (`op`, `args`) from the views before and after it."""
+    return BlockStep(call.op, size, before["snapshot"], after["snapshot"], raised, tuple(call.args), result,
+                     None, after.get("contents"))
