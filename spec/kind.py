@@ -26,6 +26,10 @@ class Argument:
     keyword: bool = False
 
 
+STORED_VALUE = "the value"
+"""The `Operation.result` of an operation that returns a value stored by an earlier call (get, pop)."""
+
+
 @dataclass(frozen=True)
 class Operation:
     """One row of an operation table.
@@ -56,6 +60,18 @@ class Operation:
     def keyed(self) -> bool:
         """Whether the first argument names a key (the entry the call is about)."""
         return bool(self.arguments) and self.arguments[0].domain == "key"
+
+    @property
+    def stores_value(self) -> bool:
+        """Whether a call stores a value: an argument of the domain "value" (its size is what the
+        lifecycle reads; a trace records it as a recipe)."""
+        return any(a.domain == "value" for a in self.arguments)
+
+    @property
+    def returns_value(self) -> bool:
+        """Whether the result is a value stored by an earlier call (result `STORED_VALUE`): traces
+        record it as that value's recipe, or as "some value" when the recipe is unknown."""
+        return self.result == STORED_VALUE
 
     @property
     def outcomes(self) -> tuple[str, ...]:

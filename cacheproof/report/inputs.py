@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.contract.calls import Call, ValueRecipe, from_json
-from cacheproof.contract.program_record import ProgramTraceError, call_problem
+from cacheproof.contract.record import Trace, call_problem
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.trace.format import TraceFormatError, parse_trace
-from cacheproof.trace.program_format import parse_program_trace
 from cacheproof.trace.program_replay import replay_program
 from cacheproof.trace.replay import OBSERVED, replay_against_spec
 
@@ -94,10 +93,12 @@ def read_input(path: str | Path) -> ReportInput:
         raise ReportInputError(f"{source}: cannot read it: {error}") from None
     first = next((line for line in text.splitlines() if line.strip()), "")
     header = _json(first)
-    if isinstance(header, dict) and "spec" in header and "ok" not in header:
-        return _program_trace(text, source)
-    if isinstance(header, dict) and "cacheproof_trace" in header:
-        return _trace(text, source)
+    if isinstance(header, dict) and ("spec" in header or "cacheproof_trace" in header) and "ok" not in header:
+        try:
+            trace = parse_trace(text, source)
+        except TraceFormatError as error:
+            raise ReportInputError(str(error)) from None
+        return _trace(trace, source) if trace.kind == DEFAULT_KIND else _program_trace(trace, source)
     document = _json(text)
     if isinstance(document, dict) and "ok" in document:
         return _check_report(document, source)
@@ -116,16 +117,12 @@ def _json(text: str) -> Any:
 
 # Traces --------------------------------------------------------------------------------------
 
-def _trace(text: str, source: str) -> ReportInput:
-    try:
-        trace = parse_trace(text, source)
-    except TraceFormatError as error:
-        raise ReportInputError(str(error)) from None
+def _trace(trace: Trace, source: str) -> ReportInput:
     calls = tuple(traced.call for traced in trace.calls)
     divergence = replay_against_spec(trace)
     monitored = any(traced.observed is not None for traced in trace.calls)
     if divergence is None:
-        case = Case(f"trace of {len(calls)} calls", trace.capacity_bytes, calls)
+        case = Case(f"trace of {len(calls)} calls", trace.size, calls)
         verdict = "no divergence recorded"
     else:
         traced = trace.calls[divergence.step - 1]
@@ -135,22 +132,18 @@ def _trace(text: str, source: str) -> ReportInput:
             why, actual, differences = (observed.why,), f"the monitored cache {observed.describe()}", (observed.why,)
         else:
             same, why, actual, differences = False, (divergence.message,), f"recorded: {traced.describe()}", ()
-        case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.capacity_bytes, calls,
+        case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.size, calls,
                     divergence.step, actual, not same, differences=differences, why=why)
         verdict = (f"the monitored cache diverges at call {divergence.step}" if divergence.against == OBSERVED
                    else f"the recording parts from the spec at call {divergence.step}")
     facts = (("input", f"{TRACE} ({'a monitor' if monitored else 'recorded'}; cacheproof {trace.version})"),
-             ("spec", DEFAULT_KIND), ("capacity", f"{trace.capacity_bytes} bytes"), ("profile", trace.profile),
+             ("spec", DEFAULT_KIND), ("capacity", f"{trace.size} bytes"), ("profile", trace.profile),
              ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
              ("implementation", "not recorded in a trace"))
     return ReportInput(source, TRACE, DEFAULT_KIND, trace.semantics, None, facts, verdict, (case,))
 
 
-def _program_trace(text: str, source: str) -> ReportInput:
-    try:
-        trace = parse_program_trace(text, source)
-    except ProgramTraceError as error:
-        raise ReportInputError(str(error)) from None
+def _program_trace(trace: Trace, source: str) -> ReportInput:
     calls = tuple(recorded.call for recorded in trace.calls)
     divergence = replay_program(trace)
     if divergence is None:

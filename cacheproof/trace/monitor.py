@@ -43,11 +43,12 @@ from cacheproof.spec.cache.profiles import ALL_OPERATIONS, DEFAULT_PROFILE, chec
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.held_values import HeldValues
-from cacheproof.trace.format import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
-from cacheproof.spec.kinds import DEFAULT_KIND, new_spec
+from cacheproof.contract.record import SOME_VALUE, DivergentOutcome, Trace, TracedCall, call_line, error_name, header_line, recorded_result
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, new_spec
 from cacheproof.spec.kind import Model
 
 _VALUE_OPERATIONS = ("get", "pop")
+_CONTRACT_ERRORS = get_kind(DEFAULT_KIND).error_names
 _VALUE_ARGUMENT_OPERATIONS = ("commit", "put")  # the value is the second argument
 
 ADAPTIVE_MINIMUM = 16
@@ -57,12 +58,11 @@ ADAPTIVE_CALLS_PER_ENTRY = 2
 
 class DivergenceError(AssertionError):
     """The monitored cache (or implementation of another kind) disagreed with the spec. `.trace`
-    holds the calls up to the bad one, included; `writer` names the function that writes it."""
+    holds the calls up to the bad one, included."""
 
-    def __init__(self, message: str, trace: Trace, logged_to: str | None = None, impl: str = "MODULE:FACTORY",
-                 writer: str = "cacheproof.trace.format.write_trace") -> None:
+    def __init__(self, message: str, trace: Trace, logged_to: str | None = None, impl: str = "MODULE:FACTORY") -> None:
         if logged_to is None:
-            how = (f"the trace so far holds {len(trace.calls)} calls: {writer}("
+            how = (f"the trace so far holds {len(trace.calls)} calls: cacheproof.trace.format.write_trace("
                    f"path, error.trace), then `cacheproof replay path --impl {impl}`")
         else:
             how = f"every call is logged in {logged_to}: `cacheproof replay {logged_to} --impl {impl}` replays it"
@@ -259,10 +259,8 @@ class MonitoredCache:
         )
 
     def _trace(self) -> Trace:
-        return Trace(
-            self._capacity_bytes, tuple(_traced(record) for record in self._records), profile=self._profile,
-            semantics=self._spec.semantics, operations=self._operations,
-        )
+        return Trace(DEFAULT_KIND, self._capacity_bytes, tuple(_traced(record) for record in self._records),
+                     self._profile, self._spec.semantics, self._operations)
 
     def _diverge(self, message: str, diverging: TracedCall | None = None) -> None:
         """Stop checking and raise. The diverging call (the spec's outcome, the cache's as `observed`)
@@ -362,7 +360,7 @@ def _state_difference(spec: Model, cache: Any) -> str | None:
 def _record(op: str, args: tuple, kwargs: dict, result: Any, error: Exception | None) -> tuple:
     """What the trace keeps of a call: a value argument as its size (never the value itself)."""
     if error is not None:
-        error = error_name(error)
+        error = error_name(error, _CONTRACT_ERRORS)
     if op in _VALUE_ARGUMENT_OPERATIONS and len(args) == 2:
         size = _size(args[1])
         if size is not None:
@@ -385,7 +383,7 @@ def _diverging_call(
 ) -> TracedCall:
     """The call the cache diverged at: the spec's outcome as the recorded one, the cache's as `observed`."""
     if error is not None:
-        observed = DivergentOutcome(error=error_name(error), why=why)
+        observed = DivergentOutcome(error=error_name(error, _CONTRACT_ERRORS), why=why)
     elif op in _VALUE_OPERATIONS:
         observed = DivergentOutcome(SOME_VALUE, why=why)
     else:

@@ -31,14 +31,8 @@ from cacheproof.contract.calls import Call, invoke
 from cacheproof.contract.steps import differential_step
 from cacheproof.spec.errors import CacheError, InvalidArgumentError
 from cacheproof.trace.monitor import DivergenceError
-from cacheproof.contract.program_record import (
-    ProgramTrace,
-    RecordedCall,
-    call_line,
-    call_problem,
-    header_line,
-    program_kind,
-)
+from cacheproof.contract.record import Trace, TracedCall, call_line, call_problem, header_line
+from cacheproof.spec.kinds import get_kind
 
 
 class _Answered:
@@ -76,21 +70,21 @@ class MonitoredProgram:
     def __init__(self, target: Any, kind_name: str, size: int, *, profile: str, semantics: Any,
                  trace_path: str | Path | None, views_every: int) -> None:
         self._target = target
-        self._kind = program_kind(kind_name)
+        self._kind = get_kind(kind_name)
         self._names = self._kind.names
         self._size, self._profile, self._semantics = size, profile, semantics
         self._model = self._kind.new(size, semantics)
         self._fresh = self._model.state_key()
         self._views_every = views_every
         self._unchecked = 0
-        self._calls: list[RecordedCall] = []
+        self._calls: list[TracedCall] = []
         self._diverged = False
         self._lock = threading.Lock()
         self._log: TextIO | None = None
         if trace_path is not None:
             check_output_path(trace_path, "monitor: trace_path")
             self._log = open(trace_path, "w", buffering=1)
-            self._log.write(header_line(self._kind.name, size, profile, semantics) + "\n")
+            self._log.write(header_line(size, kind=self._kind.name, profile=profile, semantics=semantics) + "\n")
 
     def __getattr__(self, name: str) -> Any:
         if name in self.__dict__.get("_names", ()):
@@ -110,7 +104,7 @@ class MonitoredProgram:
         return self._target
 
     @property
-    def trace(self) -> ProgramTrace:
+    def trace(self) -> Trace:
         """The calls since the model was last fresh, with the spec's outcomes."""
         with self._lock:
             return self._trace()
@@ -150,7 +144,7 @@ class MonitoredProgram:
         )
         if wanted_error is not None and not isinstance(wanted_error, CacheError):
             raise wanted_error  # the model itself failed: a bug of cacheproof's, not a divergence
-        traced = RecordedCall(call, wanted, None if wanted_error is None else type(wanted_error).__name__)
+        traced = TracedCall(call, wanted, None if wanted_error is None else type(wanted_error).__name__)
         unchecked = self._unchecked
         if due:
             self._unchecked = 0
@@ -167,8 +161,9 @@ class MonitoredProgram:
                             "to find the call")
             self._diverge(message)
 
-    def _trace(self) -> ProgramTrace:
-        return ProgramTrace(self._kind.name, self._size, tuple(self._calls), self._profile, self._semantics)
+    def _trace(self) -> Trace:
+        return Trace(self._kind.name, self._size, tuple(self._calls), self._profile, self._semantics,
+                     self._kind.profiles[self._profile].operations)
 
     def _diverge(self, message: str) -> None:
         """Stop checking; flush and fsync the log, then raise with the trace up to the bad call."""
@@ -178,8 +173,7 @@ class MonitoredProgram:
             os.fsync(self._log.fileno())
         target_type = type(self._target)
         raise DivergenceError(message, self._trace(), None if self._log is None else self._log.name,
-                              f"{target_type.__module__}:{target_type.__qualname__}",
-                              writer="cacheproof.contract.program_record.write_program_trace")
+                              f"{target_type.__module__}:{target_type.__qualname__}")
 
 
 def monitor_program(target: Any, kind: str, *, size: int | None = None, trace_path: str | Path | None = None,
@@ -191,7 +185,7 @@ def monitor_program(target: Any, kind: str, *, size: int | None = None, trace_pa
     that `cacheproof replay` reads. `views_every=k` compares the views after every k-th call. The
     target must be fresh: its views must be a fresh model's (ValueError otherwise).
     """
-    spec_kind = program_kind(kind)
+    spec_kind = get_kind(kind)
     profile = spec_kind.default_profile if profile is None else profile
     if profile not in spec_kind.profiles:
         raise InvalidArgumentError(f"monitor: profile {profile!r}: spec kind {kind!r} has {', '.join(spec_kind.profiles)}")

@@ -29,8 +29,7 @@ from cacheproof.sandbox.factories import FactoryError, load_factory
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
 from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.kinds import get_kind
-from cacheproof.contract.program_record import HEADER_LINES, ProgramTrace, ProgramTraceError
-from cacheproof.trace.program_format import read_program_trace
+from cacheproof.contract.record import HEADER_LINES, Trace
 
 RECORDING = "recording"
 IMPLEMENTATION = "implementation"
@@ -62,7 +61,7 @@ class ProgramReplayDivergence:
                 "state_diff": self.state_diff, "spec_snapshot": None, "cache_snapshot": None}
 
 
-def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = None,
+def replay_program(trace: Trace, factory: Callable[[int], Any] | None = None,
                    impl: str = "MODULE:FACTORY") -> ProgramReplayDivergence | None:
     """The first divergence of `trace` (see the module docstring), or None. `impl` names `factory`
     in the snippet."""
@@ -80,13 +79,13 @@ def replay_program(trace: ProgramTrace, factory: Callable[[int], Any] | None = N
                                                difference.view_diff())
         outcome = outcome_of(spec, traced.call, kind.error_names)
         if not outcomes_agree(traced.call.op, traced.outcome(), outcome):
-            message = f"{to_python(traced.call)}: recorded {traced.describe()}; the spec {outcome.describe()}"
+            message = f"{to_python(traced.call)}: recorded {traced.outcome().describe()}; the spec {outcome.describe()}"
             return ProgramReplayDivergence(step, traced.call, RECORDING, message)
         spec_errors.append(outcome.error)
     return None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, trace: Trace) -> int:
     """`cacheproof replay` of a program trace (the arguments of `cacheproof.trace.replay`)."""
     unsupported = [flag for flag, given in (
         ("--profile", args.profile is not None), ("--semantics", bool(args.semantics)),
@@ -102,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     started = time.perf_counter()
     try:
-        trace = read_program_trace(args.trace)
         factory = None if args.impl is None else load_factory(args.impl)
-    except (ProgramTraceError, FactoryError) as error:
+    except FactoryError as error:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
     divergence = replay_program(trace, factory, args.impl or "MODULE:FACTORY")

@@ -38,7 +38,6 @@ from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace import program_replay
-from cacheproof.trace.program_format import names_a_kind
 from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
@@ -46,8 +45,8 @@ from cacheproof.trace.format import (
     TraceFormatError,
     read_trace,
     recorded_calls,
-    recorded_result,
 )
+from cacheproof.contract.record import recorded_result
 from cacheproof.contract.values import value_for, values_equal
 from cacheproof.spec.kinds import new_spec
 
@@ -105,7 +104,7 @@ class ReplayDivergence:
 
 def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
     """The first call whose recorded outcome is not the spec's (under `trace.semantics`), or None."""
-    spec = new_spec(trace.capacity_bytes, trace.semantics)
+    spec = new_spec(trace.size, trace.semantics)
     for index, traced in enumerate(trace.calls):
         outcome = run_spec_call(spec, traced.call)
         difference = recorded_difference(traced, outcome, spec)
@@ -132,7 +131,7 @@ def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayD
     back to the call after which it first appears.
     """
     calls = recorded_calls(trace)
-    lockstep = Lockstep(factory, trace.capacity_bytes, trace.semantics)
+    lockstep = Lockstep(factory, trace.size, trace.semantics)
     for traced in trace.calls:
         try:
             expected, actual = lockstep.step(traced.call)
@@ -295,15 +294,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if names_a_kind(args.trace):  # a trace of another spec kind (docs/block-traces.md)
-        return program_replay.run(args)
     problem = first_problem({"--json": args.json})
     if problem is not None:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     try:
-        trace = checked_under(read_trace(args.trace), args.profile, args.semantics, args.ops)
+        trace = read_trace(args.trace)
+        if trace.kind != "cache":  # a trace of another spec kind (docs/block-traces.md)
+            return program_replay.run(args, trace)
+        trace = checked_under(trace, args.profile, args.semantics, args.ops)
         factory = None if args.impl is None else load_factory(args.impl)
         divergence = replay_against_spec(trace) if factory is None else _guarded_replay(trace, factory, args)
     except (TraceFormatError, FactoryError, InvalidArgumentError) as error:
@@ -335,7 +335,7 @@ def _guarded_replay(trace: Trace, factory: Callable[[int], Any], args: argparse.
     try:
         return supervised(lambda: replay_against_cache(trace, guarded), watch)
     except CacheFault:
-        failure = first_failure(guarded, trace.capacity_bytes, recorded_calls(trace), watch, trace.semantics)
+        failure = first_failure(guarded, trace.size, recorded_calls(trace), watch, trace.semantics)
     if failure is None:
         return ReplayDivergence(len(trace.calls), trace.calls[-1].call, SPEC, "the same run twice",
                                 "a hang once, then none", "not deterministic: the replay hung once, then did not", (), None)
