@@ -83,7 +83,7 @@ def test_an_edited_outcome_is_reported_at_its_line(tmp_path, capsys):
     assert main(["replay", str(path), "--json", str(report)]) == 1
     out = capsys.readouterr().out
     assert "divergence at step 5 of 7 (trace line 6): cache.num_free()" in out
-    assert "recorded returned 2; the spec returned 3" in out
+    assert "recorded returns 2; replayed returns 3" in out
     divergence = json.loads(report.read_text())["divergence"]
     assert (divergence["step"], divergence["line"], divergence["against"]) == (5, 6, "recording")
 

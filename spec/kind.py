@@ -147,6 +147,12 @@ class SpecKind:
     generator draws by default first (the names of `cacheproof.contract.keys.KEY_DOMAINS`), and
     `keys_are` says what its keys are ("entry keys", "request ids"); `--keys` naming another domain
     is a usage error that names these.
+
+    `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
+    the runtime monitor compare the whole state by default: 1, after every call, with the kind's
+    `views` (a view is cheap); None, every max(16, 2 x entries) calls (the tensor cache, whose full
+    check, len, `in`, stats and snapshot, costs O(entries)), the call that broke the state then
+    found by bisection (`cacheproof.trace.lockstep`).
     """
 
     name: str
@@ -160,6 +166,7 @@ class SpecKind:
     views: tuple[str, ...] = ("snapshot",)
     key_domains: tuple[str, ...] = ("int",)
     keys_are: str = "keys"
+    state_every: int | None = 1
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""
