@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Collection, Iterable, NamedTuple
 
 from cacheproof.cmdline.output_paths import write_atomically
-from cacheproof.contract.calls import Call, ValueRecipe, encode_value, to_json
-from cacheproof.contract.steps import StepOutcome, outcome_of
-from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.contract.calls import Call, ValueRecipe, encode_value, invoke, to_json
+from cacheproof.contract.steps import StepOutcome
+from cacheproof.spec.errors import CacheError, InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.spec.overrides import written_differences
@@ -171,25 +171,32 @@ def spec_trace(
     semantics = chosen.semantics if semantics is None else semantics
     operations = chosen.operations if operations is None else tuple(operations)
     model = spec_kind.new(size, semantics)
+    error_names = spec_kind.error_names
+    # op -> (positional count, keywords, returns a stored value, stores a value): the table read once
+    shapes = {row.name: (len(row.positional), row.keywords, row.returns_value, row.stores_value)
+              for row in spec_kind.operations}
     stored: dict[Any, ValueRecipe | None] = {}  # key -> recipe of its latest stored value
     traced = []
     for number, call in enumerate(calls, start=1):
-        problem = call_problem(spec_kind, call)
-        if problem is not None:
-            raise InvalidArgumentError(f"call {number}, field {problem[0]!r}: {problem[1]}")
-        outcome = outcome_of(model, call, spec_kind.error_names)
-        if outcome.crash is not None:
-            raise InvalidArgumentError(f"the spec crashed on {call.op}{call.args!r}: {outcome.crash}")
-        operation = spec_kind.operation(call.op)
-        if outcome.error is not None:
-            traced.append(TracedCall(call, error=outcome.error))
-        elif operation.returns_value:
+        shape = shapes.get(call.op)
+        if shape is None or len(call.args) != shape[0] or (call.kwargs and not shape[1].issuperset(call.kwargs)):
+            field_name, problem = call_problem(spec_kind, call) or ("call", "does not fit the table")
+            raise InvalidArgumentError(f"call {number}, field {field_name!r}: {problem}")
+        try:
+            result = invoke(model, call)
+        except CacheError as error:
+            traced.append(TracedCall(call, error=error_name(error, error_names)))
+            continue
+        except Exception as error:  # noqa: BLE001 - a bug of the spec's, said with the call
+            raise InvalidArgumentError(f"the spec crashed on {call.op}{call.args!r}: "
+                                       f"{type(error).__name__}: {error}") from error
+        if shape[2]:
             traced.append(TracedCall(call, stored.get(call.args[0]) or SOME_VALUE))
-        else:
-            if operation.stores_value and outcome.result is not False:
-                value = call.args[1]
-                stored[call.args[0]] = value if isinstance(value, ValueRecipe) else None
-            traced.append(TracedCall(call, recorded_result(outcome.result)))
+            continue
+        if shape[3] and result is not False:
+            value = call.args[1]
+            stored[call.args[0]] = value if isinstance(value, ValueRecipe) else None
+        traced.append(TracedCall(call, recorded_result(result)))
     return Trace(spec_kind.name, size, tuple(traced), profile, semantics, operations)
 
 
