@@ -88,7 +88,7 @@ def test_logged_trace_replays(tmp_path, capsys):
         with pytest.raises(UnknownKeyError):
             cache.get(1)
     trace = read_trace(path)
-    assert trace.capacity_bytes == 32 and len(trace.calls) == 6
+    assert trace.size == 32 and len(trace.calls) == 6
     assert trace.calls[3].result is SOME_VALUE and trace.calls[5].error == "UnknownKeyError"
     assert main(["replay", str(path), "--quiet"]) == 0
     assert main(["replay", str(path), "--impl", "cacheproof.spec:CacheSpec", "--quiet"]) == 0

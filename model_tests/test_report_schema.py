@@ -20,7 +20,7 @@ from cacheproof.bench import _KINDS as BENCH_KINDS
 from cacheproof.cli import main
 from cacheproof.cmdline.reports import REPORT_LOG_VARIABLE, REPORT_SCHEMA, report_of, schema, write_report
 from cacheproof.contract.calls import Call, from_json
-from cacheproof.contract.program_record import program_trace_text, spec_program_trace
+from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.version import __version__
 from model_tests.report_validation import logged_report_errors, report_errors
 
@@ -55,7 +55,7 @@ def block_trace(folder: Path) -> Path:
     block free and diverges."""
     path = folder / "blocks.jsonl"
     calls = [Call("free", (1, ())), Call("allocate_slots", (1, (0,)))]
-    path.write_text(program_trace_text(spec_program_trace("blocks", 1, calls)))
+    path.write_text(trace_text(spec_trace(1, calls, kind="blocks")))
     return path
 
 

@@ -24,7 +24,7 @@ from cacheproof.spec import CacheSpec
 from cacheproof.testing import cache_test_case, profile_scopes
 from cacheproof.trace.format import parse_trace
 from cacheproof.trace.monitor import monitor
-from cacheproof.trace.replay import replay_against_cache, replay_against_spec
+from cacheproof.trace.replay import replay_beside, replay_against_spec
 from model_tests import broken_scope_caches as broken
 
 ALIKE = (1, "1", b"1", ("img", 1), ("img", "1"))
@@ -210,8 +210,8 @@ def test_a_huge_trace_holds_recipes_and_replays_without_the_bytes(tmp_path, caps
     tracemalloc.start()
     trace = parse_trace(text)
     assert replay_against_spec(trace) is None
-    assert replay_against_cache(trace, meta_cache) is None
-    found = replay_against_cache(trace, broken.ByteCountersWrapAt32Bits)
+    assert replay_beside(trace, meta_cache) is None
+    found = replay_beside(trace, broken.ByteCountersWrapAt32Bits)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert found is not None and peak < 1 << 20
@@ -237,4 +237,4 @@ def test_the_monitor_round_trips_every_key_type_and_huge_values(tmp_path):
     assert cache.pop(b"1").device.type == "meta"
     trace = parse_trace(path.read_text())
     assert [traced.call.args[0] for traced in trace.calls] == list(ALIKE) + [("img", "1"), b"1"]
-    assert replay_against_spec(trace) is None and replay_against_cache(trace, meta_cache) is None
+    assert replay_against_spec(trace) is None and replay_beside(trace, meta_cache) is None

@@ -36,7 +36,7 @@ CALLS = [
 
 def test_spec_outcomes_are_recorded_as_the_contract_says():
     trace = spec_trace(8, CALLS)
-    assert trace.capacity_bytes == 8
+    assert trace.size == 8
     assert [(t.result, t.error) for t in trace.calls] == [
         ("NEW_RESERVATION", None),
         ([], None),
@@ -53,7 +53,8 @@ def test_text_round_trip_and_line_format():
     trace = spec_trace(8, CALLS)
     text = trace_text(trace)
     lines = [json.loads(line) for line in text.splitlines()]
-    assert lines[0] == {"cacheproof_trace": 1, "version": trace.version, "capacity_bytes": 8}
+    assert lines[0] == {"cacheproof_trace": 2, "version": trace.version, "spec": "cache", "capacity_bytes": 8,
+                        "profile": "contract"}
     assert lines[1] == {"op": "acquire", "args": [0, 4], "kwargs": {"retain": False}, "result": "NEW_RESERVATION"}
     assert lines[3]["args"] == [{"tuple": [1, "a"]}, {"nbytes": 4, "tag": 9}]
     assert lines[4]["result"] == {"nbytes": 4, "tag": 9}
@@ -72,7 +73,9 @@ def test_some_value_and_unencodable_keys():
     "lines, problem",
     [
         (['{"op": "get"}'], "line 1: expected the header"),
-        (['{"cacheproof_trace": 2, "version": "0", "capacity_bytes": 8}'], "line 1: unsupported trace format 2"),
+        (['{"cacheproof_trace": 3, "version": "0", "capacity_bytes": 8}'], "line 1: unsupported trace format 3"),
+        (['{"cacheproof_trace": 2, "version": "0", "capacity_bytes": 8}'], "line 1: spec must be a spec kind"),
+        (['{"cacheproof_trace": 2, "version": "0", "spec": "blocks", "capacity_bytes": 8}'], "line 1: num_blocks"),
         (['{"cacheproof_trace": 1, "version": "0", "capacity_bytes": 0}'], "line 1: capacity_bytes"),
         (['{"cacheproof_trace": 1, "version": "0", "capacity_bytes": 8}', "{nope"], "line 2: not JSON"),
         (['{"cacheproof_trace": 1, "version": "0", "capacity_bytes": 8}', '{"op": "get", "args": [0], "kwargs": {}}',
@@ -98,7 +101,7 @@ def test_counterexample_trace_holds_the_spec_outcomes(tmp_path):
     path = tmp_path / "counterexample.jsonl"
     write_counterexample_trace(path, report.counterexample)
     trace = read_trace(path)
-    assert trace.capacity_bytes == report.counterexample.capacity_bytes
+    assert trace.size == report.counterexample.capacity_bytes
     assert [t.call for t in trace.calls] == list(report.counterexample.calls)
     assert trace.calls[-1].call.op == "get"  # GetDoesNotPromote diverges on a get
     assert isinstance(trace.calls[-1].result, ValueRecipe)
@@ -110,10 +113,10 @@ def test_schema_names_the_fields_the_writer_uses():
     schema = json.loads(files("cacheproof.trace").joinpath("schema.json").read_text())
     header, call = schema["$defs"]["header"], schema["$defs"]["call"]
     lines = [json.loads(line) for line in trace_text(spec_trace(8, CALLS)).splitlines()]
-    assert set(lines[0]) == set(header["required"])
+    assert set(lines[0]) == set(header["required"]) | {"capacity_bytes"}  # the size, under the kind's size_name
+    assert len(lines[0]) == header["minProperties"]
     for line in lines[1:]:
         assert set(line) <= set(call["properties"]) and set(call["required"]) <= set(line)
-        assert line["op"] in call["properties"]["op"]["enum"]
 
 
 def test_schema_names_the_fields_of_a_diverging_call():

@@ -15,7 +15,7 @@ from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.format import parse_trace, spec_trace, trace_text, write_trace
-from cacheproof.trace.replay import replay_against_cache, replay_against_spec
+from cacheproof.trace.replay import replay_beside, replay_against_spec
 from model_tests.broken_caches import GetDoesNotPromote
 
 
@@ -59,7 +59,7 @@ def test_replay_with_impl_does_constant_work_per_call():
     traces = {n: spec_trace(4 * n, distinct_puts(n)) for n in (150, 1200)}
 
     def run(n):
-        assert replay_against_cache(traces[n], lambda capacity: TensorLRUCache(capacity, device="cpu")) is None
+        assert replay_beside(traces[n], lambda capacity: TensorLRUCache(capacity, device="cpu")) is None
 
     assert work_ratio(run, 150, 1200) < 1.5  # a snapshot compared after every call: about 8x
 
@@ -84,7 +84,7 @@ def test_a_state_divergence_between_full_checks_is_traced_to_its_call():
     # GetDoesNotPromote breaks only the recency order: nothing but a snapshot shows it, and the
     # full snapshot comparison comes long after the get
     calls = distinct_puts(300) + [Call("get", (0,))] + distinct_puts(400)[300:]
-    divergence = replay_against_cache(spec_trace(4 * 400, calls), GetDoesNotPromote)
+    divergence = replay_beside(spec_trace(4 * 400, calls), GetDoesNotPromote)
     assert divergence is not None
     assert (divergence.step, divergence.call) == (301, Call("get", (0,)))
     diff = divergence.snapshot_diff()
@@ -95,7 +95,7 @@ def test_an_outcome_divergence_after_an_unseen_state_divergence_reports_the_earl
     # after the missed promotion, eviction removes key 0 in the broken cache (key 1 in the spec):
     # the first outcome difference is at the put, but the state parted at the get
     calls = [Call("put", (key, ValueRecipe(4, key))) for key in range(8)] + [Call("get", (0,)), Call("put", (8, ValueRecipe(4, 8)))]
-    divergence = replay_against_cache(spec_trace(32, calls), GetDoesNotPromote)
+    divergence = replay_beside(spec_trace(32, calls), GetDoesNotPromote)
     assert (divergence.step, divergence.call.op) == (9, "get")
 
 
@@ -194,4 +194,4 @@ def test_every_trace_written_still_reads_back():
     trace = spec_trace(16, calls)
     assert parse_trace(trace_text(trace)) == trace
     assert replay_against_spec(trace) is None
-    assert replay_against_cache(trace, CacheSpec) is None
+    assert replay_beside(trace, CacheSpec) is None

@@ -26,6 +26,10 @@ class Argument:
     keyword: bool = False
 
 
+STORED_VALUE = "the value"
+"""The `Operation.result` of an operation that returns a value stored by an earlier call (get, pop)."""
+
+
 @dataclass(frozen=True)
 class Operation:
     """One row of an operation table.
@@ -56,6 +60,18 @@ class Operation:
     def keyed(self) -> bool:
         """Whether the first argument names a key (the entry the call is about)."""
         return bool(self.arguments) and self.arguments[0].domain == "key"
+
+    @property
+    def stores_value(self) -> bool:
+        """Whether a call stores a value: an argument of the domain "value" (its size is what the
+        lifecycle reads; a trace records it as a recipe)."""
+        return any(a.domain == "value" for a in self.arguments)
+
+    @property
+    def returns_value(self) -> bool:
+        """Whether the result is a value stored by an earlier call (result `STORED_VALUE`): traces
+        record it as that value's recipe, or as "some value" when the recipe is unknown."""
+        return self.result == STORED_VALUE
 
     @property
     def outcomes(self) -> tuple[str, ...]:
@@ -193,6 +209,12 @@ class SpecKind:
     `readings` maps a view to its `ViewReading` (its parts, and the invariants each concerns);
     `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
     judge, from the views (by name) before and after a call of an implementation.
+
+    `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
+    the runtime monitor compare the whole state by default: 1, after every call, with the kind's
+    `views` (a view is cheap); None, every max(16, 2 x entries) calls (the tensor cache, whose full
+    check, len, `in`, stats and snapshot, costs O(entries)), the call that broke the state then
+    found by bisection (`cacheproof.trace.lockstep`).
     """
 
     name: str
@@ -208,6 +230,7 @@ class SpecKind:
     keys_are: str = "keys"
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
+    state_every: int | None = 1
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

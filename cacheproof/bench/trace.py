@@ -32,7 +32,7 @@ from cacheproof.cmdline.progress import summary_table
 from cacheproof.spec import Acquired, CacheError
 from cacheproof.trace.format import read_trace
 from cacheproof.trace.monitor import monitor
-from cacheproof.trace.replay import replay_against_cache, replay_against_spec
+from cacheproof.trace.replay import replay_beside, replay_against_spec
 from cacheproof.spec.kinds import new_spec
 
 _SIZES = (64, 256, 1024)
@@ -162,7 +162,7 @@ def measure(calls: int, seed: int, device: str, folder: Path) -> Row:
     if divergence is not None:
         raise AssertionError(f"the monitor trace of {calls} calls diverges from the spec: {divergence.message}")
     started, cpu_started = time.perf_counter(), time.process_time()
-    divergence = replay_against_cache(read_trace(path), lambda c: TensorLRUCache(c, device=device))
+    divergence = replay_beside(read_trace(path), lambda c: TensorLRUCache(c, device=device))
     replay_impl_seconds = time.perf_counter() - started
     replay_impl_cpu_seconds = time.process_time() - cpu_started
     if divergence is not None:

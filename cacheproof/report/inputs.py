@@ -1,12 +1,11 @@
 """What `cacheproof report` reads, as plain data: a `cacheproof check --json` report or a trace.
 
-Three inputs, told apart by their first line or document:
+Two inputs, told apart by their first line or document:
 
 - a check report (`cacheproof check --json`, of any spec kind; the versioned report of
   docs/reports.md, or the unversioned one written before it): one `Case` per divergence, the
   diverging call its last;
-- a trace of the tensor cache (`check --trace-out`, a monitor's `trace_path`, docs/traces.md);
-- a program trace of another spec kind (the block pool's, docs/block-traces.md).
+- a trace of any spec kind (`check --trace-out`, a monitor's `trace_path`; docs/traces.md).
 
 A trace is one `Case`. Its diverging call is the one `cacheproof replay TRACE` (without --impl)
 reports: the call a monitor marked with `observed`, or the first whose recorded outcome is not the
@@ -26,18 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.contract.calls import Call, ValueRecipe, from_json
-from cacheproof.contract.program_record import ProgramTraceError, call_problem
+from cacheproof.contract.record import Trace, call_problem
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.trace.format import TraceFormatError, parse_trace
-from cacheproof.trace.program_format import parse_program_trace
-from cacheproof.trace.program_replay import replay_program
 from cacheproof.trace.replay import OBSERVED, replay_against_spec
 
 REPORT_SCHEMA = "cacheproof/report/v1"
 """The versioned report schema this reader knows (cacheproof/schemas/report-v1.json)."""
 
-CHECK_REPORT, TRACE, PROGRAM_TRACE = "check report", "trace", "program trace"
+CHECK_REPORT, TRACE = "check report", "trace"
 
 
 class ReportInputError(ValueError):
@@ -94,10 +91,12 @@ def read_input(path: str | Path) -> ReportInput:
         raise ReportInputError(f"{source}: cannot read it: {error}") from None
     first = next((line for line in text.splitlines() if line.strip()), "")
     header = _json(first)
-    if isinstance(header, dict) and "spec" in header and "ok" not in header:
-        return _program_trace(text, source)
-    if isinstance(header, dict) and "cacheproof_trace" in header:
-        return _trace(text, source)
+    if isinstance(header, dict) and ("spec" in header or "cacheproof_trace" in header) and "ok" not in header:
+        try:
+            trace = parse_trace(text, source)
+        except TraceFormatError as error:
+            raise ReportInputError(str(error)) from None
+        return _trace(trace, source)
     document = _json(text)
     if isinstance(document, dict) and "ok" in document:
         return _check_report(document, source)
@@ -116,57 +115,31 @@ def _json(text: str) -> Any:
 
 # Traces --------------------------------------------------------------------------------------
 
-def _trace(text: str, source: str) -> ReportInput:
-    try:
-        trace = parse_trace(text, source)
-    except TraceFormatError as error:
-        raise ReportInputError(str(error)) from None
+def _trace(trace: Trace, source: str) -> ReportInput:
     calls = tuple(traced.call for traced in trace.calls)
     divergence = replay_against_spec(trace)
     monitored = any(traced.observed is not None for traced in trace.calls)
     if divergence is None:
-        case = Case(f"trace of {len(calls)} calls", trace.capacity_bytes, calls)
+        case = Case(f"trace of {len(calls)} calls", trace.size, calls)
         verdict = "no divergence recorded"
     else:
         traced = trace.calls[divergence.step - 1]
-        if divergence.against == OBSERVED:  # the monitor's why is a difference text of the cache's
+        if divergence.against == OBSERVED:  # the monitor's why is a difference text of the implementation's
             observed = traced.observed
             same = (observed.result, observed.error) == (traced.result, traced.error)
             why, actual, differences = (observed.why,), f"the monitored cache {observed.describe()}", (observed.why,)
         else:
             same, why, actual, differences = False, (divergence.message,), f"recorded: {traced.describe()}", ()
-        case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.capacity_bytes, calls,
+        case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.size, calls,
                     divergence.step, actual, not same, differences=differences, why=why)
         verdict = (f"the monitored cache diverges at call {divergence.step}" if divergence.against == OBSERVED
                    else f"the recording parts from the spec at call {divergence.step}")
+    kind = trace.spec_kind
     facts = (("input", f"{TRACE} ({'a monitor' if monitored else 'recorded'}; cacheproof {trace.version})"),
-             ("spec", DEFAULT_KIND), ("capacity", f"{trace.capacity_bytes} bytes"), ("profile", trace.profile),
+             ("spec", trace.kind), ("size", f"{kind.size_name} = {trace.size}"), ("profile", trace.profile),
              ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
              ("implementation", "not recorded in a trace"))
-    return ReportInput(source, TRACE, DEFAULT_KIND, trace.semantics, None, facts, verdict, (case,))
-
-
-def _program_trace(text: str, source: str) -> ReportInput:
-    try:
-        trace = parse_program_trace(text, source)
-    except ProgramTraceError as error:
-        raise ReportInputError(str(error)) from None
-    calls = tuple(recorded.call for recorded in trace.calls)
-    divergence = replay_program(trace)
-    if divergence is None:
-        case = Case(f"trace of {len(calls)} calls", trace.size, calls)
-        verdict = "no divergence recorded"
-    else:
-        recorded = trace.calls[divergence.step - 1]
-        case = Case(f"call {divergence.step} of {len(calls)}: {divergence.message}", trace.size, calls,
-                    divergence.step, f"recorded: {recorded.describe()}", True, why=(divergence.message,))
-        verdict = f"the recording parts from the spec at call {divergence.step}"
-    kind = get_kind(trace.kind)
-    facts = (("input", f"{PROGRAM_TRACE} (cacheproof {trace.version})"), ("spec", trace.kind),
-             ("size", f"{kind.size_name} = {trace.size}"), ("profile", trace.profile),
-             ("semantics", _described(trace.semantics)), ("calls", str(len(calls))),
-             ("implementation", "not recorded in a trace"))
-    return ReportInput(source, PROGRAM_TRACE, trace.kind, trace.semantics, None, facts, verdict, (case,))
+    return ReportInput(source, TRACE, trace.kind, trace.semantics, None, facts, verdict, (case,))
 
 
 def _described(semantics: Any) -> str:

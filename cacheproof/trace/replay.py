@@ -1,12 +1,23 @@
-"""`cacheproof replay TRACE [--impl MODULE:FACTORY]`: re-run a trace and report its first divergence.
+"""`cacheproof replay TRACE [--impl MODULE:FACTORY]`: re-run a trace of any spec kind and report its
+first divergence.
 
 A trace is a claim about what happened. Without --impl the claim is checked against the spec: every
-recorded outcome must be the one the spec gives. With --impl the cache runs beside the spec
-(`lockstep`: outcomes, len and `in` after every call, stats, snapshot and the spec's I1-I4
-periodically, the call that broke the state located by bisection) and its outcomes must also match
-the recorded ones. Both are O(1) amortized per call. Exit 0 no divergence, 1 divergence, 2 usage
-error (bad flag, unreadable or malformed trace, factory not importable). A trace whose header
-names a spec kind (`"spec": "blocks"`) is replayed by `program_replay` (docs/block-traces.md).
+recorded outcome must be the one a fresh model of the header's kind, size and semantics gives. With
+--impl the implementation runs beside a second model and its outcomes must also match the recorded
+ones; how often the whole state is compared is the kind's `SpecKind.state_every`:
+
+- 1 (the block pool, and any kind by default): the outcome and every view of the kind after every
+  call (`contract.steps.differential_step`), the divergence reported with every difference and
+  why (`contract.explaining.steps`, as `check` prints them) and a runnable snippet
+  (`contract.snippet.program_snippet`). O(calls x views).
+- None (the tensor cache): `lockstep`: outcomes, len and `in` after every call, stats, snapshot
+  and the spec's invariants every max(16, 2 x entries) calls, the call that broke the state located
+  by bisection; each call guarded by --call-timeout. O(1) amortized per call.
+
+`against` says who disagrees: "recording" (the spec does not give the recorded outcome),
+"implementation" (the implementation does not give the spec's), "observed" (replayed on the spec
+alone, a divergence a monitor saw and marked, `TracedCall.observed`). Exit 0 no divergence, 1
+divergence, 2 usage error (bad flag, unreadable or malformed trace, factory not importable).
 """
 
 from __future__ import annotations
@@ -22,6 +33,9 @@ from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
 from cacheproof.contract.outcomes import Outcome, error_classes, error_matches, normalize_snapshot, outcome_difference
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
+from cacheproof.contract.explaining.steps import diverging_call, explain_all
+from cacheproof.contract.snippet import program_snippet
+from cacheproof.contract.steps import differential_step
 from cacheproof.sandbox.factories import FactoryError, load_factory, probe_factory
 from cacheproof.sandbox.fault_search import first_failure
 from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
@@ -32,57 +46,55 @@ from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_named
-from cacheproof.spec.cache.semantics import describe_value, field_names
+from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.overrides import written_differences
 from cacheproof.spec.cache.values import value_size
 from cacheproof.trace.lockstep import Lockstep, first_state_divergence
-from cacheproof.trace import program_replay
-from cacheproof.trace.program_format import names_a_kind
 from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
     TracedCall,
     TraceFormatError,
+    checked_operations,
     read_trace,
     recorded_calls,
-    recorded_result,
 )
+from cacheproof.contract.record import HEADER_LINES, recorded_result
 from cacheproof.contract.values import values_equal
-from cacheproof.spec.kinds import new_spec
 
-SPEC = "spec"
 RECORDING = "recording"
+IMPLEMENTATION = "implementation"
 OBSERVED = "observed"
-
-_HEADER_LINES = 1
 
 
 @dataclass(frozen=True)
 class ReplayDivergence:
-    """The first call whose outcome or state disagrees.
-
-    `against` is "spec" when the spec disagrees (with the recording, or with the cache),
-    "recording" when the cache matches the spec but not the recorded outcome, and "observed" when,
-    replayed on the spec alone, the trace holds a divergence a monitor saw (`TracedCall.observed`).
-    """
+    """The first call whose outcome or state disagrees; `against` says who disagrees (see the
+    module docstring). `expected` and `actual` are the two outcomes in words (None when only a
+    message says them); the snapshots are the tensor cache's, normalized (None for other kinds);
+    `snippet` reproduces an implementation's divergence found call by call, `state_diff` says which
+    of the kind's views differ after it, and `explanation` says every difference and why
+    (`contract.explaining.steps`, as `check` prints them)."""
 
     step: int  # 1-based call number
     call: Call
     against: str
-    expected: str
-    actual: str
+    expected: str | None
+    actual: str | None
     message: str
-    spec_snapshot: tuple
-    cache_snapshot: tuple | None
+    spec_snapshot: tuple | None = None
+    cache_snapshot: tuple | None = None
+    snippet: str | None = None
+    state_diff: dict | None = None
+    explanation: tuple[str, ...] = ()  # call by call, with the implementation: every difference and why, in words
 
     @property
     def line(self) -> int:
         """The line of the trace file that holds the call."""
-        return self.step + _HEADER_LINES
+        return self.step + HEADER_LINES
 
     def snapshot_diff(self) -> SnapshotDiff | None:
-        if self.cache_snapshot is None:
+        if self.cache_snapshot is None or self.spec_snapshot is None:
             return None
         return snapshot_diff(self.spec_snapshot, self.cache_snapshot)
 
@@ -96,35 +108,82 @@ class ReplayDivergence:
             "expected": self.expected,
             "actual": self.actual,
             "message": self.message,
-            "snippet": None,
-            "state_diff": None if diff is None else diff.to_json(),
-            "spec_snapshot": [list(e) for e in self.spec_snapshot],
+            "snippet": self.snippet,
+            "state_diff": self.state_diff if diff is None else diff.to_json(),
+            "spec_snapshot": None if self.spec_snapshot is None else [list(e) for e in self.spec_snapshot],
             "cache_snapshot": None if self.cache_snapshot is None else [list(e) for e in self.cache_snapshot],
         }
 
 
+def _compared_in_lockstep(kind: SpecKind) -> bool:
+    """Whether `kind` compares its whole state periodically, in lockstep (`SpecKind.state_every` None)."""
+    return kind.state_every is None
+
+
+def _spec_state(kind: SpecKind, spec: Any) -> tuple | None:
+    """The spec's normalized snapshot where the lockstep compares snapshots, else None."""
+    return normalize_snapshot(spec.snapshot()) if _compared_in_lockstep(kind) else None
+
+
 def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
-    """The first call whose recorded outcome is not the spec's (under `trace.semantics`), or None."""
-    spec = new_spec(trace.capacity_bytes, trace.semantics)
+    """The first call whose recorded outcome is not the spec's (under `trace.semantics`), or the
+    call a monitor marked as diverging; None when there is neither."""
+    kind = trace.spec_kind
+    spec = kind.new(trace.size, trace.semantics)
     for index, traced in enumerate(trace.calls):
         outcome = run_spec_call(spec, traced.call)
         difference = recorded_difference(traced, outcome, spec)
         if difference is not None:
             return ReplayDivergence(
-                index + 1, traced.call, SPEC, f"spec {outcome.describe()}", f"recorded {traced.describe()}",
-                difference, normalize_snapshot(spec.snapshot()), None,
+                index + 1, traced.call, RECORDING, f"spec {outcome.describe()}", f"recorded {traced.describe()}",
+                difference, _spec_state(kind, spec),
             )
         if traced.observed is not None:
             return ReplayDivergence(
                 index + 1, traced.call, OBSERVED, f"spec {outcome.describe()}",
                 f"the monitored cache {traced.observed.describe()}",
                 f"{traced.observed.why} (recorded by the monitor; replay with --impl to run the cache)",
-                normalize_snapshot(spec.snapshot()), None,
+                _spec_state(kind, spec),
             )
     return None
 
 
-def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayDivergence | None:
+def replay_beside(trace: Trace, factory: Callable[[int], Any], impl: str = "MODULE:FACTORY") -> ReplayDivergence | None:
+    """The first call where `factory(size)` disagrees with the spec or the recording, or None; the
+    state compared as the kind's `state_every` says (the module docstring). `impl` names the
+    factory in a snippet."""
+    if _compared_in_lockstep(trace.spec_kind):
+        return _replay_in_lockstep(trace, factory)
+    return _replay_call_by_call(trace, factory, impl)
+
+
+def _replay_call_by_call(trace: Trace, factory: Callable[[int], Any], impl: str) -> ReplayDivergence | None:
+    """Every call on a model and the implementation (outcome and every view), and on a second model
+    against the recording; at one call the implementation is checked first."""
+    kind = trace.spec_kind
+    spec = kind.new(trace.size, trace.semantics)
+    model, implementation = kind.new(trace.size, trace.semantics), factory(trace.size)
+    spec_errors: list[str | None] = []
+    for step, traced in enumerate(trace.calls, start=1):
+        difference = differential_step(model, implementation, traced.call, kind.views, error_names=kind.error_names)
+        if difference is not None:
+            calls = [earlier.call for earlier in trace.calls[:step]]
+            snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
+            (explained,) = explain_all(kind, [diverging_call(kind, trace.size, trace.semantics, calls, difference)])
+            return ReplayDivergence(step, traced.call, IMPLEMENTATION, f"spec {difference.expected.describe()}",
+                                    f"implementation {difference.actual.describe()}", difference.describe(),
+                                    snippet=snippet, state_diff=difference.view_diff(),
+                                    explanation=explained.lines())
+        outcome = run_spec_call(spec, traced.call)
+        mismatch = recorded_difference(traced, outcome, spec)
+        if mismatch is not None:
+            return ReplayDivergence(step, traced.call, RECORDING, f"spec {outcome.describe()}",
+                                    f"recorded {traced.describe()}", mismatch)
+        spec_errors.append(None if outcome.error is None else type(outcome.error).__name__)
+    return None
+
+
+def _replay_in_lockstep(trace: Trace, factory: Callable[[int], Any]) -> ReplayDivergence | None:
     """The first call where `factory(capacity)` disagrees with the spec or with the recording, or None.
 
     One pass, O(1) amortized per call (see `cacheproof.trace.lockstep`): outcomes and the recording
@@ -132,13 +191,13 @@ def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayD
     back to the call after which it first appears.
     """
     calls = recorded_calls(trace)
-    lockstep = Lockstep(factory, trace.capacity_bytes, trace.semantics)
+    lockstep = Lockstep(factory, trace.size, trace.semantics)
     for traced in trace.calls:
         try:
             expected, actual = lockstep.step(traced.call)
         except UserCodeError as error:  # the cache's make_value failed making the call's value
             message = f"{error}, making a value for {to_python(traced.call)}"
-            return ReplayDivergence(lockstep.steps + 1, traced.call, SPEC, "the call is made", message, message, (), None)
+            return ReplayDivergence(lockstep.steps + 1, traced.call, IMPLEMENTATION, "the call is made", message, message, (), None)
         found = _step_divergence(lockstep, traced, expected, actual)
         if found is not None:
             return _earliest(lockstep, calls, found)
@@ -146,7 +205,7 @@ def replay_against_cache(trace: Trace, factory: Callable[[int], Any]) -> ReplayD
         difference = lockstep.full_difference()
         if difference is not None:
             found = ReplayDivergence(
-                lockstep.steps, calls[-1], SPEC, "spec state", "cache state", difference, *lockstep.snapshots()
+                lockstep.steps, calls[-1], IMPLEMENTATION, "spec state", "cache state", difference, *lockstep.snapshots()
             )
             return _earliest(lockstep, calls, found)
     return None
@@ -174,7 +233,7 @@ def _beside_spec(
     step: int, call: Call, expected: Outcome, actual: Outcome, difference: str, lockstep: Lockstep
 ) -> ReplayDivergence:
     return ReplayDivergence(
-        step, call, SPEC, f"spec {expected.describe()}", f"cache {actual.describe()}", difference, *lockstep.snapshots()
+        step, call, IMPLEMENTATION, f"spec {expected.describe()}", f"cache {actual.describe()}", difference, *lockstep.snapshots()
     )
 
 
@@ -189,7 +248,7 @@ def _earliest(lockstep: Lockstep, calls: Sequence[Call], found: ReplayDivergence
     if state is None or state.step == found.step:
         return found
     return ReplayDivergence(
-        state.step, calls[state.step - 1], SPEC, f"spec {state.expected.describe()}",
+        state.step, calls[state.step - 1], IMPLEMENTATION, f"spec {state.expected.describe()}",
         f"cache {state.actual.describe()}", state.message, state.spec_snapshot, state.cache_snapshot,
     )
 
@@ -229,17 +288,21 @@ def checked_under(trace: Trace, profile: str | None, overrides: str = "", ops: s
     """`trace` with the semantics and operations of the flags: `profile` (None: the header's) replaces
     the header's profile, its semantics and operations; `overrides` (FIELD=VALUE,...) then applies;
     `ops` (OP,...) replaces the operations. InvalidArgumentError for a bad name or a call outside them."""
+    kind = trace.spec_kind
     if profile is not None:
-        chosen = profile_named(profile)
+        if profile not in kind.profiles:
+            raise InvalidArgumentError(f"unknown profile {profile!r}; profiles: {', '.join(kind.profiles)}")
+        chosen = kind.profiles[profile]
         trace = replace(trace, profile=profile, semantics=chosen.semantics, operations=chosen.operations)
     if overrides:
         trace = replace(trace, semantics=trace.semantics.with_overrides(overrides))
     if ops is not None:
-        trace = replace(trace, operations=check_operations([name.strip() for name in ops.split(",") if name.strip()]))
+        names = [name.strip() for name in ops.split(",") if name.strip()]
+        trace = replace(trace, operations=checked_operations(kind, names))
     for step, traced in enumerate(trace.calls, start=1):
         if traced.call.op not in trace.operations:
             raise InvalidArgumentError(
-                f"step {step} (trace line {step + _HEADER_LINES}) calls {traced.call.op}, outside the replayed "
+                f"step {step} (trace line {step + HEADER_LINES}) calls {traced.call.op}, outside the replayed "
                 f"operations {','.join(trace.operations)}"
             )
     return trace
@@ -248,6 +311,7 @@ def checked_under(trace: Trace, profile: str | None, overrides: str = "", ops: s
 @dataclass(frozen=True)
 class ReplayReport:
     trace: str
+    spec: str  # the kind's name
     impl: str | None
     calls: int
     divergence: ReplayDivergence | None
@@ -263,7 +327,7 @@ class ReplayReport:
         """The body of the JSON report (`replay` in cacheproof/schemas/report-v1.json)."""
         return {
             "trace": self.trace,
-            "spec": "cache",
+            "spec": self.spec,
             "impl": self.impl,
             "profile": self.profile.partition(" + ")[0],
             "semantics": self.semantics or {},
@@ -280,23 +344,22 @@ EXAMPLE = "cacheproof replay counterexample.jsonl --impl mypackage.cache:make_ca
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", type=Path, help="the trace file (JSON lines, see docs/traces.md; "
-                        "of another spec kind, docs/block-traces.md)")
-    parser.add_argument("--impl", metavar="MODULE:FACTORY", help="MODULE:FACTORY of a cache to run beside the spec (default: the spec alone)")
+    parser.add_argument("trace", type=Path, help="the trace file of any spec kind (JSON lines, see docs/traces.md)")
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", help="MODULE:FACTORY of an implementation (a cache, a "
+                        "block pool) to run beside the spec (default: the spec alone)")
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the report as JSON to this path (docs/reports.md)")
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
     parser.add_argument("--call-timeout", type=positive_seconds, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
                         help=f"a call not returning within SECONDS is a divergence (default {DEFAULT_CALL_TIMEOUT:g})")
     parser.add_argument("--profile", metavar="NAME",
-                        help=f"replay under this profile, of {', '.join(PROFILES)} (default: the trace header's)")
+                        help="replay under this profile of the trace's kind (`cacheproof profiles`; default: the "
+                        "trace header's)")
     parser.add_argument("--semantics", default="", metavar="FIELD=VALUE,...",
                         help="override fields of the semantics (docs/profiles.md)")
     parser.add_argument("--ops", metavar="OP,...", help="the operations the cache has (default: the trace header's)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if names_a_kind(args.trace):  # a trace of another spec kind (docs/block-traces.md)
-        return program_replay.run(args)
     problem = first_problem({"--json": args.json})
     if problem is not None:
         print(f"cacheproof replay: {problem}", file=sys.stderr)
@@ -304,8 +367,16 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         trace = checked_under(read_trace(args.trace), args.profile, args.semantics, args.ops)
+        if not _compared_in_lockstep(trace.spec_kind) and args.call_timeout != DEFAULT_CALL_TIMEOUT:
+            raise InvalidArgumentError(f"--call-timeout: the calls of a {trace.kind} trace are not guarded yet "
+                                       "(docs/block-traces.md)")
         factory = None if args.impl is None else load_factory(args.impl)
-        divergence = replay_against_spec(trace) if factory is None else _guarded_replay(trace, factory, args)
+        if factory is None:
+            divergence = replay_against_spec(trace)
+        elif _compared_in_lockstep(trace.spec_kind):
+            divergence = _guarded_replay(trace, factory, args)
+        else:
+            divergence = replay_beside(trace, factory, args.impl)
     except (TraceFormatError, FactoryError, InvalidArgumentError) as error:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
@@ -314,12 +385,11 @@ def run(args: argparse.Namespace) -> int:
         if abort.details:
             print(abort.details, file=sys.stderr)
         return 2
-    named = profile_named(trace.profile).semantics
-    differences = ",".join(f"{name}={describe_value(getattr(trace.semantics, name))}" for name in field_names()
-                           if getattr(trace.semantics, name) != getattr(named, name))
+    named = trace.spec_kind.profiles[trace.profile].semantics.as_written()
+    differences = ",".join(f"{name}={value}" for name, value in trace.semantics.as_written().items() if named[name] != value)
     profile = trace.profile + (f" + {differences}" if differences else "")
     semantics = written_differences(trace.semantics)
-    report = ReplayReport(str(args.trace), args.impl, len(trace.calls), divergence, profile, semantics,
+    report = ReplayReport(str(args.trace), trace.kind, args.impl, len(trace.calls), divergence, profile, semantics,
                           time.perf_counter() - started)
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_report(args.json, "replay", report.to_json())
@@ -328,19 +398,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _guarded_replay(trace: Trace, factory: Callable[[int], Any], args: argparse.Namespace) -> ReplayDivergence | None:
-    """`replay_against_cache` with the cache guarded (docs/robustness.md): a call that hangs is a divergence."""
+    """`replay_beside` in lockstep with the cache guarded (docs/robustness.md): a call that hangs is a divergence."""
     watch = Watch(args.call_timeout)
     guarded = GuardedFactory(factory, watch, args.impl)
     supervised(lambda: probe_factory(guarded, args.impl, trace.operations), watch)
     try:
-        return supervised(lambda: replay_against_cache(trace, guarded), watch)
+        return supervised(lambda: replay_beside(trace, guarded, args.impl), watch)
     except CacheFault:
-        failure = first_failure(guarded, trace.capacity_bytes, recorded_calls(trace), watch, trace.semantics)
+        failure = first_failure(guarded, trace.size, recorded_calls(trace), watch, trace.semantics)
     if failure is None:
-        return ReplayDivergence(len(trace.calls), trace.calls[-1].call, SPEC, "the same run twice",
+        return ReplayDivergence(len(trace.calls), trace.calls[-1].call, IMPLEMENTATION, "the same run twice",
                                 "a hang once, then none", "not deterministic: the replay hung once, then did not", (), None)
     call = trace.calls[failure.step].call
-    return ReplayDivergence(failure.step + 1, call, SPEC, "the call returns", failure.message, failure.message, (), None)
+    return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, "the call returns", failure.message, failure.message, (), None)
 
 
 def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
@@ -351,6 +421,7 @@ def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
             "cacheproof replay",
             {
                 "trace": report.trace,
+                "spec": report.spec,
                 "against": against,
                 "profile": report.profile,
                 "calls": report.calls,
@@ -365,20 +436,28 @@ def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
         return
     for line in divergence_lines(divergence):
         print(f"  {line}")
+    if divergence.snippet is not None:
+        print(divergence.snippet)
 
 
 def divergence_lines(divergence: ReplayDivergence) -> list[str]:
-    """The divergence for a reader, the difference first: what differs, then the two outcomes (or
-    that they agree, when only the state differs), then the snapshot diff."""
+    """The divergence for a reader, the difference first: what differs (and, found call by call,
+    every difference and why), then the two outcomes (or that they agree, when only the state
+    differs), then the snapshot diff."""
     lines = [f"difference: {divergence.message}"]
+    lines += [f"  {line}" for line in divergence.explanation]
     expected, actual = divergence.expected, divergence.actual
-    if expected.partition(" ")[2] == actual.partition(" ")[2]:
+    if expected is None or actual is None:
+        pass
+    elif expected.partition(" ")[2] == actual.partition(" ")[2]:
         lines.append(f"outcome:  the same ({expected}; {actual}); the state differs")
     else:
         lines += [f"expected: {expected}", f"actual:   {actual}"]
     diff = divergence.snapshot_diff()
-    if diff is None:
+    if diff is None and divergence.spec_snapshot is not None:
         lines.append(f"spec snapshot after the call: {divergence.spec_snapshot}")
+    elif diff is None:
+        pass
     elif diff.empty:
         lines.append("snapshots agree")
     else:

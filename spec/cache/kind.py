@@ -18,4 +18,5 @@ CACHE_KIND = SpecKind(
     profiles=PROFILES,
     key_domains=("int", "str", "bytes", "tuple", "mixed"),
     keys_are="entry keys",
+    state_every=None,
 )

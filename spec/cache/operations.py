@@ -6,7 +6,7 @@ benches read this table; nothing else lists the cache's operations.
 
 from __future__ import annotations
 
-from cacheproof.spec.kind import Argument, Operation
+from cacheproof.spec.kind import STORED_VALUE, Argument, Operation
 
 _KEY = Argument("key", "key")
 _NBYTES = Argument("nbytes", "nbytes")
@@ -24,13 +24,13 @@ CACHE_OPERATIONS: tuple[Operation, ...] = (
               summary="store the value of a RESERVED key, evicting idle entries oldest first"),
     Operation("put", (_KEY, _VALUE), "bool", _BAD_ARGUMENT + ("WrongStateError",), True,
               summary="store a READY idle entry in one call"),
-    Operation("get", (_KEY,), "the value", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
+    Operation("get", (_KEY,), STORED_VALUE, ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
               summary="the value of a READY entry; refreshes recency"),
     Operation("release", (_KEY,), "bool", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
               summary="drop one reference"),
     Operation("evict", (_NBYTES,), "list of evicted keys", _BAD_ARGUMENT + ("CapacityError",), True,
               summary="evict idle entries, oldest first, until nbytes are free"),
-    Operation("pop", (_KEY,), "the value", ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
+    Operation("pop", (_KEY,), STORED_VALUE, ("InvalidArgumentError", "UnknownKeyError", "WrongStateError"), True,
               summary="remove an idle entry and return its value"),
     Operation("clear", (), "None", ("WrongStateError",), True, summary="remove every entry"),
     Operation("contains", (_KEY,), "bool", ("InvalidArgumentError",), False, form="contains",

@@ -23,8 +23,8 @@ from cacheproof.cmdline.output_paths import OutputPathError, first_problem, writ
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
-from cacheproof.contract.program_record import program_trace_text, spec_program_trace
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
+from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import program_snippet, render
 from cacheproof.contract.steps import outcome_of
@@ -149,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
             example = report.counterexample
-            trace = spec_program_trace(kind.name, example.size, example.calls, profile.name, semantics)
-            write_atomically(args.trace_out, program_trace_text(trace))
+            trace = spec_trace(example.size, example.calls, semantics, kind=kind.name, profile=profile.name)
+            write_atomically(args.trace_out, trace_text(trace))
     except OutputPathError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
