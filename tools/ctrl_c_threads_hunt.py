@@ -1,0 +1,52 @@
+"""Reproduce the open Ctrl-C hang of `cacheproof check --threads` (issue 31's note).
+
+Runs `check --threads 2` on model_tests.racy_caches:LockedCacheSpec under `-X faulthandler`,
+sends SIGINT to the command alone at a random moment 0.6-1.6 s after its start, and, when it has
+not exited 20 s later, sends SIGABRT so that faulthandler prints every thread, then kills its
+process group. Stops at the first hang. Run it with busy processes beside it (about 1 hang in 10
+tries with four):
+
+    for k in 1 2 3 4; do python -c "while True: pass" & done
+    python tools/ctrl_c_threads_hunt.py 40
+    kill %1 %2 %3 %4
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WITH_HANDLER = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); import runpy; "
+                "runpy.run_module('cacheproof', run_name='__main__', alter_sys=True)")
+COMMAND = ["check", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--examples", "1000000", "--threads", "2",
+           "--quiet"]
+
+
+def main(tries: int) -> int:
+    for number in range(1, tries + 1):
+        moment = random.uniform(0.6, 1.6)
+        process = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", WITH_HANDLER, *COMMAND], cwd=ROOT,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(moment)
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            time.sleep(1)
+            os.killpg(process.pid, signal.SIGKILL)
+            _, err = process.communicate()
+            print(f"try {number}: no exit 20 s after Ctrl-C at {moment:.2f} s\n{err}")
+            return 1
+    print(f"{tries} tries, every run ended")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 40))
