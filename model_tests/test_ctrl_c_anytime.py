@@ -50,24 +50,12 @@ MODES = {
 }
 
 
-KNOWN_HANG = pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 31): under heavy load (five CI runs at once) a Ctrl-C to `check --threads` alone "
-           "left the main thread waiting in threading.Thread.start() for a new thread that never started "
-           "(3 of 5 runs, at 0.83 s and 1.09 s); the faulthandler dump is in the issue's note",
-)
-"""The --threads rows sent to the command alone: they pass on a machine with one busy process per core
-(three sittings of the 20 moments), and hung under five concurrent CI runs; marked so that the cause
-stays visible in every run's summary (xfailed, or XPASS) while it is open."""
-
-
 def _plan() -> list:
     """(mode, seconds after the start, whether the whole process group gets the signal), 20 of them."""
     draw = random.Random(31)
     names = sorted(MODES)
-    plan = [(names[index % len(names)], round(draw.uniform(MOMENT_FLOOR, LATEST_MOMENT), 2), index % 2 == 1)
+    return [(names[index % len(names)], round(draw.uniform(MOMENT_FLOOR, LATEST_MOMENT), 2), index % 2 == 1)
             for index in range(MOMENTS)]
-    return [pytest.param(*row, marks=KNOWN_HANG) if row[0] == "threads" and not row[2] else row for row in plan]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,21 @@ COMMAND = ["check", "--impl", "model_tests.racy_caches:LockedCacheSpec", "--exam
            "--quiet"]
 
 
+def _signals_and_cpu(pid: int) -> str:
+    """Each thread's pending and blocked signal masks, and the process's CPU ticks 3 s apart: a
+    Ctrl-C lost while the command runs on, or one never delivered."""
+    def ticks() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    first = ticks()
+    time.sleep(3)
+    lines = [f"cpu ticks in 3 s: {ticks() - first}"]
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        status = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines() if ":" in line)
+        lines.append(f"task {task.name}: " + " ".join(f"{k}={status[k].strip()}" for k in ("SigPnd", "ShdPnd", "SigBlk")))
+    return "\n".join(lines)
+
+
 def main(tries: int) -> int:
     for number in range(1, tries + 1):
         moment = random.uniform(0.6, 1.6)
@@ -38,6 +54,10 @@ def main(tries: int) -> int:
         try:
             process.communicate(timeout=20)
         except subprocess.TimeoutExpired:
+            native = subprocess.run(["gdb", "-p", str(process.pid), "-batch", "-iex", "add-auto-load-safe-path /", "-ex", "thread apply all py-bt"],
+                                    capture_output=True, text=True).stdout if shutil.which("gdb") else ""
+            print(native)
+            print(_signals_and_cpu(process.pid))
             process.send_signal(signal.SIGABRT)
             time.sleep(1)
             os.killpg(process.pid, signal.SIGKILL)

@@ -15,6 +15,7 @@ from cacheproof.check.report import check_body, concurrent_divergence
 from cacheproof.check.concurrent.scenarios import MAX_THREADS
 from cacheproof.sandbox.factories import FactoryError, TimedFactory, load_factory, probe_factory
 from cacheproof.contract.faults import UsageAbort
+from cacheproof.cmdline.interrupts import last_words
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import Progress, summary_table
@@ -55,8 +56,19 @@ def run(args: argparse.Namespace) -> int:
         done[:] = [scenarios, runs]
         progress.update(scenarios, runs)
 
+    def interrupted() -> int:
+        """The partial report: from the main thread after its KeyboardInterrupt, or from the Ctrl-C
+        watch when the main thread could not answer (`cacheproof.cmdline.interrupts`)."""
+        print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict", flush=True)
+        if args.json is not None:
+            write_report(args.json, "check", _body(
+                args, examples=done[0], steps=done[1], seconds=time.perf_counter() - started, seconds_to_failure=None,
+                ok=None, divergences=[], unknown_histories=0))
+        return INTERRUPTED_STATUS
+
     try:
-        with Progress("check --threads", total=args.examples, quiet=args.quiet, unit="scenarios") as progress:
+        with last_words(interrupted), \
+                Progress("check --threads", total=args.examples, quiet=args.quiet, unit="scenarios") as progress:
             report = run_concurrent_check(
                 factory,
                 threads=args.threads,
@@ -72,12 +84,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageAbort as abort:
         return _usage_abort(abort)
     except KeyboardInterrupt:
-        print(f"interrupted: {done[0]} scenarios, {done[1]} runs; no verdict")
-        if args.json is not None:
-            write_report(args.json, "check", _body(
-                args, examples=done[0], steps=done[1], seconds=time.perf_counter() - started, seconds_to_failure=None,
-                ok=None, divergences=[], unknown_histories=0))
-        return INTERRUPTED_STATUS
+        return interrupted()
     if args.json is not None:  # the file first: a closed output pipe cannot lose it
         write_report(args.json, "check", report_body(args, report))
     print_report(args.impl, report, quiet=args.quiet)

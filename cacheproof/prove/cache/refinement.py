@@ -37,6 +37,7 @@ from typing import Any, Hashable, NamedTuple
 import numpy as np
 import z3
 
+from cacheproof.cmdline.interrupts import WATCH_THREAD_NAME
 from cacheproof.contract import calls
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.values import value_for
@@ -427,8 +428,11 @@ class PendingRefinement:
 
 
 def _may_fork() -> bool:
+    """Fork only with more than one CPU and no thread beside the main one but the Ctrl-C watch, which
+    holds no lock while it waits (`cacheproof.cmdline.interrupts`)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus > 1 and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    alone = all(thread is threading.main_thread() or thread.name == WATCH_THREAD_NAME for thread in threading.enumerate())
+    return cpus > 1 and "fork" in multiprocessing.get_all_start_methods() and alone
 
 
 def _refine_into(sender: Any, bound: Bound, semantics: Semantics) -> None:

@@ -1,0 +1,88 @@
+"""A Ctrl-C the main thread cannot answer still ends the command, with its last words, in time.
+
+The main thread is made deaf, as a `check --threads` run under heavy load once was (issue 31, its
+main thread waiting in `Thread.start()` for more than 20 s): SIGINT is blocked in it, so the kernel
+hands the signal to another thread, and it then waits on a lock nobody releases. Under
+`cacheproof.cmdline.interrupts.ctrl_c_raises` the watch thread ends the process `grace` seconds after
+the Ctrl-C: every thread's stack on stderr, the command's partial report (`last_words`), its child
+processes ended, exit 130. Without it the same program waits for ever.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model_tests.ctrl_c import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+GRACE = 1.0
+
+DEAF = (
+    "import multiprocessing, signal, sys, threading, time\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)  # a background pytest passes SIGINT ignored\n"
+    "from cacheproof.cmdline.interrupts import ctrl_c_raises, last_words\n"
+    "def deaf():\n"
+    "    child = multiprocessing.get_context('spawn').Process(target=time.sleep, args=(60,))\n"
+    "    child.start()\n"
+    "    print('child', child.pid, flush=True)\n"
+    "    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGINT}})\n"
+    "    stuck = threading.Lock()\n"
+    "    stuck.acquire()\n"
+    "    print('waiting', flush=True)\n"
+    "    stuck.acquire()\n"
+    "if __name__ == '__main__':\n"
+    "{use}"
+)
+WATCHED = ("    with ctrl_c_raises(grace={grace}), last_words(lambda: print('partial report', flush=True)):\n"
+           "        deaf()\n")
+UNWATCHED = "    deaf()\n"
+
+
+def _started(code: str, tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """The program running, deaf; and the pid of its child process."""
+    script = tmp_path / "deaf.py"
+    script.write_text(code)
+    process = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = int(process.stdout.readline().split()[1])
+    assert process.stdout.readline().strip() == "waiting"
+    return process, child
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_watch_ends_a_command_deaf_to_ctrl_c(tmp_path):
+    process, child = _started(DEAF.format(use=WATCHED.format(grace=GRACE)), tmp_path)
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = process.communicate(timeout=30)
+    took = time.monotonic() - sent
+    assert process.returncode == 130, (process.returncode, out, err)
+    assert GRACE <= took, took
+    assert "partial report" in out, out
+    assert f"Ctrl-C not answered within {GRACE:g} s" in err and "in deaf" in err, err
+    wait_for(lambda: not _alive(child), 10.0, f"the command's child {child} ending")
+
+
+def test_without_the_watch_the_same_command_waits_for_ever(tmp_path):
+    """The test above can fail: Python's own handling leaves this program waiting."""
+    process, child = _started(DEAF.format(use=UNWATCHED), tmp_path)
+    process.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.communicate(timeout=3 * GRACE + 2)
+    os.kill(child, signal.SIGKILL)  # first: it holds the program's output open
+    process.kill()
+    process.communicate()
