@@ -5,12 +5,15 @@ marked call, the state diff's rows) and `--screenshot` (kept under test-artifact
 the repository, with the page: a PNG of the window's size that is not blank and shows the red mark).
 Chromium runs with every host resolving nowhere and a dead proxy, and writes a net log; no request
 may come from the page (a control page with an http:// image shows the check sees one).
-Without Chromium these tests fail, saying how to install it: .ci/run does.
+Without Chromium on PATH these tests skip, each with the one line `BROWSER_MISSING` (saying what
+to install), so the README's test command passes on a fresh machine; under CI (the environment
+variable CI set, as .ci/run does, which installs Chromium) they fail with that line instead.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -32,12 +35,39 @@ BROWSER_ORIGIN = "not an origin"
 """The initiator Chromium's net log gives its own requests (updates, accounts); a page's have its origin."""
 
 
+BROWSER_NAMES = ("chromium", "chromium-browser")
+"""The commands looked up on PATH for the browser, first found first."""
+BROWSER_MISSING = ("Chromium is missing, so the HTML report's browser tests do not run: install the system package "
+                   "(`apt-get install -y chromium` on Debian/Ubuntu) to run them; under CI this is a failure")
+
+
+def under_ci() -> bool:
+    """Whether the environment variable CI says this is a CI run (set, and not "0" or "false")."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
+
+
+def find_browser() -> str | None:
+    """The browser's path: the first of `BROWSER_NAMES` on PATH, or None."""
+    return next((path for path in map(shutil.which, BROWSER_NAMES) if path is not None), None)
+
+
+if find_browser() is None and not under_ci():
+    pytest.skip(BROWSER_MISSING, allow_module_level=True)  # one skip, one summary line (-rs, pyproject.toml)
+
+
 def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    """The browser's path; a failure saying what to install when it is missing (under CI: outside
+    CI the module skipped at collection)."""
+    found = find_browser()
     if found is None:
-        pytest.fail("Chromium is missing: the HTML report is tested in a real headless browser. Install the system "
-                    "package: `apt-get install -y chromium` (Debian/Ubuntu; .ci/run installs it)", pytrace=False)
+        pytest.fail(BROWSER_MISSING, pytrace=False)
     return found
+
+
+@pytest.fixture(autouse=True)
+def browser() -> str:
+    """The browser, looked up before a test does any work."""
+    return chromium()
 
 
 def run_chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
