@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TORCH_LINE = "needs torch: pip install 'cacheproof[torch]'"
+TORCH_LINE = "needs torch (the extra 'torch'): pip install torch"
 NOT_COPIED = (".git", ".venv", ".venv-engines", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
               ".import_linter_cache", "mutants")
 

@@ -5,9 +5,10 @@ marked call, the state diff's rows) and `--screenshot` (kept under test-artifact
 the repository, with the page: a PNG of the window's size that is not blank and shows the red mark).
 Chromium runs with every host resolving nowhere and a dead proxy, and writes a net log; no request
 may come from the page (a control page with an http:// image shows the check sees one).
-Without Chromium on PATH these tests skip, each with the one line `BROWSER_MISSING` (saying what
-to install), so the README's test command passes on a fresh machine; under CI (the environment
-variable CI set, as .ci/run does, which installs Chromium) they fail with that line instead.
+Without Chromium on PATH the module skips as one, with the one summary line `BROWSER_MISSING`
+(saying what to install), so the README's test command passes on a fresh machine; under CI (the
+environment variable CI set, as .ci/run does, which installs Chromium) each test fails with that
+line instead.
 """
 
 from __future__ import annotations
