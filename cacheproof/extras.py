@@ -1,7 +1,7 @@
 """The optional extras of the installed package, and the one error for a module whose extra is missing.
 
-The core (`pip install .` in a checkout; `pip install cacheproof` once it is on PyPI) is the spec, the checker, the prover, traces and the command line,
-on Hypothesis, z3, rich and numpy. The torch implementations (`cacheproof.impl`: TensorLRUCache, the
+The core (`pip install .` in a checkout; `pip install cacheproof` once it is on PyPI) is the spec,
+the checker, the prover, traces and the command line, on Hypothesis, z3, rich and numpy. The torch implementations (`cacheproof.impl`: TensorLRUCache, the
 block tables, the KV block pool) need the `torch` extra, the Triton kernel the `triton` extra. A module
 that needs such a package imports it as
 

@@ -1,4 +1,4 @@
-"""The core install (`pip install cacheproof`, no extras) checks and proves without torch.
+"""The core install (`pip install .`, no extras; `pip install cacheproof` once published) checks and proves without torch.
 
 - In a fresh virtual environment with the project installed from a copy of this checkout (not
   editable, so the wheel's package list is what is tested), torch, triton and pytest are absent; a
