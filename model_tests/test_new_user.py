@@ -18,6 +18,7 @@ from cacheproof.cmdline.budget import DEFAULT_BUDGET_SECONDS
 from cacheproof.docs.command import GENERATED
 from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries
+from model_tests.browser import BROWSER_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = "model_tests.broken_caches"
@@ -181,8 +182,6 @@ def test_a_script_beside_an_empty_cacheproof_folder_gets_the_namespace_package(t
 
 def _path_without_a_browser() -> str:
     """PATH with every folder that holds a browser the report's browser tests look for left out."""
-    from model_tests.test_report_browser import BROWSER_NAMES
-
     folders = os.environ.get("PATH", "").split(os.pathsep)
     return os.pathsep.join(folder for folder in folders
                            if not any(os.access(Path(folder) / name, os.X_OK) for name in BROWSER_NAMES))

@@ -14,7 +14,6 @@ line instead.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -26,6 +25,7 @@ import numpy
 import pytest
 
 from cacheproof.cli import main
+from model_tests.browser import BROWSER_MISSING, find_browser, under_ci
 from model_tests.test_report import monitored_divergence
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,22 +34,6 @@ WINDOW = (1200, 1600)
 MARK_RGB = (0xC6, 0x28, 0x28)  # cacheproof.report.chart.MARK_COLOUR
 BROWSER_ORIGIN = "not an origin"
 """The initiator Chromium's net log gives its own requests (updates, accounts); a page's have its origin."""
-
-
-BROWSER_NAMES = ("chromium", "chromium-browser")
-"""The commands looked up on PATH for the browser, first found first."""
-BROWSER_MISSING = ("Chromium is missing, so the HTML report's browser tests do not run: install the system package "
-                   "(`apt-get install -y chromium` on Debian/Ubuntu) to run them; under CI this is a failure")
-
-
-def under_ci() -> bool:
-    """Whether the environment variable CI says this is a CI run (set, and not "0" or "false")."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
-
-
-def find_browser() -> str | None:
-    """The browser's path: the first of `BROWSER_NAMES` on PATH, or None."""
-    return next((path for path in map(shutil.which, BROWSER_NAMES) if path is not None), None)
 
 
 if find_browser() is None and not under_ci():
