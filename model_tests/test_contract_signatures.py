@@ -71,6 +71,11 @@ def test_docs_check_reports_a_stale_section_and_docs_rewrites_it(tmp_path, capsy
         assert (tmp_path / name).read_text(encoding="utf-8") == (DOCS / name).read_text(encoding="utf-8")
 
 
+def test_writing_a_section_into_a_text_without_its_markers_is_refused():
+    with pytest.raises(signatures.SignatureSectionError, match="no .* section to write"):
+        signatures.with_section(f"{signatures.END}\n{signatures.START}\n", signatures.render("blocks"))
+
+
 def test_a_document_without_the_markers_is_left_alone(tmp_path):
     """`cacheproof docs --out DIR` in a user's folder never touches their own contract.md."""
     own = tmp_path / "contract.md"
