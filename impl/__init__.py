@@ -1,6 +1,6 @@
 """cacheproof.impl: the real implementations that the spec and the checker hold to account.
 
-They need the `torch` extra (`pip install 'cacheproof[torch]'`). `TensorLRUCache` is loaded on first
+They need the `torch` extra (`pip install -e '.[torch]'` in a checkout, or `pip install torch`). `TensorLRUCache` is loaded on first
 use (PEP 562), so importing one module of the package (the KV block pool, the block tables) loads that
 module alone, and a missing torch names the module that needs it (cacheproof.extras).
 """

@@ -1,4 +1,4 @@
-"""The core install (`pip install cacheproof`, no extras) checks and proves without torch.
+"""The core install (`pip install .`, no extras; `pip install cacheproof` once published) checks and proves without torch.
 
 - In a fresh virtual environment with the project installed from a copy of this checkout (not
   editable, so the wheel's package list is what is tested), torch, triton and pytest are absent; a
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TORCH_LINE = "needs torch: pip install 'cacheproof[torch]'"
+TORCH_LINE = "needs torch (the extra 'torch'): pip install torch"
 NOT_COPIED = (".git", ".venv", ".venv-engines", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
               ".import_linter_cache", "mutants")
 

@@ -76,7 +76,7 @@ def test_without_the_redis_package_a_redis_database_is_a_usage_error_naming_the_
                "sys.exit(main(['check', '--spec', 'blocks', '--database', 'redis://127.0.0.1:6379']))")
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
-    assert "needs redis: pip install 'cacheproof[redis]'" in done.stderr
+    assert "needs redis (the extra 'redis'): pip install redis" in done.stderr
 
 
 def _blocks(tmp_path: Path, name: str, *flags: str) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from cacheproof.cmdline.budget import DEFAULT_BUDGET_SECONDS
 from cacheproof.docs.command import GENERATED
 from cacheproof.settings import scratch_storage
 from model_tests.broken_caches import ClearDropsBusyEntries
+from model_tests.browser import BROWSER_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = "model_tests.broken_caches"
@@ -176,3 +178,45 @@ def test_a_script_beside_an_empty_cacheproof_folder_gets_the_namespace_package(t
     assert done.returncode == 0, done.stderr
     regular, has_file, has_monitor = done.stdout.split()
     assert has_file == has_monitor == regular, done.stdout
+
+
+def _path_without_a_browser() -> str:
+    """PATH with every folder that holds a browser the report's browser tests look for left out."""
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(folder for folder in folders
+                           if not any(os.access(Path(folder) / name, os.X_OK) for name in BROWSER_NAMES))
+
+
+ANOTHER_TEST = "model_tests/test_new_user.py::test_docs_check_outside_a_clone_says_there_are_no_docs_here"
+"""A quick test run beside the browser tests, as the rest of the suite is (a run of none exits 5)."""
+
+
+def _browser_tests_without_a_browser(ci: str | None) -> subprocess.CompletedProcess:
+    """The README test command's pytest (its ini options) on the browser tests and `ANOTHER_TEST`,
+    with no browser on PATH."""
+    env = {key: value for key, value in os.environ.items() if key != "CI"}
+    env.update(PATH=_path_without_a_browser(), PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "model_tests/test_report_browser.py", ANOTHER_TEST],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_without_a_browser_the_browser_tests_skip_with_one_line_saying_what_to_install():
+    """A fresh machine has no Chromium (issue 35): the README's test command still passes, and says
+    in one line of its summary what to install to run the tests that skipped."""
+    done = _browser_tests_without_a_browser(ci=None)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 passed, 1 skipped" in done.stdout and "failed" not in done.stdout
+    lines = [line for line in done.stdout.splitlines() if "Chromium is missing" in line]
+    assert len(lines) == 1 and lines[0].startswith("SKIPPED [1] model_tests/test_report_browser.py"), done.stdout
+    assert "apt-get install -y chromium" in lines[0]
+
+
+def test_without_a_browser_under_ci_the_browser_tests_fail():
+    """CI installs Chromium; if it is missing there all the same, the tests fail rather than skip."""
+    tests = len(re.findall(r"^def test_", (ROOT / "model_tests" / "test_report_browser.py").read_text(), re.MULTILINE))
+    done = _browser_tests_without_a_browser(ci="true")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert f"1 passed, {tests} errors" in done.stdout and "skipped" not in done.stdout
+    assert "Chromium is missing" in done.stdout and "apt-get install -y chromium" in done.stdout

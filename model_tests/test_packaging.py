@@ -88,5 +88,10 @@ def test_the_readme_names_each_extra():
     readme = (ROOT / "README.md").read_text()
     installing = readme.split("## Installing", 1)[1].split("\n## ", 1)[0]
     assert "`pip install cacheproof`" in installing
+    assert "not published on PyPI yet" in installing, "until it is, the README must not promise the registry"
+    repository = PROJECT["urls"]["Repository"]
+    assert f"pip install 'cacheproof @ git+{repository}'" in installing
+    assert f"pip install 'cacheproof[torch] @ git+{repository}'" in installing
+    assert "pip install ." in installing and "Once cacheproof is released to PyPI" in installing
     rows = re.findall(r"^\| `([a-z]+)` \|", installing, re.MULTILINE)
     assert sorted(rows) == sorted(EXTRAS)

@@ -209,6 +209,30 @@ def test_a_missing_input_and_an_unwritable_output_are_usage_errors(tmp_path, cap
     assert "--out" in capsys.readouterr().err
 
 
+def test_without_out_the_page_is_the_input_with_the_suffix_html(tmp_path, monkeypatch, capsys):
+    """`cacheproof report r.json` writes r.html beside it (issue 35), from any folder."""
+    report = tmp_path / "r.json"
+    assert main(["check", "--impl", "cacheproof.spec.cache.model:CacheSpec", "--examples", "2", "--steps", "5",
+                 "--seed", "1", "--json", str(report), "--quiet"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "r.json"]) == 0
+    assert "wrote r.html" in capsys.readouterr().out
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    trace = tmp_path / "cache.trace"
+    monitored_divergence(trace)
+    assert main(["report", str(trace), "--quiet"]) == 0
+    assert (tmp_path / "cache.html").is_file()
+
+
+def test_without_out_an_input_ending_in_html_is_a_usage_error_that_writes_nothing(tmp_path, capsys):
+    page = tmp_path / "page.html"
+    page.write_text("a page of one's own")
+    assert main(["report", str(page)]) == 2
+    error = capsys.readouterr().err
+    assert "already ends in .html" in error and "-o OUT.html" in error
+    assert page.read_text() == "a page of one's own"
+
+
 def test_a_trace_without_calls_gives_a_page(tmp_path):
     trace = tmp_path / "empty.jsonl"
     trace.write_text('{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 8}\n')

@@ -19,11 +19,13 @@ from typing import Any, Callable, Hashable, Protocol, Sequence
 @dataclass(frozen=True)
 class Argument:
     """One argument of an operation: its name, its domain (a word the kind's generators and docs
-    know, e.g. "key", "nbytes", "value", "flag", "blocks"), and whether it is passed by keyword."""
+    know, e.g. "key", "nbytes", "value", "flag", "blocks"), whether it is passed by keyword, and
+    its default as Python writes it (None: it has none, a call always passes it)."""
 
     name: str
     domain: str
     keyword: bool = False
+    default: str | None = None
 
 
 STORED_VALUE = "the value"
@@ -215,6 +217,10 @@ class SpecKind:
     `views` (a view is cheap); None, every max(16, 2 x entries) calls (the tensor cache, whose full
     check, len, `in`, stats and snapshot, costs O(entries)), the call that broke the state then
     found by bisection (`cacheproof.trace.lockstep`).
+
+    `types` maps each argument domain and each result of the operation table to the Python type
+    the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
+    them from the table); a kind without it has no generated signatures.
     """
 
     name: str
@@ -231,6 +237,7 @@ class SpecKind:
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
     state_every: int | None = 1
+    types: dict[str, str] = field(default_factory=dict)
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

@@ -5,7 +5,10 @@ its parents), or, without --out, into docs/ of the cacheproof checkout it is run
 (a folder whose pyproject.toml names the project cacheproof). Anywhere else, without --out, it is a
 usage error (exit 2) that writes nothing: it never creates a docs/ folder in a user's project.
 
-Each document has a module with `render() -> str`; tests compare the committed files with it.
+Each document has a module with `render() -> str`; tests compare the committed files with it. The
+kinds' contract documents are written by hand but for their signatures section, which this command
+rewrites (and `--check` compares) in the copies of those documents the folder holds, where they hold
+the section's markers (cacheproof/docs/signatures.py); a folder without them is left alone.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from pathlib import Path
 
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.docs import signatures
 
 GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",
@@ -51,6 +55,26 @@ def _not_the_docs_folder(out: Path) -> str:
     names = ", ".join(GENERATED)
     where = f"no folder {str(out)!r}" if not out.exists() else f"{str(out)!r} holds none of {names}"
     return f"{where}, so there is nothing to check"
+
+
+def _signature_sections(folder: Path, check: bool) -> list[str]:
+    """Rewrite (with `check`: compare) the signatures section of each kind's contract document in
+    `folder` that holds one; the paths of those out of date (with `check`)."""
+    stale = []
+    for name, kind_name in signatures.SECTIONS.items():
+        path = folder / name
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if not signatures.has_section(text):
+            continue
+        current = signatures.with_section(text, signatures.render(kind_name))
+        if current == text:
+            continue
+        if check:
+            stale.append(str(path))
+        else:
+            write_atomically(path, current)
+            print(f"wrote {path} (its signatures)")
+    return stale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         write_atomically(path, text)
         print(f"wrote {path}")
+    stale += _signature_sections(args.out, args.check)
     for path in stale:
         print(f"out of date: {path} (run `cacheproof docs`)")
     return 1 if stale else 0

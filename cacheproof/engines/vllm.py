@@ -81,7 +81,7 @@ __all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager"]
 
 _MISSING = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
-    "`pip install cacheproof[engines]`, or build a venv that has it with "
+    "`pip install -e '.[engines]'` in a checkout, or build a venv that has it with "
     "`bash tools/engines_venv.sh VENV` (pins in constraints/engines.txt)"
 )
 _GROUP = 0

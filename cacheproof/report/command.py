@@ -1,8 +1,9 @@
-"""`cacheproof report INPUT -o OUT.html`: the HTML page of a check report or a trace.
+"""`cacheproof report INPUT [-o OUT.html]`: the HTML page of a check report or a trace.
 
 INPUT is a `cacheproof check --json` report (any spec kind), a trace of the tensor cache
 (`check --trace-out`, a monitor's trace) or a program trace (the block pool's). The page is one
-file that loads nothing (docs/reports.md). Exit 0 when the page is written, 2 on a usage error: an
+file that loads nothing (docs/reports.md). Without -o the page is INPUT with its suffix replaced
+by `.html` (r.json -> r.html, cache.trace -> cache.html), beside it. Exit 0 when the page is written, 2 on a usage error: an
 input that is none of these (the message names the path and what is wrong), or an OUT that cannot
 be written (checked before any work).
 """
@@ -22,13 +23,14 @@ from cacheproof.report.state_diff import state_diff
 
 
 EXIT_STATUSES = {0: "the page is written"}
-EXAMPLE = "cacheproof report report.json -o report.html"
+EXAMPLE = "cacheproof report report.json          # writes report.html"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path, metavar="INPUT",
                         help="a `cacheproof check --json` report, or a trace (--trace-out, a monitor's, a block pool's)")
-    parser.add_argument("-o", "--out", type=Path, required=True, metavar="OUT.html", help="the HTML file to write")
+    parser.add_argument("-o", "--out", type=Path, metavar="OUT.html",
+                        help="the HTML file to write; default: INPUT with the suffix .html (r.json -> r.html)")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
 
 
@@ -44,7 +46,18 @@ def page_of(report: ReportInput) -> str:
     return render_page(report, [(case, series, state_diff(report.kind, case, series, names)) for case, series in replayed])
 
 
+def default_out(input_path: Path) -> Path:
+    """Where the page goes without -o: INPUT with its suffix replaced by .html, beside it."""
+    return input_path.with_suffix(".html")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = default_out(args.input)
+        if args.out == args.input:
+            print(f"cacheproof report: the input {str(args.input)!r} already ends in .html, so the page would "
+                  "overwrite it; name the page with -o OUT.html (nothing was written)", file=sys.stderr)
+            return 2
     problem = first_problem({"--out": args.out})
     if problem is not None:
         print(f"cacheproof report: {problem}", file=sys.stderr)

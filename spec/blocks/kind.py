@@ -4,7 +4,7 @@ profiles (docs/block-pool-contract.md)."""
 from __future__ import annotations
 
 from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
-from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS
+from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS, BLOCK_TYPES
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
 from cacheproof.spec.blocks.views import BLOCK_READINGS, block_step
@@ -24,4 +24,5 @@ BLOCK_KIND = SpecKind(
     keys_are="request ids",
     readings=BLOCK_READINGS,
     judge=block_step,
+    types=BLOCK_TYPES,
 )

@@ -46,6 +46,13 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
 )
 """The block pool's operations, pool level first, in the order the checker lists them."""
 
+BLOCK_TYPES: dict[str, str] = {
+    "request": "int", "count": "int", "blocks": "tuple[int, ...]", "hashes": "tuple[int, ...]",
+    "tokens": "tuple[int, ...]", "None": "None", "bool": "bool", "blocks or None": "tuple[int, ...] | None",
+}
+"""The Python type of each argument domain and result above, as docs/block-pool-contract.md's
+signatures write them (a list is accepted where a tuple is taken; results are tuples)."""
+
 POOL_OPERATIONS: tuple[str, ...] = (
     "allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free",
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cacheproof.spec.cache.operations import CACHE_OPERATIONS
+from cacheproof.spec.cache.operations import CACHE_OPERATIONS, CACHE_TYPES
 from cacheproof.spec.cache.model import CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS
 from cacheproof.spec.kind import SpecKind
@@ -19,4 +19,5 @@ CACHE_KIND = SpecKind(
     key_domains=("int", "str", "bytes", "tuple", "mixed"),
     keys_are="entry keys",
     state_every=None,
+    types=CACHE_TYPES,
 )

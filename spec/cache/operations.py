@@ -11,7 +11,7 @@ from cacheproof.spec.kind import STORED_VALUE, Argument, Operation
 _KEY = Argument("key", "key")
 _NBYTES = Argument("nbytes", "nbytes")
 _VALUE = Argument("value", "value")
-_RETAIN = Argument("retain", "flag", keyword=True)
+_RETAIN = Argument("retain", "flag", keyword=True, default="True")
 _BAD_ARGUMENT = ("InvalidArgumentError", "TooLargeError")
 
 CACHE_OPERATIONS: tuple[Operation, ...] = (
@@ -37,6 +37,13 @@ CACHE_OPERATIONS: tuple[Operation, ...] = (
               summary="`key in cache`"),
 )
 """The cache's operations, in the order the checker lists them."""
+
+CACHE_TYPES: dict[str, str] = {
+    "key": "Hashable", "nbytes": "int", "value": "Any", "flag": "bool",
+    "bool": "bool", "Acquired": "Acquired", "list of evicted keys": "list[Hashable]", STORED_VALUE: "Any",
+    "None": "None",
+}
+"""The Python type of each argument domain and result above, as docs/contract.md's signatures write them."""
 
 ALL_OPERATIONS: tuple[str, ...] = tuple(op.name for op in CACHE_OPERATIONS)
 """Every operation name of the contract, in table order."""
