@@ -215,7 +215,7 @@ def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | N
 def explained_lines(difference, explanation: Explanation) -> list[str]:
     """The lines under a counterexample's line: its kind, every difference (unless only the outcome
     differs, which the line says), why."""
-    return divergence_lines(program_kind(difference), explanation.differences, explanation.why,
+    return divergence_lines(program_kind(difference), explanation.differences, explanation.reasons,
                             listed=bool(difference.views))
 
 
