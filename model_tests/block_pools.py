@@ -378,6 +378,17 @@ class OwnerBlindFreePool(ListBlockPool):
         self._put_back(request, ids)
 
 
+
+class ListSnapshotPool(ListBlockPool):
+    """A correct pool whose snapshot() answers lists and a dict of holdings where the contract's
+    shape is tuples: a usage mistake in how it reports its state, which `check` reports once, as a
+    usage problem naming the expected shape, not as divergences."""
+
+    def snapshot(self):
+        queue, blocks, holdings = super().snapshot()
+        return [list(queue), [list(block) for block in blocks], dict(holdings)]
+
+
 BROKEN_POOLS = (
     DoubleFreePool,
     HeadFreePool,

@@ -209,6 +209,9 @@ class SpecKind:
     `readings` maps a view to its `ViewReading` (its parts, and the invariants each concerns);
     `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
     judge, from the views (by name) before and after a call of an implementation.
+    `shapes` says, per view with a reading, the shape of its answer in words: an implementation
+    whose answer the reading cannot follow made a usage mistake, reported once with this shape
+    (`cacheproof.contract.explaining.shapes`), not a divergence.
 
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
@@ -230,6 +233,7 @@ class SpecKind:
     keys_are: str = "keys"
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
+    shapes: dict[str, str] = field(default_factory=dict)
     state_every: int | None = 1
 
     def operation(self, name: str) -> Operation:

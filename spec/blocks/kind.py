@@ -7,7 +7,7 @@ from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
 from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
-from cacheproof.spec.blocks.views import BLOCK_READINGS, block_step
+from cacheproof.spec.blocks.views import BLOCK_READINGS, BLOCK_SHAPES, block_step
 from cacheproof.spec.kind import SpecKind
 
 BLOCK_KIND = SpecKind(
@@ -24,4 +24,5 @@ BLOCK_KIND = SpecKind(
     keys_are="request ids",
     readings=BLOCK_READINGS,
     judge=block_step,
+    shapes=BLOCK_SHAPES,
 )

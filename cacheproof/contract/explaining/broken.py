@@ -11,6 +11,7 @@ the implementation in a state breaking an invariant before those that do not.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -62,3 +63,10 @@ def ordered(examples: Sequence[Any], explanations: Sequence[Any]) -> tuple[list[
     pairs = breaking_first(list(zip(examples, explanations)),
                            lambda pair: () if pair[1] is None else pair[1].lines())
     return [example for example, _ in pairs], [explanation for _, explanation in pairs]
+
+
+def report_breaking_first(report: Any, lines_of: Callable[[Any], Sequence[str]]) -> Any:
+    """`report` (a dataclass whose `counterexamples` is a sequence) with its counterexamples ordered
+    by `breaking_first`."""
+    examples = report.counterexamples
+    return dataclasses.replace(report, counterexamples=type(examples)(breaking_first(examples, lines_of)))
