@@ -151,8 +151,9 @@ def _holders(step: BlockStep) -> dict[int, list[int]]:
 
 def _why_free_count(step: BlockStep) -> str:
     free = [block for block, (ref, _) in enumerate(_blocks(step.after)) if block and ref == 0]
-    return (f"the free queue holds {len(_queue(step.after))} blocks while {len(free)} non-null blocks "
-            f"have ref count 0")
+    queued = len(_queue(step.after))
+    return (f"the free queue holds {queued} block{'' if queued == 1 else 's'} while {len(free)} non-null "
+            f"block{' has' if len(free) == 1 else 's have'} ref count 0")
 
 
 def _why_queue(step: BlockStep) -> str:
