@@ -379,6 +379,12 @@ class OwnerBlindFreePool(ListBlockPool):
 
 
 
+class HeadFreeOwnerBlindPool(OwnerBlindFreePool, HeadFreePool):
+    """Two bugs: HeadFreePool's queue order, which leaves the pool in a state breaking no invariant,
+    and OwnerBlindFreePool's free, which leaves it breaking B7; `check --max-divergences` reports
+    both, the one breaking B7 first."""
+
+
 class ListSnapshotPool(ListBlockPool):
     """A correct pool whose snapshot() answers lists and a dict of holdings where the contract's
     shape is tuples: a usage mistake in how it reports its state, which `check` reports once, as a

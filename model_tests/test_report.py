@@ -217,11 +217,25 @@ def test_a_trace_without_calls_gives_a_page(tmp_path):
     assert "The trace holds no call." in out.read_text()
 
 
-def test_a_conforming_check_report_gives_a_page_without_a_chart(tmp_path, capsys):
+def test_a_conforming_check_report_draws_its_outcome_coverage_and_figures(tmp_path, capsys):
     report = tmp_path / "ok.json"
     assert main(["check", "--impl", "cacheproof.spec.cache.model:CacheSpec", "--examples", "2", "--steps", "5",
                  "--seed", "1", "--json", str(report), "--quiet"]) == 0
+    data = json.loads(report.read_text())
     out = tmp_path / "ok.html"
     assert main(["report", str(report), "-o", str(out)]) == 0
     page = out.read_text()
-    assert "conforms" in page and "<svg" not in page and 'id="invariant-I1"' in page
+    assert "conforms" in page and 'id="invariant-I1"' in page
+    assert 'class="chart"' not in page  # no call sequence to draw, but what the run reached is drawn
+    assert '<svg class="coverage"' in page
+    for operation, outcomes in data["coverage"]["operations"].items():
+        for outcome, count in outcomes.items():
+            mark = (f'<rect class="reached" data-operation="{operation}" data-outcome="{outcome}"' if count
+                    else f'<text class="not-reached" data-operation="{operation}" data-outcome="{outcome}"')
+            assert mark in page, (operation, outcome, count)
+    # only 10 steps: some outcomes are not reached, and the page says so
+    assert any(count == 0 for outcomes in data["coverage"]["operations"].values() for count in outcomes.values())
+    assert ">not reached</text>" in page
+    run = page[page.index('<table class="figures">'):]
+    for label in ("examples", "steps", "seconds"):
+        assert f"<tr><th>{label}</th><td>{data[label]}</td></tr>" in run
