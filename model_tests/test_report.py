@@ -15,7 +15,7 @@ from cacheproof.cli import main
 from cacheproof.contract.calls import Call, ValueRecipe, to_json
 from cacheproof.report.command import page_of
 from cacheproof.report.inputs import read_input
-from cacheproof.report.series import MAX_POINTS, replay_series
+from cacheproof.report.series import MAX_POINTS, implementation_row, replay_series
 from cacheproof.report.state_diff import DIFFERS, SAME, UNKNOWN, state_diff
 from cacheproof.spec import Acquired, CacheSpec
 from cacheproof.spec.cache.semantics import CONTRACT
@@ -239,3 +239,20 @@ def test_a_conforming_check_report_draws_its_outcome_coverage_and_figures(tmp_pa
     run = page[page.index('<table class="figures">'):]
     for label in ("examples", "steps", "seconds"):
         assert f"<tr><th>{label}</th><td>{data[label]}</td></tr>" in run
+
+
+def test_the_implementation_row_is_read_from_the_report_state_diff():
+    # the tensor cache: the spec released its transient entry; the cache kept it, idle (1 byte)
+    calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, ValueRecipe(1, 0))), Call("release", (0,))]
+    series = replay_series("cache", 4, CONTRACT, calls, marked=3)
+    kept = {"only_in_spec": [], "only_in_cache": [[0, "READY", 0, 1, False]], "differing": [], "spec_order": [],
+            "cache_order": []}
+    # capacity, in use, idle, reserved, ready
+    assert implementation_row("cache", series, kept, complete=True) == (4, 0, 1, 0, 1)
+    assert implementation_row("cache", series, None, complete=False) is None  # the report does not say
+    # the block pool: usable, in use, free, cached, from the implementation's snapshot
+    pool = replay_series("blocks", 3, BLOCK_CONTRACT, [Call("allocate", (2, 1))], marked=1)
+    views = {"views": [{"view": "snapshot", "spec": [], "implementation": [[1, 2], [[0, None], [0, None], [0, None]],
+                                                                           [[2, [1]]]]}]}
+    assert implementation_row("blocks", pool, views, complete=True) == (2, 0, 2, 0)
+    assert implementation_row("blocks", pool, {"views": []}, complete=True) == (2, 1, 1, 0)  # agreed with the spec

@@ -123,7 +123,7 @@ def chart(series: Series, marked: int | None, title: str, implementation: Sequen
             parts.append(f'<path class="line" data-figure="{escape(figure.name)}" d="{_path(line)}" fill="none" '
                          f'stroke="{COLOURS[figure.name]}" stroke-width="2.5"{dash}/>')
     if own is not None:
-        parts += _implementation_lines(series, marked, own, x_of, y_of)
+        parts += _implementation_lines(series, marked, implementation, own, x_of, y_of)
     if marked is not None:
         left, right = x_of(marked - 1), x_of(marked)
         middle = (left + right) / 2
@@ -144,9 +144,10 @@ def _breaks(broken: Sequence[str]) -> str:
     return f": your implementation breaks {', '.join(broken)}" if broken else ""
 
 
-def _implementation_lines(series: Series, marked: int, own: Sequence[int], x_of, y_of) -> list[str]:
+def _implementation_lines(series: Series, marked: int, values: Sequence[int], own: Sequence[int], x_of, y_of) -> list[str]:
     """The implementation's series, dotted, for each figure but the ceiling: the spec's heights up to
-    the call before the marked one, then its own over the marked call's span, ending in a dot."""
+    the call before the marked one, then its own (`own`, the heights of its figures `values`) over
+    the marked call's span, ending in a ring whose tooltip says the figure's value."""
     spec = _drawn(series.figures, series.rows)
     kept = [j for j, step in enumerate(series.steps) if step < marked]
     parts = []
@@ -159,7 +160,7 @@ def _implementation_lines(series: Series, marked: int, own: Sequence[int], x_of,
         parts.append(f'<circle class="implementation-value" data-figure="{escape(figure.name)}" '
                      f'cx="{_fmt(x_of(marked - 0.5))}" cy="{_fmt(y_of(own[index]))}" r="4.5" fill="#fff" '
                      f'stroke="{COLOURS[figure.name]}" stroke-width="2.5"><title>your implementation after call '
-                     f'{marked}: {escape(figure.name)} {own[index]}</title></circle>')
+                     f'{marked}: {escape(figure.name)} {values[index]}</title></circle>')
     return parts
 
 
