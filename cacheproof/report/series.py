@@ -172,7 +172,7 @@ def implementation_row(kind_name: str, series: Series, state_diff: dict | None, 
         if kind_name == "blocks":
             views = {view["view"]: view["implementation"] for view in (state_diff or {}).get("views", ())}
             if "snapshot" in views:
-                return _snapshot_figures(_tupled(views["snapshot"]))
+                return _snapshot_figures(tupled(views["snapshot"]))
             return FIGURES[kind_name].read(series.state) if complete else None
         if kind_name == "cache":
             if not state_diff or "only_in_spec" not in state_diff:
@@ -186,13 +186,13 @@ def implementation_row(kind_name: str, series: Series, state_diff: dict | None, 
 def _cache_entries(spec: Any, diff: dict) -> list[tuple]:
     """The cache's entries: the spec's, less those only in the spec's or differing, plus the cache's."""
     def key(entry: Any) -> Any:
-        return repr(_tupled(entry[0]))
+        return repr(tupled(entry[0]))
 
     gone = {key(entry) for entry in diff["only_in_spec"]} | {key(pair["spec"]) for pair in diff["differing"]}
     kept = [tuple(entry) for entry in normalize_snapshot(spec.snapshot()) if repr(entry[0]) not in gone]
     return kept + [tuple(entry) for entry in diff["only_in_cache"]] + [tuple(pair["cache"]) for pair in diff["differing"]]
 
 
-def _tupled(value: Any) -> Any:
+def tupled(value: Any) -> Any:
     """A JSON value with its lists as tuples, as the views answer."""
-    return tuple(_tupled(item) for item in value) if isinstance(value, list) else value
+    return tuple(tupled(item) for item in value) if isinstance(value, list) else value
