@@ -20,6 +20,7 @@ from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.cache.invariants import INVARIANTS, Step
 from cacheproof.spec.cache.types import EntryState, EntryView
 from cacheproof.spec.kind import broken_by
+from model_tests.broken_caches import EvictsPinnedEntries, ReleaseOfIdleIsNoop
 
 OWNER_BLIND = "model_tests.block_pools:OwnerBlindFreePool"
 
@@ -131,3 +132,23 @@ def test_a_snapshot_of_another_shape_is_one_usage_problem_naming_the_shape(tmp_p
     assert "snapshot() returns a tuple (free queue, blocks, holdings)" in line
     assert "counterexample" not in captured.out and "not reached" not in captured.out
     assert not report.exists()
+
+
+class IdleReleaseAndPinnedEviction(ReleaseOfIdleIsNoop, EvictsPinnedEntries):
+    """Two bugs of the tensor cache: releasing an idle entry returns False (a wrong outcome, the
+    state is the spec's) and eviction takes in-use entries (the cache's own step breaks I5)."""
+
+
+def test_the_tensor_caches_divergences_breaking_an_invariant_come_first(tmp_path: Path, capsys):
+    report = tmp_path / "two-cache-bugs.json"
+    assert main(["check", "--impl", "model_tests.test_implementation_judged:IdleReleaseAndPinnedEviction", "--seed", "1",
+                 "--max-divergences", "2", "--json", str(report)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    divergences = json.loads(report.read_text())["divergences"]
+    breaking = [[found["name"] for found in divergence["broken_invariants"]] for divergence in divergences]
+    assert breaking[0] == ["I5"] and breaking[1] == [], breaking
+    # in the terminal too: the first counterexample, and under it first the invariant its cache breaks
+    at = next(index for index, line in enumerate(out) if line.startswith("counterexample ("))
+    assert out[at + 1] == f"  your implementation breaks I5: {divergences[0]['broken_invariants'][0]['witness']}"
+    assert out[at + 2].startswith("  kind: ")
+    assert " removed keys [" in divergences[0]["broken_invariants"][0]["witness"]  # an in-use key evicted
