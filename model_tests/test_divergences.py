@@ -61,7 +61,7 @@ def test_the_why_names_the_broken_invariant_and_the_snapshot_diff():
     why = "\n".join(lines)
     assert "only in spec:  (0, 'READY', 1, 1, False)" in why and "only in cache: (1, 'READY', 0, 1, True)" in why
     # first the invariant the cache's own step breaks, with its witness: key 0 (in use) went, idle key 1 stayed
-    assert lines[0] == "your implementation breaks I5: evict removed keys [0] where the oldest idle ones are [1]"
+    assert lines[0] == "your implementation breaks I5: evict evicted key 0, in use (refcount 1)"
     assert f"I5: {INVARIANTS_BY_NAME['I5'].rule}" in lines, "the rule text is the invariant table's"
 
 

@@ -151,4 +151,4 @@ def test_the_tensor_caches_divergences_breaking_an_invariant_come_first(tmp_path
     at = next(index for index, line in enumerate(out) if line.startswith("counterexample ("))
     assert out[at + 1] == f"  your implementation breaks I5: {divergences[0]['broken_invariants'][0]['witness']}"
     assert out[at + 2].startswith("  kind: ")
-    assert " removed keys [" in divergences[0]["broken_invariants"][0]["witness"]  # an in-use key evicted
+    assert ", in use (refcount " in divergences[0]["broken_invariants"][0]["witness"]  # an in-use key evicted

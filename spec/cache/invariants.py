@@ -136,6 +136,9 @@ def _why_evicted(step: Step) -> str:
     reserved = [e.key for e in removed if e.state is EntryState.RESERVED]
     if reserved:
         return f"{step.operation} removed the RESERVED key {reserved[0]!r}"
+    in_use = [e for e in removed if not _is_idle(e)]
+    if in_use and step.operation in EVICTING_OPERATIONS:
+        return f"{step.operation} evicted key {in_use[0].key!r}, in use (refcount {in_use[0].refcount})"
     oldest = [e.key for e in step.before if _is_idle(e)][: len(removed)]
     return (f"{step.operation} removed keys {[e.key for e in removed]!r} where the oldest idle ones are "
             f"{oldest!r}")
