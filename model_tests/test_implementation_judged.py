@@ -14,8 +14,10 @@ from pathlib import Path
 from cacheproof.cli import main
 from cacheproof.contract.calls import from_json, invoke
 from cacheproof.contract.explaining.broken import breaking_first, ordered, report_breaking_first
+from cacheproof.contract.explaining.shapes import shape_problem
 from cacheproof.contract.explaining.steps import Explanation
 from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS, BlockStep
+from cacheproof.spec.blocks.kind import BLOCK_KIND
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.cache.invariants import INVARIANTS, Step
 from cacheproof.spec.cache.types import EntryState, EntryView
@@ -152,3 +154,18 @@ def test_the_tensor_caches_divergences_breaking_an_invariant_come_first(tmp_path
     assert out[at + 1] == f"  your implementation breaks I5: {divergences[0]['broken_invariants'][0]['witness']}"
     assert out[at + 2].startswith("  kind: ")
     assert ", in use (refcount " in divergences[0]["broken_invariants"][0]["witness"]  # an in-use key evicted
+
+
+@dataclass(frozen=True)
+class _Difference:
+    views: tuple
+
+
+def test_a_view_that_raised_or_is_missing_is_no_shape_problem():
+    spec = ((1, 2), ((0, None), (0, None), (0, None)), ())
+    raised = _Difference((("snapshot", spec, "<snapshot() raised RuntimeError: lost>"),))
+    missing = _Difference((("tables", ((1, (1,)),), "<no tables()>"),))
+    assert shape_problem(BLOCK_KIND, "m:f", [raised, missing, None]) is None  # divergences, as before
+    listed = _Difference((("snapshot", spec, [[1, 2], [[0, None]] * 3, []]),))
+    problem = shape_problem(BLOCK_KIND, "m:f", [raised, listed])
+    assert problem is not None and problem.startswith("m:f: snapshot() answered [[1, 2], ")

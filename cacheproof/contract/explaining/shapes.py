@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.snippet import failed_inspection
+from cacheproof.contract.steps import view_failed
 from cacheproof.spec.kind import SpecKind
 
 SHOWN = 200
@@ -27,13 +28,14 @@ SHOWN = 200
 def shape_problem(kind: SpecKind, impl: str, differences: Sequence[Any]) -> str | None:
     """The usage problem of the first view among `differences` (each a `StepDifference` or None)
     whose implementation answer the kind's reading cannot follow while the spec's answer it can;
-    None when every answer is of its view's shape."""
+    None when every answer is of its view's shape. A view that raised or that the implementation
+    lacks is not a shape (it stays a divergence, as the checker reports it)."""
     for difference in differences:
         if difference is None:
             continue
         for view, wanted, seen in difference.views:
             reading = kind.readings.get(view)
-            if reading is None or not _reads(reading, wanted) or _reads(reading, seen):
+            if reading is None or view_failed(view, seen) or not _reads(reading, wanted) or _reads(reading, seen):
                 continue
             shape = kind.shapes.get(view, "what the spec answers")
             return (f"{impl}: {view}() answered {_short(seen)}, which is not of the shape the {kind.name} "
