@@ -352,12 +352,44 @@ class ForeignFreePool(ListBlockPool):
         self._pool_level(request)
         if Counter(ids) - +Counter({block: self._refs[block] for block in ids}):
             raise WrongStateError(f"blocks {ids} are freed more times than they are in use")
+        self._move_holdings(request, ids)
+        self._put_back(request, ids)
+
+    def _move_holdings(self, request, ids):
+        """Give `request` the holdings of `ids` that `_put_back` takes off it: each from its holder."""
         for block in ids:
             holder = request if self._holdings.get(request, Counter())[block] else next(
                 owner for owner, held in self._holdings.items() if held[block] > 0)
             self._holdings[holder][block] -= 1
             self._holdings.setdefault(request, Counter())[block] += 1  # _put_back takes it off again
-        self._put_back(request, ids)
+
+
+
+class OwnerBlindFreePool(ForeignFreePool):
+    """free checks the block's ref count, not the request's holdings, and takes the holding off the
+    freeing request only: after `allocate(2, 1)` (block 1 to request 2), `free(1, (1,))` drops block
+    1 to ref 0 and queues it while request 2 still holds it. The contract rejects that free
+    (WrongStateError); the pool's own snapshot breaks B7 (block 1 has ref 0 while request 2 holds it)."""
+
+    def _move_holdings(self, request, ids):
+        held = self._holdings.setdefault(request, Counter())
+        held.update(Counter(ids) - held)  # what _put_back takes off the freeing request, held or not; the holder keeps its own
+
+
+class HeadFreeOwnerBlindPool(OwnerBlindFreePool, HeadFreePool):
+    """Two bugs: HeadFreePool's queue order, which leaves the pool in a state breaking no invariant,
+    and OwnerBlindFreePool's free, which leaves it breaking B7; `check --max-divergences` reports
+    both, the one breaking B7 first."""
+
+
+class ListSnapshotPool(ListBlockPool):
+    """A correct pool whose snapshot() answers lists and a dict of holdings where the contract's
+    shape is tuples: a usage mistake in how it reports its state, which `check` reports once, as a
+    usage problem naming the expected shape, not as divergences."""
+
+    def snapshot(self):
+        queue, blocks, holdings = super().snapshot()
+        return [list(queue), [list(block) for block in blocks], dict(holdings)]
 
 
 BROKEN_POOLS = (

@@ -162,7 +162,7 @@ def test_monitor_raises_at_the_double_free_and_its_log_replays(tmp_path, capsys)
     assert first.endswith("(call 1 of the trace)")
     # then every difference and why, as `cacheproof check` prints them: block 1 freed twice has ref -1
     assert "  snapshot(), block 1: spec ref 0, no hash; this implementation ref -1, no hash (concerns B1, B3, B7)" in explained
-    assert any(line.startswith("  this implementation's step breaks B3: ") for line in explained), explained
+    assert "  your implementation breaks B3: block 1 has ref -1" in explained, explained
     assert any(line.startswith("  the spec's rule for free: ") and "double free" in line for line in explained)
     assert pool.free(1, (1,)) is None  # after the divergence, calls are only forwarded
     pool.close()

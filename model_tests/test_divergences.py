@@ -57,9 +57,12 @@ def test_every_state_difference_of_an_eviction_of_an_entry_in_use():
 def test_the_why_names_the_broken_invariant_and_the_snapshot_diff():
     calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, _value(1))), Call("put", (1, _value(1))),
              Call("evict", (1,))]
-    why = "\n".join(explanation(diverging_step(EvictsPinnedEntries, 2, calls), 2))
+    lines = explanation(diverging_step(EvictsPinnedEntries, 2, calls), 2)
+    why = "\n".join(lines)
     assert "only in spec:  (0, 'READY', 1, 1, False)" in why and "only in cache: (1, 'READY', 0, 1, True)" in why
-    assert f"breaks I5: {INVARIANTS_BY_NAME['I5'].rule}" in why, "the rule text is the invariant table's"
+    # first the invariant the cache's own step breaks, with its witness: key 0 (in use) went, idle key 1 stayed
+    assert lines[0] == "your implementation breaks I5: evict evicted key 0, in use (refcount 1)"
+    assert f"I5: {INVARIANTS_BY_NAME['I5'].rule}" in lines, "the rule text is the invariant table's"
 
 
 def test_the_why_names_the_spec_rule_of_the_edge_it_took():

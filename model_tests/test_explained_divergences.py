@@ -62,10 +62,15 @@ def test_a_double_free_is_explained_difference_by_difference_with_named_blocks_a
     )
     why = explanation.why
     assert why[0].startswith("the spec's rule for free: free(request=1, block=1): ") and "double free" in why[0]
-    broken = [line.split(":")[0] for line in why if line.startswith("this implementation's step breaks")]
-    # ref -1 (B3); block 1 queued while its count is not 0 (B2), so the queue is longer than the free blocks (B1)
-    assert broken == ["this implementation's step breaks B1", "this implementation's step breaks B2",
-                      "this implementation's step breaks B3", "this implementation's step breaks B7"]
+    # ref -1 (B3); block 1 queued while its count is not 0 (B2), so the queue is longer than the free
+    # blocks (B1); no request holds block 1 any more while its count is -1 (B7): each with its witness
+    assert explanation.broken == (
+        "your implementation breaks B1: the free queue holds 2 blocks while 1 non-null block has ref count 0",
+        "your implementation breaks B2: block 1 is in the free queue with ref -1",
+        "your implementation breaks B3: block 1 has ref -1",
+        "your implementation breaks B7: block 1 has ref -1 while no request holds it",
+    )
+    assert explanation.lines()[:4] == explanation.broken  # said before the differences
     assert all("B8" not in line and "B4" not in line for line in why)  # the pool did not raise; hashes agree
     assert str(cached) not in "\n".join(explanation.lines())
 
@@ -180,8 +185,9 @@ def test_a_kind_that_reads_its_views_gets_them_part_by_part():
     )
     explanation = _trie_explained(kind)
     assert explanation.differences == ("snapshot(), key 'ab': spec present; this implementation absent (concerns T1)",)
-    assert explanation.why == ("the spec's rule for insert: add the key; every other key stays",
-                               "this implementation's step breaks T1: no key is lost")
+    # a table without witnesses: the rule says what is broken
+    assert explanation.broken == ("your implementation breaks T1: no key is lost",)
+    assert explanation.why == ("the spec's rule for insert: add the key; every other key stays", "T1: no key is lost")
 
 
 # The check command, its JSON report and the HTML page ------------------------------------------
@@ -194,15 +200,21 @@ def test_check_prints_every_difference_and_why_and_its_snippet_still_fails(tmp_p
     assert status == 1
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("counterexample 1 of 1 ("))
-    assert lines[at + 1].startswith("  kind: ")
     said = lines[at + 1:lines.index(next(line for line in lines if line.startswith("# cacheproof counterexample")))]
+    # the invariants the pool's own state breaks come first, then the kind of the divergence
+    broken = [line for line in said if line.startswith("  your implementation breaks ")]
+    assert broken and said[:len(broken)] == broken, said
+    assert said[len(broken)].startswith("  kind: ")
     assert any(line.startswith("  the spec's rule for ") for line in said), said
     assert all(len(line) < 400 for line in said), "no nested tuple of the whole state"
     (snippet,) = snippets_in(out)
     run = run_snippet(snippet)
     assert run.returncode != 0 and run.failing_line is not None and run.failing_line >= diverging_line(snippet), run
     (divergence,) = json.loads(report_path.read_text())["divergences"]
-    assert divergence["why"] and divergence["why"] == [line.strip() for line in said[1:] if line != "  every difference at that call:"]
+    assert divergence["why"] and divergence["why"] == [line.strip() for line in said if not line.startswith("  kind: ")
+                                                       and line != "  every difference at that call:"]
+    assert [f"  your implementation breaks {found['name']}: {found['witness']}"
+            for found in divergence["broken_invariants"]] == broken
     for view in divergence["state_diff"]["views"]:  # the JSON keeps the views whole
         assert isinstance(view["spec"], list) and isinstance(view["implementation"], list)
     page = page_of(read_input(report_path))

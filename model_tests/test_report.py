@@ -15,7 +15,7 @@ from cacheproof.cli import main
 from cacheproof.contract.calls import Call, ValueRecipe, to_json
 from cacheproof.report.command import page_of
 from cacheproof.report.inputs import read_input
-from cacheproof.report.series import MAX_POINTS, replay_series
+from cacheproof.report.series import MAX_POINTS, implementation_row, replay_series
 from cacheproof.report.state_diff import DIFFERS, SAME, UNKNOWN, state_diff
 from cacheproof.spec import Acquired, CacheSpec
 from cacheproof.spec.cache.semantics import CONTRACT
@@ -241,11 +241,42 @@ def test_a_trace_without_calls_gives_a_page(tmp_path):
     assert "The trace holds no call." in out.read_text()
 
 
-def test_a_conforming_check_report_gives_a_page_without_a_chart(tmp_path, capsys):
+def test_a_conforming_check_report_draws_its_outcome_coverage_and_figures(tmp_path, capsys):
     report = tmp_path / "ok.json"
     assert main(["check", "--impl", "cacheproof.spec.cache.model:CacheSpec", "--examples", "2", "--steps", "5",
                  "--seed", "1", "--json", str(report), "--quiet"]) == 0
+    data = json.loads(report.read_text())
     out = tmp_path / "ok.html"
     assert main(["report", str(report), "-o", str(out)]) == 0
     page = out.read_text()
-    assert "conforms" in page and "<svg" not in page and 'id="invariant-I1"' in page
+    assert "conforms" in page and 'id="invariant-I1"' in page
+    assert 'class="chart"' not in page  # no call sequence to draw, but what the run reached is drawn
+    assert '<svg class="coverage"' in page
+    for operation, outcomes in data["coverage"]["operations"].items():
+        for outcome, count in outcomes.items():
+            mark = (f'<rect class="reached" data-operation="{operation}" data-outcome="{outcome}"' if count
+                    else f'<text class="not-reached" data-operation="{operation}" data-outcome="{outcome}"')
+            assert mark in page, (operation, outcome, count)
+    # only 10 steps: some outcomes are not reached, and the page says so
+    assert any(count == 0 for outcomes in data["coverage"]["operations"].values() for count in outcomes.values())
+    assert ">not reached</text>" in page
+    run = page[page.index('<table class="figures">'):]
+    for label in ("examples", "steps", "seconds"):
+        assert f"<tr><th>{label}</th><td>{data[label]}</td></tr>" in run
+
+
+def test_the_implementation_row_is_read_from_the_report_state_diff():
+    # the tensor cache: the spec released its transient entry; the cache kept it, idle (1 byte)
+    calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, ValueRecipe(1, 0))), Call("release", (0,))]
+    series = replay_series("cache", 4, CONTRACT, calls, marked=3)
+    kept = {"only_in_spec": [], "only_in_cache": [[0, "READY", 0, 1, False]], "differing": [], "spec_order": [],
+            "cache_order": []}
+    # capacity, in use, idle, reserved, ready
+    assert implementation_row("cache", series, kept, complete=True) == (4, 0, 1, 0, 1)
+    assert implementation_row("cache", series, None, complete=False) is None  # the report does not say
+    # the block pool: usable, in use, free, cached, from the implementation's snapshot
+    pool = replay_series("blocks", 3, BLOCK_CONTRACT, [Call("allocate", (2, 1))], marked=1)
+    views = {"views": [{"view": "snapshot", "spec": [], "implementation": [[1, 2], [[0, None], [0, None], [0, None]],
+                                                                           [[2, [1]]]]}]}
+    assert implementation_row("blocks", pool, views, complete=True) == (2, 0, 2, 0)
+    assert implementation_row("blocks", pool, {"views": []}, complete=True) == (2, 1, 1, 0)  # agreed with the spec

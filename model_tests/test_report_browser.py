@@ -137,9 +137,10 @@ def _left_dependent(line: list[int], above: list[int], channels: int, kind: int)
     return numpy.array(out, dtype=numpy.int32)
 
 
-def look_at(page: Path, name: str, tmp_path: Path) -> Elements:
+def look_at(page: Path, name: str, tmp_path: Path, marked: bool = True) -> Elements:
     """Load `page` in Chromium (DOM, and a screenshot kept as test-artifacts/NAME.png) and check what
-    every page must be: no request of its own, a PNG of the window's size, not blank, the mark drawn."""
+    every page must be: no request of its own, a PNG of the window's size, not blank, the mark drawn
+    (unless not `marked`: a conforming run's page has no diverging call)."""
     net_log = tmp_path / f"{name}-net.json"
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"{name}.png"
@@ -154,7 +155,8 @@ def look_at(page: Path, name: str, tmp_path: Path) -> Elements:
     colours = len(numpy.unique(packed))
     assert colours > 50, f"{colours} colours: a blank page?"
     red, green, blue = MARK_RGB
-    assert (packed == red << 16 | green << 8 | blue).sum() > 100, "the diverging call's red mark is not drawn"
+    if marked:
+        assert (packed == red << 16 | green << 8 | blue).sum() > 100, "the diverging call's red mark is not drawn"
     elements = Elements()
     elements.feed(dump.stdout)
     return elements
@@ -210,3 +212,38 @@ def test_the_page_of_a_block_pool_check_report_in_chromium(tmp_path):
     dom = look_at(page, "report-blocks", tmp_path)
     assert {attrs["data-figure"] for attrs in dom.having("path", class_="line")} == {"usable", "in use", "free", "cached"}
     assert dom.having("tr", class_="differs")
+
+
+def test_the_page_of_a_pool_breaking_an_invariant_shows_both_series_in_chromium(tmp_path):
+    report = tmp_path / "owner-blind.json"
+    assert main(["check", "--spec", "blocks", "--impl", "model_tests.block_pools:OwnerBlindFreePool", "--seed", "1",
+                 "--max-divergences", "1", "--json", str(report), "--quiet"]) == 1
+    (divergence,) = json.loads(report.read_text())["divergences"]
+    assert [found["name"] for found in divergence["broken_invariants"]] == ["B7"]
+    page = tmp_path / "owner-blind.html"
+    assert main(["report", str(report), "-o", str(page)]) == 0
+    dom = look_at(page, "report-owner-blind", tmp_path)
+    # the spec's series and the implementation's beside it, every figure but the ceiling
+    assert {attrs["data-figure"] for attrs in dom.having("path", class_="line")} == {"usable", "in use", "free", "cached"}
+    assert {attrs["data-figure"] for attrs in dom.having("path", class_="implementation")} == {"in use", "free", "cached"}
+    assert len(dom.having("circle", class_="implementation-value")) == 3
+    assert dom.having("li", id="case-1-breaks-B7")
+    assert dom.having("tr", id="invariant-B7")[0]["class"] == "broken"
+    assert all(row["class"] != "broken" for name in ("B1", "B2", "B3") for row in dom.having("tr", id=f"invariant-{name}"))
+    html = page.read_text()
+    assert "your implementation breaks B7</text>" in html  # the marked call's label
+    assert "white-space: pre-wrap" in html.split("pre {", 1)[1].split("}", 1)[0]  # the code wraps
+
+
+def test_the_page_of_a_conforming_check_in_chromium(tmp_path):
+    report = tmp_path / "ok.json"
+    assert main(["check", "--spec", "blocks", "--examples", "10", "--steps", "20", "--seed", "1", "--json", str(report),
+                 "--quiet"]) == 0
+    operations = json.loads(report.read_text())["coverage"]["operations"]
+    page = tmp_path / "ok.html"
+    assert main(["report", str(report), "-o", str(page)]) == 0
+    dom = look_at(page, "report-ok", tmp_path, marked=False)
+    drawn = {(attrs["data-operation"], attrs["data-outcome"]) for attrs in dom.having("rect", class_="reached")}
+    assert drawn == {(operation, outcome) for operation, outcomes in operations.items()
+                     for outcome, count in outcomes.items() if count}
+    assert dom.having("svg", class_="coverage") and dom.having("table", class_="figures")

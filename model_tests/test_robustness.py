@@ -107,8 +107,6 @@ FOUND = [
     ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
     ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
     ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s, after cache.", ""),
-    ("SnapshotReturnsCount", "snapshot() returned 1, which is not a list of entries with key, state", ", after cache."),
-    ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
     ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
@@ -132,6 +130,27 @@ def test_each_fault_is_a_counterexample(name, start, detail, tmp_path, capsys):
     message = line.partition("): ")[2]
     assert message.startswith(start) and detail in message, message
     assert json.loads(path.read_text())["divergences"][0]["calls"]
+
+
+SHAPES = [
+    ("SnapshotReturnsCount", "snapshot() returned 1, which is not a list of entries with key, state, refcount, nbytes, retain"),
+    ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes"),
+]
+"""An inspection answered in another shape than the contract's: a usage problem (issue 35)."""
+
+
+@pytest.mark.parametrize("name, said", SHAPES, ids=[item[0] for item in SHAPES])
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
+def test_an_inspection_of_another_shape_is_one_usage_problem(name, said, isolate, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    argv = ["check", "--max-divergences", "3", "--impl", f"{FAULTY}:{name}", "--examples", "40", "--json", str(path),
+            *(["--isolate"] if isolate else [])]
+    status = main(argv)
+    captured = capsys.readouterr()
+    assert status == 2, captured.out + captured.err  # as every usage error of `check`
+    assert "counterexample (" not in captured.out and not path.exists()
+    problem = captured.err.strip().splitlines()[-1]
+    assert problem.startswith(f"cacheproof check: {FAULTY}:{name}: {said}") and "A usage problem, not a divergence" in problem
 
 
 def test_a_hang_is_shrunk_to_the_calls_that_hang(tmp_path, capsys):
@@ -260,7 +279,6 @@ ISOLATED = [
     ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
-    ("StatsReturnsNone", "stats() returned None, which has no field capacity_bytes, after cache.", ""),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
 ]
 

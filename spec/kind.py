@@ -13,7 +13,7 @@ implementing this interface and registering it in `spec.kinds` (docs/architectur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Protocol, Sequence
+from typing import Any, Callable, Hashable, NamedTuple, Protocol, Sequence
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,9 @@ class SpecKind:
     `readings` maps a view to its `ViewReading` (its parts, and the invariants each concerns);
     `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
     judge, from the views (by name) before and after a call of an implementation.
+    `shapes` says, per view with a reading, the shape of its answer in words: an implementation
+    whose answer the reading cannot follow made a usage mistake, reported once with this shape
+    (`cacheproof.contract.explaining.shapes`), not a divergence.
 
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
@@ -236,6 +239,7 @@ class SpecKind:
     keys_are: str = "keys"
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
+    shapes: dict[str, str] = field(default_factory=dict)
     state_every: int | None = 1
     types: dict[str, str] = field(default_factory=dict)
 
@@ -261,3 +265,33 @@ class SpecKind:
         implementation's error is a contract error when a class of its MRO bears one of these
         names (its own classes count: errors are matched by name); any other error is a crash."""
         return frozenset(error for row in self.operations for error in row.errors)
+
+
+class BrokenInvariant(NamedTuple):
+    """An invariant a step breaks: its name, its rule, and the witness (the concrete values that
+    break it, in words: "block 1 has ref 0 while request 2 holds it")."""
+
+    name: str
+    rule: str
+    witness: str
+
+
+def broken_by(invariants: Sequence[Any], step: Any) -> list[BrokenInvariant]:
+    """The invariants of `invariants` (a kind's table: each with `name`, `rule`, `holds(step)` and
+    `witness(step)`) that `step` breaks, in table order, each with its witness. An invariant whose
+    predicate cannot judge the step (it raises on values a broken implementation answered) is left
+    out; a witness that cannot be written falls back to the rule."""
+    found = []
+    for invariant in invariants:
+        try:
+            holds = invariant.holds(step)
+        except Exception:  # noqa: BLE001 - an implementation's values may defeat a predicate
+            continue
+        if holds:
+            continue
+        try:
+            witness = invariant.witness(step)
+        except Exception:  # noqa: BLE001 - the rule still names what is broken
+            witness = invariant.rule
+        found.append(BrokenInvariant(invariant.name, invariant.rule, witness))
+    return found

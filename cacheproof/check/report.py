@@ -3,8 +3,9 @@
 One shape (`check` in cacheproof/schemas/report-v1.json, docs/reports.md): what was asked (spec
 kind, implementation, profile, semantics, operations, seed, key domain, threads, budget), what ran
 (examples counted against the budget, steps, seconds, the first failing example and its time) and
-each distinct divergence, shrunk, as one `divergence` each: its calls, message, every difference,
-the why, the state diff and the runnable snippet. `cacheproof.cmdline.reports.write_report` adds
+each distinct divergence, shrunk, as one `divergence` each: its calls, message, the invariants the
+implementation's own state breaks (`broken_invariants`: name and witness), every difference, the
+why, the state diff and the runnable snippet. `cacheproof.cmdline.reports.write_report` adds
 the envelope.
 """
 
@@ -18,6 +19,7 @@ from cacheproof.check.concurrent.run import ConcurrentCounterexample
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
+from cacheproof.contract.explaining.broken import named as named_broken, split as split_broken
 from cacheproof.contract.explaining.steps import Explanation
 from cacheproof.contract.steps import StepDifference
 from cacheproof.spec.overrides import written_differences
@@ -132,10 +134,12 @@ def program_kind(difference: StepDifference) -> str:
 
 
 def divergence_lines(kind: str, differences: Sequence[str], why: Sequence[str], listed: bool) -> list[str]:
-    """What a check prints under a counterexample's line, for every spec kind: its kind, every
-    difference at the diverging call when `listed` (the line does not say them all), then why,
-    indented under it."""
-    lines = [f"  kind: {kind}"]
+    """What a check prints under a counterexample's line, for every spec kind: the invariants the
+    implementation's own state breaks (`contract.explaining.broken`, wherever `why` names them),
+    its kind, every difference at the diverging call when `listed` (the line does not say them
+    all), then the rest of why, indented under it."""
+    broken, why = split_broken(why)
+    lines = [f"  {line}" for line in broken] + [f"  kind: {kind}"]
     if listed and differences:
         lines.append("  every difference at that call:")
         lines += [f"    {text}" for text in differences]
@@ -158,8 +162,8 @@ def _divergence(
 ) -> dict[str, Any]:
     return {
         "kind": kind, "message": message, "size": size, "calls": [to_json(call) for call in calls],
-        "ending": ending, "differences": differences, "why": why, "state_diff": state_diff, "snippet": snippet,
-        **more,
+        "ending": ending, "broken_invariants": named_broken(why), "differences": differences, "why": why,
+        "state_diff": state_diff, "snippet": snippet, **more,
     }
 
 

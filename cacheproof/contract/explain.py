@@ -7,7 +7,7 @@ are read off the spec's own tables:
 - the invariants of `spec.invariants.INVARIANTS` that the *cache's* step breaks (judged on the
   cache's snapshots before and after the call, and whether it raised): I1-I6 under the contract,
   the state invariants I1-I4 under any other semantics (the step invariants I5 and I6 are the
-  contract's);
+  contract's), each with its witness, said first (`contract.explaining.broken`);
 - under the contract, the edge of `spec.transitions.transition_table()` the spec took for the key
   the call names: its state before, the guard and the outcome (the table docs/lifecycle.md shows).
 """
@@ -21,10 +21,12 @@ from typing import Any, Sequence
 
 from cacheproof.contract.calls import Call
 from cacheproof.contract.differences import DivergingStep
+from cacheproof.contract.explaining.broken import line as broken_line
 from cacheproof.spec.cache.invariants import INVARIANTS, Step
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.transitions import Transition, abstract_state, transition_table
 from cacheproof.spec.cache.types import EntryState, EntryView
+from cacheproof.spec.kind import BrokenInvariant, broken_by
 
 STATE_INVARIANTS = ("I1", "I2", "I3", "I4")
 """The invariants that hold under every semantics option (docs/invariants.md)."""
@@ -85,15 +87,16 @@ def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
 
 
 def explanation(step: DivergingStep, capacity_bytes: int, semantics: Semantics = CONTRACT) -> tuple[str, ...]:
-    """The lines that say why `step` diverges: the snapshot diff (when both snapshots are known and
-    differ), the invariants the cache's step breaks, and the spec's rule for the call."""
-    lines: list[str] = []
+    """The lines that say why `step` diverges: the invariants the cache's step breaks (with their
+    witnesses), the snapshot diff (when both snapshots are known and differ), the rules of the
+    invariants broken, and the spec's rule for the call."""
+    broken = broken_by_cache(step, capacity_bytes, semantics)
+    lines = [broken_line(invariant) for invariant in broken]
     if step.cache_after is not None:
         diff = snapshot_diff(step.spec_after, step.cache_after)
         if not diff.empty:
             lines += diff.lines()
-    broken = broken_by_cache(step, capacity_bytes, semantics)
-    lines += [f"this cache's step breaks {name}: {rule}" for name, rule in broken]
+    lines += [f"{invariant.name}: {invariant.rule}" for invariant in broken]
     if semantics == CONTRACT:
         edge = spec_edge(step)
         if edge is not None:
@@ -103,24 +106,17 @@ def explanation(step: DivergingStep, capacity_bytes: int, semantics: Semantics =
     return tuple(lines)
 
 
-def broken_by_cache(step: DivergingStep, capacity_bytes: int, semantics: Semantics = CONTRACT) -> list[tuple[str, str]]:
-    """(name, rule) of each invariant the cache's own step breaks; [] when its snapshots are unknown."""
+def broken_by_cache(step: DivergingStep, capacity_bytes: int, semantics: Semantics = CONTRACT) -> list[BrokenInvariant]:
+    """Each invariant the cache's own step breaks, with its witness; [] when its snapshots are unknown."""
     if step.cache_before is None or step.cache_after is None or step.actual is None:
         return []
-    judged = Step(step.call.op, capacity_bytes, _views(step.cache_before), _views(step.cache_after),
-                  step.actual.error is not None)
+    try:
+        judged = Step(step.call.op, capacity_bytes, _views(step.cache_before), _views(step.cache_after),
+                      step.actual.error is not None)
+    except (TypeError, ValueError):  # a snapshot not of the normalized entries' shape is not judged
+        return []
     names = None if semantics == CONTRACT else STATE_INVARIANTS
-    found = []
-    for invariant in INVARIANTS:
-        if names is not None and invariant.name not in names:
-            continue
-        try:
-            holds = invariant.holds(judged)
-        except Exception:  # a cache's snapshot may hold values the predicates cannot judge
-            continue
-        if not holds:
-            found.append((invariant.name, invariant.rule))
-    return found
+    return broken_by([invariant for invariant in INVARIANTS if names is None or invariant.name in names], judged)
 
 
 def spec_edge(step: DivergingStep) -> Transition | None:

@@ -118,6 +118,11 @@ def missing_view(view: str) -> str:
     return f"<no {view}()>"
 
 
+def view_failed(view: str, answer: Any) -> bool:
+    """Whether `answer` is what `view_of` answers for a view the implementation lacks or that raised."""
+    return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised "))
+
+
 def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) -> tuple[tuple[str, Any, Any], ...]:
     """(view, the spec's answer, the implementation's) for each view in `views` that differs; `seen`
     holds the implementation's answers (`view_of`). A view the implementation lacks counts only

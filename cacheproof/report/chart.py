@@ -3,7 +3,9 @@
 x is the call: call i's span, from i - 1 to i, shows the state right after it (the fresh spec is
 the value at x = 0); y is the kind's unit. BAND figures are stacked areas (the tensor cache's in use, idle, reserved: the top of idle is
 the ready bytes), LINE figures lines over them, the LIMIT figure a dashed ceiling. The diverging call
-is its span outlined in red (a red rule when the calls are many), labelled. With one row per call and at most
+is its span outlined in red (a red rule when the calls are many), labelled with the invariants the
+implementation's state breaks there; the implementation's own series is drawn beside the spec's,
+dotted, where the report says its state at that call. With one row per call and at most
 HOVER_CALLS calls, each call's span carries a tooltip with its figures.
 """
 
@@ -52,8 +54,26 @@ def _path(points: Sequence[tuple[float, float]], close: bool = False) -> str:
     return text + (" Z" if close else "")
 
 
-def chart(series: Series, marked: int | None, title: str) -> str:
-    """A <figure> holding the SVG chart of `series` and its legend (HTML)."""
+def _drawn(figures, rows: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Per figure, the height each row draws it at: a BAND's top (the bands stacked in order), any
+    other figure's value."""
+    drawn, total = [], [0] * len(rows)
+    for index, figure in enumerate(figures):
+        column = [row[index] for row in rows]
+        if figure.style == BAND:
+            total = [low + value for low, value in zip(total, column)]
+            drawn.append(total)
+        else:
+            drawn.append(column)
+    return drawn
+
+
+def chart(series: Series, marked: int | None, title: str, implementation: Sequence[int] | None = None,
+          broken: Sequence[str] = ()) -> str:
+    """A <figure> holding the SVG chart of `series` and its legend (HTML). With the marked call's
+    `implementation` row, the implementation's series is drawn beside the spec's, dotted: the
+    spec's up to the call before (it agreed there), its own after the marked call; `broken` names
+    the invariants its state breaks there, in the marked call's label."""
     calls = max(series.calls, 1)
     columns = list(zip(*series.rows))
     bands = [index for index, figure in enumerate(series.figures) if figure.style == BAND]
@@ -62,7 +82,8 @@ def chart(series: Series, marked: int | None, title: str) -> str:
         bottom = total
         total = [low + value for low, value in zip(total, columns[index])]
         stacked.append((index, bottom, total))
-    highest = max([max(column) for column in columns] + [max(total), 1])
+    own = None if implementation is None or marked is None else [column[0] for column in _drawn(series.figures, [implementation])]
+    highest = max([max(column) for column in columns] + [max(total), 1] + (own or []))
     y_step = nice_step(highest, 5)
     y_top = y_step * math.ceil(highest / y_step)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -101,6 +122,8 @@ def chart(series: Series, marked: int | None, title: str) -> str:
             dash = ' stroke-dasharray="7 5"' if figure.style == LIMIT else ""
             parts.append(f'<path class="line" data-figure="{escape(figure.name)}" d="{_path(line)}" fill="none" '
                          f'stroke="{COLOURS[figure.name]}" stroke-width="2.5"{dash}/>')
+    if own is not None:
+        parts += _implementation_lines(series, marked, implementation, own, x_of, y_of)
     if marked is not None:
         left, right = x_of(marked - 1), x_of(marked)
         middle = (left + right) / 2
@@ -109,12 +132,36 @@ def chart(series: Series, marked: int | None, title: str) -> str:
                      f'width="{_fmt(right - left)}" height="{plot_h + 4}" fill="none" stroke="{MARK_COLOUR}" '
                      f'stroke-width="2.5"/>')
         parts.append(f'<text class="marked-label" x="{_fmt(right if anchor == "end" else left)}" y="{TOP - 10}" '
-                     f'text-anchor="{anchor}" fill="{MARK_COLOUR}">call {marked} diverges</text>')
+                     f'text-anchor="{anchor}" fill="{MARK_COLOUR}">call {marked} diverges{escape(_breaks(broken))}</text>')
     if series.stride == 1 and series.calls <= HOVER_CALLS:
         parts += _hover_spans(series, x_of, TOP, plot_h)
     parts.append("</svg>")
     return (f'<figure class="chart-figure">{"".join(parts)}'
-            f"<figcaption>{_legend(series, marked)}</figcaption></figure>")
+            f"<figcaption>{_legend(series, marked, own is not None)}</figcaption></figure>")
+
+
+def _breaks(broken: Sequence[str]) -> str:
+    return f": your implementation breaks {', '.join(broken)}" if broken else ""
+
+
+def _implementation_lines(series: Series, marked: int, values: Sequence[int], own: Sequence[int], x_of, y_of) -> list[str]:
+    """The implementation's series, dotted, for each figure but the ceiling: the spec's heights up to
+    the call before the marked one, then its own (`own`, the heights of its figures `values`) over
+    the marked call's span, ending in a ring whose tooltip says the figure's value."""
+    spec = _drawn(series.figures, series.rows)
+    kept = [j for j, step in enumerate(series.steps) if step < marked]
+    parts = []
+    for index, figure in enumerate(series.figures):
+        if figure.style == LIMIT:
+            continue
+        points = [(x_of(series.steps[j]), y_of(spec[index][j])) for j in kept] + [(x_of(marked), y_of(own[index]))]
+        parts.append(f'<path class="implementation" data-figure="{escape(figure.name)}" d="{_path(_staircase(points))}" '
+                     f'fill="none" stroke="{COLOURS[figure.name]}" stroke-width="2" stroke-dasharray="2 4"/>')
+        parts.append(f'<circle class="implementation-value" data-figure="{escape(figure.name)}" '
+                     f'cx="{_fmt(x_of(marked - 0.5))}" cy="{_fmt(y_of(own[index]))}" r="4.5" fill="#fff" '
+                     f'stroke="{COLOURS[figure.name]}" stroke-width="2.5"><title>your implementation after call '
+                     f'{marked}: {escape(figure.name)} {values[index]}</title></circle>')
+    return parts
 
 
 def _hover_spans(series: Series, x_of, top: float, height: float) -> list[str]:
@@ -126,7 +173,7 @@ def _hover_spans(series: Series, x_of, top: float, height: float) -> list[str]:
     return spans
 
 
-def _legend(series: Series, marked: int | None) -> str:
+def _legend(series: Series, marked: int | None, implementation: bool = False) -> str:
     items = []
     for figure in series.figures:
         colour = COLOURS[figure.name]
@@ -137,6 +184,9 @@ def _legend(series: Series, marked: int | None) -> str:
                      f'<small>{escape(figure.meaning)}</small></li>')
     if marked is not None:
         items.append(f'<li><span class="swatch mark"></span>the diverging call (call {marked})</li>')
+    if implementation:
+        items.append('<li class="implementation"><span class="swatch dotted"></span>your implementation, dotted '
+                     f"(the same as the spec's before call {marked}; a ring: its figures after it)</li>")
     kept = "" if marked is None else " (and the diverging call)"
     drawn = "" if series.stride == 1 else (f'<li class="note">one point per {series.stride} calls{kept}, '
                                            f"of {series.calls}</li>")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.contract.calls import Call, ValueRecipe, from_json
+from cacheproof.contract.explaining.broken import named as named_broken
 from cacheproof.contract.record import Trace, call_problem
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
@@ -52,6 +53,8 @@ class Case:
     `differences`: the input's difference texts at the marked call; `complete` when they list every
     difference there (a check report's do), so that an observation they omit agreed. `state_diff`:
     the versioned report's structured state diff (`snapshot_diff` or `view_diff`), None without one.
+    `heading`: the case in a few words (the title is the whole first difference); `broken`: (name,
+    witness) of each invariant the implementation's own state breaks at the marked call.
     """
 
     title: str
@@ -65,12 +68,16 @@ class Case:
     why: tuple[str, ...] = ()
     state_diff: dict | None = None
     snippet: str | None = None
+    heading: str = ""
+    broken: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class ReportInput:
     """Everything the page shows besides the replay: the input's form, the spec kind and semantics
-    the calls replay under, (label, value) facts for the summary, the verdict and the cases."""
+    the calls replay under, (label, value) facts for the summary, the verdict and the cases; a check
+    report's outcome coverage (its `coverage`: per operation, each outcome's count) and the run's
+    figures, (label, value) (examples, steps, seconds, what its scope reached)."""
 
     source: str
     form: str
@@ -80,6 +87,8 @@ class ReportInput:
     facts: tuple[tuple[str, str], ...]
     verdict: str
     cases: tuple[Case, ...]
+    coverage: dict | None = None
+    figures: tuple[tuple[str, str], ...] = ()
 
 
 def read_input(path: str | Path) -> ReportInput:
@@ -131,7 +140,8 @@ def _trace(trace: Trace, source: str) -> ReportInput:
         else:
             same, why, actual, differences = False, (divergence.message,), f"recorded: {traced.describe()}", ()
         case = Case(f"call {divergence.step} of {len(calls)}: {why[0]}", trace.size, calls,
-                    divergence.step, actual, not same, differences=differences, why=why)
+                    divergence.step, actual, not same, differences=differences, why=why,
+                    heading=f"The divergence at call {divergence.step} of {len(calls)}", broken=_broken(why))
         verdict = (f"the monitored cache diverges at call {divergence.step}" if divergence.against == OBSERVED
                    else f"the recording parts from the spec at call {divergence.step}")
     kind = trace.spec_kind
@@ -190,7 +200,38 @@ def _check_report(data: dict, source: str) -> ReportInput:
              ("seconds", _text(data.get("seconds"), "?")))
     count = len(cases)
     verdict = "conforms" if data["ok"] else f"{count} distinct divergence{'s' if count != 1 else ''}"
-    return ReportInput(source, CHECK_REPORT, kind.name, semantics, impl, facts, verdict, cases)
+    coverage = data.get("coverage")
+    if coverage is not None and not _is_coverage(coverage):
+        raise fail("coverage", "expected {\"operations\": {OPERATION: {OUTCOME: count}}}")
+    return ReportInput(source, CHECK_REPORT, kind.name, semantics, impl, facts, verdict, cases, coverage,
+                       _run_figures(data))
+
+
+def _is_coverage(coverage: Any) -> bool:
+    operations = coverage.get("operations") if isinstance(coverage, dict) else None
+    return isinstance(operations, dict) and all(
+        isinstance(outcomes, dict) and all(type(count) is int for count in outcomes.values())
+        for outcomes in operations.values())
+
+
+def _run_figures(data: dict) -> tuple[tuple[str, str], ...]:
+    """The run's figures a check report holds: examples, steps, seconds, steps per second, and what
+    its scope reached."""
+    figures = [(label, str(data[key])) for label, key in (("examples", "examples"), ("steps", "steps"),
+                                                          ("seconds", "seconds")) if data.get(key) is not None]
+    steps, seconds = data.get("steps"), data.get("seconds")
+    if isinstance(steps, int) and isinstance(seconds, (int, float)) and seconds > 0:
+        figures.append(("steps per second", f"{steps / seconds:.0f}"))
+    scope = data.get("scope")
+    if isinstance(scope, dict):
+        figures += [(name.replace("_", " "), ", ".join(map(str, value)) if isinstance(value, list) else str(value))
+                    for name, value in scope.items() if value is not None]
+    return tuple(figures)
+
+
+def _broken(why: Any) -> tuple[tuple[str, str], ...]:
+    """(name, witness) of each invariant the lines say the implementation breaks."""
+    return tuple((found["name"], found["witness"]) for found in named_broken([str(line) for line in why]))
 
 
 def _text(value: Any, missing: str) -> str:
@@ -235,9 +276,19 @@ def _divergence(kind, data: Any, where: str, fail, number: int, count: int) -> C
         raise fail(f"{where}.state_diff", f"expected an object or null, got {state_diff!r}")
     ending = data.get("ending", "diverges here")
     title = f"divergence {number} of {count} ({len(calls)} calls, {ending}): {message}"
+    why = tuple(str(line) for line in data.get("why") or ())
+    broken = data.get("broken_invariants")
+    if broken is None:  # a report written before the field: the lines say it, if anything
+        found = _broken(why)
+    elif isinstance(broken, list) and all(isinstance(item, dict) and isinstance(item.get("name"), str)
+                                          and isinstance(item.get("witness"), str) for item in broken):
+        found = tuple((item["name"], item["witness"]) for item in broken)
+    else:
+        raise fail(f"{where}.broken_invariants", f"expected a list of {{\"name\", \"witness\"}} strings, got {broken!r}")
+    kind_text = data.get("kind")
+    heading = f"Divergence {number} of {count}" + (f": {kind_text}" if isinstance(kind_text, str) else f", {ending}")
     return Case(title, size, calls, len(calls), differences=tuple(differences), complete=bool(differences),
-                why=tuple(str(line) for line in data.get("why") or ()), state_diff=state_diff,
-                snippet=data.get("snippet"))
+                why=why, state_diff=state_diff, snippet=data.get("snippet"), heading=heading, broken=found)
 
 
 def _call(kind, data: Any, where: str, fail) -> Call:

@@ -2,15 +2,17 @@
 
 Its Content-Security-Policy (`default-src 'none'`) forbids any load, so the page shows the same
 offline as online. Sections: the summary (input, spec kind, implementation, profile, semantics,
-seed, verdict), then per case its chart (`chart`), the diverging call, the spec-against-cache
-table (`state_diff`), the explanation lines, the counterexample as code, the calls up to the
-diverging one (the marked row has the id `case-N-call-STEP`), and last the invariants of the spec
-kind with their rules.
+seed, verdict), then per case a short heading, its first difference, the invariants the
+implementation's own state breaks with their witnesses, its chart (`chart`: the spec's series and
+the implementation's beside it), the diverging call, the spec-against-cache table (`state_diff`),
+the explanation lines, the counterexample as code (wrapped), the calls up to the diverging one (the
+marked row has the id `case-N-call-STEP`), and last the invariants of the spec kind with their
+rules and what the report says of each. A conforming check report's page draws the outcome
+coverage per operation (`coverage`) and the run's figures instead of cases.
 """
 
 from __future__ import annotations
 
-import re
 from html import escape
 from typing import Any, Sequence
 
@@ -18,8 +20,9 @@ from cacheproof.cmdline.kind_words import spec_flag
 from cacheproof.contract import snippet
 from cacheproof.contract.calls import to_python
 from cacheproof.report.chart import chart
-from cacheproof.report.inputs import Case, ReportInput
-from cacheproof.report.series import Series, listed_steps
+from cacheproof.report.coverage import coverage_chart
+from cacheproof.report.inputs import CHECK_REPORT, Case, ReportInput
+from cacheproof.report.series import Series, implementation_row, listed_steps
 from cacheproof.report.state_diff import AS_WRITTEN, StateDiff
 from cacheproof.spec.cache.invariants import waivers
 from cacheproof.spec.kinds import get_kind
@@ -34,8 +37,8 @@ TEXT_LIMIT = 240
 
 PLACEHOLDER_IMPL = "MODULE:FACTORY"
 
-_BROKEN = re.compile(r"\bbreaks ([A-Z][0-9]+)\b")
-"""How an explanation line names an invariant the cache's step breaks (`contract.explain`)."""
+HEADING_LIMIT = 120
+"""A case's heading is cut to this many characters (its whole first difference is under it)."""
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
@@ -57,10 +60,15 @@ tr.same td { color: #555; } tr.unknown td { color: #777; font-style: italic; }
 tr.marked td { background: #fdecea; font-weight: 600; } tr.marked td:first-child { border-left: 4px solid #c62828; }
 tr.gap td { color: #777; font-style: italic; text-align: center; }
 tr.broken td { background: #fdecea; } tr.waived td { color: #777; }
-pre { background: #f6f8fa; border: 1px solid #d4d4d4; padding: 10px 12px; overflow-x: auto; white-space: pre; }
+pre { background: #f6f8fa; border: 1px solid #d4d4d4; padding: 10px 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre.why { white-space: pre-wrap; word-break: break-word; }
 pre.snippet { max-height: 520px; overflow: auto; }
 .note { color: #555; font-style: italic; }
+p.message { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 13px; overflow-wrap: anywhere; }
+ul.broken { margin: 6px 0 10px; padding-left: 22px; } ul.broken li { color: #b71c1c; margin: 2px 0; }
+ul.broken li strong { color: #7f0000; }
+svg.coverage { max-width: 100%; height: auto; font-size: 12px; fill: #333; }
+table.figures { width: auto; } table.figures th { width: 180px; }
 figure.chart-figure { margin: 8px 0; } svg.chart { max-width: 100%; height: auto; font-size: 12px; fill: #333; }
 svg.chart text.marked-label { font-weight: 700; font-size: 13px; }
 svg.chart text.axis-title { font-weight: 600; }
@@ -68,7 +76,7 @@ ul.legend { list-style: none; padding: 0; margin: 4px 0 0; display: flex; flex-w
 ul.legend small { color: #666; }
 .swatch { display: inline-block; width: 22px; height: 12px; margin-right: 6px; vertical-align: middle; }
 .swatch.band { opacity: 0.55; } .swatch.line { height: 0; border-top: 3px solid; }
-.swatch.limit { height: 0; border-top: 3px dashed; } .swatch.mark { width: 4px; background: #c62828; margin: 0 15px 0 6px; }
+.swatch.limit { height: 0; border-top: 3px dashed; } .swatch.dotted { height: 0; border-top: 3px dotted #333; } .swatch.mark { width: 4px; background: #c62828; margin: 0 15px 0 6px; }
 footer { margin-top: 36px; color: #666; font-size: 13px; border-top: 1px solid #ddd; padding-top: 8px; }
 """
 
@@ -86,7 +94,9 @@ def render_page(report: ReportInput, drawn: Sequence[tuple[Case, Series, StateDi
         _facts(report),
     ]
     if not drawn:
-        body.append('<p class="note">No call sequence to draw: the check found no divergence.</p>')
+        body.append('<p class="note">No call sequence to draw: the check found no divergence. What the run '
+                    "reached is drawn below.</p>")
+        body.append(_run(report))
     for number, (case, series, diff) in enumerate(drawn, start=1):
         body.append(_case(report, number, case, series, diff))
     body.append(_invariants(report, [case for case, _, _ in drawn]))
@@ -108,8 +118,16 @@ def _facts(report: ReportInput) -> str:
 
 def _case(report: ReportInput, number: int, case: Case, series: Series, diff: StateDiff) -> str:
     anchor = f"case-{number}"
-    parts = [f'<section class="case" id="{anchor}">', f"<h2>{escape(_short(case.title, 400))}</h2>",
-             chart(series, case.marked, case.title)]
+    own = None if case.marked is None else implementation_row(report.kind, series, case.state_diff, case.complete)
+    parts = [f'<section class="case" id="{anchor}">', f"<h2>{escape(_short(case.heading or case.title, HEADING_LIMIT))}</h2>",
+             f'<p class="message">{escape(_short(case.title, 2000))}</p>']
+    if case.broken:
+        parts.append(f'<h3>Your implementation breaks {escape(", ".join(name for name, _ in case.broken))}</h3>'
+                     '<ul class="broken">' + "".join(
+                         f'<li id="{anchor}-breaks-{escape(name)}"><strong>{escape(name)}</strong>: {escape(witness)} '
+                         f'(<a href="#invariant-{escape(name)}">the rule</a>)</li>' for name, witness in case.broken)
+                     + "</ul>")
+    parts.append(chart(series, case.marked, case.title, own, [name for name, _ in case.broken]))
     if case.marked is not None:
         call = case.calls[case.marked - 1]
         parts.append(f'<h3>The diverging call</h3><p class="diverging">call {case.marked} of {len(case.calls)}: '
@@ -187,15 +205,22 @@ def _calls(anchor: str, case: Case, series: Series) -> str:
 def _invariants(report: ReportInput, cases: Sequence[Case]) -> str:
     kind = get_kind(report.kind)
     waived: dict[str, Any] = waivers(report.semantics) if report.kind == "cache" else {}
-    named = {name for case in cases for line in (*case.why, *case.differences) for name in _BROKEN.findall(line)}
+    broken: dict[str, list[str]] = {}
+    for number, case in enumerate(cases, start=1):
+        for name, witness in case.broken:
+            broken.setdefault(name, []).append(f"divergence {number}, call {case.marked}: {witness}")
     rows = []
     for invariant in kind.invariants:
         if invariant.name in waived:
             state, status = "waived", "waived under " + ", ".join(w.option for w in waived[invariant.name])
-        elif invariant.name in named:
-            state, status = "broken", "broken by the cache's step (the report's explanation)"
+        elif invariant.name in broken:
+            state, status = "broken", "broken by your implementation's state at " + "; ".join(broken[invariant.name])
+        elif cases:
+            state, status = "held", "not broken by your implementation's state at the diverging calls"
+        elif report.form == CHECK_REPORT:
+            state, status = "held", "held: your implementation's state matched the spec's at every call checked"
         else:
-            state, status = "held", "held by the spec"
+            state, status = "held", "held by the spec over this trace"
         rows.append(f'<tr class="{state}" id="invariant-{escape(invariant.name)}"><th>{escape(invariant.name)}</th>'
                     f"<td>{escape(invariant.rule)}</td><td>{escape(status)}</td></tr>")
     return ('<section id="invariants"><h2>Invariants checked</h2>'
@@ -204,3 +229,16 @@ def _invariants(report: ReportInput, cases: Sequence[Case]) -> str:
             f"<code>cacheproof prove{escape(spec_flag(kind.name))}</code> proves them of the spec.</p>"
             '<table class="invariants"><thead><tr><th>name</th><th>rule</th><th>here</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></section>")
+
+
+def _run(report: ReportInput) -> str:
+    """A conforming run: the outcome coverage per operation, drawn, and the run's figures."""
+    parts = ['<section id="run"><h2>What the run reached</h2>']
+    if report.coverage is not None:
+        parts.append("<h3>Outcomes reached per operation</h3>" + coverage_chart(report.coverage))
+    else:
+        parts.append('<p class="note">This report holds no outcome coverage.</p>')
+    if report.figures:
+        rows = "".join(f"<tr><th>{escape(label)}</th><td>{escape(value)}</td></tr>" for label, value in report.figures)
+        parts.append(f'<h3>The run</h3><table class="figures">{rows}</table>')
+    return "".join(parts) + "</section>"

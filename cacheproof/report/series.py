@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
+from cacheproof.contract.outcomes import normalize_snapshot
 from cacheproof.contract.steps import StepOutcome, outcome_of
 from cacheproof.spec.kinds import get_kind
 
@@ -53,8 +54,22 @@ def _cache_figures(spec: Any) -> tuple[int, ...]:
     return stats.capacity_bytes, stats.pinned_bytes, stats.idle_bytes, stats.reserved_bytes, stats.ready_bytes
 
 
+def _entry_figures(capacity: int, entries: Sequence[Sequence[Any]]) -> tuple[int, ...]:
+    """The tensor cache's figures from normalized entries (key, state, refcount, nbytes, retain)."""
+    ready = [entry for entry in entries if entry[1] == "READY"]
+    pinned = sum(entry[3] for entry in ready if entry[2] > 0)
+    idle = sum(entry[3] for entry in ready if entry[2] == 0)
+    reserved = sum(entry[3] for entry in entries if entry[1] == "RESERVED")
+    return capacity, pinned, idle, reserved, pinned + idle
+
+
 def _block_figures(pool: Any) -> tuple[int, ...]:
-    queue, blocks, _ = pool.snapshot()
+    return _snapshot_figures(pool.snapshot())
+
+
+def _snapshot_figures(snapshot: Any) -> tuple[int, ...]:
+    """The block pool's figures from a snapshot (free queue, per block (ref, hash), holdings)."""
+    queue, blocks, _ = snapshot
     usable = blocks[1:]  # block 0 is the null block
     return (len(usable), sum(ref > 0 for ref, _ in usable), len(queue),
             sum(value is not None for _, value in usable))
@@ -143,3 +158,41 @@ def replay_series(kind_name: str, size: int, semantics: Any, calls: Sequence[Cal
             state = model.copy()
     return Series(table.unit, table.figures, tuple(steps), tuple(rows), stride, outcomes, tuple(errors),
                   model if state is None else state)
+
+
+def implementation_row(kind_name: str, series: Series, state_diff: dict | None, complete: bool) -> tuple[int, ...] | None:
+    """The implementation's figures right after the marked call, read from a check report's state
+    diff: the block pool's from the implementation's snapshot when it differs (the spec's when the
+    report lists every difference and the snapshot is not among them); the tensor cache's from the
+    spec's entries with the diff's entries put in. None when the report does not say (a trace, an
+    answer the figures cannot read). Before the marked call the implementation agreed with the spec."""
+    if series.state is None:
+        return None
+    try:
+        if kind_name == "blocks":
+            views = {view["view"]: view["implementation"] for view in (state_diff or {}).get("views", ())}
+            if "snapshot" in views:
+                return _snapshot_figures(tupled(views["snapshot"]))
+            return FIGURES[kind_name].read(series.state) if complete else None
+        if kind_name == "cache":
+            if not state_diff or "only_in_spec" not in state_diff:
+                return FIGURES[kind_name].read(series.state) if complete else None
+            return _entry_figures(_cache_figures(series.state)[0], _cache_entries(series.state, state_diff))
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return None
+    return None
+
+
+def _cache_entries(spec: Any, diff: dict) -> list[tuple]:
+    """The cache's entries: the spec's, less those only in the spec's or differing, plus the cache's."""
+    def key(entry: Any) -> Any:
+        return repr(tupled(entry[0]))
+
+    gone = {key(entry) for entry in diff["only_in_spec"]} | {key(pair["spec"]) for pair in diff["differing"]}
+    kept = [tuple(entry) for entry in normalize_snapshot(spec.snapshot()) if repr(entry[0]) not in gone]
+    return kept + [tuple(entry) for entry in diff["only_in_cache"]] + [tuple(pair["cache"]) for pair in diff["differing"]]
+
+
+def tupled(value: Any) -> Any:
+    """A JSON value with its lists as tuples, as the views answer."""
+    return tuple(tupled(item) for item in value) if isinstance(value, list) else value

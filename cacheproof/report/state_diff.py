@@ -27,7 +27,7 @@ from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.explaining.steps import part_differences
 from cacheproof.contract.outcomes import STATS_FIELDS, normalize_snapshot
 from cacheproof.report.inputs import Case
-from cacheproof.report.series import Series
+from cacheproof.report.series import Series, tupled
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
 
@@ -195,7 +195,7 @@ def _program_rows(kind: SpecKind, case: Case, series: Series, names: Names) -> t
         else:
             unparsed.append(text)
     for view in (case.state_diff or {}).get("views", ()):
-        views[view["view"]] = (_tupled(view["spec"]), _tupled(view["implementation"]))
+        views[view["view"]] = (tupled(view["spec"]), tupled(view["implementation"]))
     rows = [_outcome_row(case, series, outcome)]
     spec_snapshot = series.state.snapshot()
     cache_snapshot = views.get("snapshot", (None, None))[1]
@@ -210,9 +210,6 @@ def _program_rows(kind: SpecKind, case: Case, series: Series, names: Names) -> t
     return tuple(rows)
 
 
-def _tupled(value: Any) -> Any:
-    """A JSON value with its lists as tuples, as the views answer."""
-    return tuple(_tupled(item) for item in value) if isinstance(value, list) else value
 
 
 def _is_pool_snapshot(value: Any) -> bool:

@@ -31,14 +31,16 @@ class BlockStep(NamedTuple):
 
 
 class BlockInvariant(NamedTuple):
-    """A named predicate over a `BlockStep`: the rule in words, the real bug it excludes, and the
-    operations that could break it."""
+    """A named predicate over a `BlockStep`: the rule in words, the real bug it excludes, the
+    operations that could break it, and `witness`: for a step that breaks it, the concrete values
+    that do, in words ("block 1 has ref 0 while request 2 holds it")."""
 
     name: str
     rule: str
     excludes: str
     holds: Callable[[BlockStep], bool]
     touched_by: tuple[str, ...]
+    witness: Callable[[BlockStep], str]
 
 
 class InvariantViolation(AssertionError):
@@ -128,6 +130,111 @@ def _raise_changes_nothing(step: BlockStep) -> bool:
     return not step.raised or step.before == step.after
 
 
+def _held_by(requests: list[int], what: str = "it") -> str:
+    """Who holds a block, a request once per holding: "request 2 holds it", "request 2 holds it
+    twice", "requests 2, 3 hold it"."""
+    distinct = list(dict.fromkeys(requests))
+    if len(distinct) > 1:
+        return f"requests {', '.join(repr(request) for request in requests)} hold {what}"
+    times = len(requests)
+    return f"request {distinct[0]!r} holds {what}" + ("" if times == 1 else " twice" if times == 2 else f" {times} times")
+
+
+def _holders(step: BlockStep) -> dict[int, list[int]]:
+    """Each held block of the state after, with the requests holding it (a request once per holding)."""
+    found: dict[int, list[int]] = {}
+    for request, blocks in step.after[2]:
+        for block in blocks:
+            found.setdefault(block, []).append(request)
+    return found
+
+
+def _why_free_count(step: BlockStep) -> str:
+    free = [block for block, (ref, _) in enumerate(_blocks(step.after)) if block and ref == 0]
+    queued = len(_queue(step.after))
+    return (f"the free queue holds {queued} block{'' if queued == 1 else 's'} while {len(free)} non-null "
+            f"block{' has' if len(free) == 1 else 's have'} ref count 0")
+
+
+def _why_queue(step: BlockStep) -> str:
+    queue, blocks = _queue(step.after), _blocks(step.after)
+    seen: set[int] = set()
+    for block in queue:
+        if block in seen:
+            return f"block {block!r} is in the free queue twice"
+        seen.add(block)
+        if block == 0:
+            return "the null block (block 0) is in the free queue"
+        if not 0 < block < len(blocks):
+            return f"block {block!r} is in the free queue, and the pool has blocks 0-{len(blocks) - 1}"
+        if blocks[block][0] != 0:
+            return f"block {block!r} is in the free queue with ref {blocks[block][0]!r}"
+    return "the free queue is not clean"
+
+
+def _why_refs(step: BlockStep) -> str:
+    blocks = _blocks(step.after)
+    for block, (ref, _) in enumerate(blocks):
+        if ref < 0:
+            return f"block {block!r} has ref {ref!r}"
+    if blocks[0] != (0, None):
+        ref, value = blocks[0]
+        return f"the null block (block 0) has ref {ref!r} and {'no hash' if value is None else 'a hash'}"
+    return _held_by(_holders(step).get(0, []), "the null block (block 0)")
+
+
+def _why_hash_map(step: BlockStep) -> str:
+    if step.operation == "lookup" and not step.raised:
+        asked = step.arguments[0]
+        for index, block in enumerate(step.result):
+            if _blocks(step.before)[block][1] != asked[index]:
+                return f"lookup answered block {block!r} for hash {index + 1} asked, which that block does not carry"
+    listed = sorted((block, value) for value, carriers in (step.hash_map or ()) for block in carriers)
+    hashed = sorted((block, value) for block, (_, value) in enumerate(_blocks(step.after)) if value is not None)
+    for block, value in sorted(set(listed) ^ set(hashed)):
+        where = "listed in the hash map under a hash it does not carry" if (block, value) in listed \
+            else "carrying a hash the hash map does not list it under"
+        return f"block {block!r} is {where}"
+    return "the hash map lists a hash with no block"
+
+
+def _why_contents(step: BlockStep) -> str:
+    blocks = _blocks(step.after)
+    for block, parent, tokens in step.contents or ():
+        if blocks[block][1] is None:
+            continue
+        if len(tokens) != step.block_size:
+            return f"block {block!r} carries a hash while it holds {len(tokens)} tokens, not {step.block_size}"
+        if blocks[block][1] != block_hash(parent, tokens):
+            return f"block {block!r} carries a hash that its parent hash and tokens do not hash to"
+    return "a hashed block's content does not match its hash"
+
+
+def _why_prefix(step: BlockStep) -> str:
+    if step.operation == "lookup":
+        cached = _cached_prefix_length(step, tuple(step.arguments[0]))
+        return f"lookup answered {len(step.result)} blocks while the cached prefix of the hashes asked is {cached}"
+    tokens = tuple(step.arguments[0])
+    cached = _cached_prefix_length(step, chain_hashes(tokens[:-1], step.block_size)) * step.block_size
+    return f"find_cached_prefix answered {step.result!r} tokens while the cached prefix is {cached}"
+
+
+def _why_orphan(step: BlockStep) -> str:
+    holders = _holders(step)
+    for block, (ref, _) in enumerate(_blocks(step.after)):
+        held = holders.get(block, [])
+        if ref != len(held):
+            who = _held_by(held) if held else "no request holds it"
+            return f"block {block!r} has ref {ref!r} while {who}"
+    return "a block's ref count differs from its holdings"
+
+
+def _why_raise(step: BlockStep) -> str:
+    changed = [name for name, index in (("the free queue", 0), ("the ref counts or hashes", 1), ("the holdings", 2))
+               if step.before[index] != step.after[index]]
+    return f"{step.operation or 'the call'} raised and changed {' and '.join(changed) or 'the state'}"
+
+
 _MUTATING = ("allocate", "touch", "cache_blocks", "free", "evict", "reset", "allocate_slots", "free_request")
 
 BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
@@ -140,6 +247,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "vllm-ascend #14301 and UCM PR #1053 dedup the call)",
         _free_count_exact,
         ("allocate", "touch", "free", "allocate_slots", "free_request"),
+        _why_free_count,
     ),
     BlockInvariant(
         "B2",
@@ -149,6 +257,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "queued twice",
         _queue_clean,
         ("allocate", "touch", "free", "allocate_slots", "free_request"),
+        _why_queue,
     ),
     BlockInvariant(
         "B3",
@@ -158,6 +267,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "'Double free!', #1556)",
         _refs_valid,
         ("free", "touch", "cache_blocks", "free_request"),
+        _why_refs,
     ),
     BlockInvariant(
         "B4",
@@ -167,6 +277,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "later prefix hit pinned a block that now held another request's KV",
         _hash_map_exact,
         ("allocate", "cache_blocks", "evict", "reset", "allocate_slots", "lookup"),
+        _why_hash_map,
     ),
     BlockInvariant(
         "B5",
@@ -177,6 +288,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "recycled blocks, #43741/#43990",
         _contents_match,
         ("allocate_slots", "cache_blocks", "allocate"),
+        _why_contents,
     ),
     BlockInvariant(
         "B6",
@@ -188,6 +300,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "on the deferred-free path)",
         _prefix_contiguous,
         ("lookup", "find_cached_prefix"),
+        _why_prefix,
     ),
     BlockInvariant(
         "B7",
@@ -196,6 +309,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "dropped that no request held); a leaked reference pins a block for ever",
         _no_orphan,
         ("allocate", "touch", "free", "allocate_slots", "free_request"),
+        _why_orphan,
     ),
     BlockInvariant(
         "B8",
@@ -203,6 +317,7 @@ BLOCK_INVARIANTS: tuple[BlockInvariant, ...] = (
         "vLLM PR #20569: an allocation that failed part way left the blocks it had taken occupied",
         _raise_changes_nothing,
         _MUTATING,
+        _why_raise,
     ),
 )
 

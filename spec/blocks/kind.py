@@ -7,7 +7,7 @@ from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
 from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS, BLOCK_TYPES
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
-from cacheproof.spec.blocks.views import BLOCK_READINGS, block_step
+from cacheproof.spec.blocks.views import BLOCK_READINGS, BLOCK_SHAPES, block_step
 from cacheproof.spec.kind import SpecKind
 
 BLOCK_KIND = SpecKind(
@@ -25,4 +25,5 @@ BLOCK_KIND = SpecKind(
     readings=BLOCK_READINGS,
     judge=block_step,
     types=BLOCK_TYPES,
+    shapes=BLOCK_SHAPES,
 )

@@ -79,6 +79,16 @@ def contents_parts(contents: Any, names: Naming) -> Sequence[ViewPart] | None:
 BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
+BLOCK_SHAPES = {
+    "snapshot": "a tuple (free queue, blocks, holdings): the free queue a tuple of block ids, head first; "
+                "blocks a tuple of one (ref count, hash or None) pair per block, block 0 first; holdings a "
+                "tuple of (request id, tuple of the block ids it holds) pairs, one per request holding blocks",
+    "tables": "a tuple of (request id, tuple of block ids in token order) pairs, one per request at the request level",
+    "contents": "a tuple of (block id, parent hash or None, tuple of tokens) triples, one per written block",
+}
+"""The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
+`tables_parts` and `contents_parts` read it."""
+
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:
     """The `BlockStep` of a call (`op`, `args`) from the views before and after it."""

@@ -37,13 +37,15 @@ class Step(NamedTuple):
 
 
 class Invariant(NamedTuple):
-    """A named predicate over a `Step`, with the rule in words and `touched_by`: the operations
-    that change what it constrains in the direction that could break it."""
+    """A named predicate over a `Step`, with the rule in words, `touched_by`: the operations that
+    change what it constrains in the direction that could break it, and `witness`: for a step that
+    breaks it, the concrete values that do, in words ("key 3 is RESERVED with refcount 0")."""
 
     name: str
     rule: str
     holds: Callable[[Step], bool]
     touched_by: tuple[str, ...]
+    witness: Callable[[Step], str]
 
 
 class InvariantViolation(AssertionError):
@@ -103,6 +105,49 @@ def _raise_changes_nothing(step: Step) -> bool:
     return not step.raised or step.before == step.after
 
 
+def _why_protected(step: Step) -> str:
+    reserved, pinned = _reserved_bytes(step.after), _pinned_bytes(step.after)
+    return (f"reserved {reserved} + in use {pinned} = {reserved + pinned} bytes, over the capacity of "
+            f"{step.capacity_bytes}")
+
+
+def _why_ready(step: Step) -> str:
+    return f"ready {_ready_bytes(step.after)} bytes, over the capacity of {step.capacity_bytes}"
+
+
+def _why_reservation(step: Step) -> str:
+    entry = next(e for e in step.after if e.state is EntryState.RESERVED and not e.refcount >= 1)
+    return f"key {entry.key!r} is RESERVED with refcount {entry.refcount!r}"
+
+
+def _why_transient(step: Step) -> str:
+    entry = next(e for e in step.after if e.state is EntryState.READY and not e.retain and not e.refcount >= 1)
+    return f"key {entry.key!r} is READY with retain=False and refcount {entry.refcount!r}"
+
+
+def _why_evicted(step: Step) -> str:
+    after_keys = {e.key for e in step.after}
+    removed = [e for e in step.before if e.key not in after_keys]
+    surviving = {e.key: e for e in step.after}
+    for entry in step.before:
+        if entry.state is EntryState.RESERVED and entry.key in surviving and surviving[entry.key].nbytes != entry.nbytes:
+            return (f"the RESERVED key {entry.key!r} went from {entry.nbytes} to "
+                    f"{surviving[entry.key].nbytes} bytes")
+    reserved = [e.key for e in removed if e.state is EntryState.RESERVED]
+    if reserved:
+        return f"{step.operation} removed the RESERVED key {reserved[0]!r}"
+    in_use = [e for e in removed if not _is_idle(e)]
+    if in_use and step.operation in EVICTING_OPERATIONS:
+        return f"{step.operation} evicted key {in_use[0].key!r}, in use (refcount {in_use[0].refcount})"
+    oldest = [e.key for e in step.before if _is_idle(e)][: len(removed)]
+    return (f"{step.operation} removed keys {[e.key for e in removed]!r} where the oldest idle ones are "
+            f"{oldest!r}")
+
+
+def _why_raise(step: Step) -> str:
+    return f"{step.operation or 'the call'} raised and changed the entries (before {len(step.before)}, after {len(step.after)})"
+
+
 _ALL_OPERATIONS = METHOD_OPERATIONS
 
 INVARIANTS: tuple[Invariant, ...] = (
@@ -111,24 +156,28 @@ INVARIANTS: tuple[Invariant, ...] = (
         "protected_bytes <= capacity_bytes (reservations and in-use entries always fit together)",
         _protected_fit,
         ("reserve", "acquire"),
+        _why_protected,
     ),
     Invariant(
         "I2",
         "ready_bytes <= capacity_bytes",
         _ready_fit,
         ("commit", "put"),
+        _why_ready,
     ),
     Invariant(
         "I3",
         "a RESERVED entry has refcount >= 1",
         _reservations_referenced,
         ("reserve", "acquire", "release"),
+        _why_reservation,
     ),
     Invariant(
         "I4",
         "a READY entry with retain=False has refcount >= 1 (transient entries vanish at last release)",
         _transients_referenced,
         ("commit", "release"),
+        _why_transient,
     ),
     Invariant(
         "I5",
@@ -136,12 +185,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         "read, replaced or evicted",
         _only_idle_evicted_oldest_first,
         ("commit", "put", "evict", "pop", "clear"),
+        _why_evicted,
     ),
     Invariant(
         "I6",
         "an operation that raises changes nothing (entries, order, counters)",
         _raise_changes_nothing,
         _ALL_OPERATIONS,
+        _why_raise,
     ),
 )
 

@@ -23,6 +23,8 @@ from cacheproof.cmdline.output_paths import OutputPathError, first_problem, writ
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
+from cacheproof.contract.explaining.broken import ordered as ordered_breaking_first
+from cacheproof.contract.explaining.shapes import shape_problem
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
@@ -132,8 +134,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
-    snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
+    problem = shape_problem(kind, impl, [example.difference for example in report.counterexamples])
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
     explanations = explanations_of(kind, semantics, report.counterexamples)
+    report.counterexamples[:], explanations = ordered_breaking_first(report.counterexamples, explanations)
+    snippets = [snippet_of(kind, impl, example, semantics) for example in report.counterexamples]
     try:
         if args.json is not None:
             write_report(args.json, "check", check_body(
@@ -215,7 +222,7 @@ def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | N
 def explained_lines(difference, explanation: Explanation) -> list[str]:
     """The lines under a counterexample's line: its kind, every difference (unless only the outcome
     differs, which the line says), why."""
-    return divergence_lines(program_kind(difference), explanation.differences, explanation.why,
+    return divergence_lines(program_kind(difference), explanation.differences, explanation.reasons,
                             listed=bool(difference.views))
 
 

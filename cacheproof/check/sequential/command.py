@@ -19,6 +19,8 @@ from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.reports import write_report
+from cacheproof.contract.explaining.broken import report_breaking_first
+from cacheproof.contract.explaining.shapes import inspection_problem
 from cacheproof.check.report import check_body, divergence_lines, examples_row, sequential_divergence
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
@@ -189,6 +191,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"interrupted: {report.examples} examples, {report.steps} steps in {report.seconds:.2f} s; no verdict")
         _write_json(args, report, semantics, operations, phases)
         return INTERRUPTED_STATUS
+    report = report_breaking_first(report, lambda example: example.why)
+    problem = inspection_problem(args.impl, [example.message for example in report.counterexamples])
+    if problem is not None:
+        print(f"cacheproof check: {problem}", file=sys.stderr)
+        return 2
     try:
         _write_json(args, report, semantics, operations, phases)  # the files first: a closed output pipe cannot lose them
         if args.trace_out is not None and report.counterexample is not None:

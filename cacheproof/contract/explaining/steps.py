@@ -10,8 +10,9 @@ read from its `SpecKind`:
   reading for (or an answer not of its shape) is listed whole;
 - the spec's rule for the call: the spec's own error message when it raises (its messages name the
   rule), else the operation's summary in the kind's operation table;
-- the invariants the implementation's own step breaks, when the kind can build the step its
-  invariants judge (`SpecKind.judge`) from the views before and after the call;
+- the invariants the implementation's own step breaks, each with its witness (the values that
+  break it), when the kind can build the step its invariants judge (`SpecKind.judge`) from the
+  views before and after the call; these are said first (`contract.explaining.broken`);
 - the rule of each invariant the differences concern, once.
 
 Values are written by one `contract.explaining.names.Names` per report (`explain_all`), so a hash reads the
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 from cacheproof.contract.calls import Call, invoke
+from cacheproof.contract.explaining.broken import line as broken_line
 from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.steps import StepDifference
-from cacheproof.spec.kind import SpecKind, ViewPart
+from cacheproof.spec.kind import BrokenInvariant, SpecKind, ViewPart, broken_by
 
 ABSENT = "absent"
 IMPLEMENTATION = "this implementation"
@@ -46,15 +48,23 @@ class DivergingCall:
 
 @dataclass(frozen=True)
 class Explanation:
-    """A difference in words: `differences`, one line per difference (the outcome, each part of a
-    view that differs, with the invariants it concerns), and `why`, the spec's rule for the call,
-    the invariants the implementation's step breaks, the rules the differences concern."""
+    """A difference in words: `broken`, one line per invariant the implementation's own step
+    breaks, with its witness; `differences`, one line per difference (the outcome, each part of a
+    view that differs, with the invariants it concerns); and `why`, the spec's rule for the call,
+    the rules of the invariants broken and of those the differences concern."""
 
     differences: tuple[str, ...]
     why: tuple[str, ...]
+    broken: tuple[str, ...] = ()
 
     def lines(self) -> tuple[str, ...]:
-        return (*self.differences, *self.why)
+        """Every line, the invariants broken first."""
+        return (*self.broken, *self.differences, *self.why)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The invariants broken, then why: every line but the differences."""
+        return (*self.broken, *self.why)
 
 
 def diverging_call(kind: SpecKind, size: int, semantics: Any, calls: Sequence[Call],
@@ -102,12 +112,12 @@ def explain(kind: SpecKind, step: DivergingCall, names: Names) -> Explanation:
     rule = _spec_rule(kind, step)
     why = [] if rule is None else [rule]
     broken = _broken(kind, step)
-    why += [f"{IMPLEMENTATION}'s step breaks {invariant.name}: {invariant.rule}" for invariant in broken]
+    why += [f"{invariant.name}: {invariant.rule}" for invariant in broken]
     named = {invariant.name for invariant in broken}
     why += [f"the differences concern {invariant.name}: {invariant.rule}"
             for invariant in kind.invariants if invariant.name in concerned and invariant.name not in named]
     why += [f"the differences concern the contract's rule: {rule}" for rule in rules]
-    return Explanation(tuple(lines), tuple(why))
+    return Explanation(tuple(lines), tuple(why), tuple(broken_line(invariant) for invariant in broken))
 
 
 class PartDifference(NamedTuple):
@@ -187,7 +197,7 @@ def _spec_rule(kind: SpecKind, step: DivergingCall) -> str | None:
     return f"the spec's rule for {operation}: {summary}" if summary else None
 
 
-def _broken(kind: SpecKind, step: DivergingCall) -> list[Any]:
+def _broken(kind: SpecKind, step: DivergingCall) -> list[BrokenInvariant]:
     """The invariants the implementation's own step breaks, judged on its views: the spec's before
     (it agreed there), the spec's after with the answers that differ put in."""
     if kind.judge is None or step.difference.actual.crash is not None:
@@ -199,15 +209,7 @@ def _broken(kind: SpecKind, step: DivergingCall) -> list[Any]:
                             difference.actual.error is not None, difference.actual.result)
     except Exception:  # noqa: BLE001 - views the kind cannot judge: nothing is said of them
         return []
-    found = []
-    for invariant in kind.invariants:
-        try:
-            holds = invariant.holds(judged)
-        except Exception:  # noqa: BLE001 - a broken implementation's views may defeat a predicate
-            continue
-        if not holds:
-            found.append(invariant)
-    return found
+    return broken_by(kind.invariants, judged)
 
 
 def _views(kind: SpecKind, model: Any) -> dict[str, Any]:
