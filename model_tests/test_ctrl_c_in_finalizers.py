@@ -43,6 +43,17 @@ PRESSED_IN = {
         "    finally:\n"
         "        gc.callbacks.remove(pressed)\n"
     ),
+    "weakref callback": (
+        "class Member:\n"
+        "    pass\n"
+        "def pressed(dead):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    for _ in range(10000): pass  # the handler runs here, inside the callback (as a WeakSet's _remove)\n"
+        "def finalize():\n"
+        "    member = Member()\n"
+        "    watched = weakref.ref(member, pressed)\n"
+        "    del member\n"
+    ),
     "__del__": (
         "class Pressed:\n"
         "    def __del__(self):\n"
@@ -54,7 +65,7 @@ PRESSED_IN = {
 }
 
 RUN = (
-    "import gc, os, signal, threading, time\n"
+    "import gc, os, signal, threading, time, weakref\n"
     "from cacheproof.cmdline.interrupts import ctrl_c_raises\n"
     "{pressed}"
     "{use}"

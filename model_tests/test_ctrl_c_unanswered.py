@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from model_tests.ctrl_c import wait_for
+from model_tests.ctrl_c import interruptible_cacheproof, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 GRACE = 1.0
@@ -86,3 +86,24 @@ def test_without_the_watch_the_same_command_waits_for_ever(tmp_path):
     os.kill(child, signal.SIGKILL)  # first: it holds the program's output open
     process.kill()
     process.communicate()
+
+
+SWALLOWING_MODULE = (
+    "import os, signal\n"
+    "from examples.minimal_cache import MinimalCache\n"
+    "try:  # as torch's C-level start does when a Ctrl-C lands in its import of numpy\n"
+    "    os.kill(os.getpid(), signal.SIGINT)\n"
+    "    for _ in range(10000000): pass\n"
+    "except KeyboardInterrupt:\n"
+    "    pass\n"
+)
+
+
+def test_a_ctrl_c_swallowed_while_the_factory_loads_still_ends_the_check(tmp_path):
+    """Loading the factory is followed by `raise_swallowed_ctrl_c`: the check does not start."""
+    (tmp_path / "swallowing.py").write_text(SWALLOWING_MODULE)
+    done = subprocess.run(interruptible_cacheproof("check", "--impl", "swallowing:MinimalCache", "--examples", "20"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 130 and "interrupted" in done.stderr, (done.returncode, done.stdout, done.stderr)
+    assert "conforms" not in done.stdout and "not answered" not in done.stderr, (done.stdout, done.stderr)

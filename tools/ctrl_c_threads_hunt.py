@@ -1,14 +1,18 @@
-"""Reproduce the open Ctrl-C hang of `cacheproof check --threads` (issue 31's note).
+"""Hunt for a Ctrl-C that `cacheproof check --threads` does not answer (issue 31).
 
 Runs `check --threads 2` on model_tests.racy_caches:LockedCacheSpec under `-X faulthandler`,
 sends SIGINT to the command alone at a random moment 0.6-1.6 s after its start, and, when it has
-not exited 20 s later, sends SIGABRT so that faulthandler prints every thread, then kills its
-process group. Stops at the first hang. Run it with busy processes beside it (about 1 hang in 10
-tries with four):
+not exited 20 s later, prints the native stacks (gdb, where installed), each thread's signal masks
+and whether the process still burns CPU, then sends SIGABRT so that faulthandler prints every
+thread, and kills its process group. Stops at the first hang. Run it with busy processes beside it:
 
     for k in 1 2 3 4; do python -c "while True: pass" & done
     python tools/ctrl_c_threads_hunt.py 40
     kill %1 %2 %3 %4
+
+It found the Ctrl-C that torch's import clears (docs/robustness.md); since the watch thread of
+`cacheproof.cmdline.interrupts` ends an unanswered command after 10 s, a hang now shows as a run
+that took 10 s and printed "Ctrl-C not answered" with every thread's stack.
 """
 
 from __future__ import annotations

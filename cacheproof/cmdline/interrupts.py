@@ -1,29 +1,27 @@
-"""Ctrl-C always ends a command: never lost in a finalizer, never left unanswered.
+"""Ctrl-C always ends a command: never lost where Python cannot raise, never left unanswered.
 
 Lost. Python runs a signal's handler in the main thread at the next safe point, and that point may
-be inside a garbage-collector callback (Hypothesis times the collector with one) or a `__del__`. A
-KeyboardInterrupt raised there cannot reach the code that waits for it: the interpreter prints it as
-"Exception ignored in ..." and goes on. `ctrl_c_raises` installs, for the span of a command, a
-handler that raises KeyboardInterrupt as Python's own does, except inside a finalizer, where it asks
-the watch thread to send the signal again REDELIVER_SECONDS later, by then outside the finalizer.
-The handler itself takes no lock and starts no thread (it writes one byte to a pipe): a finalizer
-may run while the interrupted code holds a lock that a new thread needs (an earlier version started
-a threading.Timer there, and its start could wait forever on threading's shutdown lock).
+be inside code whose exceptions Python cannot pass on: a garbage-collector callback (Hypothesis
+times the collector with one), a `__del__`, a weakref callback (a WeakSet drops a dead member with
+one). A KeyboardInterrupt raised there is handed to `sys.unraisablehook`, printed as "Exception
+ignored in ..." and lost, and the command runs on. `ctrl_c_raises` installs, for the span of a
+command, a hook that takes such a KeyboardInterrupt and asks the watch thread to send the signal
+again REDELIVER_SECONDS later, by then outside (any other unraisable goes to the hook before it).
+Neither the SIGINT handler nor the hook takes a lock or starts a thread (the hook writes one byte to
+a pipe): they may run while the interrupted code holds a lock that a new thread needs.
 
-Unanswered. A KeyboardInterrupt reaches only a main thread that runs. Under heavy load a `check
---threads` run was seen to leave a Ctrl-C unanswered for more than 20 s, its main thread waiting in
-`Thread.start()` for a thread that had not run (issue 31; the cause is not known, docs/robustness.md).
-So the watch thread learns of every SIGINT from the interpreter's wakeup fd (written by the C-level
-handler, whichever thread the signal reached and whether or not the Python handler has run), and
-when the command has not ended `grace` seconds after the first, it prints every thread's stack to
-stderr, runs the command's last words (`last_words`: its partial report), ends the command's child
-processes and exits INTERRUPTED_STATUS.
+Unanswered. A KeyboardInterrupt reaches only a main thread that runs, and a command may swallow it
+(a bug of ours, or a place like the above that Python adds later). So the watch thread learns of
+every SIGINT from the interpreter's wakeup fd (written by the C-level handler, whichever thread the
+signal reached, whether or not the Python handler has run), and when the command has not ended
+`grace` seconds after the first, it prints every thread's stack to stderr, runs the command's last
+words (`last_words`: its partial report), ends the command's child processes and exits
+INTERRUPTED_STATUS.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import gc
 import multiprocessing
 import os
 import select
@@ -31,9 +29,10 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from contextlib import contextmanager, suppress
 from types import FrameType
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 
@@ -46,19 +45,27 @@ WATCH_THREAD_NAME = "cacheproof Ctrl-C watch"
 
 _STOP, _AGAIN = 0, 255
 """Bytes of the watch pipe beside the signal numbers the interpreter writes: the command has ended;
-the handler asks for a SIGINT again (no signal has number 0 or 255)."""
+a lost Ctrl-C is to be sent again (no signal has number 0 or 255)."""
 
 _last_words: list[Callable[[], object]] = []
+_raised_at: list[str] = []
+"""Where the command's first KeyboardInterrupt was raised: said when the watch has to end it."""
+_watching: list[int] = []
+"""The write end of the watch pipe while a command runs under `ctrl_c_raises`."""
 
 
-def in_finalizer(frame: FrameType | None) -> bool:
-    """Whether `frame` (or a frame it was called from) runs a gc callback or a `__del__`."""
-    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
-    while frame is not None:
-        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    if not _raised_at:
+        _raised_at.append("".join(traceback.format_stack(frame)))
+    raise KeyboardInterrupt
+
+
+def raise_swallowed_ctrl_c() -> None:
+    """Raise KeyboardInterrupt again if this command's Ctrl-C was raised and the code runs on as if it
+    had not been: called after code known to clear errors it did not raise (torch's C-level start
+    clears a KeyboardInterrupt that lands in its import of numpy, and the import succeeds)."""
+    if _raised_at:
+        raise KeyboardInterrupt
 
 
 @contextmanager
@@ -72,7 +79,7 @@ def last_words(say: Callable[[], object]) -> Iterator[None]:
         _last_words.remove(say)
 
 
-def _watch(pipe: int, handler: object, grace: float) -> None:
+def _watch(pipe: int, grace: float) -> None:
     """The watch thread: redeliver on request, and end the command `grace` s after its first Ctrl-C."""
     deadline = None
     while True:
@@ -86,7 +93,7 @@ def _watch(pipe: int, handler: object, grace: float) -> None:
                 deadline = time.monotonic() + grace
             if byte == _AGAIN:
                 time.sleep(REDELIVER_SECONDS)
-                if signal.getsignal(signal.SIGINT) is handler:
+                if signal.getsignal(signal.SIGINT) is _interrupt:
                     os.kill(os.getpid(), signal.SIGINT)
 
 
@@ -94,6 +101,8 @@ def _end_unanswered(grace: float) -> None:
     print(f"cacheproof: Ctrl-C not answered within {grace:g} s; every thread's stack follows, and the command "
           f"ends with exit {INTERRUPTED_STATUS}", file=sys.stderr, flush=True)
     faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    print("The first KeyboardInterrupt was raised here:\n" + (_raised_at[0] if _raised_at else "nowhere: the handler never ran\n"),
+          file=sys.stderr, flush=True)
     for say in reversed(_last_words):
         try:
             say()
@@ -106,6 +115,17 @@ def _end_unanswered(grace: float) -> None:
     os._exit(INTERRUPTED_STATUS)
 
 
+def _unraisable(previous: Callable[[Any], object]) -> Callable[[Any], None]:
+    """The unraisable hook: a lost Ctrl-C is sent again; anything else goes to `previous`."""
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _watching:
+            with suppress(BlockingIOError):  # a full pipe: a request is pending already
+                os.write(_watching[0], bytes([_AGAIN]))
+            return
+        previous(unraisable)
+    return hook
+
+
 def _forget_wakeup_in_child() -> None:
     """A forked child writes its signals to no pipe of its parent's."""
     if _watching:
@@ -113,16 +133,16 @@ def _forget_wakeup_in_child() -> None:
         _watching.clear()
 
 
-_watching: list[int] = []
 os.register_at_fork(after_in_child=_forget_wakeup_in_child)
 
 
 @contextmanager
 def ctrl_c_raises(grace: float = GRACE_SECONDS) -> Iterator[None]:
-    """Within the block, Ctrl-C raises KeyboardInterrupt outside finalizers, and ends the process
-    `grace` s after it if the block has not ended (see the module). Only where Python's own handler
-    is in place, in the main thread, and no wakeup fd is set: a SIGINT the process was started
-    ignoring stays ignored, a handler of the caller's stays theirs, an event loop's wakeup fd too."""
+    """Within the block, Ctrl-C raises KeyboardInterrupt, is sent again when Python loses it, and ends
+    the process `grace` s after it if the block has not ended (see the module). Only where Python's
+    own handler is in place, in the main thread, and no wakeup fd is set: a SIGINT the process was
+    started ignoring stays ignored, a handler of the caller's stays theirs, an event loop's wakeup fd
+    too."""
     if threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
@@ -135,22 +155,17 @@ def ctrl_c_raises(grace: float = GRACE_SECONDS) -> Iterator[None]:
         os.close(ask)
         yield
         return
-
-    def interrupt(number: int, frame: FrameType | None) -> None:
-        if in_finalizer(frame):
-            with suppress(BlockingIOError):  # a full pipe: a request is pending already
-                os.write(ask, bytes([_AGAIN]))
-            return
-        raise KeyboardInterrupt
-
-    watch = threading.Thread(target=_watch, args=(pipe, interrupt, grace), name=WATCH_THREAD_NAME, daemon=True)
+    watch = threading.Thread(target=_watch, args=(pipe, grace), name=WATCH_THREAD_NAME, daemon=True)
     watch.start()
     _watching.append(ask)
-    signal.signal(signal.SIGINT, interrupt)
+    _raised_at.clear()
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = previous_hook
         signal.set_wakeup_fd(-1)
         _watching.clear()
         os.write(ask, bytes([_STOP]))

@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import Any, Callable
 
+from cacheproof.cmdline.interrupts import raise_swallowed_ctrl_c
 from cacheproof.extras import MissingExtraError
 from cacheproof.spec.cache.operations import ALL_OPERATIONS, METHOD_OPERATIONS
 
@@ -51,6 +52,7 @@ def load_factory(spec: str) -> Callable[[int], Any]:
             raise FactoryError(str(error)) from error
         if factory is None:
             raise FactoryError(f"module {module_name!r} has no attribute {attribute!r}")
+    raise_swallowed_ctrl_c()  # `import torch` clears a KeyboardInterrupt that lands in its numpy import
     if not callable(factory):
         raise FactoryError(f"{spec} is not callable")
     return factory
