@@ -210,6 +210,10 @@ class SpecKind:
     `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
     judge, from the views (by name) before and after a call of an implementation.
 
+    `view_readers` maps a view that is no plain method, or whose answer is compared in part, to
+    `read(target, model)` (the tensor cache's len(), its stats' byte fields, its snapshot in the
+    semantics' order); the others are called as methods.
+
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
     `views` (a view is cheap); None, every max(16, 2 x entries) calls (the tensor cache, whose full
@@ -231,6 +235,14 @@ class SpecKind:
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
     state_every: int | None = 1
+    view_readers: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+
+    def read_view(self, target: Any, view: str, model: Any) -> Any:
+        """`view` of `target` (the model or an implementation) as the differential step compares it:
+        by its reader in `view_readers`, given the model (whose semantics may say what is compared),
+        else the answer of the method of that name."""
+        reader = self.view_readers.get(view)
+        return getattr(target, view)() if reader is None else reader(target, model)
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""
