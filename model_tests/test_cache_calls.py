@@ -11,13 +11,13 @@ import pytest
 
 from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
-from cacheproof.check.programs.program import smaller_sizes
+from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure, smaller_sizes
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.contract.calls import Call, ValueRecipe, invoke
 from cacheproof.spec.cache.profiles import profile_named
 from cacheproof.spec.kinds import get_kind
 from examples.minimal_cache import MinimalCache
-from model_tests import broken_caches, broken_sharing_caches
+from model_tests import block_pools, broken_caches, broken_sharing_caches
 
 KIND = get_kind("cache")
 
@@ -115,3 +115,14 @@ def test_smaller_sizes_tries_the_smallest_first_and_never_the_size_itself():
     assert smaller_sizes(17) == [1, 2, 3, 4, 8, 12, 16]
     assert smaller_sizes(3) == [1, 2]
     assert smaller_sizes(1) == []
+
+
+@pytest.mark.parametrize("pool", ["HeadFreePool", "StaleHashMapPool", "TouchLeavesQueuedPool"])
+def test_a_block_pool_counterexample_is_shrunk_to_the_smallest_pool_its_calls_diverge_in(pool):
+    """The size lowering serves every kind: one block fewer, the same calls no longer diverge so."""
+    kind, factory = get_kind("blocks"), getattr(block_pools, pool)
+    example = run_program_check(kind, factory, generator_for("blocks"), examples=200, steps=100, seed=0).counterexample
+    setup = ProgramSetup(kind, kind.new, factory, generator_for("blocks"), kind.names, True, 100)
+    assert program_failure(setup, example.size, example.calls, None) is not None
+    smaller = program_failure(setup, example.size - 1, example.calls, None) if example.size > 1 else None
+    assert smaller is None or divergence_kind(smaller[1]) != divergence_kind(example.difference), example

@@ -254,12 +254,17 @@ def _bad_call(draws: Draws, s: _State, operations: tuple[str, ...]) -> Call | No
         if not checked:
             return None
         operation, bad = choice(draws, checked), choice(draws, BAD_KINDS)
-    key, tag = s.key(draws, s.present()), draws.randrange(256)
+    return bad_call(operation, bad, s.key(draws, s.present()), draws.randrange(256), s.capacity)
+
+
+def bad_call(operation: str, bad: str, key: Hashable, tag: int, capacity: int) -> Call:
+    """`operation` on `key` with the bad argument `bad` (one of `BAD_KINDS`) in a cache of
+    `capacity` bytes; its other arguments are good (1 byte, a value of tag `tag`)."""
     nbytes: Any = 1
     value: Any = drawn_recipe(1, tag)
     kwargs: dict = {}
     if bad == "too_large":
-        nbytes, value = s.capacity + 1, drawn_recipe(s.capacity + 1, tag)
+        nbytes, value = capacity + 1, drawn_recipe(capacity + 1, tag)
     elif bad in _BAD_NUMBERS:
         nbytes = _BAD_NUMBERS[bad]
     elif bad == "unhashable_key":
