@@ -6,10 +6,13 @@ lowers the capacity with the byte counts bound to it (issue 35)."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 
 from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope
+from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
 from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure, smaller_sizes
 from cacheproof.check.programs.run import run_program_check
@@ -126,3 +129,35 @@ def test_a_block_pool_counterexample_is_shrunk_to_the_smallest_pool_its_calls_di
     assert program_failure(setup, example.size, example.calls, None) is not None
     smaller = program_failure(setup, example.size - 1, example.calls, None) if example.size > 1 else None
     assert smaller is None or divergence_kind(smaller[1]) != divergence_kind(example.difference), example
+
+
+class _WithoutOptionalViews:
+    """MinimalCache seen through the contract's required methods only: no stats(), no snapshot()."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self._cache = MinimalCache(capacity_bytes)
+        for name in KIND.names:
+            if name != "contains":
+                setattr(self, name, getattr(self._cache, name))
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def __contains__(self, key) -> bool:
+        return key in self._cache
+
+
+def test_a_cache_without_the_optional_views_is_compared_on_the_others():
+    report = run_program_check(KIND, _WithoutOptionalViews, generator_for("cache"), examples=50, steps=100, seed=0)
+    assert report.ok, report.counterexample and report.counterexample.message
+
+
+@pytest.mark.parametrize("factory", ["GetTakesReference", "EvictsPinnedEntries"])
+def test_the_snippet_of_a_cache_counterexample_fails_when_run_at_its_assertion(factory):
+    impl = f"model_tests.broken_caches:{factory}"
+    example = run_program_check(KIND, getattr(broken_caches, factory), generator_for("cache"), examples=200, steps=100,
+                                seed=0).counterexample
+    snippet = snippet_of(KIND, impl, example, profile_named("contract").semantics)
+    run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1].startswith("AssertionError: spec: "), run.stderr

@@ -13,7 +13,7 @@ implementing this interface and registering it in `spec.kinds` (docs/architectur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Protocol, Sequence
+from typing import Any, Callable, Hashable, NamedTuple, Protocol, Sequence
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,21 @@ ViewReading = Callable[[Any, Naming], "Sequence[ViewPart] | None"]
 not of the view's shape (a broken implementation's; it is then shown whole)."""
 
 
+class ViewReader(NamedTuple):
+    """How the differential step reads a view: `read(target, model)` for the model or an
+    implementation (the model's semantics may say what is compared), and `python(model)`, the same
+    read of an implementation named `cache` as a Python expression, with the `imports` it needs
+    (what a counterexample's snippet asserts on). `method`: the implementation's method the view
+    calls (None: the view's name); an implementation without it is not compared on the view when
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
+
+    read: Callable[[Any, Any], Any]
+    python: Callable[[Any], str]
+    imports: str = ""
+    method: str | None = None
+    optional: bool = False
+
+
 @dataclass(frozen=True)
 class SpecKind:
     """One spec kind: its tables and how to build its models.
@@ -210,9 +225,9 @@ class SpecKind:
     `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
     judge, from the views (by name) before and after a call of an implementation.
 
-    `view_readers` maps a view that is no plain method, or whose answer is compared in part, to
-    `read(target, model)` (the tensor cache's len(), its stats' byte fields, its snapshot in the
-    semantics' order); the others are called as methods.
+    `view_readers` maps a view that is no plain method, or whose answer is compared in part, to its
+    `ViewReader` (the tensor cache's len(), its stats' byte fields, its snapshot in the semantics'
+    order); the others are called as methods.
 
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
@@ -235,14 +250,14 @@ class SpecKind:
     readings: dict[str, ViewReading] = field(default_factory=dict)
     judge: Callable[..., Any] | None = None
     state_every: int | None = 1
-    view_readers: dict[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    view_readers: dict[str, ViewReader] = field(default_factory=dict)
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
         """`view` of `target` (the model or an implementation) as the differential step compares it:
         by its reader in `view_readers`, given the model (whose semantics may say what is compared),
         else the answer of the method of that name."""
         reader = self.view_readers.get(view)
-        return getattr(target, view)() if reader is None else reader(target, model)
+        return getattr(target, view)() if reader is None else reader.read(target, model)
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

@@ -18,9 +18,9 @@ from typing import Any, Callable, Collection, Mapping, NamedTuple
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.outcomes import error_classes, error_matches, is_contract_error, results_match
-from cacheproof.spec.kind import outcome_name
+from cacheproof.spec.kind import ViewReader, outcome_name
 
-EMPTY: Mapping[str, Callable[[Any, Any], Any]] = MappingProxyType({})
+EMPTY: Mapping[str, ViewReader] = MappingProxyType({})
 """No view readers: every view is its method's answer."""
 
 
@@ -107,15 +107,15 @@ class StepDifference(NamedTuple):
                           for view, expected, actual in self.views]}
 
 
-def view_of(target: Any, view: str, readers: Mapping[str, Callable[[Any, Any], Any]] = EMPTY, model: Any = None) -> Any:
-    """`target.view()`, or as `readers[view](target, model)` reads it (a kind's `view_readers`), or
+def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, model: Any = None) -> Any:
+    """`target.view()`, or as `readers[view].read(target, model)` reads it (a kind's `view_readers`), or
     a text saying it is missing or raised (which differs from any answer)."""
     reader = readers.get(view)
-    method = getattr(target, view, None)
-    if reader is None and not callable(method):
+    method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
+    if not callable(method):
         return missing_view(view)
     try:
-        return method() if reader is None else reader(target, model)
+        return method() if reader is None else reader.read(target, model)
     except Exception as error:  # noqa: BLE001 - a view that raises differs
         return f"<{view}() raised {type(error).__name__}: {error}>"
 
@@ -126,17 +126,18 @@ def missing_view(view: str) -> str:
 
 
 def differing_views(
-    model: Any, seen: dict[str, Any], views: tuple[str, ...], readers: Mapping[str, Callable[[Any, Any], Any]] = EMPTY,
+    model: Any, seen: dict[str, Any], views: tuple[str, ...], readers: Mapping[str, ViewReader] = EMPTY,
 ) -> tuple[tuple[str, Any, Any], ...]:
     """(view, the spec's answer, the implementation's) for each view in `views` that differs; `seen`
     holds the implementation's answers (`view_of`), each view read as `readers` says (`view_of`). A
     view the implementation lacks counts only while the spec's answer is not empty (a pool-level
-    implementation shows no request tables), except `snapshot`, which every implementation has."""
+    implementation shows no request tables), except `snapshot`, which every implementation has, and
+    never where its reader is `optional`."""
     differing = []
     for view in views:
         reader = readers.get(view)
-        wanted = getattr(model, view)() if reader is None else reader(model, model)
-        if seen[view] == missing_view(view) and not wanted and view != "snapshot":
+        wanted = getattr(model, view)() if reader is None else reader.read(model, model)
+        if seen[view] == missing_view(view) and (reader is not None and reader.optional or not wanted and view != "snapshot"):
             continue
         if not _equal(wanted, seen[view]):
             differing.append((view, wanted, seen[view]))
@@ -146,7 +147,7 @@ def differing_views(
 def differential_step(
     model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",),
     seen: Callable[[str, str], None] | None = None, *, error_names: Collection[str],
-    readers: Mapping[str, Callable[[Any, Any], Any]] = EMPTY,
+    readers: Mapping[str, ViewReader] = EMPTY,
 ) -> StepDifference | None:
     """Run `call` on both and compare the outcomes and `views` (`differing_views`, each read as
     `readers` says: the kind's `view_readers`); None when the implementation conforms at it, else

@@ -8,6 +8,8 @@ from __future__ import annotations
 import enum
 from typing import Any, Iterable
 
+from cacheproof.spec.kind import ViewReader
+
 STATS_FIELDS = (
     "capacity_bytes", "ready_bytes", "reserved_bytes", "pinned_bytes", "idle_bytes", "free_bytes", "entries",
 )
@@ -50,8 +52,23 @@ def read_snapshot(target: Any, model: Any) -> tuple:
                                semantics.transient_entries)
 
 
-CACHE_VIEWS = {"len": read_len, "stats": read_stats, "snapshot": read_snapshot}
-"""The views compared after every call, in order, and how each is read."""
+def snapshot_python(model: Any) -> str:
+    """`read_snapshot` of an implementation named `cache`, as Python."""
+    semantics = model.semantics
+    return (f"comparable_snapshot(normalize_snapshot(cache.snapshot()), {semantics.snapshot_order!r}, "
+            f"{semantics.transient_entries!r})")
+
+
+_IMPORTS = "from cacheproof.spec.cache.views import STATS_FIELDS, comparable_snapshot, normalize_snapshot"
+
+CACHE_VIEWS = {
+    "len": ViewReader(read_len, lambda model: "len(cache)", method="__len__"),
+    "stats": ViewReader(read_stats, lambda model: "{field: getattr(cache.stats(), field) for field in STATS_FIELDS}",
+                        _IMPORTS, optional=True),
+    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True),
+}
+"""The views compared after every call, in order, and how each is read; a cache without stats()
+or snapshot() is compared on the others (docs/contract.md)."""
 
 
 def _name(state: Any) -> Any:

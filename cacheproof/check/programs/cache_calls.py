@@ -14,7 +14,7 @@ present entry mostly agrees with its size and retain flag; values are recipes of
 with an element size of 1, 2, 4 or 8 bytes picked by their tag (`drawn_recipe`); one reserve or
 acquire in three is retain=False; evict asks for 0 bytes half of the time.
 
-Misuse (one call in `len(operations) + 1`, when misuse is checked): a bad argument of one of the
+Misuse (one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
 checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
 count, an unhashable key, an unsizable or empty value, a retain flag that is not a bool). Under
 `argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses.
@@ -83,6 +83,12 @@ SUITED_PERCENT = 80
 PICKS_PER_KEY = 8
 AGREE_IN_TEN = 8
 """An acquire or commit of a present entry agrees with its size (and retain flag) this many times in ten."""
+MISUSE_IN = 11
+"""Where misuse is checked, one call in this many has a bad argument: the state machine's share in a
+program of every operation (its bad-argument rule beside the ten operations). Not one in
+len(plan) + 1: a swarm program of acquire alone would make every other call a bad one, and a
+refcount that wraps after 32 acquires would need twice the calls. The last pick, not the first:
+the simplest call is a suited one, so shrinking a program does not turn its calls into misuse."""
 BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large")
 BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
 BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
@@ -106,7 +112,7 @@ class CacheCalls:
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         state = _State(model, self.keys, self.scope)
-        if misuse and draws.randrange(len(operations) + 1) == 0:
+        if misuse and draws.randrange(MISUSE_IN) == MISUSE_IN - 1:
             bad = _bad_call(draws, state, operations)
             if bad is not None:
                 return bad
