@@ -186,7 +186,7 @@ def shrink_program(
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
     each candidate replayed supervised by `watch` when given; then, for a divergence, its size
-    lowered (`smaller_sizes`) while it fails the same way, and shrunk again at the smallest; `seconds`
+    lowered (`smaller_sizes`) while it fails the same way, and shrunk once more at the smallest; `seconds`
     at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
     is replayed once more for its difference."""
     kind = example.kind_of()
@@ -207,16 +207,17 @@ def shrink_program(
     calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget)
     if failure.kind != DIVERGENCE:
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
-    lowered = True
-    while lowered and not cut_short:  # each smaller size found is shrunk at and lowered from in turn
-        lowered = False
-        for smaller in smaller_sizes(size):
-            rescaled = [_rescaled(call, size, smaller) for call in calls]
-            found = attempt_at(smaller)(rescaled)
-            if found is not None:
-                size, lowered, left = smaller, True, max(deadline - time.monotonic(), 0.0)
-                calls, failure, cut_short = shrink_failure(attempt_at(size), rescaled, found, left)
-                break
+    lowered = False
+    while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
+        smaller = next((smaller for smaller in smaller_sizes(size)
+                        if attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]) is not None), None)
+        if smaller is None:
+            break
+        calls, size, lowered = [_rescaled(call, size, smaller) for call in calls], smaller, True
+        cut_short = time.monotonic() > deadline
+    if lowered and not cut_short:
+        found = attempt_at(size)(calls)
+        calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0))
     replayed = program_failure(setup, size, calls, watch)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
