@@ -193,6 +193,21 @@ ViewReading = Callable[[Any, Naming], "Sequence[ViewPart] | None"]
 not of the view's shape (a broken implementation's; it is then shown whole)."""
 
 
+class ViewReader(NamedTuple):
+    """How the differential step reads a view: `read(target, model)` for the model or an
+    implementation (the model's semantics may say what is compared), and `python(model)`, the same
+    read of an implementation named `cache` as a Python expression, with the `imports` it needs
+    (what a counterexample's snippet asserts on). `method`: the implementation's method the view
+    calls (None: the view's name); an implementation without it is not compared on the view when
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
+
+    read: Callable[[Any, Any], Any]
+    python: Callable[[Any], str]
+    imports: str = ""
+    method: str | None = None
+    optional: bool = False
+
+
 @dataclass(frozen=True)
 class SpecKind:
     """One spec kind: its tables and how to build its models.
@@ -214,6 +229,10 @@ class SpecKind:
     `shapes` says, per view with a reading, the shape of its answer in words: an implementation
     whose answer the reading cannot follow made a usage mistake, reported once with this shape
     (`cacheproof.contract.explaining.shapes`), not a divergence.
+
+    `view_readers` maps a view that is no plain method, or whose answer is compared in part, to its
+    `ViewReader` (the tensor cache's len(), its stats' byte fields, its snapshot in the semantics'
+    order); the others are called as methods.
 
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
@@ -242,6 +261,14 @@ class SpecKind:
     shapes: dict[str, str] = field(default_factory=dict)
     state_every: int | None = 1
     types: dict[str, str] = field(default_factory=dict)
+    view_readers: dict[str, ViewReader] = field(default_factory=dict)
+
+    def read_view(self, target: Any, view: str, model: Any) -> Any:
+        """`view` of `target` (the model or an implementation) as the differential step compares it:
+        by its reader in `view_readers`, given the model (whose semantics may say what is compared),
+        else the answer of the method of that name."""
+        reader = self.view_readers.get(view)
+        return getattr(target, view)() if reader is None else reader.read(target, model)
 
     def operation(self, name: str) -> Operation:
         """The table row of `name` (KeyError naming the kind and its operations otherwise)."""

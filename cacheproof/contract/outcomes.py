@@ -13,11 +13,9 @@ from cacheproof.spec import CacheError
 from cacheproof.spec.kind import outcome_name
 from cacheproof.spec.cache.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.cache.semantics import CONTRACT
+from cacheproof.spec.cache.views import STATS_FIELDS, comparable_snapshot, normalize_snapshot
 from cacheproof.contract.values import values_equal
 
-STATS_FIELDS = (
-    "capacity_bytes", "ready_bytes", "reserved_bytes", "pinned_bytes", "idle_bytes", "free_bytes", "entries",
-)
 
 
 class Outcome(NamedTuple):
@@ -129,20 +127,6 @@ def snapshot_entries(result: Any) -> tuple:
         ) from None
 
 
-def comparable_snapshot(entries: tuple, order: str, retain_flags: bool = True) -> tuple:
-    """What of a normalized snapshot is compared under `snapshot_order`: every entry in order
-    ("full"); the idle entries in order, then the others sorted ("idle"); all sorted ("membership").
-    Without transient entries (`retain_flags` False) the retain flag has no effect and is not compared."""
-    if not retain_flags:
-        entries = tuple(entry[:4] + (None,) for entry in entries)
-    if order == "full":
-        return entries
-    if order == "idle":
-        idle = tuple(e for e in entries if e[1] == "READY" and e[2] == 0)
-        return idle + tuple(sorted((e for e in entries if e not in idle), key=repr))
-    return tuple(sorted(entries, key=repr))
-
-
 def step_difference(
     spec: Any, cache: Any, call: Call, keys: Iterable[Hashable], seen: Callable[[str, str], None] | None = None
 ) -> str | None:
@@ -204,13 +188,6 @@ def inspection_failure(error: Exception) -> str:
     if isinstance(error, UserCodeError):
         return str(error)
     return f"inspecting the cache raised {type(error).__name__}: {error_text(error)}"
-
-
-def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:
-    """Entries as (key, state name, refcount, nbytes, retain), oldest first."""
-    return tuple(
-        (e.key, _name(e.state), e.refcount, e.nbytes, e.retain) for e in snapshot
-    )
 
 
 def error_classes(error: BaseException) -> tuple[str, ...]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.spec.kind import ViewReader
 from cacheproof.contract.differences import CONTAINS, INSPECTION, LEN, OUTCOME, SNAPSHOT, STATS, Difference
 
 DIVERGES = "diverges here"
@@ -173,24 +174,32 @@ def _escaped(text: str) -> str:
 
 
 def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Sequence[str | None],
-                    difference: Any, kind: str) -> str:
+                    difference: Any, kind: str, readers: Mapping[str, ViewReader] | None = None,
+                    model: Any = None) -> str:
     """A diverging program of any spec kind (`cacheproof.contract.steps.StepDifference` at its last
     call) as Python that fails when run: the calls, those the spec rejects inside `with raises(...)`,
-    then the diverging call with the spec's outcome asserted, then the spec's snapshot asserted."""
+    then the diverging call with the spec's outcome asserted, then each differing view asserted,
+    read as the kind's `readers` read it of `model` (a fresh model under the run's semantics), else
+    by its method."""
     module, _, factory = impl.partition(":")
-    lines = [f"# cacheproof counterexample ({kind}): {difference.describe()}",
-             "from cacheproof.contract.values import raises",
-             f"from {module} import {factory} as factory", "", f"cache = factory({size})"]
-    lines += [_call_line(call, error) for call, error in zip(calls[:-1], spec_errors)]
+    readers = readers or {}
+    body = [_call_line(call, error) for call, error in zip(calls[:-1], spec_errors)]
     last, expected = calls[-1], difference.expected
     marker = f"  # <- {DIVERGES}"
     if expected.error is not None:
-        lines.append(_call_line(last, expected.error, marker))
+        body.append(_call_line(last, expected.error, marker))
     else:
-        lines += [f"result = {call_format.to_python(last)}{marker}",
-                  f"assert {result_check(last, expected.result)}, f\"spec: {_escaped(repr(expected.result))}; "
-                  f"this implementation: {{result!r}}\""]
+        body += [f"result = {call_format.to_python(last)}{marker}",
+                 f"assert {result_check(last, expected.result)}, f\"spec: {_escaped(repr(expected.result))}; "
+                 f"this implementation: {{result!r}}\""]
+    imports = ["from cacheproof.contract.values import raises" + (", value_for" if "value_for(" in "\n".join(body) else "")]
     for view, expected_view, _ in difference.views:
-        lines += [f"spec_{view} = {expected_view!r}",
-                  f"assert cache.{view}() == spec_{view}, f\"spec: {{spec_{view}}}; this implementation: {{cache.{view}()}}\""]
+        reader = readers.get(view)
+        seen = f"cache.{view}()" if reader is None else reader.python(model)
+        if reader is not None and reader.imports and reader.imports not in imports:
+            imports.append(reader.imports)
+        body += [f"spec_{view} = {expected_view!r}",
+                 f"assert {seen} == spec_{view}, f\"spec: {{spec_{view}}}; this implementation: {{({seen})}}\""]
+    lines = [f"# cacheproof counterexample ({kind}): {difference.describe()}", *imports,
+             f"from {module} import {factory} as factory", "", f"cache = factory({size})", *body]
     return "\n".join(lines) + "\n"

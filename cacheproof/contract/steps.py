@@ -12,12 +12,16 @@ Invariants of the model's step are checked by the model itself (`check_invariant
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, NamedTuple
+from types import MappingProxyType
+from typing import Any, Callable, Collection, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.outcomes import error_classes, error_matches, is_contract_error, results_match
-from cacheproof.spec.kind import outcome_name
+from cacheproof.spec.kind import ViewReader, outcome_name
+
+EMPTY: Mapping[str, ViewReader] = MappingProxyType({})
+"""No view readers: every view is its method's answer."""
 
 
 class StepOutcome(NamedTuple):
@@ -37,11 +41,12 @@ class StepOutcome(NamedTuple):
         return f"returned {self.result!r}"
 
 
-def outcome_of(target: Any, call: Call, error_names: Collection[str]) -> StepOutcome:
+def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None) -> StepOutcome:
     """Run `call` on `target` and say what it did (see `StepOutcome`); an error is a contract error
-    when a class of its MRO is named in `error_names` (`outcomes.is_contract_error`)."""
+    when a class of its MRO is named in `error_names` (`outcomes.is_contract_error`). The call's
+    value recipes are made by `values_from` (default: `target`; `contract.calls.invoke`)."""
     try:
-        return StepOutcome(result=invoke(target, call))
+        return StepOutcome(result=invoke(target, call, values_from))
     except Exception as error:  # noqa: BLE001 - the implementation's own failure is an outcome
         classes = error_classes(error)
         if is_contract_error(classes, error_names):
@@ -102,13 +107,15 @@ class StepDifference(NamedTuple):
                           for view, expected, actual in self.views]}
 
 
-def view_of(target: Any, view: str) -> Any:
-    """`target.view()`, or a text saying it is missing or raised (which differs from any answer)."""
-    method = getattr(target, view, None)
+def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, model: Any = None) -> Any:
+    """`target.view()`, or as `readers[view].read(target, model)` reads it (a kind's `view_readers`), or
+    a text saying it is missing or raised (which differs from any answer)."""
+    reader = readers.get(view)
+    method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
     if not callable(method):
         return missing_view(view)
     try:
-        return method()
+        return method() if reader is None else reader.read(target, model)
     except Exception as error:  # noqa: BLE001 - a view that raises differs
         return f"<{view}() raised {type(error).__name__}: {error}>"
 
@@ -123,15 +130,19 @@ def view_failed(view: str, answer: Any) -> bool:
     return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised "))
 
 
-def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) -> tuple[tuple[str, Any, Any], ...]:
+def differing_views(
+    model: Any, seen: dict[str, Any], views: tuple[str, ...], readers: Mapping[str, ViewReader] = EMPTY,
+) -> tuple[tuple[str, Any, Any], ...]:
     """(view, the spec's answer, the implementation's) for each view in `views` that differs; `seen`
-    holds the implementation's answers (`view_of`). A view the implementation lacks counts only
-    while the spec's answer is not empty (a pool-level implementation shows no request tables),
-    except `snapshot`, which every implementation has."""
+    holds the implementation's answers (`view_of`), each view read as `readers` says (`view_of`). A
+    view the implementation lacks counts only while the spec's answer is not empty (a pool-level
+    implementation shows no request tables), except `snapshot`, which every implementation has, and
+    never where its reader is `optional`."""
     differing = []
     for view in views:
-        wanted = getattr(model, view)()
-        if seen[view] == missing_view(view) and not wanted and view != "snapshot":
+        reader = readers.get(view)
+        wanted = getattr(model, view)() if reader is None else reader.read(model, model)
+        if seen[view] == missing_view(view) and (reader is not None and reader.optional or not wanted and view != "snapshot"):
             continue
         if not _equal(wanted, seen[view]):
             differing.append((view, wanted, seen[view]))
@@ -141,17 +152,20 @@ def differing_views(model: Any, seen: dict[str, Any], views: tuple[str, ...]) ->
 def differential_step(
     model: Any, implementation: Any, call: Call, views: tuple[str, ...] = ("snapshot",),
     seen: Callable[[str, str], None] | None = None, *, error_names: Collection[str],
+    readers: Mapping[str, ViewReader] = EMPTY,
 ) -> StepDifference | None:
-    """Run `call` on both and compare the outcomes and `views` (`differing_views`); None when the
-    implementation conforms at it, else what differs. `error_names`: the kind's contract errors
+    """Run `call` on both and compare the outcomes and `views` (`differing_views`, each read as
+    `readers` says: the kind's `view_readers`); None when the implementation conforms at it, else
+    what differs. The call's value recipes are made by the implementation for both, so that the
+    model holds values equal to the implementation's. `error_names`: the kind's contract errors
     (`SpecKind.error_names`). `seen(operation, outcome)` is told the model's outcome
     (`spec.kind.outcome_name`)."""
-    expected = outcome_of(model, call, error_names)
+    expected = outcome_of(model, call, error_names, values_from=implementation)
     if seen is not None:
         seen(call.op, outcome_name(expected.result, expected.error))
     actual = outcome_of(implementation, call, error_names)
-    seen = {view: view_of(implementation, view) for view in views}
-    difference = StepDifference(call, expected, actual, differing_views(model, seen, views))
+    seen = {view: view_of(implementation, view, readers, model) for view in views}
+    difference = StepDifference(call, expected, actual, differing_views(model, seen, views, readers))
     if difference.outcome_differs or difference.view_differs:
         return difference
     return None

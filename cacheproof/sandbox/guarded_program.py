@@ -15,7 +15,7 @@ from cacheproof.sandbox.guarded_call import Watch
 
 
 class WatchedImplementation:
-    """`target` with every callable attribute noted on `watch` while it runs."""
+    """`target` with every callable attribute noted on `watch` while it runs, `len()` and `in` included."""
 
     def __init__(self, target: Any, watch: Watch) -> None:
         self.__dict__["_target"] = target
@@ -37,6 +37,14 @@ class WatchedImplementation:
         watched.__name__ = name
         self.__dict__[name] = watched
         return watched
+
+    def __len__(self) -> int:
+        """`len(target)`, noted as a call of `__len__` (Python looks special methods up on the class)."""
+        return self.__getattr__("__len__")()
+
+    def __contains__(self, key: Any) -> bool:
+        """`key in target`, noted as a call of `__contains__`."""
+        return self.__getattr__("__contains__")(key)
 
 
 class WatchedFactory:

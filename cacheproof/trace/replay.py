@@ -168,7 +168,8 @@ def _replay_call_by_call(trace: Trace, factory: Callable[[int], Any], impl: str)
         difference = differential_step(model, implementation, traced.call, kind.views, error_names=kind.error_names)
         if difference is not None:
             calls = [earlier.call for earlier in trace.calls[:step]]
-            snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name)
+            snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name, kind.view_readers,
+                                      kind.new(trace.size, trace.semantics))
             (explained,) = explain_all(kind, [diverging_call(kind, trace.size, trace.semantics, calls, difference)])
             return ReplayDivergence(step, traced.call, IMPLEMENTATION, f"spec {difference.expected.describe()}",
                                     f"implementation {difference.actual.describe()}", difference.describe(),

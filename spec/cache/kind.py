@@ -7,6 +7,7 @@ from cacheproof.spec.cache.model import CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.cache.profiles import PROFILES
+from cacheproof.spec.cache.views import CACHE_VIEWS
 
 CACHE_KIND = SpecKind(
     name="cache",
@@ -20,4 +21,6 @@ CACHE_KIND = SpecKind(
     keys_are="entry keys",
     state_every=None,
     types=CACHE_TYPES,
+    views=tuple(CACHE_VIEWS),
+    view_readers=CACHE_VIEWS,
 )

@@ -207,7 +207,8 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     if example.fault is not None:
         return render(impl, example.size, example.calls, example.message, errors, example.ending,
                       title=f"cacheproof counterexample ({kind.name})")
-    return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name)
+    return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name,
+                           kind.view_readers, kind.new(example.size, semantics))
 
 
 def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | None]:

@@ -12,12 +12,13 @@ programs through here alike.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.draws import Draws, swarm
 from cacheproof.check.programs.generators import CallGenerator
-from cacheproof.contract.calls import Call
+from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
@@ -119,7 +120,7 @@ def run_program(
         calls.append(call)
         seen = record if record is None else _with_case(record, setup.generator.case_of(call))
         difference = differential_step(model, implementation, call, setup.kind.views, seen,
-                                       error_names=setup.kind.error_names)
+                                       error_names=setup.kind.error_names, readers=setup.kind.view_readers)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
         model.check_invariants()
@@ -147,7 +148,8 @@ def replay_program(
     for step, call in enumerate(calls):
         if on_step is not None:
             on_step(step)
-        difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names)
+        difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names,
+                                       readers=setup.kind.view_readers)
         if difference is not None:
             return step, difference
         model.check_invariants()
@@ -183,23 +185,63 @@ def shrink_program(
 ) -> ProgramCounterexample:
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
-    each candidate replayed supervised by `watch` when given; `seconds` at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
+    each candidate replayed supervised by `watch` when given; then, for a divergence, its size
+    lowered (`smaller_sizes`) while it fails the same way, and shrunk once more at the smallest; `seconds`
+    at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
     is replayed once more for its difference."""
     kind = example.kind_of()
 
-    def attempt(candidate: list[Call]) -> Failure | None:
-        found = program_failure(setup, example.size, candidate, watch)
-        if found is None:
-            return None
-        failure, difference = found
-        return failure if difference is None or divergence_kind(difference) == kind else None
+    def attempt_at(size: int) -> Callable[[list[Call]], Failure | None]:
+        def attempt(candidate: list[Call]) -> Failure | None:
+            found = program_failure(setup, size, candidate, watch)
+            if found is None:
+                return None
+            failure, difference = found
+            return failure if difference is None or divergence_kind(difference) == kind else None
+        return attempt
 
     first = example.fault or Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
     budget = shrink_seconds(None if watch is None else watch.timeout) if seconds is None else seconds
-    calls, failure, cut_short = shrink_failure(attempt, example.calls, first, budget)
+    deadline = time.monotonic() + budget
+    size = example.size
+    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget)
     if failure.kind != DIVERGENCE:
-        return ProgramCounterexample(example.size, tuple(calls), None, failure, cut_short)
-    replayed = program_failure(setup, example.size, calls, watch)
+        return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
+    lowered = False
+    while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
+        smaller = next((smaller for smaller in smaller_sizes(size)
+                        if attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]) is not None), None)
+        if smaller is None:
+            break
+        calls, size, lowered = [_rescaled(call, size, smaller) for call in calls], smaller, True
+        cut_short = time.monotonic() > deadline
+    if lowered and not cut_short:
+        found = attempt_at(size)(calls)
+        calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0))
+    replayed = program_failure(setup, size, calls, watch)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
-    return ProgramCounterexample(example.size, tuple(calls), replayed[1], cut_short=cut_short)
+    return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
+
+
+def smaller_sizes(size: int) -> list[int]:
+    """The sizes a diverging program of `size` is tried at, smallest first: 1 to 4, a half, three
+    quarters and one less than `size`."""
+    return sorted({1, 2, 3, 4, size // 2, size * 3 // 4, size - 1} & set(range(1, size)))
+
+
+def _rescaled(call: Call, size: int, smaller: int) -> Call:
+    """`call` in a program of `smaller` than `size`: each int argument equal to the size (a byte count
+    of the whole capacity, every block) becomes `smaller`, each equal to the size less one
+    `smaller` less one (when that is at least 1), and so does a value recipe's byte count (its
+    element size then 1 where it no longer divides it); the other arguments are kept."""
+    def rescale(argument: Any) -> Any:
+        if type(argument) is int and argument == size:
+            return smaller
+        if type(argument) is int and argument == size - 1 and smaller > 1:
+            return smaller - 1
+        if isinstance(argument, ValueRecipe) and rescale(argument.nbytes) != argument.nbytes:
+            recipe = argument._replace(nbytes=rescale(argument.nbytes))
+            return recipe if recipe.problem() is None else recipe._replace(element_size=1)
+        return argument
+    return call._replace(args=tuple(rescale(argument) for argument in call.args))

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from cacheproof.check.programs.cache_calls import BAD_KINDS, BAD_OPERATIONS, PICKS_PER_KEY, SUITED_PERCENT, bad_call
 from cacheproof.contract.calls import Call, drawn_recipe
 from cacheproof.contract.outcomes import Divergence, step_difference
 from cacheproof.check.sequential.distinct import SearchDone
@@ -47,14 +48,9 @@ from cacheproof.spec.kind import Model
 KEYS: tuple[Hashable, ...] = SMALL_KEYS
 """The small scope's key universe (what replays and the concurrent checker compare `in` over)."""
 
-_SUITED_PERCENT = 80
-PICKS_PER_KEY = 8
 
 tags = st.integers(0, 255)
 
-BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large")
-BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
-BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
 _KEYED = frozenset(KEYED_OPERATIONS)
 
 
@@ -235,7 +231,7 @@ class CacheMachine(RuleBasedStateMachine):
         if operation not in self.operations:
             return
         key = self._key(pick, self._present())
-        self._step(self._bad_call(operation, bad, key, tag))
+        self._step(bad_call(operation, bad, key, tag, self.capacity))
 
     def do_burst(self, seed: int, length: int) -> None:
         """`length` calls of the checked operations, their picks drawn from random.Random(seed)."""
@@ -249,7 +245,7 @@ class CacheMachine(RuleBasedStateMachine):
 
     def _key(self, pick: tuple[int, int], suited: list[Hashable]) -> Hashable:
         bias, index = pick
-        if bias < _SUITED_PERCENT and suited:
+        if bias < SUITED_PERCENT and suited:
             return suited[index % len(suited)]
         return self.keys[index % len(self.keys)]
 
@@ -281,32 +277,6 @@ class CacheMachine(RuleBasedStateMachine):
             and (not idle or (e.state is EntryState.READY and e.refcount == 0))
             and (not in_use or e.refcount > 0)
         ]
-
-    def _bad_call(self, operation: str, bad: str, key: Hashable, tag: int) -> Call:
-        nbytes: Any = 1
-        value: Any = drawn_recipe(1, tag)
-        kwargs: dict = {}
-        if bad in BAD_NBYTES:
-            nbytes = {
-                "zero": 0, "negative": -1, "bool": True, "float": 1.0, "none": None, "string": "1",
-                "too_large": self.capacity + 1,
-            }[bad]
-            value = drawn_recipe(self.capacity + 1, tag) if bad == "too_large" else value
-        elif bad == "unhashable_key":
-            key = [key]
-        elif bad == "unsizable_value":
-            value = "not sizable"
-        elif bad == "empty_value":
-            value = drawn_recipe(0, tag)
-        elif bad == "bad_retain":
-            kwargs = {"retain": 1}
-        if operation in ("reserve", "acquire"):
-            return Call(operation, (key, nbytes), kwargs)
-        if operation in ("commit", "put"):
-            return Call(operation, (key, value))
-        if operation == "evict":
-            return Call("evict", (nbytes,))
-        return Call(operation, (key,))
 
     # The differential step ----------------------------------------------------------------
 

@@ -213,4 +213,4 @@ def _broken(kind: SpecKind, step: DivergingCall) -> list[BrokenInvariant]:
 
 
 def _views(kind: SpecKind, model: Any) -> dict[str, Any]:
-    return {view: getattr(model, view)() for view in kind.views}
+    return {view: kind.read_view(model, view, model) for view in kind.views}

@@ -1,0 +1,295 @@
+"""The tensor cache's call generator: calls drawn from the model's state, as the state machine of
+`cacheproof.check.sequential.machine` draws them.
+
+A program starts (`CacheCalls.size`) with its capacity (the small scope: 1..8 bytes half of the
+time, else 1..64; the wide scopes: a quarter each of 1..64, 65..2**20, the 32-bit boundaries and
+2**30..2**41, capped at the scope's `max_capacity`) and its keys: the scope's pool in a drawn
+order, max_keys..min_keys of them, of which the program touches 1..all. Each call then usually
+(four in five) picks a key whose state suits its operation (an absent key for reserve and put, a
+RESERVED key for commit, an idle one for acquire and pop, a READY one for get, an in-use one for
+release, a present one for contains), else any of the program's keys; sizes sit on the boundaries
+(`size_for`: 1, the capacity, capacity - 1, its halves, thirds, quarters, any size; the wide scopes
+add 2**31 and 2**32 and sizes that let many entries live at once); an acquire or a commit of a
+present entry mostly agrees with its size and retain flag; values are recipes of the drawn size
+with an element size of 1, 2, 4 or 8 bytes picked by their tag (`drawn_recipe`); one reserve or
+acquire in three is retain=False; evict asks for 0 bytes half of the time.
+
+Misuse (in half the programs, one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
+checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
+count, an unhashable key, an unsizable or empty value, a retain flag that is not a bool). Under
+`argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses.
+
+The scopes are data (`SCOPES`, `THOROUGH`, docs/scope.md): the small scope every check draws from,
+and for `--thorough` the wide scope (programs of 100 calls on up to 16 keys of mixed types,
+capacities to 2**41) and the long one (the same, in lives of `LONG_CALLS` calls, drawn from a
+seeded `random.Random`, where the state machine made bursts of calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.draws import Draws, choice, coin, integer
+from cacheproof.check.sequential.scope import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS, size_for
+from cacheproof.contract.calls import Call, drawn_recipe
+from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
+from cacheproof.spec import EntryState
+
+
+@dataclass(frozen=True)
+class CacheScope:
+    """What one program of the tensor cache may reach: keys from `key_pool`, `min_keys..max_keys`
+    of them per program; capacities 1..64 or (`wide_capacities`) 1..2**41, at most `max_capacity`
+    (None: no cap; a cache whose values hold memory is checked with one); `size_kinds` size picks
+    (`size_for`)."""
+
+    name: str
+    key_pool: tuple[Hashable, ...]
+    min_keys: int
+    max_keys: int
+    wide_capacities: bool
+    size_kinds: int
+    max_capacity: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_keys <= self.max_keys <= len(self.key_pool):
+            raise ValueError(f"scope {self.name}: need 1 <= min_keys <= max_keys <= {len(self.key_pool)}, "
+                             f"got {self.min_keys}..{self.max_keys} of {len(self.key_pool)} keys")
+
+    def with_keys(self, domain: str | None) -> "CacheScope":
+        """This scope drawing its keys from `KEY_DOMAINS[domain]` (None: unchanged): a scope of a fixed
+        key count takes the domain's first keys, the others its whole pool. KeyError for an unknown domain."""
+        if domain is None:
+            return self
+        keys = KEY_DOMAINS[domain]
+        return replace(self, key_pool=keys[: self.max_keys] if self.min_keys == self.max_keys else keys)
+
+
+SMALL = CacheScope("small", SMALL_KEYS, 6, 6, wide_capacities=False, size_kinds=SMALL_SIZE_KINDS)
+WIDE = CacheScope("wide", WIDE_KEYS, 8, 16, wide_capacities=True, size_kinds=WIDE_SIZE_PICKS)
+LONG = replace(WIDE, name="long")
+SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
+
+LONG_CALLS = 1000
+"""The calls of one life in the long scope."""
+THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 40, LONG_CALLS, shrink=False))
+"""`cacheproof check --thorough`: the small, wide and long scopes in turn (docs/scope.md)."""
+
+SUITED_PERCENT = 80
+"""A key pick suits its operation this often (when some key does), else it is any of the program's keys."""
+PICKS_PER_KEY = 8
+AGREE_IN_TEN = 8
+"""An acquire or commit of a present entry agrees with its size (and retain flag) this many times in ten."""
+MISUSE_IN = 11
+"""Where misuse is checked, half the programs make bad calls, one call in this many: the state
+machine's share in a program of every operation (its bad-argument rule beside the ten operations),
+which swarm programs without that rule did not make. A bad call of get, release, pop or contains
+is that call on any present key, which pops and releases entries: in every program, it kept
+`RecencyClockWrapsAt32` (34 calls) from being found on half the seeds. Not one in len(plan) + 1
+either: a swarm program of acquire alone would make every other call a bad one. The last pick,
+not the first: the simplest call is a suited one, so shrinking does not turn calls into misuse."""
+BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large")
+BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
+BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
+_BAD_NUMBERS = {"zero": 0, "negative": -1, "bool": True, "float": 1.0, "none": None, "string": "1"}
+
+
+class CacheCalls:
+    """`CallGenerator` of the tensor cache kind, drawing from `scope` (see the module docstring).
+    `size` starts a program: it draws the program's keys too, which its calls then pick from, and
+    whether the program makes misuse calls."""
+
+    def __init__(self, scope: CacheScope = SMALL) -> None:
+        self.scope = scope
+        self.keys: tuple[Hashable, ...] = scope.key_pool[: scope.max_keys]
+        self.misusing = True
+
+    def size(self, draws: Draws) -> int:
+        """The capacity in bytes; the program's keys are drawn after it (see the module docstring)."""
+        capacity = _capacity(draws, self.scope)
+        universe = _universe(draws, self.scope)
+        self.keys = universe[: integer(draws, 1, len(universe))]
+        self.misusing = coin(draws)
+        return capacity
+
+    def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
+        state = _State(model, self.keys, self.scope)
+        if misuse and self.misusing and draws.randrange(MISUSE_IN) == MISUSE_IN - 1:
+            bad = _bad_call(draws, state, operations)
+            if bad is not None:
+                return bad
+        return _SUITED[choice(draws, operations)](draws, state)
+
+    def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
+        """No argument cases beside the outcomes."""
+        return ()
+
+    def case_of(self, call: Call) -> str | None:
+        return None
+
+
+def _capacity(draws: Draws, scope: CacheScope) -> int:
+    if scope.wide_capacities:
+        capacity = (lambda: integer(draws, 1, 64), lambda: integer(draws, 65, 2**20),
+                    lambda: choice(draws, BOUNDARY_CAPACITIES), lambda: integer(draws, 2**30, 2**41))[draws.randrange(4)]()
+    else:
+        capacity = integer(draws, 1, 64 if coin(draws) else 8)
+    return capacity if scope.max_capacity is None else min(capacity, scope.max_capacity)
+
+
+def _universe(draws: Draws, scope: CacheScope) -> tuple[Hashable, ...]:
+    """The whole pool of a fixed scope; else max_keys..min_keys of it in a drawn order."""
+    pool = list(scope.key_pool)
+    if scope.min_keys == scope.max_keys == len(pool):
+        return tuple(pool)
+    count = scope.max_keys - draws.randrange(scope.max_keys - scope.min_keys + 1)
+    for at in range(count):  # the first `count` places of a drawn permutation
+        other = at + draws.randrange(len(pool) - at)
+        pool[at], pool[other] = pool[other], pool[at]
+    return tuple(pool[:count])
+
+
+class _State:
+    """What the drawers read: the model's entries, its capacity and the program's keys."""
+
+    def __init__(self, model: Any, keys: tuple[Hashable, ...], scope: CacheScope) -> None:
+        self.entries = tuple(model.snapshot())
+        self.capacity = model.capacity_bytes
+        self.semantics = model.semantics
+        self.keys, self.scope = keys, scope
+
+    def key(self, draws: Draws, suited: list[Hashable]) -> Hashable:
+        bias, index = draws.randrange(100), draws.randrange(self.scope.max_keys * PICKS_PER_KEY)
+        if bias < SUITED_PERCENT and suited:
+            return suited[index % len(suited)]
+        return self.keys[index % len(self.keys)]
+
+    def size(self, draws: Draws) -> int:
+        kind = draws.randrange(self.scope.size_kinds)
+        raw = draws.randrange(64 if self.scope.size_kinds == SMALL_SIZE_KINDS else 2**62)
+        return size_for(kind, raw, self.capacity, len(self.keys))
+
+    def entry(self, key: Hashable) -> Any:
+        for entry in self.entries:
+            if entry.key == key and type(entry.key) is type(key):
+                return entry
+        return None
+
+    def present(self) -> list[Hashable]:
+        return [entry.key for entry in self.entries]
+
+    def absent(self) -> list[Hashable]:
+        present = set(self.present())
+        return [key for key in self.keys if key not in present]
+
+    def in_state(self, state: EntryState | None = None, *, idle: bool = False, in_use: bool = False) -> list[Hashable]:
+        return [entry.key for entry in self.entries
+                if (state is None or entry.state is state)
+                and (not idle or (entry.state is EntryState.READY and entry.refcount == 0))
+                and (not in_use or entry.refcount > 0)]
+
+
+def _retain(draws: Draws) -> dict:
+    return {"retain": False} if draws.randrange(10) < 3 else {}
+
+
+def _reserve(draws: Draws, s: _State) -> Call:
+    key = s.key(draws, s.absent())
+    return Call("reserve", (key, s.size(draws)), _retain(draws))
+
+
+def _acquire(draws: Draws, s: _State) -> Call:
+    key = s.key(draws, s.in_state(idle=True) or s.present())
+    entry, size, retain, agree = s.entry(key), s.size(draws), _retain(draws), draws.randrange(10)
+    if entry is not None and agree < AGREE_IN_TEN:
+        return Call("acquire", (key, entry.nbytes), {} if entry.retain else {"retain": False})
+    return Call("acquire", (key, size), retain)
+
+
+def _commit(draws: Draws, s: _State) -> Call:
+    key = s.key(draws, s.in_state(EntryState.RESERVED))
+    entry, nbytes, tag, agree = s.entry(key), s.size(draws), draws.randrange(256), draws.randrange(10)
+    if entry is not None:
+        nbytes = entry.nbytes if agree < AGREE_IN_TEN else nbytes + (nbytes == entry.nbytes)
+    return Call("commit", (key, drawn_recipe(nbytes, tag)))
+
+
+def _put(draws: Draws, s: _State) -> Call:
+    key = s.key(draws, s.absent())
+    return Call("put", (key, drawn_recipe(s.size(draws), draws.randrange(256))))
+
+
+def _get(draws: Draws, s: _State) -> Call:
+    return Call("get", (s.key(draws, s.in_state(EntryState.READY)),))
+
+
+def _release(draws: Draws, s: _State) -> Call:
+    return Call("release", (s.key(draws, s.in_state(in_use=True)),))
+
+
+def _evict(draws: Draws, s: _State) -> Call:
+    size = s.size(draws)
+    return Call("evict", (0 if coin(draws) else size,))
+
+
+def _pop(draws: Draws, s: _State) -> Call:
+    return Call("pop", (s.key(draws, s.in_state(idle=True)),))
+
+
+def _clear(draws: Draws, s: _State) -> Call:
+    return Call("clear")
+
+
+def _contains(draws: Draws, s: _State) -> Call:
+    return Call("contains", (s.key(draws, s.present()),))
+
+
+_SUITED = {
+    "reserve": _reserve, "acquire": _acquire, "commit": _commit, "put": _put, "get": _get, "release": _release,
+    "evict": _evict, "pop": _pop, "clear": _clear, "contains": _contains,
+}
+
+
+def _bad_call(draws: Draws, s: _State, operations: tuple[str, ...]) -> Call | None:
+    """A call with a bad argument of one of `operations` (None when none of them takes one); under
+    trusted arguments an oversized put, or None without put."""
+    if s.semantics.argument_checks == "trusted":
+        operation, bad = "put", "too_large"
+        if operation not in operations:
+            return None
+    else:
+        checked = [name for name in BAD_OPERATIONS if name in operations]
+        if not checked:
+            return None
+        operation, bad = choice(draws, checked), choice(draws, BAD_KINDS)
+    return bad_call(operation, bad, s.key(draws, s.present()), draws.randrange(256), s.capacity)
+
+
+def bad_call(operation: str, bad: str, key: Hashable, tag: int, capacity: int) -> Call:
+    """`operation` on `key` with the bad argument `bad` (one of `BAD_KINDS`) in a cache of
+    `capacity` bytes; its other arguments are good (1 byte, a value of tag `tag`)."""
+    nbytes: Any = 1
+    value: Any = drawn_recipe(1, tag)
+    kwargs: dict = {}
+    if bad == "too_large":
+        nbytes, value = capacity + 1, drawn_recipe(capacity + 1, tag)
+    elif bad in _BAD_NUMBERS:
+        nbytes = _BAD_NUMBERS[bad]
+    elif bad == "unhashable_key":
+        key = [key]
+    elif bad == "unsizable_value":
+        value = "not sizable"
+    elif bad == "empty_value":
+        value = drawn_recipe(0, tag)
+    elif bad == "bad_retain":
+        kwargs = {"retain": 1}
+    if operation in ("reserve", "acquire"):
+        return Call(operation, (key, nbytes), kwargs)
+    if operation in ("commit", "put"):
+        return Call(operation, (key, value))
+    if operation == "evict":
+        return Call("evict", (nbytes,))
+    return Call(operation, (key,))
