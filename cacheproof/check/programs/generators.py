@@ -33,7 +33,10 @@ class CallGenerator(Protocol):
         """The case of `cases` that `call` belongs to, if any; it counts when the call returns."""
 
 
-_REGISTRY = {"blocks": "cacheproof.check.programs.block_calls:BlockCalls"}
+_REGISTRY = {
+    "blocks": "cacheproof.check.programs.block_calls:BlockCalls",
+    "radix": "cacheproof.check.programs.radix_calls:RadixCalls",
+}
 """Each kind's generator class. Its module may declare the kind's scopes as data: `SCOPES` (by name,
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
 --thorough` runs (`cacheproof.check.phases.Phase`s of those scopes); a module without `THOROUGH`
