@@ -295,3 +295,9 @@ def test_the_monitor_stops_at_the_first_unlock_below_zero():
         tree.unlock((1,))
     assert "the spec raised WrongStateError" in raised.value.message
     assert "your implementation breaks R1: the node of tokens (1,) has lock -1" in raised.value.message
+
+
+def test_prove_refuses_the_radix_kind_in_one_line(capsys):
+    assert main(["prove", "--spec", "radix"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--spec radix has no z3 model" in err and "cacheproof check --spec radix" in err

@@ -32,7 +32,7 @@ RADIX_OPERATIONS: tuple[Operation, ...] = (
               summary="match_prefix, then lock + 1 on every node from the one it ends at up to the root"),
     Operation("unlock", (_TOKENS,), "count", (_BAD, _STATE), True,
               summary="lock - 1 on every node from the one a match of tokens ends at up to the root; "
-                      "WrongStateError if one is at 0"),
+                      "WrongStateError unless that node holds a lock of its own no live request holds"),
     Operation("evict", (_COUNT,), "count", (_BAD, _FULL), True,
               summary="free at least n tokens: unlocked leaves, least recently used first; CapacityError "
                       "above the evictable size"),
