@@ -376,16 +376,19 @@ class TorchRadixCache:
             stack.extend(node.children.values())
         return found
 
+    def _evictable_leaf(self, node: TreeNode) -> bool:
+        """Whether eviction may take `node` now: a leaf, unlocked, not the root."""
+        return node is not self.root and not node.children and node.lock_ref == 0
+
     def _evict(self, n: int) -> int:
-        heap = [(leaf.last_access, leaf.tokens(), id(leaf), leaf) for leaf in self._all_nodes()
-                if not leaf.children and leaf.lock_ref == 0]
+        heap = [(leaf.last_access, leaf.tokens(), id(leaf), leaf) for leaf in self._all_nodes() if self._evictable_leaf(leaf)]
         heapq.heapify(heap)
         freed = 0
         while freed < n and heap:
             _, _, _, leaf = heapq.heappop(heap)
             freed += self._delete_leaf(leaf)
             parent = leaf.parent
-            if parent is not self.root and not parent.children and parent.lock_ref == 0:
+            if self._evictable_leaf(parent):
                 heapq.heappush(heap, (parent.last_access, parent.tokens(), id(parent), parent))
         return freed
 

@@ -8,7 +8,6 @@ invariant whose witness names the fault.
 
 from __future__ import annotations
 
-import heapq
 import threading
 
 import torch
@@ -48,17 +47,8 @@ class EvictsLockedLeaves(TorchRadixCache):
     """Eviction takes leaves whatever their lock (SGLang #6888, #7130: a running request's KV
     evicted): the leaf heap is built from every leaf."""
 
-    def _evict(self, n):
-        heap = [(leaf.last_access, leaf.tokens(), id(leaf), leaf) for leaf in self._all_nodes() if not leaf.children]
-        heapq.heapify(heap)
-        freed = 0
-        while freed < n and heap:
-            _, _, _, leaf = heapq.heappop(heap)
-            freed += self._delete_leaf(leaf)
-            parent = leaf.parent
-            if parent is not self.root and not parent.children:
-                heapq.heappush(heap, (parent.last_access, parent.tokens(), id(parent), parent))
-        return freed
+    def _evictable_leaf(self, node):
+        return node is not self.root and not node.children
 
 
 class SizesDriftOnDelete(TorchRadixCache):

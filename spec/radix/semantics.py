@@ -6,12 +6,11 @@ One choice: the page size, the granularity at which the tree matches, inserts an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import Profile
-from cacheproof.spec.overrides import option_value, overridden, written
+from cacheproof.spec.overrides import OptionSemantics
 from cacheproof.spec.radix.operations import ALL_RADIX_OPERATIONS, TREE_OPERATIONS
 
 RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {"page_size": (1, 2, 4)}
@@ -19,35 +18,15 @@ RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {"page_size": (1, 2, 4)}
 
 
 @dataclass(frozen=True)
-class RadixSemantics:
+class RadixSemantics(OptionSemantics):
     """One radix cache's design choices; every default is the contract's.
 
     - page_size: node keys, matches and inserts are whole pages of this many tokens; a match ending
       inside a page stops at the page's start, and a node is split only at a page boundary.
     """
 
+    OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = RADIX_OPTIONS
     page_size: int = 1
-
-    def __post_init__(self) -> None:
-        for name, valid in RADIX_OPTIONS.items():
-            value = getattr(self, name)
-            if value not in valid or isinstance(value, bool):
-                raise InvalidArgumentError(
-                    f"RadixSemantics.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
-                )
-
-    def differences(self) -> dict[str, Any]:
-        """The fields that differ from the contract's choice, by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
-
-    def with_overrides(self, text: str) -> "RadixSemantics":
-        """These semantics with `FIELD=VALUE,...` applied; an unknown field or value raises
-        InvalidArgumentError naming it and the valid ones."""
-        return overridden(self, text, lambda name, raw: option_value(RADIX_OPTIONS, name, raw))
-
-    def as_written(self) -> dict[str, str]:
-        """Every field's value as `--semantics` writes it, in field order."""
-        return {f.name: written(getattr(self, f.name)) for f in fields(self)}
 
 
 RADIX_CONTRACT = RadixSemantics()
