@@ -301,3 +301,16 @@ def test_prove_refuses_the_radix_kind_in_one_line(capsys):
     assert main(["prove", "--spec", "radix"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--spec radix has no z3 model" in err and "cacheproof check --spec radix" in err
+
+
+def test_the_html_report_draws_a_radix_divergence_with_its_slot_figures(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    status, _ = _check(tmp_path, "model_tests.radix_trees:SplitLosesLock", "--examples", "300",
+                       "--trace-out", str(trace))
+    assert status == 1
+    page = tmp_path / "page.html"
+    assert main(["report", str(tmp_path / "report.json"), "-o", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    assert "breaks R1" in html and all(name in html for name in ("protected", "evictable", "requests&#x27; own"))
+    assert main(["replay", str(trace), "--quiet"]) == 0
+    assert main(["replay", str(trace), "--impl", "model_tests.radix_trees:SplitLosesLock", "--quiet"]) == 1
