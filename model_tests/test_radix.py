@@ -314,3 +314,17 @@ def test_the_html_report_draws_a_radix_divergence_with_its_slot_figures(tmp_path
     assert "breaks R1" in html and all(name in html for name in ("protected", "evictable", "requests&#x27; own"))
     assert main(["replay", str(trace), "--quiet"]) == 0
     assert main(["replay", str(trace), "--impl", "model_tests.radix_trees:SplitLosesLock", "--quiet"]) == 1
+
+
+@pytest.mark.parametrize("profile, page_size", [("contract", 1), ("paged", 2)])
+def test_the_torch_cache_on_meta_conforms_to_the_radix_contract(profile, page_size):
+    from cacheproof.check.programs.generators import generator_for
+    from cacheproof.check.programs.run import run_program_check
+    from cacheproof.spec.kinds import get_kind
+
+    kind = get_kind("radix")
+    chosen = kind.profiles[profile]
+    report = run_program_check(kind, lambda n: TorchRadixCache(n, page_size, device="meta"), generator_for("radix"),
+                               examples=40, seed=0, semantics=chosen.semantics, operations=chosen.operations)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    assert report.steps > 40
