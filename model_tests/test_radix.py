@@ -328,3 +328,13 @@ def test_the_torch_cache_on_meta_conforms_to_the_radix_contract(profile, page_si
                                examples=40, seed=0, semantics=chosen.semantics, operations=chosen.operations)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     assert report.steps > 40
+
+
+def test_the_generated_invariant_table_is_current_and_names_every_invariant():
+    from pathlib import Path
+
+    from cacheproof.docs.command import render
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "radix-invariants.md").read_text()
+    assert text == render("radix-invariants.md")
+    assert all(f"| {name} |" in text for name in RADIX_INVARIANTS_BY_NAME)
