@@ -398,12 +398,16 @@ class TorchRadixCache:
         self.evictable_size_ -= len(leaf.key)
         return len(leaf.key)
 
+    def _free_duplicates(self, slots: torch.Tensor) -> None:
+        """Hand back a request's slots of tokens another request cached meanwhile."""
+        self.allocator.free(slots)
+
     def _cache_request(self, live: _Request, upto: int) -> int:
         """Insert the request's first `upto` tokens with its slots, free its duplicates, take the
         tree's slots in their place and move its lock to the new last node."""
         tokens = live.tokens[:upto]
         cached = self._insert(tokens, live.slots[:upto], self._next_call())
-        self.allocator.free(live.slots[live.prefix:cached])
+        self._free_duplicates(live.slots[live.prefix:cached])
         tree_slots, last = self._match(tokens, None)
         self.inc_lock_ref(last)
         self.dec_lock_ref(live.last_node)

@@ -93,15 +93,8 @@ class KeepsDuplicates(TorchRadixCache):
     """checkpoint and release keep the request's slots of the part another request cached
     meanwhile instead of handing them back: each such slot is lost to the allocator."""
 
-    def _cache_request(self, live, upto):
-        tokens = live.tokens[:upto]
-        cached = self._insert(tokens, live.slots[:upto], self._next_call())
-        tree_slots, last = self._match(tokens, None)
-        self.inc_lock_ref(last)
-        self.dec_lock_ref(live.last_node)
-        live.slots = torch.cat((tree_slots, live.slots[upto:]))
-        live.last_node, live.prefix = last, upto
-        return cached
+    def _free_duplicates(self, slots):
+        """The bug: the duplicates are never handed back to the allocator."""
 
 
 class StaleAccessTimes(TorchRadixCache):
