@@ -64,6 +64,7 @@ SLOW = (
     "model_tests/test_parity.py::test_cell[thorough-cache]",
     "model_tests/test_parity.py::test_cell[thorough-blocks]",
     "model_tests/test_parity.py::test_cell[thorough-radix]",
+    "model_tests/test_parity.py::test_cell[workers-radix]",
     "model_tests/test_parity.py::test_cell[ctrl-c-cache]",
     "model_tests/test_parity.py::test_cell[ctrl-c-blocks]",
     "model_tests/test_parity.py::test_cell[ctrl-c-radix]",

@@ -338,3 +338,14 @@ def test_the_generated_invariant_table_is_current_and_names_every_invariant():
     text = (Path(__file__).resolve().parent.parent / "docs" / "radix-invariants.md").read_text()
     assert text == render("radix-invariants.md")
     assert all(f"| {name} |" in text for name in RADIX_INVARIANTS_BY_NAME)
+
+
+def test_the_shrunk_counterexample_is_a_snippet_that_fails_when_run(tmp_path):
+    status, report = _check(tmp_path, "model_tests.radix_trees:SizesDriftOnDelete", "--examples", "300")
+    assert status == 1
+    [divergence] = report["divergences"]
+    snippet = divergence["snippet"]
+    assert "import SizesDriftOnDelete as factory" in snippet and "# <- diverges here" in snippet
+    assert len(divergence["calls"]) <= 3  # an insert and the evict that forgets to count it, shrunk
+    with pytest.raises(AssertionError):
+        exec(compile(snippet, "<snippet>", "exec"), {})
