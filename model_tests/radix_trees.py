@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from cacheproof.impl.radix_cache import TokenAllocator, TorchRadixCache, TreeNode
+from cacheproof.impl.radix_cache import TokenAllocator, TorchRadixCache
 
 
 class LastInFirstOutCache(TorchRadixCache):
@@ -133,4 +133,4 @@ class MatchHangs(TorchRadixCache):
         return super().match_prefix(tokens)
 
 
-__all__ = ["TreeNode", *BROKEN, "LastInFirstOutCache", "FreeCountInSixBits", "MatchHangs"]
+__all__ = [*BROKEN, "LastInFirstOutCache", "FreeCountInSixBits", "MatchHangs"]

@@ -167,16 +167,20 @@ def _locked_kept(step: RadixStep) -> str | None:
     return None
 
 
+def _eviction_order(node: tuple) -> tuple:
+    """Where `node` stands in the eviction order: by access rank, then by tokens."""
+    return node[5], _path(node)
+
+
 def _lru(step: RadixStep) -> str | None:
     if step.raised or step.operation != "evict":
         return None
     before, after = _nodes(step.before), _nodes(step.after)
-    order = lambda node: (node[5], _path(node))  # noqa: E731 - the eviction order, in one place
     gone = [node for node in before if not _is_cached(after, _path(node))]
     kept = [node for node in before if node[4] == 0 and not _children(before, node) and _is_cached(after, _path(node))]
     for evicted in gone:
         for survivor in kept:
-            if order(survivor) < order(evicted):
+            if _eviction_order(survivor) < _eviction_order(evicted):
                 return (f"evict took the node of tokens {_path(evicted)} (access rank {evicted[5]}) and kept the "
                         f"unlocked leaf of {_path(survivor)}, used less recently (rank {survivor[5]})")
     return None

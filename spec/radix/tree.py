@@ -17,7 +17,6 @@ req.last_node).
 
 from __future__ import annotations
 
-from typing import Any
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix import invariants as radix_invariants
