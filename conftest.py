@@ -63,8 +63,11 @@ SLOW = (
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker[blocks]",
     "model_tests/test_parity.py::test_cell[thorough-cache]",
     "model_tests/test_parity.py::test_cell[thorough-blocks]",
+    "model_tests/test_parity.py::test_cell[thorough-radix]",
+    "model_tests/test_parity.py::test_cell[workers-radix]",
     "model_tests/test_parity.py::test_cell[ctrl-c-cache]",
     "model_tests/test_parity.py::test_cell[ctrl-c-blocks]",
+    "model_tests/test_parity.py::test_cell[ctrl-c-radix]",
 )
 """Node ids (or their prefixes, for every parameter of a test) of the slow tests."""
 

@@ -41,8 +41,10 @@ ERRORS = {
     "cache": {"InvalidArgumentError", "TooLargeError", "UnknownKeyError", "WrongStateError", "ConflictError",
               "CapacityError"},
     "blocks": {"InvalidArgumentError", "WrongStateError", "CapacityError"},
+    "radix": {"InvalidArgumentError", "WrongStateError", "CapacityError"},
 }
-"""Each kind's contract errors, as docs/contract.md (Errors) and docs/block-pool-contract.md list them."""
+"""Each kind's contract errors, as docs/contract.md (Errors), docs/block-pool-contract.md and
+docs/radix-contract.md list them."""
 
 
 def test_every_kind_names_the_errors_its_contract_lists():

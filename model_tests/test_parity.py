@@ -56,6 +56,11 @@ SUBJECTS = {
         "model_tests.broken_scope_pools:FreeCountInSixBits", "model_tests.faulty_pools:LookupHangs",
         "cacheproof.impl.kv_cache_manager:kv_cache_manager", "null_block=skip", "allocate,free",
     ),
+    "radix": Subject(
+        ("--spec", "radix"), "model_tests.radix_trees:LastInFirstOutCache", "model_tests.radix_trees:KeepsDuplicates",
+        "model_tests.radix_trees:FreeCountInSixBits", "model_tests.radix_trees:MatchHangs",
+        "cacheproof.impl.radix_cache:radix_cache", "page_size=2", "insert,match_prefix",
+    ),
 }
 
 SHORT = ("--examples", "3", "--steps", "10")
@@ -245,6 +250,7 @@ TABLE = {
     "ctrl-c": Row(ctrl_c),
     "max-capacity": Row(max_capacity, refused={
         "blocks": (("--max-capacity", "4096"), ("--max-capacity", "stores no values")),
+        "radix": (("--max-capacity", "4096"), ("--max-capacity", "stores no values")),
     }),
 }
 """The parity table: (flag or guarantee) x (kind), one test per cell."""

@@ -11,7 +11,8 @@ import pytest
 from cacheproof.cli import main
 from cacheproof.spec.kinds import get_kind, kind_names
 
-SPEC_IMPLS = {"cache": "cacheproof.spec:CacheSpec", "blocks": "model_tests.block_pools:ListBlockPool"}
+SPEC_IMPLS = {"cache": "cacheproof.spec:CacheSpec", "blocks": "model_tests.block_pools:ListBlockPool",
+              "radix": "cacheproof.impl.radix_cache:paged_radix_cache"}
 """A quick implementation of each kind to run the command line against."""
 
 OVERRIDES = [
@@ -19,6 +20,7 @@ OVERRIDES = [
     ("cache", "refresh_on=get+release, get_missing=NONE", {"refresh_on": "get+release", "get_missing": "none"}),
     ("blocks", "misuse=trusted", {"misuse": "trusted"}),
     ("blocks", "null_block=skip,misuse=Trusted", {"null_block": "skip", "misuse": "trusted"}),
+    ("radix", "page_size=2", {"page_size": "2"}),
 ]
 
 REFUSED = [
@@ -29,6 +31,8 @@ REFUSED = [
     ("blocks", "null_block=drop", "null_block='drop': valid values are error, skip"),
     ("blocks", "no_such_field=1", "unknown semantics field 'no_such_field'; fields: misuse, null_block"),
     ("blocks", "misuse", "--semantics 'misuse': write FIELD=VALUE"),
+    ("radix", "page_size=3", "page_size='3': valid values are 1, 2, 4"),
+    ("radix", "no_such_field=1", "unknown semantics field 'no_such_field'; fields: page_size"),
 ]
 
 
@@ -70,8 +74,12 @@ def test_every_profile_of_every_kind_writes_and_reads_back_its_semantics(name):
         assert contract.with_overrides(text) == profile.semantics, profile.name
 
 
-@pytest.mark.parametrize("kind, semantics, message", [case for case in REFUSED if "=" in case[1]],
-                         ids=[f"{k}:{s}" for k, s, _ in REFUSED if "=" in s])
+PROVED = ("cache", "blocks")
+"""The kinds `cacheproof prove` has a z3 model of (the radix kind's is issue 33's item 3, not yet written)."""
+
+
+@pytest.mark.parametrize("kind, semantics, message", [case for case in REFUSED if "=" in case[1] and case[0] in PROVED],
+                         ids=[f"{k}:{s}" for k, s, _ in REFUSED if "=" in s and k in PROVED])
 def test_prove_refuses_a_bad_override_the_same_way(kind, semantics, message, capsys):
     assert main(["prove", "--spec", kind, "--semantics", semantics]) == 2
     err = capsys.readouterr().err

@@ -16,6 +16,7 @@ DEFAULT_KIND = "cache"
 _REGISTRY: dict[str, str] = {
     "cache": "cacheproof.spec.cache.kind:CACHE_KIND",
     "blocks": "cacheproof.spec.blocks.kind:BLOCK_KIND",
+    "radix": "cacheproof.spec.radix.kind:RADIX_KIND",
 }
 
 

@@ -8,8 +8,8 @@ as a command line writes it (the value's `str`, any case). A wrong text is an
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import fields, replace
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from cacheproof.spec.errors import InvalidArgumentError
 
@@ -53,3 +53,34 @@ def written_differences(semantics: Any) -> dict[str, str]:
     `--semantics` writes them (`as_written`): what reports and headers record."""
     written_values = semantics.as_written()
     return {name: written_values[name] for name in semantics.differences()}
+
+
+class OptionSemantics:
+    """What a kind's semantics of plain choices shares (`KindSemantics`): mixed into a frozen
+    dataclass whose every field takes one of `OPTIONS[field]`, the defaults the contract's.
+
+    A value outside its field's options (a bool is not an int here) is an InvalidArgumentError
+    naming the class, the field and the valid values, raised when the semantics are built."""
+
+    OPTIONS: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+
+    def __post_init__(self) -> None:
+        for name, valid in self.OPTIONS.items():
+            value = getattr(self, name)
+            if not any(value == choice and type(value) is type(choice) for choice in valid):
+                raise InvalidArgumentError(
+                    f"{type(self).__name__}.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
+                )
+
+    def differences(self) -> dict[str, Any]:
+        """The fields that differ from the contract's choice, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+    def with_overrides(self, text: str) -> Any:
+        """These semantics with `FIELD=VALUE,...` applied; an unknown field or value raises
+        InvalidArgumentError naming it and the valid ones."""
+        return overridden(self, text, lambda name, raw: option_value(self.OPTIONS, name, raw))
+
+    def as_written(self) -> dict[str, str]:
+        """Every field's value as `--semantics` writes it, in field order."""
+        return {f.name: written(getattr(self, f.name)) for f in fields(self)}

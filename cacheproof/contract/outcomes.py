@@ -13,7 +13,7 @@ from cacheproof.spec import CacheError
 from cacheproof.spec.kind import outcome_name
 from cacheproof.spec.cache.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.cache.semantics import CONTRACT
-from cacheproof.spec.cache.views import STATS_FIELDS, comparable_snapshot, normalize_snapshot
+from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snapshot, normalize_snapshot
 from cacheproof.contract.values import values_equal
 
 

@@ -26,6 +26,7 @@ GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",
     "lifecycle.md": "cacheproof.docs.lifecycle",
     "block-pool-invariants.md": "cacheproof.docs.block_pool",
+    "radix-invariants.md": "cacheproof.docs.radix",
 }
 
 

@@ -180,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
     if args.block_table:
         return block_ids.main(args.json, quiet=args.quiet)
     if args.spec != DEFAULT_KIND:
+        if args.spec not in _KIND_PROVERS:
+            print(f"cacheproof prove: --spec {args.spec} has no z3 model of its invariants yet; "
+                  f"check it with `cacheproof check --spec {args.spec}`", file=sys.stderr)
+            return 2
         return importlib.import_module(_KIND_PROVERS[args.spec]).run(args)
     try:
         targets = _targets(args)

@@ -24,6 +24,7 @@ HOVER_CALLS = 400
 COLOURS = {
     "capacity": "#222222", "usable": "#222222", "in use": "#d95f02", "idle": "#1b9e77",
     "reserved": "#7570b3", "ready": "#1f4e79", "free": "#1b9e77", "cached": "#7570b3",
+    "slots": "#222222", "protected": "#d95f02", "evictable": "#7570b3", "requests' own": "#e7298a",
 }
 """Each figure's colour, by name (colour-blind safe: the ColorBrewer Dark2 hues)."""
 MARK_COLOUR = "#c62828"

@@ -4,7 +4,8 @@ Row 0 is the fresh spec, row i the spec right after call i; every call runs as t
 on the spec (`contract.steps.outcome_of`: a contract error is an outcome, the state unchanged).
 What a row holds is the kind's `FIGURES` table: the tensor cache's byte counts from `stats()`
 (capacity, in use, idle, reserved, ready), the block pool's block counts from `snapshot()` (usable,
-in use, free, cached). A long sequence keeps one row per `stride` calls (and the marked call's), so
+in use, free, cached), the radix cache's slot counts from `snapshot()` (slots, protected,
+evictable, requests' own, free). A long sequence keeps one row per `stride` calls (and the marked call's), so
 that the chart stays at most MAX_POINTS points; the replay itself is one pass, O(1) per call for the
 tensor cache, O(blocks) per kept row for the block pool.
 """
@@ -42,11 +43,14 @@ class Figure:
 
 @dataclass(frozen=True)
 class KindFigures:
-    """A kind's figures, their unit, and `read(model)`: their values in the model's state, in order."""
+    """A kind's figures, their unit, and `read(model)`: their values in the model's state, in order.
+    `from_snapshot`: the same values read from a `snapshot()` answer (a kind whose views a check
+    compares call by call; the implementation's row of a check report), None where there is none."""
 
     unit: str
     figures: tuple[Figure, ...]
     read: Callable[[Any], tuple[int, ...]]
+    from_snapshot: Callable[[Any], tuple[int, ...]] | None = None
 
 
 def _cache_figures(spec: Any) -> tuple[int, ...]:
@@ -75,6 +79,19 @@ def _snapshot_figures(snapshot: Any) -> tuple[int, ...]:
             sum(value is not None for _, value in usable))
 
 
+def _radix_snapshot_figures(snapshot: Any) -> tuple[int, ...]:
+    """The radix cache's figures from a snapshot (free, (evictable, protected), nodes, requests):
+    every slot named or free, then the sizes, the requests' own slots and the free count."""
+    free, (evictable, protected), nodes, requests = snapshot
+    named = {slot for node in nodes for slot in node[2]} | {slot for request in requests for slot in request[2]}
+    own = sum(len(request[2]) - request[3] for request in requests)
+    return len(named) + free, protected, evictable, own, free
+
+
+def _radix_figures(tree: Any) -> tuple[int, ...]:
+    return (tree.num_slots, *_radix_snapshot_figures(tree.snapshot())[1:])
+
+
 FIGURES: dict[str, KindFigures] = {
     "cache": KindFigures("bytes", (
         Figure("capacity", LIMIT, "capacity_bytes"),
@@ -88,7 +105,14 @@ FIGURES: dict[str, KindFigures] = {
         Figure("in use", LINE, "blocks with ref count > 0"),
         Figure("free", LINE, "the free queue's length (num_free())"),
         Figure("cached", LINE, "blocks carrying a hash, in use or free"),
-    ), _block_figures),
+    ), _block_figures, _snapshot_figures),
+    "radix": KindFigures("KV slots", (
+        Figure("slots", LIMIT, "num_slots"),
+        Figure("protected", BAND, "protected_size(): tokens of locked nodes"),
+        Figure("evictable", BAND, "evictable_size(): tokens of unlocked nodes"),
+        Figure("requests' own", BAND, "slots of live requests past their cached prefix"),
+        Figure("free", LINE, "the allocator's free slots"),
+    ), _radix_figures, _radix_snapshot_figures),
 }
 """Per spec kind, what the chart draws."""
 
@@ -165,15 +189,17 @@ def implementation_row(kind_name: str, series: Series, state_diff: dict | None, 
     diff: the block pool's from the implementation's snapshot when it differs (the spec's when the
     report lists every difference and the snapshot is not among them); the tensor cache's from the
     spec's entries with the diff's entries put in. None when the report does not say (a trace, an
-    answer the figures cannot read). Before the marked call the implementation agreed with the spec."""
+    answer the figures cannot read). Before the marked call the implementation agreed with the spec.
+    A kind with `from_snapshot` (the block pool, the radix cache) reads it the block pool's way."""
     if series.state is None:
         return None
     try:
-        if kind_name == "blocks":
+        table = FIGURES[kind_name]
+        if table.from_snapshot is not None:
             views = {view["view"]: view["implementation"] for view in (state_diff or {}).get("views", ())}
             if "snapshot" in views:
-                return _snapshot_figures(tupled(views["snapshot"]))
-            return FIGURES[kind_name].read(series.state) if complete else None
+                return table.from_snapshot(tupled(views["snapshot"]))
+            return table.read(series.state) if complete else None
         if kind_name == "cache":
             if not state_diff or "only_in_spec" not in state_diff:
                 return FIGURES[kind_name].read(series.state) if complete else None

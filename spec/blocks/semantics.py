@@ -7,13 +7,12 @@ has, and a summary. What vLLM's code does, per field, is written next to the fie
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
-from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import Profile
-from cacheproof.spec.overrides import option_value, overridden, written
+from cacheproof.spec.overrides import OptionSemantics
 
 BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),
@@ -23,7 +22,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
 
 
 @dataclass(frozen=True)
-class BlockSemantics:
+class BlockSemantics(OptionSemantics):
     """One block pool's design choices; every default is the contract's.
 
     - misuse: a call that breaks the contract (a double free, a touch of a free unhashed block,
@@ -40,29 +39,9 @@ class BlockSemantics:
       blocks, and the null block has no hash for `evict_blocks` to drop.
     """
 
+    OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
     misuse: str = "checked"
     null_block: str = "error"
-
-    def __post_init__(self) -> None:
-        for name, valid in BLOCK_OPTIONS.items():
-            value = getattr(self, name)
-            if value not in valid:
-                raise InvalidArgumentError(
-                    f"BlockSemantics.{name}={value!r}: valid values are {', '.join(map(repr, valid))}"
-                )
-
-    def differences(self) -> dict[str, Any]:
-        """The fields that differ from the contract's choice, by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
-
-    def with_overrides(self, text: str) -> "BlockSemantics":
-        """These semantics with `FIELD=VALUE,...` applied; an unknown field or value raises
-        InvalidArgumentError naming it and the valid ones."""
-        return overridden(self, text, lambda name, raw: option_value(BLOCK_OPTIONS, name, raw))
-
-    def as_written(self) -> dict[str, str]:
-        """Every field's value as `--semantics` writes it, in field order."""
-        return {f.name: written(getattr(self, f.name)) for f in fields(self)}
 
 
 BLOCK_CONTRACT = BlockSemantics()

@@ -1,13 +1,88 @@
-"""The tensor cache as a spec kind: `CacheSpec`, its operation table, invariants and profiles."""
+"""The tensor cache as a spec kind: `CacheSpec`, its operation table, invariants and profiles, and
+its views as the differential step compares them.
+
+Views: len(), stats() as the contract's byte fields, and snapshot() as (key, state name, refcount,
+nbytes, retain) entries, of which the model's semantics say what counts (`comparable_snapshot`).
+Each reader takes the target (the model or the implementation) and the model, whose semantics
+decide."""
 
 from __future__ import annotations
+
+import enum
+from typing import Any, Iterable
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS, CACHE_TYPES
 from cacheproof.spec.cache.model import CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS
-from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.kind import SpecKind, ViewReader
 from cacheproof.spec.cache.profiles import PROFILES
-from cacheproof.spec.cache.views import CACHE_VIEWS
+
+
+
+
+STATS_FIELDS = (
+    "capacity_bytes", "ready_bytes", "reserved_bytes", "pinned_bytes", "idle_bytes", "free_bytes", "entries",
+)
+"""The fields of stats() the contract compares (the hit and miss counters are informative)."""
+
+
+def normalize_snapshot(snapshot: Iterable[Any]) -> tuple:
+    """Entries as (key, state name, refcount, nbytes, retain), oldest first."""
+    return tuple((e.key, _name(e.state), e.refcount, e.nbytes, e.retain) for e in snapshot)
+
+
+def comparable_snapshot(entries: tuple, order: str, retain_flags: bool = True) -> tuple:
+    """What of a normalized snapshot is compared under `snapshot_order`: every entry in order
+    ("full"); the idle entries in order, then the others sorted ("idle"); all sorted ("membership").
+    Without transient entries (`retain_flags` False) the retain flag has no effect and is not compared."""
+    if not retain_flags:
+        entries = tuple(entry[:4] + (None,) for entry in entries)
+    if order == "full":
+        return entries
+    if order == "idle":
+        idle = tuple(e for e in entries if e[1] == "READY" and e[2] == 0)
+        return idle + tuple(sorted((e for e in entries if e not in idle), key=repr))
+    return tuple(sorted(entries, key=repr))
+
+
+def read_len(target: Any, model: Any) -> int:
+    return len(target)
+
+
+def read_stats(target: Any, model: Any) -> dict[str, Any]:
+    """The compared fields of `target.stats()` (AttributeError naming a field it lacks)."""
+    stats = target.stats()
+    return {field: getattr(stats, field) for field in STATS_FIELDS}
+
+
+def read_snapshot(target: Any, model: Any) -> tuple:
+    """`target.snapshot()` normalized, as much of it as the model's semantics compare."""
+    semantics = model.semantics
+    return comparable_snapshot(normalize_snapshot(target.snapshot()), semantics.snapshot_order,
+                               semantics.transient_entries)
+
+
+def snapshot_python(model: Any) -> str:
+    """`read_snapshot` of an implementation named `cache`, as Python."""
+    semantics = model.semantics
+    return (f"comparable_snapshot(normalize_snapshot(cache.snapshot()), {semantics.snapshot_order!r}, "
+            f"{semantics.transient_entries!r})")
+
+
+_IMPORTS = "from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snapshot, normalize_snapshot"
+
+CACHE_VIEWS = {
+    "len": ViewReader(read_len, lambda model: "len(cache)", method="__len__"),
+    "stats": ViewReader(read_stats, lambda model: "{field: getattr(cache.stats(), field) for field in STATS_FIELDS}",
+                        _IMPORTS, optional=True),
+    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True),
+}
+"""The views compared after every call, in order, and how each is read; a cache without stats()
+or snapshot() is compared on the others (docs/contract.md)."""
+
+
+def _name(state: Any) -> Any:
+    return state.name if isinstance(state, enum.Enum) else state
 
 CACHE_KIND = SpecKind(
     name="cache",

@@ -38,7 +38,10 @@ from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
 
-DEFAULT_IMPLS = {"blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager"}
+DEFAULT_IMPLS = {
+    "blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager",
+    "radix": "cacheproof.impl.radix_cache:radix_cache",
+}
 """The built-in implementation each kind is checked against when no --impl is given."""
 
 _CACHE_ONLY = {

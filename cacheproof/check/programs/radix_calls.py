@@ -1,0 +1,228 @@
+"""The radix cache's call generator: calls drawn from the model's state.
+
+Caches are small (1 to 16 KV slots, one in four up to 48) so that the allocator runs dry and
+admissions evict; tokens come from a vocabulary of three and sequences are short (up to 6 tokens),
+so that sequences share prefixes, matches end inside nodes (splits) and inserts diverge inside
+them. Most token sequences start from a path the tree holds (a node's tokens, cut or extended),
+the others are fresh. Each call usually suits the state: unlock names a locked node's tokens,
+evict asks for at most the evictable size, checkpoint and release name live requests, prefill a
+request that is not live. Misuse (an unlock of an unlocked path, an evict above the evictable
+size, an insert of a part page, a live request admitted again, an unknown request, up_to past the
+request's tokens, a token or request that is not an int) comes one call in eight; every error
+outcome of the operation table is among them (docs/search-power.md, outcome coverage).
+
+Those numbers are the small scope (`SMALL`), the one every check draws from. `--thorough` adds the
+wide scope (caches of up to 64 slots, one in four up to 256; requests 1..6; a vocabulary of four;
+sequences of up to 16 tokens; programs of 100 calls) and the long scope (the same in lives of 1,000
+calls); the small scope's thorough programs are 50 calls, a thousand of them, drawn from a seeded `random.Random` and shrunk by the checker alone (docs/scope.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
+from cacheproof.contract.calls import Call
+
+
+@dataclass(frozen=True)
+class RadixScope:
+    """What one program of the radix cache may reach: caches of 1..`slots` KV slots, one in four
+    of 1..`more_slots`; the requests calls name; the token vocabulary; at most `most_tokens` tokens
+    in one sequence."""
+
+    name: str
+    slots: int
+    more_slots: int
+    requests: tuple[int, ...]
+    tokens: tuple[int, ...]
+    most_tokens: int
+
+
+SMALL = RadixScope("small", 16, 48, (1, 2, 3), (0, 1, 2), 6)
+WIDE = RadixScope("wide", 64, 256, tuple(range(1, 7)), (0, 1, 2, 3), 16)
+LONG = replace(WIDE, name="long")
+SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
+
+THOROUGH = (Phase(SMALL, 1000, 50), Phase(WIDE, 300, 100, shrink=False), Phase(LONG, 30, 1000, shrink=False))
+"""`cacheproof check --spec radix --thorough`: 110,000 calls, about half a minute of CPU (docs/scope.md)."""
+_MISUSE_PERCENT = 12
+NOT_INTS = ("1", None, True, 1.5)
+"""Misused requests and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
+
+
+class RadixCalls:
+    """`CallGenerator` of the radix kind, drawing from `scope` (see the module docstring)."""
+
+    def __init__(self, scope: RadixScope = SMALL) -> None:
+        self.scope = scope
+
+    def size(self, draws: Draws) -> int:
+        """1..`slots` KV slots (16 in the small scope), one cache in four up to `more_slots` (48)."""
+        return integer(draws, 1, self.scope.more_slots if draws.randrange(4) == 3 else self.scope.slots)
+
+    def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
+        state = _State(model, self.scope)
+        operation = choice(draws, operations)
+        if misuse and draws.randrange(100) < _MISUSE_PERCENT:
+            return _MISUSE[operation](draws, state)
+        return _SUITED[operation](draws, state)
+
+    def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
+        """No argument cases beside the outcomes."""
+        return ()
+
+    def case_of(self, call: Call) -> str | None:
+        return None
+
+
+class _State:
+    """What the drawers read from the model."""
+
+    def __init__(self, model: Any, scope: RadixScope) -> None:
+        self.model, self.scope = model, scope
+        self.page = model.semantics.page_size
+        self.paths = model.paths()
+        self.live = model.live_requests()
+
+    def tokens(self, draws: Draws, *, whole_pages: bool = False) -> tuple:
+        """Mostly a node's tokens cut or extended, else fresh ones; whole pages when asked."""
+        fresh = some(draws, self.scope.tokens, self.scope.most_tokens)
+        if self.paths and integer(draws, 0, 3) > 0:
+            path = choice(draws, self.paths)[0]
+            cut = path[:integer(draws, 1, len(path))]
+            tokens = (cut + fresh)[:self.scope.most_tokens + len(cut)] if coin(draws) else cut
+        else:
+            tokens = fresh
+        if whole_pages:
+            tokens = tokens[:len(tokens) - len(tokens) % self.page]
+        return tokens
+
+    def not_live(self, draws: Draws) -> int:
+        idle = [r for r in self.scope.requests if r not in self.live]
+        return choice(draws, idle or [self.scope.requests[-1] + 1])
+
+
+def _match_prefix(draws: Draws, s: _State) -> Call:
+    return Call("match_prefix", (s.tokens(draws),))
+
+
+def _insert(draws: Draws, s: _State) -> Call:
+    return Call("insert", (s.tokens(draws, whole_pages=True),))
+
+
+def _lock(draws: Draws, s: _State) -> Call:
+    return Call("lock", (s.tokens(draws),))
+
+
+def _unlock(draws: Draws, s: _State) -> Call:
+    locked = [path for path, lock in s.paths if lock > 0]
+    return Call("unlock", (choice(draws, locked),) if locked else (s.tokens(draws),))
+
+
+def _evict(draws: Draws, s: _State) -> Call:
+    return Call("evict", (integer(draws, 0, s.model.evictable_size()),))
+
+
+def _reset(draws: Draws, s: _State) -> Call:
+    return Call("reset", ())
+
+
+def _evictable_size(draws: Draws, s: _State) -> Call:
+    return Call("evictable_size", ())
+
+
+def _protected_size(draws: Draws, s: _State) -> Call:
+    return Call("protected_size", ())
+
+
+def _total_size(draws: Draws, s: _State) -> Call:
+    return Call("total_size", ())
+
+
+def _prefill(draws: Draws, s: _State) -> Call:
+    return Call("prefill", (s.not_live(draws), s.tokens(draws) or (choice(draws, s.scope.tokens),)))
+
+
+def _checkpoint(draws: Draws, s: _State) -> Call:
+    if not s.live:
+        return _prefill(draws, s)
+    request = choice(draws, s.live)
+    return Call("checkpoint", (request,), {"up_to": integer(draws, 0, len(s.model.tokens_of(request)))})
+
+
+def _release(draws: Draws, s: _State) -> Call:
+    if not s.live:
+        return _prefill(draws, s)
+    return Call("release", (choice(draws, s.live),))
+
+
+_SUITED = {
+    "match_prefix": _match_prefix, "insert": _insert, "lock": _lock, "unlock": _unlock, "evict": _evict,
+    "reset": _reset, "evictable_size": _evictable_size, "protected_size": _protected_size,
+    "total_size": _total_size, "prefill": _prefill, "checkpoint": _checkpoint, "release": _release,
+}
+
+
+def _bad_tokens(draws: Draws, s: _State) -> tuple:
+    return s.tokens(draws) + (choice(draws, NOT_INTS),)
+
+
+def _misuse_match_prefix(draws: Draws, s: _State) -> Call:
+    return Call("match_prefix", (_bad_tokens(draws, s),))
+
+
+def _misuse_insert(draws: Draws, s: _State) -> Call:
+    if s.page > 1 and coin(draws):
+        return Call("insert", (s.tokens(draws, whole_pages=True) + (choice(draws, s.scope.tokens),),))
+    if coin(draws):
+        return Call("insert", (_bad_tokens(draws, s),))
+    return Call("insert", (tuple(choice(draws, s.scope.tokens) for _ in range(s.model.num_slots + s.page)),))
+
+
+def _misuse_lock(draws: Draws, s: _State) -> Call:
+    return Call("lock", (_bad_tokens(draws, s),))
+
+
+def _misuse_unlock(draws: Draws, s: _State) -> Call:
+    unlocked = [path for path, lock in s.paths if lock == 0]
+    if unlocked and coin(draws):
+        return Call("unlock", (choice(draws, unlocked),))
+    return Call("unlock", (_bad_tokens(draws, s),))
+
+
+def _misuse_evict(draws: Draws, s: _State) -> Call:
+    if coin(draws):
+        return Call("evict", (choice(draws, (-1, *NOT_INTS)),))
+    return Call("evict", (s.model.evictable_size() + integer(draws, 1, 3),))
+
+
+def _misuse_prefill(draws: Draws, s: _State) -> Call:
+    pick = integer(draws, 0, 3)
+    if pick == 0 and s.live:
+        return Call("prefill", (choice(draws, s.live), s.tokens(draws) or (0,)))
+    if pick == 1:
+        return Call("prefill", (choice(draws, NOT_INTS), (0,)))
+    if pick == 2:
+        return Call("prefill", (s.not_live(draws), ()))
+    return Call("prefill", (s.not_live(draws), tuple(choice(draws, s.scope.tokens) for _ in range(s.model.num_slots + 1))))
+
+
+def _misuse_checkpoint(draws: Draws, s: _State) -> Call:
+    if s.live and coin(draws):
+        request = choice(draws, s.live)
+        return Call("checkpoint", (request,), {"up_to": choice(draws, (-1, len(s.model.tokens_of(request)) + 1))})
+    return Call("checkpoint", (s.not_live(draws),), {"up_to": 0})
+
+
+def _misuse_release(draws: Draws, s: _State) -> Call:
+    return Call("release", (choice(draws, (s.not_live(draws), *NOT_INTS)),))
+
+
+_MISUSE = {
+    **_SUITED,
+    "match_prefix": _misuse_match_prefix, "insert": _misuse_insert, "lock": _misuse_lock, "unlock": _misuse_unlock,
+    "evict": _misuse_evict, "prefill": _misuse_prefill, "checkpoint": _misuse_checkpoint, "release": _misuse_release,
+}

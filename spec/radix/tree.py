@@ -1,0 +1,419 @@
+"""`RadixCacheSpec`: the reference model of a radix prefix cache (SGLang's RadixAttention).
+
+Each operation is written as a TLA+ action: argument checks, then the guard on the state, then the
+updates; every check runs before the first update, so a call that raises changes nothing. Checks
+run in a fixed order: InvalidArgumentError (the request, then the other arguments in order) before
+WrongStateError before CapacityError.
+
+State: a tree of token runs (the root holds none); each node has its key (a run of whole pages),
+its KV slots (one per token, owned by the node), a lock count and the logical time of its last
+access; a node's children differ in their first page. The token allocator holds the free slots
+and hands out the lowest first. The clock ticks once per call that touches the tree (match_prefix,
+insert, lock, prefill, checkpoint, release); every node on the path such a call walks gets that
+tick. Per live request: its tokens, its slots (the first `prefix` of them owned by the tree, the
+rest its own) and `prefix`, the length of the path it holds locked (the scheduler's
+req.last_node).
+"""
+
+from __future__ import annotations
+
+
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+from cacheproof.spec.radix import invariants as radix_invariants
+from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RadixSemantics
+from cacheproof.spec.radix.snapshot import write_snapshot
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Node:
+    """One node: its key, slots, lock count, last access, parent and children (by first page)."""
+
+    def __init__(self, key: tuple, slots: list, parent: "_Node | None", tick: int) -> None:
+        self.key, self.slots, self.parent, self.tick = key, slots, parent, tick
+        self.lock = 0
+        self.children: dict[tuple, _Node] = {}
+
+    def prefix(self) -> tuple:
+        """The tokens above this node, root first."""
+        runs, node = [], self.parent
+        while node is not None:
+            runs.append(node.key)
+            node = node.parent
+        return tuple(token for run in reversed(runs) for token in run)
+
+
+class _Request:
+    def __init__(self, tokens: tuple, slots: list, prefix: int) -> None:
+        self.tokens, self.slots, self.prefix = tokens, slots, prefix
+
+
+class RadixCacheSpec:
+    """The executable spec of a radix cache over `num_slots` KV slots, under `semantics`
+    (spec/radix/semantics.py: the page size)."""
+
+    def __init__(self, num_slots: int, semantics: RadixSemantics = RADIX_CONTRACT) -> None:
+        if not _is_int(num_slots) or num_slots < 1:
+            raise InvalidArgumentError(f"num_slots must be an int >= 1, got {num_slots!r}")
+        self._num_slots = num_slots
+        self.semantics = semantics
+        self.page = semantics.page_size
+        self._free: set[int] = set(range(num_slots))
+        self._root = _Node((), [], None, 0)
+        self._clock = 0
+        self._requests: dict[int, _Request] = {}
+
+    # Tree level ---------------------------------------------------------------------------
+
+    def match_prefix(self, tokens: tuple[int, ...]) -> int:
+        """The length of the longest cached prefix of `tokens` in whole pages; the node it ends
+        inside is split there, and every node of the path gets this call's tick."""
+        tokens = self._check_tokens("match_prefix", tokens)
+        return len(self._walk(self._tick(), tokens)[1])
+
+    def insert(self, tokens: tuple[int, ...]) -> int:
+        """Cache `tokens` (whole pages): slots for all of them come from the allocator (lowest
+        first), the tree keeps those of the part not yet cached and hands the others back. The
+        answer: the length of the part already cached. CapacityError if fewer slots are free."""
+        tokens = self._check_tokens("insert", tokens, whole_pages=True)
+        if len(tokens) > len(self._free):
+            raise CapacityError(f"insert: {len(tokens)} tokens need {len(tokens)} KV slots, {len(self._free)} are free")
+        slots = self._alloc(len(tokens))
+        cached = self._insert(self._tick(), tokens, slots)
+        self._free.update(slots[:cached])
+        return cached
+
+    def lock(self, tokens: tuple[int, ...]) -> int:
+        """`match_prefix(tokens)`, then lock + 1 on the node it ends at and every node above it
+        (SGLang's inc_lock_ref(last_node)); the answer is the match's length."""
+        tokens = self._check_tokens("lock", tokens)
+        node, matched = self._walk(self._tick(), tokens)
+        self._inc(node)
+        return len(matched)
+
+    def unlock(self, tokens: tuple[int, ...]) -> int:
+        """lock - 1 on the node a match of `tokens` ends at and every node above it (SGLang's
+        dec_lock_ref), touching no access time. WrongStateError, changing nothing, unless that node
+        holds a lock of its own (its lock count above its children's together) that no live request
+        whose prefix ends there holds: a lock is dropped where it was taken, a request's only by its
+        release, and no count goes below zero. The answer is the match's length."""
+        tokens = self._check_tokens("unlock", tokens)
+        length = self._matched_length(tokens)
+        walked = self._peek(tokens)
+        if walked:
+            node, used = walked[-1]
+            path = node.prefix() + node.key[:used]
+            below = node.lock if used < len(node.key) else sum(child.lock for child in node.children.values())
+            held = sum(1 for live in self._requests.values() if live.prefix == len(path) and live.tokens[:len(path)] == path)
+            if node.lock - below <= held:
+                raise WrongStateError(
+                    f"unlock(tokens={tokens}): the node of tokens {path} holds {node.lock - below} locks of its own, "
+                    f"{held} of them live requests'; a lock is dropped where it was taken, a request's only by its "
+                    "release, and a lock count never goes below zero (SGLang #11970)"
+                )
+        node, _ = self._walk(None, tokens)
+        self._dec(node)
+        return length
+
+    def evict(self, n: int) -> int:
+        """Free at least `n` tokens' slots: unlocked leaves, the least recently used first (equal
+        times: the smaller prefix + key first), a parent left childless and unlocked becoming a
+        leaf in turn. The answer: the tokens freed. CapacityError, changing nothing, when n is
+        above the evictable size (that would take a locked node)."""
+        if not _is_int(n) or n < 0:
+            raise InvalidArgumentError(f"evict: n must be an int >= 0, got {n!r}")
+        evictable = self.evictable_size()
+        if n > evictable:
+            raise CapacityError(
+                f"evict(n={n}): only {evictable} tokens are evictable; the other "
+                f"{self.protected_size()} are locked, and eviction never takes a locked node"
+            )
+        freed = 0
+        while freed < n:
+            leaf = min(self._unlocked_leaves(), key=lambda node: (node.tick, node.prefix() + node.key))
+            freed += self._delete(leaf)
+        return freed
+
+    def reset(self) -> bool:
+        """Empty the tree, every slot it owns freed, and return True; False, changing nothing,
+        while a node is locked or a request is live."""
+        if self._requests or any(node.lock for node in self._nodes()):
+            return False
+        for node in self._nodes():
+            self._free.update(node.slots)
+        self._root.children.clear()
+        return True
+
+    def evictable_size(self) -> int:
+        """Tokens in unlocked nodes."""
+        return sum(len(node.key) for node in self._nodes() if node.lock == 0)
+
+    def protected_size(self) -> int:
+        """Tokens in locked nodes."""
+        return sum(len(node.key) for node in self._nodes() if node.lock > 0)
+
+    def total_size(self) -> int:
+        """Tokens in the tree."""
+        return sum(len(node.key) for node in self._nodes())
+
+    # Request level ------------------------------------------------------------------------
+
+    def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
+        """Admit `request` with `tokens` (at least one): the cached prefix of tokens[:-1] in whole
+        pages is matched and locked (the last token is always computed), slots for the other
+        tokens allocated, unlocked leaves evicted first if too few are free. The answer: the
+        prefix length. WrongStateError for a live request; CapacityError, changing nothing, if
+        free plus evictable slots (those of the matched path aside) are too few."""
+        self._check_request("prefill", request)
+        tokens = self._check_tokens("prefill", tokens)
+        if not tokens:
+            raise InvalidArgumentError(f"prefill(request={request}): tokens must hold at least one token")
+        if request in self._requests:
+            raise WrongStateError(f"prefill(request={request}): the request is live; release it first")
+        length = self._matched_length(tokens[:-1])
+        need = len(tokens) - length
+        path_unlocked = sum(used for node, used in self._peek(tokens[:-1]) if node.lock == 0)
+        available = len(self._free) + self.evictable_size() - path_unlocked
+        if need > available:
+            raise CapacityError(
+                f"prefill(request={request}): {need} tokens need KV slots, {len(self._free)} are free and "
+                f"{available - len(self._free)} more evictable"
+            )
+        node, matched = self._walk(self._tick(), tokens[:-1])
+        self._inc(node)
+        if need > len(self._free):
+            self.evict(need - len(self._free))
+        slots = [slot for path_node in reversed(self._path_nodes(matched)) for slot in path_node.slots]
+        self._requests[request] = _Request(tokens, slots + self._alloc(need), len(matched))
+        return len(matched)
+
+    def checkpoint(self, request: int, *, up_to: int) -> int:
+        """Cache the first `up_to` tokens of `request` (whole pages, never fewer than its locked
+        prefix): the tree keeps the request's slots of the part not yet cached, the request's
+        slots of the part another request cached meanwhile are freed and replaced by the tree's,
+        and its lock moves from its old prefix to the new one. The answer: the part already cached."""
+        self._check_request("checkpoint", request)
+        if not _is_int(up_to) or up_to < 0:
+            raise InvalidArgumentError(f"checkpoint(request={request}): up_to must be an int >= 0, got {up_to!r}")
+        live = self._live("checkpoint", request)
+        if up_to > len(live.tokens):
+            raise InvalidArgumentError(
+                f"checkpoint(request={request}, up_to={up_to}): the request has {len(live.tokens)} tokens"
+            )
+        return self._cache(live, max(self._pages(up_to), live.prefix))
+
+    def release(self, request: int) -> int:
+        """Cache the tokens of `request` in whole pages as checkpoint does, free its slots past
+        them, unlock its prefix and forget it. The answer: the part already cached."""
+        self._check_request("release", request)
+        live = self._live("release", request)
+        cached = self._cache(live, max(self._pages(len(live.tokens)), live.prefix))
+        self._free.update(live.slots[live.prefix:])
+        self._dec(self._path_nodes(live.tokens[:live.prefix])[0] if live.prefix else self._root)
+        del self._requests[request]
+        return cached
+
+    # The Model protocol ---------------------------------------------------------------------
+
+    @property
+    def num_slots(self) -> int:
+        return self._num_slots
+
+    def snapshot(self) -> tuple:
+        """The view of spec/radix/snapshot.py: free slots, sizes, nodes and requests."""
+        nodes = [(node.prefix(), node.key, node.slots, node.key, node.lock, node.tick) for node in self._nodes()]
+        requests = [(rid, live.tokens, live.slots, live.prefix) for rid, live in self._requests.items()]
+        return write_snapshot(len(self._free), self.evictable_size(), self.protected_size(), nodes, requests)
+
+    def state_key(self) -> tuple:
+        """The snapshot: it decides every later answer and view (slots by name, times by rank)."""
+        return self.snapshot()
+
+    def copy(self) -> "RadixCacheSpec":
+        """An independent spec in the same state."""
+        twin = RadixCacheSpec(self._num_slots, self.semantics)
+        twin._free, twin._clock = set(self._free), self._clock
+        twin._root = _copy_node(self._root, None)
+        twin._requests = {rid: _Request(r.tokens, list(r.slots), r.prefix) for rid, r in self._requests.items()}
+        return twin
+
+    def check_invariants(self) -> None:
+        """Raise `InvariantViolation` if the state breaks a state invariant of
+        spec/radix/invariants.py."""
+        radix_invariants.check_state(self._num_slots, self.page, self.snapshot())
+
+    def live_requests(self) -> tuple[int, ...]:
+        """The live requests' ids, ascending (for the call generator)."""
+        return tuple(sorted(self._requests))
+
+    def tokens_of(self, request: int) -> tuple[int, ...]:
+        """A live request's tokens (for the call generator)."""
+        return self._requests[request].tokens
+
+    def paths(self) -> tuple[tuple[tuple[int, ...], int], ...]:
+        """(prefix + key, lock count) of every node (for the call generator)."""
+        return tuple((node.prefix() + node.key, node.lock) for node in self._nodes())
+
+    def __repr__(self) -> str:
+        return (f"RadixCacheSpec(num_slots={self._num_slots}, page_size={self.page}, free={len(self._free)}, "
+                f"tokens={self.total_size()}, requests={len(self._requests)})")
+
+    # Checks -------------------------------------------------------------------------------
+
+    def _check_request(self, operation: str, request: object) -> None:
+        if not _is_int(request):
+            raise InvalidArgumentError(f"{operation}: request must be an int, got {request!r}")
+
+    def _check_tokens(self, operation: str, tokens: object, *, whole_pages: bool = False) -> tuple:
+        if not isinstance(tokens, (tuple, list)):
+            raise InvalidArgumentError(f"{operation}: tokens must be a tuple of ints, got {tokens!r}")
+        for token in tokens:
+            if not _is_int(token):
+                raise InvalidArgumentError(f"{operation}: token {token!r} is not an int")
+        if whole_pages and len(tokens) % self.page:
+            raise InvalidArgumentError(
+                f"{operation}: {len(tokens)} tokens are not whole pages of {self.page}; the tree caches whole pages"
+            )
+        return tuple(tokens)
+
+    def _live(self, operation: str, request: int) -> _Request:
+        if request not in self._requests:
+            raise WrongStateError(f"{operation}(request={request}): the request is not live (prefill admits it)")
+        return self._requests[request]
+
+    # Steps --------------------------------------------------------------------------------
+
+    def _pages(self, length: int) -> int:
+        return length - length % self.page
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
+    def _alloc(self, n: int) -> list[int]:
+        taken = sorted(self._free)[:n]
+        self._free.difference_update(taken)
+        return taken
+
+    def _nodes(self) -> list[_Node]:
+        found, stack = [], list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            found.append(node)
+            stack.extend(node.children.values())
+        return found
+
+    def _common(self, key: tuple, tokens: tuple) -> int:
+        """The length, in whole pages, of the common prefix of `key` and `tokens`."""
+        length = 0
+        while length < min(len(key), len(tokens)) and key[length] == tokens[length]:
+            length += 1
+        return self._pages(length)
+
+    def _peek(self, tokens: tuple) -> list[tuple[_Node, int]]:
+        """The nodes a match of `tokens` walks, root side first, each with how many of its tokens
+        the match takes (fewer than its key for the node the match ends inside), changing nothing."""
+        node, length, tokens, walked = self._root, 0, tokens[:self._pages(len(tokens))], []
+        while length < len(tokens):
+            child = node.children.get(tokens[length:length + self.page])
+            if child is None:
+                break
+            common = self._common(child.key, tokens[length:])
+            walked.append((child, common))
+            length += common
+            if common < len(child.key):
+                break
+            node = child
+        return walked
+
+    def _matched_length(self, tokens: tuple) -> int:
+        """The longest cached prefix of `tokens` in whole pages, changing nothing."""
+        return sum(used for _, used in self._peek(tokens))
+
+    def _split(self, child: _Node, at: int) -> _Node:
+        """Split `child` after `at` tokens: a new parent keeps the first `at` tokens, their slots,
+        the child's lock count and access time."""
+        parent = child.parent
+        head = _Node(child.key[:at], child.slots[:at], parent, child.tick)
+        head.lock = child.lock
+        parent.children[child.key[:self.page]] = head
+        child.key, child.slots, child.parent = child.key[at:], child.slots[at:], head
+        head.children[child.key[:self.page]] = child
+        return head
+
+    def _walk(self, tick: int | None, tokens: tuple) -> tuple[_Node, tuple]:
+        """The node a match of `tokens` ends at (the node it ends inside split there) and the
+        matched tokens; every node of the path gets `tick` (None: no access)."""
+        node, length, tokens = self._root, 0, tokens[:self._pages(len(tokens))]
+        while length < len(tokens):
+            child = node.children.get(tokens[length:length + self.page])
+            if child is None:
+                break
+            common = self._common(child.key, tokens[length:])
+            if common < len(child.key):
+                child = self._split(child, common)
+            if tick is not None:
+                child.tick = tick
+            length += common
+            node = child
+        return node, tokens[:length]
+
+    def _path_nodes(self, matched: tuple) -> list[_Node]:
+        """The nodes whose keys make up `matched` exactly, deepest first (none for the root)."""
+        node, _ = self._walk(None, matched)
+        path = []
+        while node is not self._root:
+            path.append(node)
+            node = node.parent
+        return path
+
+    def _insert(self, tick: int, tokens: tuple, slots: list) -> int:
+        """Put `tokens` with `slots` in the tree (whole pages); the answer is the length already
+        cached, whose slots the caller still holds."""
+        node, matched = self._walk(tick, tokens)
+        length = len(matched)
+        if length < len(tokens):
+            leaf = _Node(tokens[length:], list(slots[length:]), node, tick)
+            node.children[leaf.key[:self.page]] = leaf
+        return length
+
+    def _inc(self, node: _Node) -> None:
+        while node is not self._root:
+            node.lock += 1
+            node = node.parent
+
+    def _dec(self, node: _Node) -> None:
+        while node is not self._root:
+            node.lock -= 1
+            node = node.parent
+
+    def _unlocked_leaves(self) -> list[_Node]:
+        return [node for node in self._nodes() if not node.children and node.lock == 0]
+
+    def _delete(self, leaf: _Node) -> int:
+        del leaf.parent.children[leaf.key[:self.page]]
+        self._free.update(leaf.slots)
+        return len(leaf.key)
+
+    def _cache(self, live: _Request, upto: int) -> int:
+        """Insert the request's first `upto` tokens with its slots, free its duplicates, take the
+        tree's slots in their place and move its lock from its old prefix to the new one."""
+        tokens, old = live.tokens[:upto], live.tokens[:live.prefix]
+        cached = self._insert(self._tick(), tokens, live.slots[:upto])
+        self._free.update(live.slots[live.prefix:cached])
+        node, _ = self._walk(None, tokens)
+        self._inc(node)
+        self._dec(self._path_nodes(old)[0] if old else self._root)
+        tree_slots = [slot for path_node in reversed(self._path_nodes(tokens)) for slot in path_node.slots]
+        live.slots[:upto] = tree_slots
+        live.prefix = upto
+        return cached
+
+
+def _copy_node(node: _Node, parent: _Node | None) -> _Node:
+    twin = _Node(node.key, list(node.slots), parent, node.tick)
+    twin.lock = node.lock
+    twin.children = {page: _copy_node(child, twin) for page, child in node.children.items()}
+    return twin

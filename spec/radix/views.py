@@ -1,0 +1,68 @@
+"""How the radix cache's view reads in a difference report, and the step its invariants judge.
+
+A report shows a differing `snapshot()` part by part: the free slots, the sizes, each node (its KV
+slots, lock count, access rank and stored tokens, each concerning its own invariants) and each live
+request. `radix_step` builds, from an implementation's views before and after a call, the
+`RadixStep` the invariants of spec/radix/invariants.py judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from cacheproof.spec.kind import Naming, ViewPart
+from cacheproof.spec.radix.invariants import RadixStep
+
+ALLOCATOR_RULE = ("a call takes KV slots from the token allocator for the tokens it caches or admits and hands back "
+                  "duplicates, evicted nodes' slots and a released request's tail (docs/radix-contract.md, Slots)")
+REQUEST_RULE = ("a live request holds its cached prefix locked and its other tokens' slots (docs/radix-contract.md, "
+                "Request level)")
+
+
+def _is_tuple(value: Any, length: int | None = None) -> bool:
+    return isinstance(value, tuple) and (length is None or len(value) == length)
+
+
+def snapshot_parts(snapshot: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(free slots, sizes, nodes, requests) as parts: the free count, the sizes, each node by its
+    tokens, each request."""
+    if not _is_tuple(snapshot, 4) or not all(_is_tuple(part) for part in snapshot[1:]):
+        return None
+    free, sizes, nodes, requests = snapshot
+    if not _is_tuple(sizes, 2) or not all(_is_tuple(node, 6) for node in nodes) \
+            or not all(_is_tuple(request, 4) for request in requests):
+        return None
+    parts = [
+        ViewPart("free KV slots", names.value(free), ("R3",), ALLOCATOR_RULE),
+        ViewPart("sizes", f"evictable {names.value(sizes[0])}, protected {names.value(sizes[1])}", ("R2",)),
+    ]
+    for prefix, key, slots, stored, lock, rank in nodes:
+        parts.append(ViewPart.joined(f"node {names.value(tuple(prefix) + tuple(key))}", (
+            ViewPart("key", f"key {names.value(key)}", ("R4", "R5")),
+            ViewPart("slots", f"slots {names.value(slots)}", ("R3",)),
+            ViewPart("stored", f"stored {names.value(stored)}", ("R9",)),
+            ViewPart("lock", f"lock {names.value(lock)}", ("R1", "R6")),
+            ViewPart("access", f"access rank {names.value(rank)}", ("R7",)),
+        )))
+    for request, tokens, slots, prefix in requests:
+        parts.append(ViewPart(names.thing("request", request),
+                              f"tokens {names.value(tokens)}, slots {names.value(slots)}, prefix {names.value(prefix)}",
+                              ("R1", "R3"), REQUEST_RULE))
+    return parts
+
+
+RADIX_READINGS = {"snapshot": snapshot_parts}
+"""The radix cache's view, as `SpecKind.readings`."""
+
+RADIX_SHAPES = {
+    "snapshot": "a tuple (free slots, (evictable, protected), nodes, requests): nodes a tuple of (prefix tokens, "
+                "key tokens, slot names, stored tokens, lock count, access rank) by prefix + key; requests a tuple of "
+                "(request id, tokens, slot names, prefix length) by request id (spec/radix/snapshot.py writes it)",
+}
+"""The shape of the view's answer, in words (`SpecKind.shapes`)."""
+
+
+def radix_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> RadixStep:
+    """The `RadixStep` of a call (`op`, `args`) from the views before and after it. The judge is
+    not told the page size, so R4 judges a match there without pages and maximality."""
+    return RadixStep(call.op, size, None, before["snapshot"], after["snapshot"], raised, tuple(call.args), result)
