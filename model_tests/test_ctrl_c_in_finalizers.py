@@ -17,32 +17,24 @@ from model_tests.ctrl_c import interruptible_python
 
 ROOT = Path(__file__).resolve().parent.parent
 
+GC_PRESSED = (
+    "def pressed(phase, info):\n"
+    "    if phase == 'start':\n"
+    "        os.kill(os.getpid(), signal.SIGINT)\n"
+    "        for _ in range(10000): pass  # the handler runs here, inside the callback\n"
+    "def finalize():\n"
+    "    gc.callbacks.append(pressed)\n"
+    "    try:\n"
+    "{collect}"
+    "    finally:\n"
+    "        gc.callbacks.remove(pressed)\n"
+)
+
 PRESSED_IN = {
-    "gc callback": (
-        "def pressed(phase, info):\n"
-        "    if phase == 'start':\n"
-        "        os.kill(os.getpid(), signal.SIGINT)\n"
-        "        for _ in range(10000): pass  # the handler runs here, inside the callback\n"
-        "def finalize():\n"
-        "    gc.callbacks.append(pressed)\n"
-        "    try:\n"
-        "        gc.collect()\n"
-        "    finally:\n"
-        "        gc.callbacks.remove(pressed)\n"
-    ),
-    "gc callback while threading's shutdown lock is held": (
-        "def pressed(phase, info):\n"
-        "    if phase == 'start':\n"
-        "        os.kill(os.getpid(), signal.SIGINT)\n"
-        "        for _ in range(10000): pass  # the handler runs here, inside the callback\n"
-        "def finalize():\n"
-        "    gc.callbacks.append(pressed)\n"
-        "    try:\n"
-        "        with threading._shutdown_locks_lock:  # as Thread.join holds it when a collection starts\n"
-        "            gc.collect()\n"
-        "    finally:\n"
-        "        gc.callbacks.remove(pressed)\n"
-    ),
+    "gc callback": GC_PRESSED.format(collect="        gc.collect()\n"),
+    "gc callback while threading's shutdown lock is held": GC_PRESSED.format(
+        collect="        with threading._shutdown_locks_lock:  # as Thread.join holds it when a collection starts\n"
+                "            gc.collect()\n"),
     "weakref callback": (
         "class Member:\n"
         "    pass\n"
