@@ -18,6 +18,7 @@ from hypothesis.internal.reflection import function_digest
 from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.errors import InvalidArgumentError
+from cacheproof.spec.kinds import kind_names
 from cacheproof.testing import cache_test
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.testing.functions import CacheDivergence, Program
@@ -258,7 +259,7 @@ def test_a_block_pool_test_fails_like_a_cache_test(users_suite: pytest.Pytester)
 
 @pytest.mark.parametrize(
     "options, named",
-    [({"spec": "radix"}, "spec 'radix': the spec kinds are cache, blocks"),
+    [({"spec": "lsm-tree"}, "spec 'lsm-tree': the spec kinds are " + ", ".join(kind_names())),
      ({"spec": "blocks", "keys": "str"}, "keys 'str': an option of the tensor cache's tests, not of spec 'blocks'"),
      ({"spec": "blocks", "scope": "wide"}, "scope 'wide'"),
      ({"spec": "blocks", "profile": "plain-lru"}, "profile 'plain-lru': spec kind 'blocks' has the profiles contract"),
