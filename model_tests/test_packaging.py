@@ -95,3 +95,15 @@ def test_the_readme_names_each_extra():
     assert "pip install ." in installing and "Once cacheproof is released to PyPI" in installing
     rows = re.findall(r"^\| `([a-z]+)` \|", installing, re.MULTILINE)
     assert sorted(rows) == sorted(EXTRAS)
+
+
+def test_every_source_folder_is_a_listed_package():
+    """A folder of modules that pyproject's `packages` forgets is left out of a wheel: the core
+    install then fails at import (seen with spec/radix)."""
+    folders = {prefix: Path(folder) for prefix, folder in SETUPTOOLS["package-dir"].items()}
+    found = set()
+    for prefix, folder in folders.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT / folder)
+            found.add(".".join((prefix, *relative.parts)))
+    assert found - set(SETUPTOOLS["packages"]) == set()
