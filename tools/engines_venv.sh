@@ -2,7 +2,12 @@
 # Build a venv that imports the REAL vLLM v1 BlockPool and the REAL SGLang
 # MultiModalStaticCache on a CPU-only machine, with cacheproof installed
 # editable, for model_tests/engines and the block-pool bench.
-#                              usage: bash tools/engines_venv.sh VENV
+#                              usage: bash tools/engines_venv.sh VENV [BASE_VENV]
+#
+# BASE_VENV: a venv of this project (the README's .venv) whose installed packages VENV reuses
+# through a .pth line, so that the same torch and triton (1.9 GB) are not installed twice;
+# only what BASE_VENV lacks or pins differently goes into VENV. CI builds it so (its disk is
+# small); without BASE_VENV, VENV stands alone.
 #
 # Rules: every version comes from constraints/engines.txt (exact pins).
 #  1. torch 2.13.0 with its own dependencies (the CPU wheel; vllm 0.34.0 asks
@@ -24,6 +29,10 @@ PINS="$ROOT/constraints/engines.txt"
 PY=${PYTHON:-python3}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 VENV=$(cd "$VENV" && pwd)  # absolute: the smoke imports below run from inside it
+if [ -n "${2:-}" ]; then
+    purelib() { "$1/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"; }
+    purelib "$2" > "$(purelib "$VENV")/cacheproof_base_venv.pth"
+fi
 PIP=("$VENV/bin/python" -m pip install -q -c "$PINS")
 "${PIP[@]}" torch
 "${PIP[@]}" --no-deps -r "$PINS"
