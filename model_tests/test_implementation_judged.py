@@ -100,6 +100,19 @@ def test_check_names_the_invariant_the_pools_own_state_breaks_first(tmp_path: Pa
     assert out[at + 2].startswith("  kind: free: ")  # the spec-vs-implementation difference comes after
 
 
+def test_replay_judges_the_pools_own_state_as_check_does(tmp_path: Path):
+    trace, checked, replayed = tmp_path / "owner-blind.jsonl", tmp_path / "check.json", tmp_path / "replay.json"
+    assert main(["check", "--spec", "blocks", "--impl", OWNER_BLIND, "--seed", "1", "--max-divergences", "1",
+                 "--json", str(checked), "--trace-out", str(trace)]) == 1
+    assert main(["replay", str(trace), "--impl", OWNER_BLIND, "--json", str(replayed)]) == 1
+    (found,) = json.loads(checked.read_text())["divergences"]
+    divergence = json.loads(replayed.read_text())["divergence"]
+    assert divergence["against"] == "implementation"
+    assert [broken["name"] for broken in divergence["broken_invariants"]] == ["B7"]
+    assert divergence["broken_invariants"] == found["broken_invariants"]
+    assert divergence["why"][0] == found["why"][0]
+
+
 def test_divergences_breaking_an_invariant_come_first(tmp_path: Path, capsys):
     report = tmp_path / "two-bugs.json"
     assert main(["check", "--spec", "blocks", "--impl", "model_tests.block_pools:HeadFreeOwnerBlindPool", "--seed", "1",

@@ -59,6 +59,7 @@ from cacheproof.trace.format import (
     read_trace,
     recorded_calls,
 )
+from cacheproof.contract.explaining.broken import named as named_broken
 from cacheproof.contract.record import HEADER_LINES, recorded_result
 from cacheproof.contract.values import values_equal
 
@@ -112,6 +113,8 @@ class ReplayDivergence:
             "state_diff": self.state_diff if diff is None else diff.to_json(),
             "spec_snapshot": None if self.spec_snapshot is None else [list(e) for e in self.spec_snapshot],
             "cache_snapshot": None if self.cache_snapshot is None else [list(e) for e in self.cache_snapshot],
+            "broken_invariants": named_broken(self.explanation),
+            "why": list(self.explanation),
         }
 
 
