@@ -34,7 +34,7 @@ from cacheproof.check.concurrent.history import (
     observed_error,
 )
 from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.check.concurrent.search import linearize, predecessors_of
+from cacheproof.check.concurrent.search import linearize
 from cacheproof.contract.outcomes import STATS_FIELDS, comparable_snapshot, error_matches, run_spec_call
 from cacheproof.spec.kinds import new_spec
 from cacheproof.spec.kind import Model
@@ -97,9 +97,8 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
                 f"the prefix alone diverges: call {position + 1}, {call_format.to_python(call)}, "
                 f"{observed.describe()}; the spec {expected.describe()}"
             ))
-    model = _HistoryModel(history)
-    predecessors = predecessors_of([e.invoked for e in history.events], [e.responded for e in history.events])
-    search = linearize(model, spec, predecessors, budget_seconds)
+    model = _HistoryModel(history, scenario.capacity_bytes)
+    search = linearize(model, spec, [e.invoked for e in history.events], [e.responded for e in history.events], budget_seconds)
     if search.ok:
         return Verdict(True, order=tuple((history.events[i].thread, history.events[i].index) for i in search.order))
     if search.ok is None:
@@ -147,6 +146,14 @@ def _spec_step(spec: Model, call: Call) -> Observed:
     if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
         return Observed(("value", (outcome.result.recipe,)))
     return Observed(comparable_result(call.op, outcome.result))
+
+
+def _with_spec_values(call: Call, capacity_bytes: int) -> Call:
+    """`call` with each value recipe replaced by the spec's value for it (`_SPEC_VALUES`), made once
+    per history instead of at every step of the search."""
+    def concrete(argument):
+        return argument.value(_SPEC_VALUES, capacity_bytes) if isinstance(argument, ValueRecipe) else argument
+    return Call(call.op, tuple(concrete(a) for a in call.args), {name: concrete(a) for name, a in call.kwargs.items()})
 
 
 def _matches(expected: Observed, observed: Observed) -> bool:
@@ -199,14 +206,15 @@ def _bytes_line(spec: Model) -> str:
 class _HistoryModel:
     """The spec as `search.SequentialModel` over the thread calls of one history."""
 
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, capacity_bytes: int) -> None:
         self.events = history.events
         self.final = history.final
+        self.calls = [_with_spec_values(event.call, capacity_bytes) for event in history.events]
 
     def step(self, spec: Model, index: int) -> tuple[Model | None, str]:
         event = self.events[index]
         after = spec.copy()
-        expected = _spec_step(after, event.call)
+        expected = _spec_step(after, self.calls[index])
         if _matches(expected, event.observed):
             return after, ""
         return None, (

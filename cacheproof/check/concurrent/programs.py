@@ -26,7 +26,7 @@ from hypothesis.errors import Flaky
 
 from cacheproof.check.concurrent.history import SCENARIO_THREAD_PREFIX, fast_switching
 from cacheproof.check.concurrent.scenarios import shrink_greedily
-from cacheproof.check.concurrent.search import linearize, predecessors_of
+from cacheproof.check.concurrent.search import linearize
 from cacheproof.check.programs.draws import DataDraws
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.sequential.draws import seeded_draws
@@ -156,8 +156,7 @@ def check_history(kind: SpecKind, new_model: Callable[[int], Any], scenario: Pro
         expected = outcome_of(model, call, kind.error_names)
         if not outcomes_agree(call.op, expected, seen):
             return False, f"the prefix alone diverges at {to_python(call)}: {seen.describe()}, the spec {expected.describe()}"
-    search = linearize(_HistoryModel(events, final, kind), model,
-                       predecessors_of([e.invoked for e in events], [e.responded for e in events]), budget)
+    search = linearize(_HistoryModel(events, final, kind), model, [e.invoked for e in events], [e.responded for e in events], budget)
     if search.ok is None:
         return None, f"unknown: the search ran past its {budget:g} s budget"
     if search.ok:
