@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS, CACHE_TYPES
 from cacheproof.spec.cache.model import CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS
+from cacheproof.spec.cache.partition import PER_KEY
 from cacheproof.spec.kind import SpecKind, ViewReader
 from cacheproof.spec.cache.profiles import PROFILES
 
@@ -98,4 +99,5 @@ CACHE_KIND = SpecKind(
     types=CACHE_TYPES,
     views=tuple(CACHE_VIEWS),
     view_readers=CACHE_VIEWS,
+    partitioning=PER_KEY,
 )

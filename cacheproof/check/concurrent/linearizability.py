@@ -11,9 +11,10 @@ Failures that need no search: a thread that never returned (deadlock or lost wak
 raised an exception that is not a contract error (a crash), a final observation that raised, and a
 prefix whose sequential outcomes already differ from the spec's.
 
-The search is `search.linearize` (iterative Wing & Gong with memoised (placed calls, spec state)
-pairs, a time budget that answers "unknown"); this module supplies the sequential model: the
-spec of the scenario's kind, stepped on a copy, its `state_key()` as the memo key.
+The search is `search.linearize_parts` (iterative Wing & Gong with memoised (placed calls, spec
+state) pairs, per key when the kind's `parts` splits the history, a time budget that answers
+"unknown"); this module supplies the sequential model: the spec of the scenario's kind, stepped on
+a copy, its `state_key()` as the memo key.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from cacheproof.check.concurrent.history import (
     observed_error,
 )
 from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.check.concurrent.search import linearize
+from cacheproof.check.concurrent.search import linearize_parts
 from cacheproof.contract.outcomes import STATS_FIELDS, comparable_snapshot, error_matches, run_spec_call
-from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kinds import get_kind, new_spec
 from cacheproof.spec.kind import Model
 
 
@@ -98,7 +99,9 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
                 f"{observed.describe()}; the spec {expected.describe()}"
             ))
     model = _HistoryModel(history, scenario.capacity_bytes)
-    search = linearize(model, spec, [e.invoked for e in history.events], [e.responded for e in history.events], budget_seconds)
+    parts = get_kind("cache").parts(spec, [(e.call.op, e.call.args) for e in history.events])
+    search = linearize_parts(model, spec, [e.invoked for e in history.events], [e.responded for e in history.events],
+                             parts, budget_seconds)
     if search.ok:
         return Verdict(True, order=tuple((history.events[i].thread, history.events[i].index) for i in search.order))
     if search.ok is None:
