@@ -8,8 +8,8 @@ so a thread's own calls never overlap). Two caches per size:
   history is searched whole;
 - "per key": room for every key's largest entry, evict and clear not drawn, so the cache kind's
   partitioning splits the history per key (`SpecKind.parts`) and each key is searched alone.
-The search must find an order; the bench prints its time, and the same search on a copy whose
-last outcome is altered (no order exists: it must rule every order out, with a witness, or answer
+The search must find an order; the bench prints its time (CPU seconds of this process, and wall
+seconds), and the same search on a copy whose last outcome is altered (no order exists: it must rule every order out, with a witness, or answer
 "unknown" past its budget).
 """
 
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from cacheproof.check.concurrent.history import Event, History, observe
-from cacheproof.check.concurrent.linearizability import _spec_step, check_history
+from cacheproof.check.concurrent.linearizability import DEFAULT_SEARCH_SECONDS, _spec_step, check_history
 from cacheproof.check.concurrent.scenarios import Scenario, _Drawer
 from cacheproof.check.sequential.machine import KEYS
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
@@ -65,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=[history_size(s) for s in DEFAULT_SIZES],
                         help=f"history sizes, threads x calls per thread (default {' '.join(DEFAULT_SIZES)})")
     parser.add_argument("--overlap", metavar="N", type=positive_integer, default=3, help="calls of other threads each call overlaps on each side (default 3)")
-    parser.add_argument("--budget", metavar="SECONDS", type=positive_seconds, default=10.0, help="search budget per history in seconds (default 10)")
+    parser.add_argument("--budget", metavar="SECONDS", type=positive_seconds, default=DEFAULT_SEARCH_SECONDS,
+                        help=f"search budget per history in wall seconds (default {DEFAULT_SEARCH_SECONDS:g}, check --threads's)")
     parser.add_argument("--seed", metavar="N", type=any_integer, default=0, help="seed of the drawn calls")
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
 
@@ -113,9 +114,10 @@ def measure(threads: int, calls: int, overlap: int, budget: float, seed: int, ca
     scenario, history = linearizable_history(threads, calls, overlap, seed, cache)
     row = {"threads": threads, "calls_per_thread": calls, "cache": cache, "parts": parts_of(scenario, history)}
     for name, case in (("linearizable", history), ("altered", altered(history))):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         verdict = check_history(scenario, case, budget_seconds=budget)
         row[f"{name}_seconds"] = round(time.perf_counter() - started, 3)
+        row[f"{name}_cpu_seconds"] = round(time.process_time() - cpu, 3)
         row[f"{name}_verdict"] = _WORDS[verdict.ok]
         if name == "altered":
             row["altered_witness"] = verdict.reason if verdict.ok is False else ""
@@ -123,8 +125,9 @@ def measure(threads: int, calls: int, overlap: int, budget: float, seed: int, ca
 
 
 def _as_line(row: dict) -> str:
-    return (f"{row['linearizable_verdict']} in {row['linearizable_seconds']:.3f} s; last outcome altered: "
-            f"{row['altered_verdict']} in {row['altered_seconds']:.3f} s")
+    return (f"{row['linearizable_verdict']} in {row['linearizable_cpu_seconds']:.3f} s CPU "
+            f"({row['linearizable_seconds']:.3f} s wall); last outcome altered: {row['altered_verdict']} in "
+            f"{row['altered_cpu_seconds']:.3f} s CPU ({row['altered_seconds']:.3f} s wall)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ a copy, its `state_key()` as the memo key.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Hashable, NamedTuple
 
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
@@ -145,10 +145,25 @@ def _spec_step(spec: Model, call: Call) -> Observed:
     the recipe each entry holds)."""
     outcome = run_spec_call(spec, call, values_from=_SPEC_VALUES)
     if outcome.error is not None:
-        return observed_error(outcome.error)
+        return _observed_spec_error(outcome.error)
     if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
         return Observed(("value", (outcome.result.recipe,)))
     return Observed(comparable_result(call.op, outcome.result))
+
+
+_CONTRACT_ERROR_OUTCOMES: dict[type, Observed] = {}
+"""The outcome of each contract error class the spec raised: it is the class's names alone (no
+message), so it is made once per class, not at every step of the search."""
+
+
+def _observed_spec_error(error: BaseException) -> Observed:
+    known = _CONTRACT_ERROR_OUTCOMES.get(type(error))
+    if known is None:
+        known = observed_error(error)
+        if known.message:  # not a contract error: its message is part of the outcome
+            return known
+        _CONTRACT_ERROR_OUTCOMES[type(error)] = known
+    return known
 
 
 def _with_spec_values(call: Call, capacity_bytes: int) -> Call:
@@ -206,6 +221,19 @@ def _bytes_line(spec: Model) -> str:
     )
 
 
+class _Mismatch(NamedTuple):
+    """Why the spec does not explain a call there, written out (`str`) only when a reason shows it:
+    the search meets many more mismatches than it reports."""
+
+    event: Event
+    expected: Observed
+
+    def __str__(self) -> str:
+        event = self.event
+        return (f"thread {event.thread}'s {call_format.to_python(event.call)} {event.observed.describe()}, "
+                f"but there the spec {self.expected.describe()}")
+
+
 class _HistoryModel:
     """The spec as `search.SequentialModel` over the thread calls of one history."""
 
@@ -214,16 +242,13 @@ class _HistoryModel:
         self.final = history.final
         self.calls = [_with_spec_values(event.call, capacity_bytes) for event in history.events]
 
-    def step(self, spec: Model, index: int) -> tuple[Model | None, str]:
+    def step(self, spec: Model, index: int) -> tuple[Model | None, "_Mismatch | str"]:
         event = self.events[index]
         after = spec.copy()
         expected = _spec_step(after, self.calls[index])
         if _matches(expected, event.observed):
             return after, ""
-        return None, (
-            f"thread {event.thread}'s {call_format.to_python(event.call)} {event.observed.describe()}, "
-            f"but there the spec {expected.describe()}"
-        )
+        return None, _Mismatch(event, expected)
 
     def key(self, spec: Model) -> Hashable:
         return spec.state_key()

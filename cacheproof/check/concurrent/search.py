@@ -41,9 +41,10 @@ _CLOCK_EVERY = 256
 class SequentialModel(Protocol[State]):
     """What the search needs of a sequential specification."""
 
-    def step(self, state: State, event: int) -> tuple[State | None, str]:
+    def step(self, state: State, event: int) -> tuple[State | None, object]:
         """Apply call `event` to `state`: (the next state, "") when the model explains the call's
-        observed outcome; (None, why not) otherwise. `state` itself is never changed."""
+        observed outcome; (None, why not) otherwise, `why` a string or an object whose `str()` is
+        one (written out only when a dead end is reported). `state` itself is never changed."""
 
     def key(self, state: State) -> Hashable:
         """A hashable value equal for states with equal futures."""
@@ -121,12 +122,13 @@ class _Transitions:
     def __init__(self, model: SequentialModel) -> None:
         self.model = model
         self.numbers: dict[Hashable, int] = {}
-        self.known: dict[tuple[int, int], tuple[tuple[int, object] | None, str]] = {}
+        self.known: dict[tuple[int, int], tuple[tuple[int, object] | None, object]] = {}
 
     def numbered(self, state: object) -> tuple[int, object]:
         return self.numbers.setdefault(self.model.key(state), len(self.numbers)), state
 
-    def step(self, numbered: tuple[int, object], call: int) -> tuple[tuple[int, object] | None, str]:
+    def step(self, numbered: tuple[int, object], call: int) -> tuple[tuple[int, object] | None, object]:
+        """The step, from memory if it was made before (`known`, which the search reads first)."""
         known = self.known.get((numbered[0], call))
         if known is None:
             after, why = self.model.step(numbered[1], call)
@@ -146,11 +148,13 @@ def linearize(
     transitions = _Transitions(model)
     calls = range(len(invoked)) if calls is None else calls
     head = _entry_list(calls, invoked, responded)
+    remembered = transitions.known
+    bits = {call: 1 << call for call in calls}
     placed, state = 0, transitions.numbered(start)
     seen: set[tuple[int, int]] = {(0, state[0])}
     # One frame per placed call: its invocation entry, the numbered state before it, the frame's mismatches.
-    frames: list[tuple[_Entry, tuple[int, State], list[str]]] = []
-    mismatches: list[str] = []
+    frames: list[tuple[_Entry, tuple[int, State], list[object]]] = []
+    mismatches: list[object] = []
     deepest: tuple[tuple[int, ...], str] = ((), "")
     deepest_length = -1
     expanded = steps = 0
@@ -168,11 +172,12 @@ def linearize(
                 deepest, deepest_length = (order, difference), len(order)
             entry = None
         elif entry is not None and entry.response is not None:  # an invocation: may it go next?
-            after, why = transitions.step(state, entry.call)
+            known = remembered.get((state[0], entry.call)) or transitions.step(state, entry.call)
+            after = known[0]
             if after is None:
-                mismatches.append(why)
+                mismatches.append(known[1])
             else:
-                memo = (placed | (1 << entry.call), after[0])
+                memo = (placed | bits[entry.call], after[0])
                 if memo not in seen:
                     seen.add(memo)
                     expanded += 1
@@ -185,12 +190,12 @@ def linearize(
             continue
         # A response (or the end of a complete order): nothing placed here works; go back one call.
         if mismatches and len(frames) > deepest_length:
-            deepest = (tuple(frame[0].call for frame in frames), "; ".join(mismatches) + f" ({model.describe(state[1])})")
+            deepest = (tuple(frame[0].call for frame in frames), "; ".join(map(str, mismatches)) + f" ({model.describe(state[1])})")
             deepest_length = len(frames)
         if not frames:
             return Search(False, (), deepest[0], deepest[1], expanded, time.perf_counter() - began)
         entry, state, mismatches = frames.pop()
-        placed &= ~(1 << entry.call)
+        placed ^= bits[entry.call]
         _unlift(entry)
         entry = entry.after
 
