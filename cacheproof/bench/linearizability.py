@@ -120,8 +120,20 @@ def measure(threads: int, calls: int, overlap: int, budget: float, seed: int, ca
         row[f"{name}_cpu_seconds"] = round(time.process_time() - cpu, 3)
         row[f"{name}_verdict"] = _WORDS[verdict.ok]
         if name == "altered":
-            row["altered_witness"] = verdict.reason if verdict.ok is False else ""
+            row["altered_witness"] = _elided(verdict.reason) if verdict.ok is False else ""
     return row
+
+
+WITNESS_CHARACTERS = 1200
+"""How much of a refutation's reason a row keeps: its start and its end (the call nothing explains);
+the longest explained order of a long history runs to hundreds of kilobytes."""
+
+
+def _elided(reason: str) -> str:
+    if len(reason) <= WITNESS_CHARACTERS:
+        return reason
+    half = WITNESS_CHARACTERS // 2
+    return f"{reason[:half]} [... {len(reason) - 2 * half} characters ...] {reason[-half:]}"
 
 
 def _as_line(row: dict) -> str:
