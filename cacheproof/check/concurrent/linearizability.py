@@ -145,6 +145,9 @@ def _spec_step(spec: Model, call: Call) -> Observed:
     the recipe each entry holds)."""
     outcome = run_spec_call(spec, call, values_from=_SPEC_VALUES)
     if outcome.error is not None:
+        # Only the class is kept; the traceback would keep the spec's frames (and the spec copy)
+        # alive in a cycle (a frame holding the error it raised) until the cycle collector runs.
+        outcome.error.__traceback__ = None
         return _observed_spec_error(outcome.error)
     if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
         return Observed(("value", (outcome.result.recipe,)))
