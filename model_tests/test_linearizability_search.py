@@ -131,8 +131,10 @@ def test_a_refuted_history_names_the_longest_explained_order_as_its_witness(cach
     for call in refuted.deepest:
         state, why = model.step(state, call)
         assert state is not None, why
+    assert set(refuted.part) == (set() if parts is None else next(set(p) for p in parts if last in p))
     verdict = check_history(scenario, broken)
     assert verdict.ok is False and "the longest order that explains the outcomes is" in verdict.reason
+    assert ("searched per key" in verdict.reason) == (cache == "per key")
 
 
 def test_past_its_budget_the_search_answers_unknown_and_without_one_it_decides():

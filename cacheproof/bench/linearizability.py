@@ -56,7 +56,7 @@ def history_size(text: str) -> tuple[int, int]:
     except (argparse.ArgumentTypeError, ValueError):
         size = None
     if not separator or size is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not THREADSxCALLS with two positive integers, e.g. 8x200")
+        raise argparse.ArgumentTypeError(f"must be THREADSxCALLS with integers >= 1 (e.g. 8x200), got {text!r}")
     return size
 
 

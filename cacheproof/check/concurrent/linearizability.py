@@ -109,7 +109,11 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
             f"unknown: the search ran past its {budget_seconds:g} s budget after {search.expanded} expansions "
             "without finding an order or ruling every order out"
         ))
-    return Verdict(False, _reason(scenario, history.events, search.deepest, search.why))
+    reason = _reason(scenario, history.events, search.deepest, search.why)
+    if search.part:
+        reason += (f" (searched per key, as no call could evict another key's entry: the order above is of the "
+                   f"{len(search.part)} calls on one key, and no order of them explains what they returned)")
+    return Verdict(False, reason)
 
 
 def _failure_without_search(scenario: Scenario, history: History) -> str | None:

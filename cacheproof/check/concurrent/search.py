@@ -62,8 +62,8 @@ class SequentialModel(Protocol[State]):
 class Search(Generic[State]):
     """The result of a search: `ok` True (with `order`, call indices in linearization order), False
     (with the deepest dead end: `deepest`, the longest order that explains the outcomes, and `why`
-    nothing can follow it), or None when the budget ran out first ("unknown"). `parts`: how many
-    independent parts were searched (1: the whole history)."""
+    nothing can follow it), or None when the budget ran out first ("unknown"). `part`: when one
+    part of a split history was refuted (`linearize_parts`), its calls; empty otherwise."""
 
     ok: bool | None
     order: tuple[int, ...] = ()
@@ -71,7 +71,7 @@ class Search(Generic[State]):
     why: str = ""
     expanded: int = 0
     seconds: float = 0.0
-    parts: int = 1
+    part: tuple[int, ...] = ()
 
 
 class _Entry:
@@ -254,12 +254,12 @@ def linearize_parts(
         search = linearize(model, start, invoked, responded, left, calls=part, final=False)
         expanded += search.expanded
         if search.ok is False:
-            return Search(False, (), search.deepest, search.why, expanded, time.perf_counter() - began, len(parts))
+            return Search(False, (), search.deepest, search.why, expanded, time.perf_counter() - began, tuple(part))
         if search.ok is None:
             unknown = search
         orders.append(search.order)
     if unknown is not None:
-        return Search(None, (), unknown.deepest, unknown.why, expanded, time.perf_counter() - began, len(parts))
+        return Search(None, (), unknown.deepest, unknown.why, expanded, time.perf_counter() - began)
     order = merged_order(orders, invoked)
     state = start
     for call in order:
@@ -267,7 +267,7 @@ def linearize_parts(
         if state is None:
             break
     if state is not None and model.final_difference(state) is None:
-        return Search(True, order, order, "", expanded, time.perf_counter() - began, len(parts))
+        return Search(True, order, order, "", expanded, time.perf_counter() - began)
     left = None if budget_seconds is None else max(0.0, budget_seconds - (time.perf_counter() - began))
     whole = linearize(model, start, invoked, responded, left)
     whole.expanded += expanded
