@@ -10,17 +10,18 @@ The rule (Herlihy & Wing): a history of calls is linearizable iff some total ord
 invocation before a response at the same time: those calls overlap). The calls that may go next
 are the invocations before the list's first response: the search places the first one the model
 explains, takes its two entries out of the list (`_lift`) and goes on from the list's head; when
-it meets a response, no remaining call can go next, so it puts the last placed call back
-(`_unlift`) and tries the one after it. Each (set of placed calls, model state) pair, the set a bit
-set and the state `SequentialModel.key`, is entered at most once, so the search never repeats
-work; each step looks at the calls that overlap the earliest pending response only, never at the
-whole history. It never recurses.
+it meets a response, that call must go before every later invocation and no call before it could
+go next, so it puts the last placed call back (`_unlift`) and tries the one after it. Each (set
+of placed calls, model state) pair, the set a bit set and the state `SequentialModel.key`, is
+entered at most once, so the search never repeats work; each step looks at the calls that overlap
+the earliest pending response only, never at the whole history. It never recurses.
 
 `linearize_parts` is P-compositionality (Horn & Kroening; Porcupine's `Partition`): when the
 kind declares that the calls fall into parts that never change each other's outcomes
-(`cacheproof.check.concurrent.parts`), each part is searched alone, and the history is
-linearizable iff every part is and the parts' orders, merged by real time, leave the state the
-final observation shows (else the whole history is searched).
+(`SpecKind.parts`), each part is searched alone. A part that no order explains refutes the whole
+history (an order of the whole would give one of the part); when every part has an order, the
+orders merged by real time are replayed, and if they leave the state the final observation
+shows, that is the witness; otherwise the whole history is searched.
 
 The model is reached through `SequentialModel` alone, so one search serves every spec kind. A
 search that runs past its budget answers "unknown" (`Search.ok is None`), never hangs.
