@@ -184,3 +184,11 @@ def test_kinds_whose_requests_share_state_never_split(kind: str):
     spec_kind = get_kind(kind)
     assert spec_kind.partitioning is None
     assert spec_kind.parts(spec_kind.new(8), [("free_request", (1,)), ("free_request", (2,))]) is None
+
+
+@pytest.mark.parametrize("threads, calls", [(1, 1), (2, 1)])
+def test_the_bench_alters_an_outcome_even_in_a_history_too_short_to_borrow_one(threads: int, calls: int):
+    scenario, history = linearizable_history(threads, calls, 3, seed=0)
+    broken = altered(history)
+    assert broken.events[-1].observed != history.events[-1].observed
+    assert check_history(scenario, history).ok is True and check_history(scenario, broken).ok is False

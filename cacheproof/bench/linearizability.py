@@ -20,7 +20,7 @@ import random
 import time
 from pathlib import Path
 
-from cacheproof.check.concurrent.history import Event, History, observe
+from cacheproof.check.concurrent.history import Event, History, Observed, observe
 from cacheproof.check.concurrent.linearizability import DEFAULT_SEARCH_SECONDS, _spec_step, check_history
 from cacheproof.check.concurrent.scenarios import Scenario, _Drawer
 from cacheproof.check.sequential.machine import KEYS
@@ -92,10 +92,12 @@ def linearizable_history(threads: int, calls: int, overlap: int, seed: int, cach
 
 
 def altered(history: History) -> History:
-    """The same history with the last call's outcome replaced by another call's different outcome."""
+    """The same history with the last call's outcome replaced by another operation's different
+    outcome, or, in a history too short to have one, by a result no operation of the spec returns."""
     events = list(history.events)
     last = events[-1]
-    other = next(e.observed for e in reversed(events) if e.observed != last.observed and e.call.op != last.call.op)
+    other = next((e.observed for e in reversed(events) if e.observed != last.observed and e.call.op != last.call.op),
+                 Observed(("object", "an outcome the spec never gives")))
     events[-1] = last._replace(observed=other)
     return History(history.prefix, tuple(events), history.final)
 
