@@ -4,6 +4,7 @@ witness; the kind-declared parts; the budget. Every history is drawn from a fixe
 
 from __future__ import annotations
 
+import gc
 import random
 from typing import Any
 
@@ -192,3 +193,16 @@ def test_the_bench_alters_an_outcome_even_in_a_history_too_short_to_borrow_one(t
     broken = altered(history)
     assert broken.events[-1].observed != history.events[-1].observed
     assert check_history(scenario, history).ok is True and check_history(scenario, broken).ok is False
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_search_leaves_the_cycle_collector_as_it_found_it(collecting: bool):
+    scenario, history = linearizable_history(2, 10, 3, seed=4)
+    model, start, invoked, responded = _search_inputs(scenario, history)
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        assert linearize(model, start, invoked, responded).ok is True
+        assert gc.isenabled() is collecting
+    finally:
+        (gc.enable if was else gc.disable)()
