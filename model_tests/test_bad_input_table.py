@@ -116,6 +116,8 @@ BAD_FLAGS = [
     (["bench", "cache", "--examples", "many"], "must be an integer >= 1, got 'many'"),
     (["bench", "blocks", "--sizes", "abc"], "REQUESTSxMAX_BLOCKS"),
     (["bench", "blocks", "--repeats", "0"], "must be an integer >= 1, got '0'"),
+    (["bench", "linearizability", "--sizes", "8by200"], "must be THREADSxCALLS with integers >= 1 (e.g. 8x200), got '8by200'"),
+    (["bench", "linearizability", "--sizes", "8x200", "0x5"], "must be THREADSxCALLS with integers >= 1 (e.g. 8x200), got '0x5'"),
     (["bench", "prove", "--slots", "4", "x"], "must be an integer >= 1, got 'x'"),
     (["bench", "monitor", "--calls", "0"], "must be an integer >= 1, got '0'"),
     (["bench", "monitor", "--device", "nope"], "must be a torch device this machine has, got 'nope'"),

@@ -177,7 +177,7 @@ def test_replay_of_both_trace_kinds(tmp_path: Path, cache_trace: Path, block_tra
 
 
 @pytest.mark.parametrize("argv", [
-    ["bench", "linearizability", "--threads", "2", "--calls", "5", "--budget", "1"],
+    ["bench", "linearizability", "--sizes", "2x5", "--budget", "1"],
     ["bench", "trace", "--lengths", "100", "--quiet"],
 ], ids=["linearizability", "trace"])
 def test_bench_reports_its_figures(argv: list[str], tmp_path: Path, capsys):

@@ -209,6 +209,21 @@ class ViewReader(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Partitioning:
+    """How a kind's concurrent calls split into independent parts (P-compositionality, as Porcupine's
+    `Partition`): calls of different parts never change each other's outcomes, in any order, so a
+    history is searched part by part (`SpecKind.parts`).
+
+    `part(operation, args)` is the part a call belongs to (e.g. its key), or None when it touches
+    every part (evict, clear). `independent(model, calls)` says whether the parts stay independent
+    through every order of `calls` (as (operation, args) pairs) run from `model`'s state, e.g. no
+    call can evict another part's entry because the capacity is never reached."""
+
+    part: Callable[[str, tuple], Hashable | None]
+    independent: Callable[[Any, Sequence[tuple[str, tuple]]], bool]
+
+
+@dataclass(frozen=True)
 class SpecKind:
     """One spec kind: its tables and how to build its models.
 
@@ -240,6 +255,9 @@ class SpecKind:
     check, len, `in`, stats and snapshot, costs O(entries)), the call that broke the state then
     found by bisection (`cacheproof.trace.lockstep`).
 
+    `partitioning` says how a concurrent history splits into independent parts (`Partitioning`);
+    None: never (the kind's module says why).
+
     `types` maps each argument domain and each result of the operation table to the Python type
     the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
     them from the table); a kind without it has no generated signatures.
@@ -262,6 +280,7 @@ class SpecKind:
     state_every: int | None = 1
     types: dict[str, str] = field(default_factory=dict)
     view_readers: dict[str, ViewReader] = field(default_factory=dict)
+    partitioning: Partitioning | None = None
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
         """`view` of `target` (the model or an implementation) as the differential step compares it:
@@ -276,6 +295,26 @@ class SpecKind:
             if row.name == name:
                 return row
         raise KeyError(f"spec kind {self.name!r} has no operation {name!r}; it has {', '.join(self.names)}")
+
+    def parts(self, model: Any, calls: Sequence[tuple[str, tuple]]) -> list[list[int]] | None:
+        """The indices of `calls` ((operation, args) pairs run concurrently from `model`'s state)
+        grouped into independent parts, in order of first appearance, as `partitioning` declares;
+        None when the history does not split: the kind declares no partitioning, a call touches
+        every part or names an unhashable part, the parts may interfere, or there is one part."""
+        if self.partitioning is None:
+            return None
+        groups: dict[Hashable, list[int]] = {}
+        for index, (operation, args) in enumerate(calls):
+            part = self.partitioning.part(operation, args)
+            try:
+                groups.setdefault(part, []).append(index)
+            except TypeError:  # an unhashable key: a bad call, checked with the whole history
+                return None
+            if part is None:
+                return None
+        if len(groups) < 2 or not self.partitioning.independent(model, calls):
+            return None
+        return list(groups.values())
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -26,4 +26,6 @@ BLOCK_KIND = SpecKind(
     judge=block_step,
     types=BLOCK_TYPES,
     shapes=BLOCK_SHAPES,
+    partitioning=None,  # never per request: the block ids a request gets come from one shared free queue, so even when
+    # the free count never limits, two requests' allocations change each other's results (docs/decisions.md)
 )

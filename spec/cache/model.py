@@ -285,10 +285,11 @@ class CacheSpec:
         )
 
     def state_key(self) -> tuple:
-        """The whole state as far as any later outcome can tell: entries in order, with the value
-        each READY entry holds (values must be hashable for this; the checker passes recipes).
-        The hit/miss counters are informative and left out."""
-        return self.snapshot(), tuple(e.value for e in self._entries.values() if e.ready)
+        """The whole state as far as any later outcome can tell: (key, entry) pairs in order, each
+        entry its state, size, refcount, retain flag and the value a READY one holds (values must be
+        hashable for this; the checker passes recipes). The hit/miss counters are informative and
+        left out. Entries are immutable, so the key is built without copying them."""
+        return tuple(self._entries.items())
 
     def copy(self) -> "CacheSpec":
         """An independent spec in the same state (entries are immutable, so a shallow copy)."""

@@ -26,4 +26,6 @@ RADIX_KIND = SpecKind(
     judge=radix_step,
     types=RADIX_TYPES,
     shapes=RADIX_SHAPES,
+    partitioning=None,  # never per request: requests share the tree's nodes and slots, so one's insert splits or locks
+    # what another's match returns (docs/decisions.md)
 )

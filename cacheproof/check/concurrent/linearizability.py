@@ -11,15 +11,16 @@ Failures that need no search: a thread that never returned (deadlock or lost wak
 raised an exception that is not a contract error (a crash), a final observation that raised, and a
 prefix whose sequential outcomes already differ from the spec's.
 
-The search is `search.linearize` (iterative Wing & Gong with memoised (placed calls, spec state)
-pairs, a time budget that answers "unknown"); this module supplies the sequential model: the
-spec of the scenario's kind, stepped on a copy, its `state_key()` as the memo key.
+The search is `search.linearize_parts` (iterative Wing & Gong with memoised (placed calls, spec
+state) pairs, per key when the kind's `parts` splits the history, a time budget that answers
+"unknown"); this module supplies the sequential model: the spec of the scenario's kind, stepped on
+a copy, its `state_key()` as the memo key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Hashable, NamedTuple
 
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
@@ -34,9 +35,9 @@ from cacheproof.check.concurrent.history import (
     observed_error,
 )
 from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.check.concurrent.search import linearize, predecessors_of
+from cacheproof.check.concurrent.search import linearize_parts
 from cacheproof.contract.outcomes import STATS_FIELDS, comparable_snapshot, error_matches, run_spec_call
-from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kinds import get_kind, new_spec
 from cacheproof.spec.kind import Model
 
 
@@ -97,9 +98,10 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
                 f"the prefix alone diverges: call {position + 1}, {call_format.to_python(call)}, "
                 f"{observed.describe()}; the spec {expected.describe()}"
             ))
-    model = _HistoryModel(history)
-    predecessors = predecessors_of([e.invoked for e in history.events], [e.responded for e in history.events])
-    search = linearize(model, spec, predecessors, budget_seconds)
+    model = _HistoryModel(history, scenario.capacity_bytes)
+    parts = get_kind("cache").parts(spec, [(e.call.op, e.call.args) for e in history.events])
+    search = linearize_parts(model, spec, [e.invoked for e in history.events], [e.responded for e in history.events],
+                             parts, budget_seconds)
     if search.ok:
         return Verdict(True, order=tuple((history.events[i].thread, history.events[i].index) for i in search.order))
     if search.ok is None:
@@ -107,7 +109,11 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
             f"unknown: the search ran past its {budget_seconds:g} s budget after {search.expanded} expansions "
             "without finding an order or ruling every order out"
         ))
-    return Verdict(False, _reason(scenario, history.events, search.deepest, search.why))
+    reason = _reason(scenario, history.events, search.deepest, search.why)
+    if search.part:
+        reason += (f" (searched per key, as no call could evict another key's entry: the order above is of the "
+                   f"{len(search.part)} calls on one key, and no order of them explains what they returned)")
+    return Verdict(False, reason)
 
 
 def _failure_without_search(scenario: Scenario, history: History) -> str | None:
@@ -143,10 +149,36 @@ def _spec_step(spec: Model, call: Call) -> Observed:
     the recipe each entry holds)."""
     outcome = run_spec_call(spec, call, values_from=_SPEC_VALUES)
     if outcome.error is not None:
-        return observed_error(outcome.error)
+        # Only the class is kept; the traceback would keep the spec's frames (and the spec copy)
+        # alive in a cycle (a frame holding the error it raised) until the cycle collector runs.
+        outcome.error.__traceback__ = None
+        return _observed_spec_error(outcome.error)
     if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
         return Observed(("value", (outcome.result.recipe,)))
     return Observed(comparable_result(call.op, outcome.result))
+
+
+_CONTRACT_ERROR_OUTCOMES: dict[type, Observed] = {}
+"""The outcome of each contract error class the spec raised: it is the class's names alone (no
+message), so it is made once per class, not at every step of the search."""
+
+
+def _observed_spec_error(error: BaseException) -> Observed:
+    known = _CONTRACT_ERROR_OUTCOMES.get(type(error))
+    if known is None:
+        known = observed_error(error)
+        if known.message:  # not a contract error: its message is part of the outcome
+            return known
+        _CONTRACT_ERROR_OUTCOMES[type(error)] = known
+    return known
+
+
+def _with_spec_values(call: Call, capacity_bytes: int) -> Call:
+    """`call` with each value recipe replaced by the spec's value for it (`_SPEC_VALUES`), made once
+    per history instead of at every step of the search."""
+    def concrete(argument):
+        return argument.value(_SPEC_VALUES, capacity_bytes) if isinstance(argument, ValueRecipe) else argument
+    return Call(call.op, tuple(concrete(a) for a in call.args), {name: concrete(a) for name, a in call.kwargs.items()})
 
 
 def _matches(expected: Observed, observed: Observed) -> bool:
@@ -196,23 +228,34 @@ def _bytes_line(spec: Model) -> str:
     )
 
 
+class _Mismatch(NamedTuple):
+    """Why the spec does not explain a call there, written out (`str`) only when a reason shows it:
+    the search meets many more mismatches than it reports."""
+
+    event: Event
+    expected: Observed
+
+    def __str__(self) -> str:
+        event = self.event
+        return (f"thread {event.thread}'s {call_format.to_python(event.call)} {event.observed.describe()}, "
+                f"but there the spec {self.expected.describe()}")
+
+
 class _HistoryModel:
     """The spec as `search.SequentialModel` over the thread calls of one history."""
 
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, capacity_bytes: int) -> None:
         self.events = history.events
         self.final = history.final
+        self.calls = [_with_spec_values(event.call, capacity_bytes) for event in history.events]
 
-    def step(self, spec: Model, index: int) -> tuple[Model | None, str]:
+    def step(self, spec: Model, index: int) -> tuple[Model | None, "_Mismatch | str"]:
         event = self.events[index]
         after = spec.copy()
-        expected = _spec_step(after, event.call)
+        expected = _spec_step(after, self.calls[index])
         if _matches(expected, event.observed):
             return after, ""
-        return None, (
-            f"thread {event.thread}'s {call_format.to_python(event.call)} {event.observed.describe()}, "
-            f"but there the spec {expected.describe()}"
-        )
+        return None, _Mismatch(event, expected)
 
     def key(self, spec: Model) -> Hashable:
         return spec.state_key()

@@ -4,7 +4,7 @@ A scenario is a fresh implementation of some size, a prefix of calls run alone, 
 making a few calls at once (released together by a barrier, the interpreter switching threads
 every few microseconds). Calls are drawn by the kind's call generator: the prefix from the model's
 state, each thread's calls from a copy of the model after the prefix, as if it ran alone. Each
-scenario runs `runs` times; every history is checked for linearizability (`search.linearize`
+scenario runs `runs` times; every history is checked for linearizability (`search.linearize_parts`
 over the kind's model: `copy()` to step, `state_key()` to memoise) and its final views against
 the spec's. A thread that never returns, or a call that raises an error outside the contract, fails
 the history outright. A failing scenario is shrunk greedily (a call dropped while some run of the
@@ -26,7 +26,7 @@ from hypothesis.errors import Flaky
 
 from cacheproof.check.concurrent.history import SCENARIO_THREAD_PREFIX, fast_switching
 from cacheproof.check.concurrent.scenarios import shrink_greedily
-from cacheproof.check.concurrent.search import linearize, predecessors_of
+from cacheproof.check.concurrent.search import linearize_parts
 from cacheproof.check.programs.draws import DataDraws
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.sequential.draws import seeded_draws
@@ -156,8 +156,8 @@ def check_history(kind: SpecKind, new_model: Callable[[int], Any], scenario: Pro
         expected = outcome_of(model, call, kind.error_names)
         if not outcomes_agree(call.op, expected, seen):
             return False, f"the prefix alone diverges at {to_python(call)}: {seen.describe()}, the spec {expected.describe()}"
-    search = linearize(_HistoryModel(events, final, kind), model,
-                       predecessors_of([e.invoked for e in events], [e.responded for e in events]), budget)
+    search = linearize_parts(_HistoryModel(events, final, kind), model, [e.invoked for e in events],
+                             [e.responded for e in events], kind.parts(model, [(e.call.op, e.call.args) for e in events]), budget)
     if search.ok is None:
         return None, f"unknown: the search ran past its {budget:g} s budget"
     if search.ok:
