@@ -94,6 +94,18 @@ def thorough(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     assert report["budget"]["examples"] > report["first_failure_example"] > 1000
 
 
+def exhaustive(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
+    """One search for every kind: the conforming implementation is clean to depth 2, the broken one
+    diverges within 3 calls (each kind's broken subject does: model_tests/test_exhaustive.py)."""
+    path = tmp_path / "report.json"
+    assert _check(subject, subject.conforming, "--exhaustive", "--depth", "2", "--quiet", "--json", str(path)) == 0
+    report = _json(path)
+    assert report["exhaustive"]["complete"] is True and report["ok"] is True and report_errors(report) == []
+    assert "exhaustive: no divergence in" in capsys.readouterr().out
+    assert _check(subject, subject.broken, "--exhaustive", "--depth", "3", "--quiet") == 1
+    assert "exhaustive: shortest counterexample" in capsys.readouterr().out
+
+
 def keys(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     spec_kind = get_kind(kind)
     for domain in spec_kind.key_domains:
@@ -235,6 +247,7 @@ class Row:
 TABLE = {
     "workers": Row(workers),
     "thorough": Row(thorough),
+    "exhaustive": Row(exhaustive),
     "keys": Row(keys),
     "semantics": Row(semantics),
     "call-timeout": Row(_hang(isolate=False)),
