@@ -67,6 +67,10 @@ def refusal(args: argparse.Namespace, default_steps: int) -> str | None:
 def run(args: argparse.Namespace) -> int:
     kind = get_kind(args.spec)
     scopes = exhaustive_scopes(kind.name)
+    if not scopes:
+        print(f"cacheproof check: --exhaustive is not for --spec {kind.name}: its call generator declares no "
+              "exhaustive scope (EXHAUSTIVE in its module) to enumerate", file=sys.stderr)
+        return 2
     name = args.scope or next(iter(scopes))
     if name not in scopes:
         print(f"cacheproof check: --scope {name!r}: spec kind {kind.name!r} has the exhaustive scopes "

@@ -76,6 +76,7 @@ def thorough_phases(kind: str) -> tuple[Phase, ...] | None:
 
 
 def exhaustive_scopes(kind: str) -> dict[str, Any]:
-    """`kind`'s exhaustive scopes by name, the default first, as its generator's module declares them."""
+    """`kind`'s exhaustive scopes by name, the default first, as its generator's module declares them
+    (empty when it declares none: `--exhaustive` is then refused)."""
     module_name = _REGISTRY[kind].partition(":")[0]
-    return getattr(importlib.import_module(module_name), "EXHAUSTIVE")
+    return getattr(importlib.import_module(module_name), "EXHAUSTIVE", {})
