@@ -81,8 +81,9 @@ class ExhaustiveReport:
     the `depth` asked, whether it is `complete` (every state within the depth expanded, or a
     counterexample found) or was cut by the budget, the depth of the last level expanded whole
     (`frontier_depth`), the `counterexample` (None: no divergence), and whether the implementation
-    offered every view the merge key reads (`snapshot_trusted`); the `sizes` it started from and the
-    states first reached at each depth (`levels`)."""
+    lacked some of the kind's views, which the merge key then does not read (`unread_views`; none:
+    `snapshot_trusted`); the `sizes` it started from and the states first reached at each depth
+    (`levels`)."""
 
     kind: str
     scope: str
@@ -93,7 +94,7 @@ class ExhaustiveReport:
     frontier_depth: int = 0
     seconds: float = 0.0
     counterexample: ProgramCounterexample | None = None
-    snapshot_trusted: bool = True
+    unread_views: tuple[str, ...] = ()
     workers: int = 1
     sizes: tuple[int, ...] = ()
     levels: list[int] = field(default_factory=list)
@@ -101,6 +102,11 @@ class ExhaustiveReport:
     @property
     def ok(self) -> bool:
         return self.counterexample is None
+
+    @property
+    def snapshot_trusted(self) -> bool:
+        """Whether the merge key read every view of the kind from the implementation."""
+        return not self.unread_views
 
     @property
     def verdict(self) -> str:
@@ -176,9 +182,8 @@ def run_exhaustive(setup: ExhaustiveSetup, budget_seconds: float | None = None, 
     sizes = setup.generator.exhaustive_sizes(setup.scope)
     report = ExhaustiveReport(setup.kind.name, setup.scope.name, setup.depth, workers=workers, sizes=sizes)
     probe = setup.factory(sizes[0])
-    lacking = missing_views(setup.kind, probe)
-    report.snapshot_trusted = not lacking
-    views = tuple(view for view in setup.kind.views if view not in lacking)
+    report.unread_views = missing_views(setup.kind, probe)
+    views = tuple(view for view in setup.kind.views if view not in report.unread_views)
     copies = _offers_copy(probe)
     frontier = []
     seen: set = set()

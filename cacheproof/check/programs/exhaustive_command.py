@@ -21,7 +21,6 @@ from cacheproof.check.programs.command import (
     missing_operations, snippet_of,
 )
 from cacheproof.check.programs.exhaustive import SNAPSHOT_CAVEAT, ExhaustiveReport, ExhaustiveSetup, run_exhaustive
-from cacheproof.check.programs.exhaustive import missing_views
 from cacheproof.check.programs.generators import exhaustive_scopes, generator_for
 from cacheproof.check.report import check_body, program_divergence
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
@@ -124,13 +123,12 @@ def run(args: argparse.Namespace) -> int:
     except OutputPathError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    _print(args, report, kind.size_name, impl, profile.name, snippets, explanations,
-           missing_views(kind, factory(setup.generator.exhaustive_sizes(scope)[0])))
+    _print(args, report, kind.size_name, impl, profile.name, snippets, explanations)
     return 0 if report.ok else 1
 
 
 def _print(args: argparse.Namespace, report: ExhaustiveReport, size_name: str, impl: str, profile: str,
-           snippets: list[str], explanations: list, lacking: tuple[str, ...]) -> None:
+           snippets: list[str], explanations: list) -> None:
     if not args.quiet:
         summary_table("cacheproof check --exhaustive", {
             "spec": report.kind, "impl": impl, "profile": profile,
@@ -142,8 +140,8 @@ def _print(args: argparse.Namespace, report: ExhaustiveReport, size_name: str, i
             "workers": report.workers, "seconds": f"{report.seconds:.2f}",
             "result": "no divergence" if report.ok else "COUNTEREXAMPLE",
         })
-    if lacking:
-        print(f"caveat: {SNAPSHOT_CAVEAT.format(missing=', '.join(f'{view}()' for view in lacking))}")
+    if report.unread_views:
+        print(f"caveat: {SNAPSHOT_CAVEAT.format(missing=', '.join(f'{view}()' for view in report.unread_views))}")
     print(report.verdict)
     example = report.counterexample
     if example is None:
