@@ -24,6 +24,7 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_exhaustive.py::test_a_locked_leaf_evicted_shows_at_the_fourth_call",
     "model_tests/test_parity.py::test_cell[exhaustive-radix]",
     "model_tests/test_exhaustive.py::test_a_bug_of_three_keys_lies_beyond_the_default_scope_and_within_the_three_keys_one",
     "model_tests/test_exhaustive.py::test_each_broken_pool_within_the_default_scope_is_found_shortest[ForwardFreeRequestPool]",

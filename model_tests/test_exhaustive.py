@@ -129,6 +129,12 @@ def test_each_broken_tree_within_the_default_scope_is_found_shortest(name):
     assert_shortest("radix", f"model_tests.radix_trees:{name}", TREES[name])
 
 
+def test_a_locked_leaf_evicted_shows_at_the_fourth_call():
+    # the spec evicts at most the evictable size, so a locked leaf is evicted wrongly only beside an
+    # unlocked one: two leaves (two inserts), a lock on the older, then evict(1)
+    assert_shortest("radix", "model_tests.radix_trees:EvictsLockedLeaves", 4)
+
+
 @pytest.mark.parametrize("kind_name, impl", [
     ("cache", "cacheproof.impl:TensorLRUCache"),
     ("cache", "cacheproof.spec:CacheSpec"),

@@ -268,7 +268,7 @@ def _expand_all(setup: ExhaustiveSetup, frontier: list[_State], views: tuple[str
     """Each state of `frontier` expanded in order, until the first divergence or the deadline."""
     done = []
     for state in frontier:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             break
         done.append(_expand(setup, state, views, copies, keep=True))
         if done[-1].counterexample is not None:
@@ -383,7 +383,7 @@ def _expand_share(share: list[_State], deadline: float | None) -> list[_Expansio
     setup, views = _WORKER["setup"], _WORKER["views"]
     done = []
     for state in share:
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             break
         done.append(_expand(setup, state, views, copies=False, keep=False))
         if done[-1].counterexample is not None:
