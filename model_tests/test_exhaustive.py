@@ -195,11 +195,11 @@ class CacheWithoutSnapshot:
 def test_an_implementation_without_a_snapshot_is_merged_on_the_spec_alone_and_the_output_says_so(capsys):
     report = search("cache", "model_tests.test_exhaustive:CacheWithoutSnapshot", 1)
     assert report.ok and report.complete and not report.snapshot_trusted
-    assert report.to_json()["merge"] == "spec state only"
+    assert report.to_json()["merge"] == "spec state and partial implementation snapshot"
     code = main(["check", "--exhaustive", "--depth", "1", "--quiet", "--impl", "model_tests.test_exhaustive:CacheWithoutSnapshot"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "caveat: the implementation offers no snapshot (stats(), snapshot())" in out
+    assert "caveat: the implementation's snapshot cannot be trusted, it offers no stats(), snapshot():" in out
     assert "no divergence in" in out
 
 

@@ -125,14 +125,14 @@ class ExhaustiveReport:
         return {
             "scope": self.scope, "depth": self.depth, "states": self.states, "calls": self.calls,
             "complete": self.complete, "frontier_depth": self.frontier_depth, "states_per_depth": list(self.levels),
-            "merge": "spec state and implementation snapshot" if self.snapshot_trusted else "spec state only",
+            "merge": "spec state and implementation snapshot" if self.snapshot_trusted else "spec state and partial implementation snapshot",
             "snapshot_trusted": self.snapshot_trusted,
         }
 
 
-SNAPSHOT_CAVEAT = ("the implementation offers no snapshot ({missing}): states were merged on the spec's state only, "
-                   "so a divergence that depends on state the implementation does not show may be missed "
-                   "(docs/exhaustive.md, Soundness)")
+SNAPSHOT_CAVEAT = ("the implementation's snapshot cannot be trusted, it offers no {missing}: states were merged on "
+                   "the spec's state and what the implementation shows, so a divergence that depends on state it "
+                   "does not show may be missed (docs/exhaustive.md, Soundness)")
 """The line a search whose implementation lacks one of the kind's views prints (with the views it lacks)."""
 
 

@@ -1,6 +1,7 @@
 """`cacheproof check --exhaustive [--depth D] [--scope NAME]`, for every spec kind: the breadth-first
 search of `cacheproof.check.programs.exhaustive` over the kind's declared exhaustive scope, with the
-implementation, profile, semantics, operations, budget, workers, JSON report and trace of any check.
+implementation, profile (without --profile: the factory's own `profile`, else the kind's default),
+semantics, operations, budget, workers, JSON report and trace of any check.
 
 It ends with "exhaustive: no divergence in S states, C calls, depth D" (complete), the same cut by
 the budget at the depth reached, or the shortest counterexample, printed, explained and written as
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.programs.command import (
     DEFAULT_IMPLS, chosen_operations, chosen_profile, explained_lines, explanations_of, misuse_checked,
     missing_operations, snippet_of,
@@ -82,10 +84,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     impl = DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL) if args.impl == DEFAULT_IMPL else args.impl
     try:
-        profile = chosen_profile(kind, args.profile or kind.default_profile)
+        factory = load_factory(impl)
+        profile = chosen_profile(kind, args.profile or factory_profile(factory) or kind.default_profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = chosen_operations(kind, args.ops, profile.operations)
-        factory = load_factory(impl)
+    except (ImportError, AdapterError) as error:  # the factory's own profile could not be read
+        print(f"cacheproof check: {impl}: {error}", file=sys.stderr)
+        return 2
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
