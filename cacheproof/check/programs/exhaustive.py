@@ -25,8 +25,8 @@ The implementation in a state is rebuilt by replaying the state's path on a fres
 that offers a copy of itself (a `copy()` answering an object of its own class) is copied instead,
 and under a trusted snapshot a call that leaves the merge key unchanged leaves the implementation
 in place for the next call (the same assumption as merging). With `workers` > 1 each level's
-frontier is split into contiguous shares, one per worker process, which rebuild their states by
-replay; the parent merges their children in frontier order, so the search, its counts and its
+frontier is split into contiguous shares (`CHUNKS_PER_WORKER` per worker process), which the
+workers rebuild by replay; the parent merges their children in frontier order, so the search, its counts and its
 counterexample are the same as in one process.
 
 A time budget ends the search between states: the report is then cut by the budget, with the depth
@@ -49,8 +49,6 @@ from cacheproof.sandbox.factories import load_factory
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
 
-DEFAULT_DEPTH = 4
-"""Calls per path at most, when no --depth is given."""
 CHUNKS_PER_WORKER = 4
 """Each level's frontier is cut into this many shares per worker, so that an uneven share does not
 leave the other workers idle for long."""
