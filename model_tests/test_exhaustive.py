@@ -265,3 +265,13 @@ def test_the_default_scope_of_each_built_in_implementation_is_searched_whole_and
     out = capsys.readouterr().out
     depth = next(iter(exhaustive_scopes(kind_name).values())).depth
     assert out.startswith("exhaustive: no divergence in ") and out.strip().endswith(f"depth {depth}")
+
+
+def test_a_kind_whose_generator_declares_no_exhaustive_scope_is_refused_in_one_line(monkeypatch, capsys):
+    from cacheproof.check.programs import generators
+
+    monkeypatch.setitem(generators._REGISTRY, "radix", "model_tests.toy_set_kind:TOY_KIND")  # a module without EXHAUSTIVE
+    assert main(["check", "--exhaustive", "--spec", "radix"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cacheproof check: --exhaustive is not for --spec radix: its call generator declares no exhaustive "
+                   "scope (EXHAUSTIVE in its module) to enumerate"]
