@@ -209,7 +209,7 @@ def test_the_command_prints_the_shortest_counterexample_whose_snippet_fails_and_
                  "--json", str(report_path), "--trace-out", str(trace_path)])
     out = capsys.readouterr().out
     assert code == 1
-    assert "exhaustive: shortest counterexample, 1 calls" in out
+    assert "exhaustive: shortest counterexample, 1 call (after " in out
     snippet = out[out.index("# cacheproof counterexample"):]
     run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True)
     assert run.returncode != 0 and "AssertionError" in run.stderr

@@ -111,8 +111,9 @@ class ExhaustiveReport:
         """The result line: no divergence within the states searched (and whether the search was
         whole), or the counterexample's length."""
         if self.counterexample is not None:
-            return f"exhaustive: shortest counterexample, {len(self.counterexample.calls)} calls (after {self.states} " \
-                   f"states, {self.calls} calls)"
+            length = len(self.counterexample.calls)
+            return (f"exhaustive: shortest counterexample, {length} call{'s' * (length != 1)} (after {self.states} "
+                    f"states, {self.calls} calls)")
         if self.complete:
             return f"exhaustive: no divergence in {self.states} states, {self.calls} calls, depth {self.depth}"
         return (f"exhaustive: no divergence in {self.states} states, {self.calls} calls; cut by the budget at depth "
