@@ -24,6 +24,16 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_exhaustive.py::test_a_locked_leaf_evicted_shows_at_the_fourth_call",
+    "model_tests/test_parity.py::test_cell[exhaustive-radix]",
+    "model_tests/test_exhaustive.py::test_a_bug_of_three_keys_lies_beyond_the_default_scope_and_within_the_three_keys_one",
+    "model_tests/test_exhaustive.py::test_each_broken_pool_within_the_default_scope_is_found_shortest[ForwardFreeRequestPool]",
+    "model_tests/test_exhaustive.py::test_each_broken_pool_within_the_default_scope_is_found_shortest[LastInsertedLookupPool]",
+    "model_tests/test_exhaustive.py::test_a_drifting_free_count_shows_at_the_fourth_call",
+    "model_tests/test_exhaustive.py::test_each_broken_tree_within_the_default_scope_is_found_shortest[KeepsDuplicates]",
+    "model_tests/test_exhaustive.py::test_the_counterexample_and_the_counts_are_the_same_over_workers",
+    "model_tests/test_exhaustive.py::test_the_default_scope_of_each_built_in_implementation_is_searched_whole_and_clean[cache]",
+    "model_tests/test_exhaustive.py::test_the_default_scope_of_each_built_in_implementation_is_searched_whole_and_clean[blocks]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[PutEvictsBeforeCheckingFit]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[ReservationEvictable]",

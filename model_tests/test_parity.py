@@ -19,6 +19,7 @@ from typing import Callable
 
 import pytest
 
+from cacheproof.check.programs.generators import exhaustive_scopes
 from cacheproof.cli import main
 from cacheproof.contract.keys import KEY_DOMAINS
 from cacheproof.spec.kinds import get_kind, kind_names
@@ -92,6 +93,34 @@ def thorough(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     report = _json(path)
     assert report["scope"]["scopes"][0] == "small" and "wide" in report["scope"]["scopes"]
     assert report["budget"]["examples"] > report["first_failure_example"] > 1000
+
+
+def exhaustive(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
+    """One search for every kind: the conforming implementation is clean to depth 2, the broken one
+    diverges within 3 calls (each kind's broken subject does: model_tests/test_exhaustive.py)."""
+    path = tmp_path / "report.json"
+    assert _check(subject, subject.conforming, "--exhaustive", "--depth", "2", "--quiet", "--json", str(path)) == 0
+    report = _json(path)
+    assert report["exhaustive"]["complete"] is True and report["ok"] is True and report_errors(report) == []
+    assert "exhaustive: no divergence in" in capsys.readouterr().out
+    assert _check(subject, subject.broken, "--exhaustive", "--depth", "3", "--quiet") == 1
+    assert "exhaustive: shortest counterexample" in capsys.readouterr().out
+
+
+def depth(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
+    path = tmp_path / "report.json"
+    assert _check(subject, subject.conforming, "--exhaustive", "--depth", "1", "--quiet", "--json", str(path)) == 0
+    report = _json(path)["exhaustive"]
+    assert report["depth"] == report["frontier_depth"] == 1 and len(report["states_per_depth"]) == 2
+
+
+def scope(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
+    """Every kind declares a scope beyond its default one, which --scope picks."""
+    path = tmp_path / "report.json"
+    wider = list(exhaustive_scopes(kind))[1]
+    assert _check(subject, subject.conforming, "--exhaustive", "--scope", wider, "--depth", "1", "--quiet",
+                  "--json", str(path)) == 0
+    assert _json(path)["exhaustive"]["scope"] == wider
 
 
 def keys(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
@@ -235,6 +264,9 @@ class Row:
 TABLE = {
     "workers": Row(workers),
     "thorough": Row(thorough),
+    "exhaustive": Row(exhaustive),
+    "depth": Row(depth),
+    "scope": Row(scope),
     "keys": Row(keys),
     "semantics": Row(semantics),
     "call-timeout": Row(_hang(isolate=False)),

@@ -19,6 +19,11 @@ checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or 
 count, an unhashable key, an unsizable or empty value, a retain flag that is not a bool). Under
 `argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses.
 
+`check --exhaustive` enumerates instead of drawing (`CacheCalls.enabled_calls`): every call of
+its scope (`EXHAUSTIVE`, an `ExhaustiveCacheScope`: capacities, keys, sizes 1..capacity, both
+retain flags, a value of each element size per size, a few bad arguments) from every state
+(docs/exhaustive.md).
+
 The scopes are data (`SCOPES`, `THOROUGH`, docs/scope.md): the small scope every check draws from,
 and for `--thorough` the wide scope (programs of 100 calls on up to 16 keys of mixed types,
 capacities to 2**41) and the long one (the same, in lives of `LONG_CALLS` calls, drawn from a
@@ -34,9 +39,10 @@ from typing import Any
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer
 from cacheproof.check.sequential.scope import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS, size_for
-from cacheproof.contract.calls import Call, drawn_recipe
+from cacheproof.contract.calls import Call, ValueRecipe, drawn_recipe
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 from cacheproof.spec import EntryState
+from cacheproof.spec.cache.values import element_sizes_dividing
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,28 @@ LONG_CALLS = 1000
 """The calls of one life in the long scope."""
 THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 40, LONG_CALLS, shrink=False))
 """`cacheproof check --thorough`: the small, wide and long scopes in turn (docs/scope.md)."""
+
+@dataclass(frozen=True)
+class ExhaustiveCacheScope:
+    """What `check --exhaustive` tries from every state of the tensor cache: caches of each of
+    `capacities` bytes; on each of `keys`, reserve and acquire of every size 1..capacity with either
+    retain flag, commit and put of a value of every size and element size, get, release, pop and
+    contains; evict of 0..capacity bytes; clear; and, where misuse is checked, each of `bad_kinds`
+    (`BAD_KINDS`) on each operation that takes it, on the first key. `depth`: the calls per path a
+    search goes to when no --depth is given."""
+
+    name: str
+    capacities: tuple[int, ...]
+    keys: tuple[Hashable, ...]
+    depth: int
+    bad_kinds: tuple[str, ...] = ("zero", "too_large", "unhashable_key")
+
+
+EXHAUSTIVE = {scope.name: scope for scope in (
+    ExhaustiveCacheScope("tiny", (1, 2, 3), (0, 1), 4),
+    ExhaustiveCacheScope("three-keys", (1, 2, 3, 4), (0, 1, 2), 3),
+)}
+"""The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
 
 SUITED_PERCENT = 80
 """A key pick suits its operation this often (when some key does), else it is any of the program's keys."""
@@ -122,6 +150,34 @@ class CacheCalls:
             if bad is not None:
                 return bad
         return _SUITED[choice(draws, operations)](draws, state)
+
+    def exhaustive_sizes(self, scope: ExhaustiveCacheScope) -> tuple[int, ...]:
+        """The capacities of `scope`."""
+        return scope.capacities
+
+    def enabled_calls(self, scope: ExhaustiveCacheScope, model: Any, operations: tuple[str, ...],
+                      misuse: bool) -> tuple[Call, ...]:
+        """Every call of `scope` among `operations` in a cache of the model's capacity (see
+        `ExhaustiveCacheScope`), in table order; the bad ones last, only when `misuse`."""
+        capacity = model.capacity_bytes
+        sizes = range(1, capacity + 1)
+        flags = ({}, {"retain": False})
+        values = [ValueRecipe(n, tag, element) for n in sizes for tag, element in enumerate(element_sizes_dividing(n))]
+        every = {
+            "reserve": [Call("reserve", (key, n), flag) for key in scope.keys for n in sizes for flag in flags],
+            "acquire": [Call("acquire", (key, n), flag) for key in scope.keys for n in sizes for flag in flags],
+            "commit": [Call("commit", (key, value)) for key in scope.keys for value in values],
+            "put": [Call("put", (key, value)) for key in scope.keys for value in values],
+            "evict": [Call("evict", (n,)) for n in range(capacity + 1)],
+            "clear": [Call("clear")],
+            **{name: [Call(name, (key,)) for key in scope.keys] for name in ("get", "release", "pop", "contains")},
+        }
+        calls = [call for name in operations for call in every.get(name, ())]
+        if misuse:
+            trusted = model.semantics.argument_checks == "trusted"
+            bad = [("put", "too_large")] if trusted else [(name, kind) for name in BAD_OPERATIONS for kind in scope.bad_kinds]
+            calls += [bad_call(name, kind, scope.keys[0], 0, capacity) for name, kind in bad if name in operations]
+        return tuple({repr(call): call for call in calls}.values())  # a bad kind some operation does not take repeats a call
 
     def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
         """No argument cases beside the outcomes."""

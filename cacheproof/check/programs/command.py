@@ -74,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
     try:
-        profile = _profile(kind, args.profile)
+        profile = chosen_profile(kind, args.profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
-        operations = _operations(kind, args.ops, profile.operations)
+        operations = chosen_operations(kind, args.ops, profile.operations)
         factory = IsolatedProgramFactory(impl, kind.names + kind.views, Watch(args.call_timeout)) if args.isolate \
             else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
@@ -185,13 +185,15 @@ def misuse_checked(semantics) -> bool:
     return getattr(semantics, "misuse", "checked") == "checked"
 
 
-def _profile(kind: SpecKind, name: str):
+def chosen_profile(kind: SpecKind, name: str):
+    """The profile of `kind` named `name` (InvalidArgumentError naming its profiles otherwise)."""
     if name not in kind.profiles:
         raise InvalidArgumentError(f"--profile {name!r}: spec kind {kind.name!r} has the profiles {', '.join(kind.profiles)}")
     return kind.profiles[name]
 
 
-def _operations(kind: SpecKind, ops: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+def chosen_operations(kind: SpecKind, ops: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The operations --ops names (`default` without it); InvalidArgumentError naming the kind's operations for an unknown one."""
     if ops is None:
         return default
     chosen = tuple(name.strip() for name in ops.split(",") if name.strip())

@@ -25,6 +25,15 @@ class CallGenerator(Protocol):
         """The next call, among `operations`, drawn from the state of `model` (never changed here);
         misuse calls only when `misuse`."""
 
+    def exhaustive_sizes(self, scope: Any) -> tuple[int, ...]:
+        """The sizes of a fresh model `check --exhaustive` starts from in `scope` (one of the
+        module's `EXHAUSTIVE` scopes), smallest first."""
+
+    def enabled_calls(self, scope: Any, model: Any, operations: tuple[str, ...], misuse: bool) -> tuple[Call, ...]:
+        """Every call among `operations` that `scope` tries in the state of `model` (never changed
+        here), in a fixed order; misuse calls only when `misuse`. The order decides which of several
+        shortest counterexamples an exhaustive search reports."""
+
     def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
         """(operation, case): the argument cases the outcome coverage counts beside the outcomes
         under `semantics` (None: the kind's contract), e.g. a call that carries the null block."""
@@ -41,7 +50,8 @@ _REGISTRY = {
 """Each kind's generator class. Its module may declare the kind's scopes as data: `SCOPES` (by name,
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
 --thorough` runs (`cacheproof.check.phases.Phase`s of those scopes); a module without `THOROUGH`
-has no wide scope, and `--thorough` is refused."""
+has no wide scope, and `--thorough` is refused. `EXHAUSTIVE` (by name, the default first) holds the
+scopes `check --exhaustive` enumerates (`CallGenerator.enabled_calls`)."""
 
 
 def generator_for(kind: str, scope: Any = None) -> CallGenerator:
@@ -63,3 +73,10 @@ def thorough_phases(kind: str) -> tuple[Phase, ...] | None:
     declares none."""
     module_name = _REGISTRY[kind].partition(":")[0]
     return getattr(importlib.import_module(module_name), "THOROUGH", None)
+
+
+def exhaustive_scopes(kind: str) -> dict[str, Any]:
+    """`kind`'s exhaustive scopes by name, the default first, as its generator's module declares them
+    (empty when it declares none: `--exhaustive` is then refused)."""
+    module_name = _REGISTRY[kind].partition(":")[0]
+    return getattr(importlib.import_module(module_name), "EXHAUSTIVE", {})

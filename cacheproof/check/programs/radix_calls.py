@@ -15,11 +15,16 @@ Those numbers are the small scope (`SMALL`), the one every check draws from. `--
 wide scope (caches of up to 64 slots, one in four up to 256; requests 1..6; a vocabulary of four;
 sequences of up to 16 tokens; programs of 100 calls) and the long scope (the same in lives of 1,000
 calls); the small scope's thorough programs are 50 calls, a thousand of them, drawn from a seeded `random.Random` and shrunk by the checker alone (docs/scope.md).
+
+`check --exhaustive` enumerates instead (`RadixCalls.enabled_calls`, the scopes `EXHAUSTIVE`, an
+`ExhaustiveRadixScope` each): from every state, every call of the scope that suits it, and where
+misuse is checked the misuse the drawn calls make (docs/exhaustive.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import product
 from typing import Any
 
 from cacheproof.check.phases import Phase
@@ -48,6 +53,31 @@ SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
 
 THOROUGH = (Phase(SMALL, 1000, 50), Phase(WIDE, 300, 100, shrink=False), Phase(LONG, 30, 1000, shrink=False))
 """`cacheproof check --spec radix --thorough`: 110,000 calls, about half a minute of CPU (docs/scope.md)."""
+
+
+@dataclass(frozen=True)
+class ExhaustiveRadixScope:
+    """What `check --exhaustive` tries from every state of the radix cache: caches of each of `slots`
+    KV slots; every token sequence of 1..`most_tokens` of `tokens` matched, inserted (whole pages),
+    locked and prefilled (by each of `requests` not live); unlock of each locked path; evict of
+    0..the evictable size; checkpoint at every length and release of each live request; the size
+    reads and reset; where misuse is checked, the misuse the drawn calls make, on the same values.
+    `depth`: the calls per path a search goes to when no --depth is given."""
+
+    name: str
+    slots: tuple[int, ...]
+    requests: tuple[int, ...]
+    tokens: tuple[int, ...]
+    most_tokens: int
+    depth: int
+
+
+EXHAUSTIVE = {scope.name: scope for scope in (
+    ExhaustiveRadixScope("tiny", (2, 3), (1,), (0, 1), 2, 3),
+    ExhaustiveRadixScope("two-requests", (2, 3, 4), (1, 2), (0, 1), 3, 3),
+)}
+"""The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
+
 _MISUSE_PERCENT = 12
 NOT_INTS = ("1", None, True, 1.5)
 """Misused requests and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
@@ -69,6 +99,49 @@ class RadixCalls:
         if misuse and draws.randrange(100) < _MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
         return _SUITED[operation](draws, state)
+
+    def exhaustive_sizes(self, scope: ExhaustiveRadixScope) -> tuple[int, ...]:
+        """The cache sizes (KV slots) of `scope`."""
+        return scope.slots
+
+    def enabled_calls(self, scope: ExhaustiveRadixScope, model: Any, operations: tuple[str, ...],
+                      misuse: bool) -> tuple[Call, ...]:
+        """Every call of `scope` among `operations` that suits the model's state, then (when
+        `misuse`) its misuse calls (see `ExhaustiveRadixScope`), each operation in table order."""
+        page, paths, live = model.semantics.page_size, model.paths(), model.live_requests()
+        words = [word for length in range(1, scope.most_tokens + 1) for word in product(scope.tokens, repeat=length)]
+        pages = [word for word in words if len(word) % page == 0]
+        idle = [r for r in scope.requests if r not in live]
+        evictable = model.evictable_size()
+        every = {
+            "match_prefix": [Call("match_prefix", (word,)) for word in words],
+            "insert": [Call("insert", (word,)) for word in pages],
+            "lock": [Call("lock", (word,)) for word in words],
+            "unlock": [Call("unlock", (path,)) for path, lock in paths if lock > 0],
+            "evict": [Call("evict", (n,)) for n in range(evictable + 1)],
+            "prefill": [Call("prefill", (r, word)) for r in idle for word in words],
+            "checkpoint": [Call("checkpoint", (r,), {"up_to": n}) for r in live
+                           for n in range(len(model.tokens_of(r)) + 1)],
+            "release": [Call("release", (r,)) for r in live],
+            **{name: [Call(name, ())] for name in ("reset", "evictable_size", "protected_size", "total_size")},
+        }
+        calls = [call for name in operations for call in every.get(name, ())]
+        if misuse:
+            bad_tokens = (scope.tokens[0], NOT_INTS[0])
+            wrong = {
+                "match_prefix": [Call("match_prefix", (bad_tokens,))],
+                "insert": [Call("insert", (bad_tokens,))] + [Call("insert", (word,)) for word in words if word not in pages],
+                "lock": [Call("lock", (bad_tokens,))],
+                "unlock": [Call("unlock", (path,)) for path, lock in paths if lock == 0] + [Call("unlock", (bad_tokens,))],
+                "evict": [Call("evict", (evictable + 1,)), Call("evict", (-1,))],
+                "prefill": [Call("prefill", (r, (scope.tokens[0],))) for r in live] + [Call("prefill", (NOT_INTS[0], (0,)))]
+                + [Call("prefill", (r, ())) for r in idle[:1]],
+                "checkpoint": [Call("checkpoint", (r,), {"up_to": len(model.tokens_of(r)) + 1}) for r in live]
+                + [Call("checkpoint", (r,), {"up_to": 0}) for r in idle[:1]],
+                "release": [Call("release", (r,)) for r in idle[:1]] + [Call("release", (NOT_INTS[0],))],
+            }
+            calls += [call for name in operations for call in wrong.get(name, ())]
+        return tuple({repr(call): call for call in calls}.values())
 
     def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
         """No argument cases beside the outcomes."""

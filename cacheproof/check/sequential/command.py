@@ -34,6 +34,8 @@ from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
 from cacheproof.cmdline.kind_words import every_kind, key_domain_problem, key_domains, per_kind
 from cacheproof.check.programs.command import DEFAULT_IMPLS
+from cacheproof.check.programs import exhaustive_command
+from cacheproof.check.programs.generators import exhaustive_scopes
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
 
@@ -99,11 +101,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{REAL_VALUE_CAPACITY}, at most {MAX_VALUE_BYTES})")
     parser.add_argument("--workers", type=positive_integer, metavar="N",
                         help="search with N processes on seeds SEED..SEED+N-1, --examples divided among them; the "
-                        "first failure stops the others; every kind (default 1; docs/scale.md)")
+                        "first failure stops the others; every kind (default 1; docs/scale.md); with --exhaustive, "
+                        "each level's states are split among them")
+    parser.add_argument("--exhaustive", action="store_true",
+                        help="search every state of the kind's declared small scope breadth first, every call from "
+                        "every state, instead of random programs: no divergence within the scope, or the shortest "
+                        "counterexample; --budget bounds it, --workers splits each level (docs/exhaustive.md)")
+    parser.add_argument("--depth", type=positive_integer, metavar="D",
+                        help="with --exhaustive: calls per path at most (default: the scope's, docs/exhaustive.md)")
+    parser.add_argument("--scope", metavar="NAME",
+                        help="with --exhaustive: the scope searched, per kind: "
+                        f"{per_kind(lambda kind: ', '.join(exhaustive_scopes(kind.name)))} (default: the first)")
     add_database_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    refused = exhaustive_command.refusal(args, DEFAULT_STEPS_PER_EXAMPLE)
+    if refused is not None:
+        print(f"cacheproof check: {refused}", file=sys.stderr)
+        return 2
+    if args.exhaustive:
+        return exhaustive_command.run(args)
     thorough_examples = args.examples is not None
     try:
         resolve_budget(args, DEFAULT_EXAMPLES)
