@@ -24,6 +24,7 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_programs.py::test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_times",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[PutEvictsBeforeCheckingFit]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[ReservationEvictable]",
