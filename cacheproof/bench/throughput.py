@@ -13,6 +13,9 @@ the kind's built-in implementation.
 
 The tensor cache's state machine (`check.sequential`: its bare loop and `run_check`) is measured
 beside, for reference. A ratio is the checker's rate over a loop's (1.0: no cost beyond the loop).
+Rates are steps per second of this process's CPU time (`time.process_time`, every thread of it): on
+a shared machine the wall clock also counts the other jobs' turns, and the ratios moved by half
+between runs.
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def minimal_loop(kind_name: str, factory: Callable[[int], Any], examples: int, s
     reader = kind.view_readers.get("snapshot")
     read = reader.read if reader is not None else (lambda target, model: target.snapshot())
     steps = 0
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(examples):
         operations = swarm(rng, names)
         size = generator.size(rng)
@@ -102,7 +105,7 @@ def minimal_loop(kind_name: str, factory: Callable[[int], Any], examples: int, s
             if not outcomes_agree(call.op, expected, actual) or read(model, model) != read(implementation, model):
                 break
             model.check_invariants()
-    return steps, time.perf_counter() - started
+    return steps, time.process_time() - started
 
 
 def bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
@@ -112,15 +115,16 @@ def bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed
     setup = ProgramSetup(kind, kind.new, WatchedFactory(factory, Watch()), generator, kind.names, True, DEFAULT_STEPS)
     coverage = OutcomeCoverage(kind.operations, generator.cases(None))
     steps = 0
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(examples):
         steps += len(run_program(setup, rng, coverage.record).calls)
-    return steps, time.perf_counter() - started
+    return steps, time.process_time() - started
 
 
 def checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    started = time.process_time()
     report = run_program_check(get_kind(kind_name), factory, generator_for(kind_name), examples=examples, seed=seed)
-    return report.steps, report.seconds
+    return report.steps, time.process_time() - started
 
 
 def machine_bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
@@ -130,17 +134,18 @@ def machine_bare_loop(kind_name: str, factory: Callable[[int], Any], examples: i
     machine = machine_for(factory, tally)
     operations = program_operations(machine)
     rng = random.Random(seed)
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(examples):
         capacity = rng.randint(1, 8 if rng.random() < 0.5 else 64)  # the small scope's capacities
         run_machine_program(machine(), capacity, SMALL.key_pool, Plan(operations, SMALL.max_keys), rng,
                             DEFAULT_STEPS_PER_EXAMPLE)
-    return tally.steps, time.perf_counter() - started
+    return tally.steps, time.process_time() - started
 
 
 def machine_checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    started = time.process_time()
     report = run_check(factory, examples=examples, seed=seed, call_timeout=None)
-    return report.steps, report.seconds
+    return report.steps, time.process_time() - started
 
 
 PAIRS: dict[str, tuple[str, Callable[[int], Any]]] = {
