@@ -58,7 +58,6 @@ SLOW = (
     "model_tests/test_redis_database.py::test_the_environment_variable_names_the_database_and_the_flag_wins",
     "model_tests/test_pytest_plugin.py::test_a_failure_shows_the_bound_name_the_users_frames_and_a_snippet_that_fails",
     "model_tests/test_pytest_plugin.py::test_pytest_xdist_runs_the_tests_unchanged",
-    "model_tests/test_pytest_plugin.py::test_hypofuzz_fuzzes_a_cache_test_and_pytest_replays_what_it_found",
     "model_tests/test_ctrl_c_anytime.py::test_ctrl_c_at_any_moment_ends_the_run",
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker",
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker[blocks]",
