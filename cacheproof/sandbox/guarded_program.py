@@ -36,6 +36,7 @@ class WatchedImplementation:
                 watch.current = None  # `Watch.end`, without a second method call on every call
 
         watched.__name__ = name
+        watched.__wrapped__ = attribute  # its signature is the method's (`value_for` reads make_value's, once per class)
         self.__dict__[name] = watched
         return watched
 
