@@ -44,6 +44,20 @@ def test_the_metadata_pins_nothing_exactly():
     assert not pinned
 
 
+def test_the_fuzz_constraints_pin_the_pair_within_the_ranges_of_the_fuzz_extra_and_the_core():
+    pins = {}
+    for line in (ROOT / "constraints" / "fuzz.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+            assert spec.operator == "==", line
+            pins[requirement.name] = spec.version
+    assert set(pins) == {"hypothesis", "hypofuzz"}
+    ranges = {Requirement(text).name: Requirement(text).specifier for text in PROJECT["dependencies"] + EXTRAS["fuzz"]}
+    assert all(ranges[name].contains(version) for name, version in pins.items())
+    assert "hypofuzz" not in _names(EXTRAS["test"])  # the main suite runs on the newest Hypothesis
+
+
 def test_the_cpu_constraints_pin_torch_within_the_extras_ranges():
     pins = {}
     for line in (ROOT / "constraints" / "cpu.txt").read_text().splitlines():

@@ -141,21 +141,27 @@ def test_program_operations_add_bad_arguments_only_when_asked():
     assert "bad_argument" not in program_operations(machine_for(new_spec, bad_arguments=False))
 
 
-def test_bench_throughput_prints_both_kinds_ratios_and_report_times(tmp_path, capsys):
+def test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_times(tmp_path, capsys):
     from cacheproof.cli import main
+    from cacheproof.bench.throughput import PAIRS
 
     path = tmp_path / "t.json"
     impl = "model_tests.broken_caches:ReleaseOfIdleIsNoop"
-    assert main(["bench", "throughput", "--examples", "20", "--repeats", "1", "--impl", impl, "--json", str(path)]) == 0
+    assert main(["bench", "throughput", "--examples", "5", "--repeats", "1", "--impl", impl, "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "cache: spec vs spec" in out and "blocks: spec vs KVCacheManager" in out and "ratio" in out
+    assert "radix: spec vs TorchRadixCache" in out and "minimal" in out and "ratio" in out
     figures = json.loads(path.read_text())["figures"]
+    assert {PAIRS[name][0] for name in figures["throughput"]} == {"cache", "blocks", "radix"}
     assert set(figures["throughput"]) == {"cache: spec vs spec", "cache: spec vs TensorLRUCache (meta)",
-                                          "blocks: spec vs spec", "blocks: spec vs KVCacheManager"}
-    for row in figures["throughput"].values():  # rates rounded to whole steps/s, the ratio to 3 decimals
-        checked, bare = row["checker_steps_per_second"], row["bare_loop_steps_per_second"]
-        rounding = checked / bare * (0.5 / checked + 0.5 / bare) + 5e-4
-        assert row["ratio"] == pytest.approx(checked / bare, abs=rounding)
+                                          "blocks: spec vs spec", "blocks: spec vs KVCacheManager",
+                                          "radix: spec vs spec", "radix: spec vs TorchRadixCache"}
+    for row in figures["throughput"].values():  # rates rounded to whole steps/s, the ratios to 3 decimals
+        checked = row["checker_steps_per_second"]
+        for loop, ratio in (("minimal_loop", "minimal_ratio"), ("bare_loop", "bare_ratio")):
+            rate = row[f"{loop}_steps_per_second"]
+            rounding = checked / rate * (0.5 / checked + 0.5 / rate) + 5e-4
+            assert row[ratio] == pytest.approx(checked / rate, abs=rounding)
+    assert "state_machine" in figures["throughput"]["cache: spec vs spec"]
     reported = figures["reports"][impl]
     assert reported["found"] and reported["first_failure_seconds"] <= reported["first_report_seconds"]
     assert reported["calls"] <= 3

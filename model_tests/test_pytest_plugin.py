@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -280,44 +279,3 @@ def test_a_block_pool_test_runs_in_process_and_fails_on_a_broken_pool(few_exampl
     cache_test(BlockPoolSpec, spec="blocks")()
     with pytest.raises(CacheDivergence, match=r"DoubleFreePool diverges from the blocks spec: (?s:.*)shrunk to \d+ calls"):
         cache_test(DoubleFreePool, spec="blocks")()
-
-
-# HypoFuzz -----------------------------------------------------------------------------------------
-
-FUZZED = '''
-from cacheproof.testing import cache_test
-from model_tests.broken_caches import GetTakesReference
-
-test_fuzzed_cache = cache_test(GetTakesReference)
-'''
-
-REPLAY_ONLY = '''
-from hypothesis import Phase, settings
-
-settings.register_profile("replay-only", phases=[Phase.explicit, Phase.reuse])
-'''
-
-
-def test_hypofuzz_fuzzes_a_cache_test_and_pytest_replays_what_it_found(users_suite: pytest.Pytester) -> None:
-    """HypoFuzz runs until stopped: a failure found, its process ends within a minute or so; then
-    pytest, which only replays the database here (no generation), fails with the snippet."""
-    folder = users_suite.path
-    (folder / "test_fuzzed.py").write_text(FUZZED)
-    (folder / "conftest.py").write_text(REPLAY_ONLY)
-    fuzz = subprocess.Popen(
-        [str(Path(sys.executable).with_name("hypothesis")), "fuzz", "-n", "1", "--no-dashboard", "--",
-         "test_fuzzed.py", "-p", "no:cacheprovider"],
-        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    try:
-        fuzzed, _ = fuzz.communicate(timeout=180)
-    except subprocess.TimeoutExpired:
-        os.killpg(fuzz.pid, signal.SIGKILL)
-        fuzzed, _ = fuzz.communicate()
-    assert "to fuzz 1 test" in fuzzed, fuzzed
-    replayed = users_suite.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:xdist", "--hypothesis-profile", "replay-only", "test_fuzzed.py"
-    )
-    replayed.assert_outcomes(failed=1)
-    output = replayed.stdout.str()
-    assert "Failing test case: test_fuzzed_cache(" in output and "# <- diverges here" in output, fuzzed + output

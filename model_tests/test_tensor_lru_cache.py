@@ -4,8 +4,10 @@ arithmetic (a bug in a rule of the spec is not shared: the checker sees the two 
 
 from __future__ import annotations
 
+import json
 import random
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -436,15 +438,25 @@ def test_the_plain_lru_of_the_bench_is_a_byte_bounded_lru_of_copies() -> None:
     assert plain.get("b") is None and plain.get("a") is not None and plain.get("c") is not None
 
 
-def test_the_cache_bench_prints_the_ratios_to_a_plain_lru_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cache_bench_prints_the_ratios_to_a_plain_lru_side_by_side_at_each_key_count(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
     from cacheproof.cli import main
 
-    assert main(["bench", "cache", "--ops-only", "--calls", "1000"]) == 0
+    path = tmp_path / "ops.json"
+    assert main(["bench", "cache", "--ops-only", "--calls", "1000", "--keys", "500", "--keys", "3000",
+                 "--json", str(path)]) == 0
     printed = capsys.readouterr().out
     for operation in ("put", "get", "lifecycle"):
-        row = next(line for line in printed.splitlines() if line.strip("│ ").startswith(operation))
-        assert " vs " in row and "the plain LRU's time" in row, row
+        for held in ("500 keys", "3000 keys"):
+            row = next(line for line in printed.splitlines() if line.strip("│ ").startswith(f"{operation} ({held})"))
+            assert " vs " in row and "x the plain LRU's" in row, row
     last = printed.strip().splitlines()[-1]
-    assert last.startswith("ratios to the plain LRU: put ") and ", get " in last and ", lifecycle " in last
-    ratios = [float(part.rsplit(" ", 1)[1].rstrip("x")) for part in last.split(": ", 1)[1].split(", ")]
-    assert len(ratios) == 3 and all(ratio > 0 for ratio in ratios)
+    assert last.startswith("ratios to the plain LRU: 500 keys: put ") and "; 3000 keys: put " in last
+    figures = json.loads(path.read_text())["figures"]["operations"]
+    assert list(figures) == ["500 keys", "3000 keys"]
+    for by_operation in figures.values():
+        assert list(by_operation) == ["put", "get", "lifecycle"]
+        for row in by_operation.values():  # the ratio is of the times, the inverse of the rates' ratio
+            rates = row["plain_lru_per_second"] / row["tensor_lru_cache_per_second"]
+            assert row["ratio"] == pytest.approx(rates, rel=0.02, abs=0.01)

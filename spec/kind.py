@@ -13,6 +13,7 @@ implementing this interface and registering it in `spec.kinds` (docs/architectur
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Hashable, NamedTuple, Protocol, Sequence
 
 
@@ -316,16 +317,16 @@ class SpecKind:
             return None
         return list(groups.values())
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """Every operation name, in table order."""
         return tuple(row.name for row in self.operations)
 
-    @property
+    @cached_property
     def mutating(self) -> tuple[str, ...]:
         return tuple(row.name for row in self.operations if row.mutates)
 
-    @property
+    @cached_property
     def error_names(self) -> frozenset[str]:
         """The contract's error class names: every error some operation of the table may raise. An
         implementation's error is a contract error when a class of its MRO bears one of these

@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calls", metavar="N", type=positive_integer, default=20_000, help="calls per round of the operation figures (default 20000)"
     )
+    parser.add_argument(
+        "--keys", metavar="N", type=positive_integer, action="append",
+        help="values the caches hold in the operation figures; again for several (default 1000 and 100000)"
+    )
 
 
 def tensor_cache_on_cpu(capacity_bytes: int):
@@ -204,8 +208,9 @@ OPS_ROUNDS = 7
 OPS_TARGETS = {"put": 1.5, "get": 1.5, "lifecycle": 3.0}
 """The most TensorLRUCache's time per call may be, as a multiple of the plain LRU's (issue 26)."""
 VALUE_BYTES = 64
-RESIDENT_VALUES = 1000
-"""The caches hold this many values; every put and every lifecycle commit past them evicts."""
+KEY_COUNTS = (1_000, 100_000)
+"""The caches hold this many values (`--keys`, default both): each round fills them first, untimed,
+so that every timed put and every lifecycle commit evicts."""
 
 
 class PlainTensorLRU:
@@ -238,79 +243,86 @@ class PlainTensorLRU:
             return value
 
 
-def _operation_rounds(calls: int) -> dict[str, dict[str, float]]:
-    """CPU seconds of this thread per call, the best of OPS_ROUNDS rounds, per operation and cache
-    (CPU time, not wall: other processes on a loaded machine do not count; rounds alternate
-    between the caches, so what remains of the noise slows both)."""
+def _operation_rounds(calls: int, keys: int) -> dict[str, dict[str, float]]:
+    """CPU seconds of this thread per call, the best of OPS_ROUNDS rounds, per operation and cache,
+    each cache holding `keys` values (CPU time, not wall: other processes on a loaded machine do not
+    count; rounds alternate between the caches, so what remains of the noise slows both)."""
     import torch
 
     from cacheproof.impl import TensorLRUCache
 
     value = torch.arange(VALUE_BYTES // 4, dtype=torch.float32)
-    capacity = VALUE_BYTES * RESIDENT_VALUES
+    capacity = VALUE_BYTES * keys
     makers = {"TensorLRUCache": lambda: TensorLRUCache(capacity, device="cpu"), "plain LRU": lambda: PlainTensorLRU(capacity)}
     best: dict[str, dict[str, float]] = {operation: {} for operation in OPS_TARGETS}
     for _ in range(OPS_ROUNDS):
         for name, make in makers.items():
-            for operation, seconds in _one_round(make(), name == "TensorLRUCache", value, calls).items():
+            for operation, seconds in _one_round(make(), name == "TensorLRUCache", value, calls, keys).items():
                 best[operation][name] = min(best[operation].get(name, seconds), seconds)
     return best
 
 
-def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int) -> dict[str, float]:
-    """Seconds per call of `calls` evicting puts, `calls` gets of resident keys and `calls`
-    lifecycle iterations on new keys (`lifecycle`: TensorLRUCache's acquire/commit/get/release,
-    else the plain LRU's get/put/get)."""
+def _one_round(cache: Any, lifecycle: bool, value: Any, calls: int, keys: int) -> dict[str, float]:
+    """Seconds per call, on `cache` filled with `keys` values first (untimed), of `calls` evicting
+    puts, `calls` gets of resident keys and `calls` lifecycle iterations on new keys (`lifecycle`:
+    TensorLRUCache's acquire/commit/get/release, else the plain LRU's get/put/get)."""
     put, get = cache.put, cache.get
+    for key in range(-keys, 0):
+        put(key, value)
     started = time.thread_time()
     for key in range(calls):
         put(key, value)
     put_seconds = time.thread_time() - started
-    held = min(calls, RESIDENT_VALUES)  # the last keys put are the ones the cache still holds
-    resident = list(range(calls - held, calls)) * max(1, calls // held)
+    resident = [calls - keys + (at * 7919) % keys for at in range(calls)]  # spread over the keys still held
     started = time.thread_time()
     for key in resident:
         get(key)
     get_seconds = time.thread_time() - started
-    keys = range(calls, 2 * calls)
+    fresh = range(calls, 2 * calls)
     started = time.thread_time()
     if lifecycle:
         acquire, commit, release = cache.acquire, cache.commit, cache.release
-        for key in keys:
+        for key in fresh:
             acquire(key, VALUE_BYTES)
             commit(key, value)
             get(key)
             release(key)
     else:
-        for key in keys:
+        for key in fresh:
             get(key)
             put(key, value)
             get(key)
     lifecycle_seconds = time.thread_time() - started
-    return {"put": put_seconds / calls, "get": get_seconds / len(resident), "lifecycle": lifecycle_seconds / calls}
+    return {"put": put_seconds / calls, "get": get_seconds / calls, "lifecycle": lifecycle_seconds / calls}
 
 
 def _operation_figures(args: argparse.Namespace) -> dict:
-    """TensorLRUCache's calls per second against the plain LRU's, and the ratio of their times."""
-    best = _operation_rounds(args.calls)
-    figures = {
-        operation: {
-            "tensor_lru_cache_per_second": round(1 / by_cache["TensorLRUCache"]),
-            "plain_lru_per_second": round(1 / by_cache["plain LRU"]),
-            "ratio": round(by_cache["TensorLRUCache"] / by_cache["plain LRU"], 2),
-            "target_ratio": OPS_TARGETS[operation],
+    """TensorLRUCache's calls per second against the plain LRU's, and the ratio of their times, at
+    each count of held keys (`--keys`)."""
+    figures: dict[str, dict] = {}
+    for keys in args.keys or KEY_COUNTS:
+        best = _operation_rounds(args.calls, keys)
+        figures[f"{keys} keys"] = {
+            operation: {
+                "tensor_lru_cache_per_second": round(1 / by_cache["TensorLRUCache"]),
+                "plain_lru_per_second": round(1 / by_cache["plain LRU"]),
+                "ratio": round(by_cache["TensorLRUCache"] / by_cache["plain LRU"], 2),
+                "target_ratio": OPS_TARGETS[operation],
+            }
+            for operation, by_cache in best.items()
         }
-        for operation, by_cache in best.items()
-    }
     if not args.quiet:
         summary_table(
             f"TensorLRUCache vs a plain OrderedDict + lock LRU ({VALUE_BYTES}-byte CPU tensors, "
             f"best of {OPS_ROUNDS} rounds of {args.calls} calls): calls/s, time ratio",
             {
-                operation: f"{f['tensor_lru_cache_per_second']:,} vs {f['plain_lru_per_second']:,} /s: "
+                f"{operation} ({held})": f"{f['tensor_lru_cache_per_second']:,} vs {f['plain_lru_per_second']:,} /s: "
                 f"{f['ratio']:.2f}x the plain LRU's time (target <= {f['target_ratio']}x)"
-                for operation, f in figures.items()
+                for held, by_operation in figures.items() for operation, f in by_operation.items()
             },
         )
-    print("ratios to the plain LRU: " + ", ".join(f"{operation} {f['ratio']:.2f}x" for operation, f in figures.items()))
+    print("ratios to the plain LRU: " + "; ".join(
+        f"{held}: " + ", ".join(f"{operation} {f['ratio']:.2f}x" for operation, f in by_operation.items())
+        for held, by_operation in figures.items()
+    ))
     return figures

@@ -1,12 +1,21 @@
-"""`cacheproof bench throughput`: the checker's steps per second against the bare loop's, side by
-side in one run, for both spec kinds.
+"""`cacheproof bench throughput`: the checker's steps per second against two loops without
+Hypothesis, side by side in one run, for every spec kind, on the spec against itself and against
+the kind's built-in implementation.
 
-The bare loop is the floor of what a differential step costs: the same generator picks each call
-from a `random.Random` (no Hypothesis), the call runs on the spec and on the implementation, the
-outcomes and the compared views are compared and the spec's invariants checked — what a step of
-the checker must do, and nothing else. The checker is `run_check` (the tensor cache) or
-`run_program_check` (the block pool) on the same pair, Hypothesis drawing and counting the
-programs. The ratio is checker over bare loop (1.0: no framework cost at all).
+- The minimal loop is the floor of what a differential step costs: the kind's generator picks each
+  call from a `random.Random`, the call runs on the spec and on the implementation, the outcomes
+  are compared, one snapshot of each side compared (as the kind reads it) and the spec's
+  invariants checked once; nothing else. The project holds the checker to `RATIO_TARGET` of it.
+- The bare loop is the checker's own step (`check.programs.program.run_program`: every view, the
+  outcome coverage, the watch on the implementation) on the same `random.Random` draws: what the
+  checker costs beyond it is Hypothesis's.
+- The checker is `run_program_check` on the same pair, Hypothesis drawing and counting the programs.
+
+The tensor cache's state machine (`check.sequential`: its bare loop and `run_check`) is measured
+beside, for reference. A ratio is the checker's rate over a loop's (1.0: no cost beyond the loop).
+Rates are steps per second of this process's CPU time (`time.process_time`, every thread of it): on
+a shared machine the wall clock also counts the other jobs' turns, and the ratios moved by half
+between runs.
 """
 
 from __future__ import annotations
@@ -18,21 +27,30 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from cacheproof.check.coverage import OutcomeCoverage
+from cacheproof.check.programs.draws import swarm
 from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.program import ProgramSetup, run_program
 from cacheproof.check.programs.run import DEFAULT_STEPS, run_program_check
 from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.check.sequential.programs import Plan, program_operations, run_program
+from cacheproof.check.sequential.programs import Plan, program_operations
+from cacheproof.check.sequential.programs import run_program as run_machine_program
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, run_check
 from cacheproof.check.sequential.scope import SMALL
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
-from cacheproof.contract.steps import differential_step
+from cacheproof.contract.steps import outcome_of, outcomes_agree
+from cacheproof.sandbox.guarded_call import Watch
+from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.spec.kinds import get_kind, new_spec
 
 RATIO_TARGET = 0.5
-"""The checker's steps/s over the bare loop's that the project holds itself to (docs/search-power.md)."""
+"""The checker's steps/s over the minimal loop's that the project holds itself to (docs/search-power.md)."""
+
+Measure = Callable[[str, Callable[[int], Any], int, int], tuple[int, float]]
+"""(kind, factory, examples, seed) -> (steps, seconds)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,55 +77,89 @@ def _built_in_pool(num_blocks: int) -> Any:
     return kv_cache_manager(num_blocks)
 
 
-def cache_bare_loop(factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
-    """(steps, seconds) of `examples` programs of the checker's own generator on `factory`, picked by
-    a `random.Random(seed)`: every call compared and the invariants checked, no Hypothesis."""
+def _built_in_radix(num_slots: int) -> Any:
+    from cacheproof.impl.radix_cache import radix_cache
+
+    return radix_cache(num_slots)
+
+
+def minimal_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    """(steps, seconds) of `examples` programs of `kind_name`'s generator picked by a
+    `random.Random(seed)`, each call compared by its outcome and one snapshot of each side (the
+    kind's reader of it, if any), the invariants checked once; a program ends at its first difference."""
+    kind, generator, rng = get_kind(kind_name), generator_for(kind_name), random.Random(seed)
+    names, error_names = kind.names, kind.error_names
+    reader = kind.view_readers.get("snapshot")
+    read = reader.read if reader is not None else (lambda target, model: target.snapshot())
+    steps = 0
+    started = time.process_time()
+    for _ in range(examples):
+        operations = swarm(rng, names)
+        size = generator.size(rng)
+        model, implementation = kind.new(size), factory(size)
+        for _ in range(DEFAULT_STEPS):
+            call = generator.draw_call(rng, model, operations, True)
+            steps += 1
+            expected = outcome_of(model, call, error_names, values_from=implementation)
+            actual = outcome_of(implementation, call, error_names)
+            if not outcomes_agree(call.op, expected, actual) or read(model, model) != read(implementation, model):
+                break
+            model.check_invariants()
+    return steps, time.process_time() - started
+
+
+def bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    """The same programs through the checker's own step (`run_program`, the implementation watched
+    as the checker watches it, the outcomes counted), no Hypothesis."""
+    kind, generator, rng = get_kind(kind_name), generator_for(kind_name), random.Random(seed)
+    setup = ProgramSetup(kind, kind.new, WatchedFactory(factory, Watch()), generator, kind.names, True, DEFAULT_STEPS)
+    coverage = OutcomeCoverage(kind.operations, generator.cases(None))
+    steps = 0
+    started = time.process_time()
+    for _ in range(examples):
+        steps += len(run_program(setup, rng, coverage.record).calls)
+    return steps, time.process_time() - started
+
+
+def checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    started = time.process_time()
+    report = run_program_check(get_kind(kind_name), factory, generator_for(kind_name), examples=examples, seed=seed)
+    return report.steps, time.process_time() - started
+
+
+def machine_bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    """The tensor cache's state machine step (`check.sequential`) on programs of its own generator,
+    picked by a `random.Random(seed)`, no Hypothesis."""
     tally = Tally()
     machine = machine_for(factory, tally)
     operations = program_operations(machine)
     rng = random.Random(seed)
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(examples):
         capacity = rng.randint(1, 8 if rng.random() < 0.5 else 64)  # the small scope's capacities
-        run_program(machine(), capacity, SMALL.key_pool, Plan(operations, SMALL.max_keys), rng,
-                    DEFAULT_STEPS_PER_EXAMPLE)
-    return tally.steps, time.perf_counter() - started
+        run_machine_program(machine(), capacity, SMALL.key_pool, Plan(operations, SMALL.max_keys), rng,
+                            DEFAULT_STEPS_PER_EXAMPLE)
+    return tally.steps, time.process_time() - started
 
 
-def blocks_bare_loop(factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
-    """The same for the block pool kind: its generator, `differential_step`, `check_invariants`."""
-    kind, generator, rng = get_kind("blocks"), generator_for("blocks"), random.Random(seed)
-    steps = 0
-    started = time.perf_counter()
-    for _ in range(examples):
-        size = generator.size(rng)
-        model, implementation = kind.new(size), factory(size)
-        for _ in range(DEFAULT_STEPS):
-            call = generator.draw_call(rng, model, kind.names, True)
-            steps += 1
-            if differential_step(model, implementation, call, kind.views, error_names=kind.error_names) is not None:
-                break
-            model.check_invariants()
-    return steps, time.perf_counter() - started
-
-
-def cache_checker(factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+def machine_checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
+    started = time.process_time()
     report = run_check(factory, examples=examples, seed=seed, call_timeout=None)
-    return report.steps, report.seconds
+    return report.steps, time.process_time() - started
 
 
-def blocks_checker(factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
-    report = run_program_check(get_kind("blocks"), factory, generator_for("blocks"), examples=examples, seed=seed)
-    return report.steps, report.seconds
-
-
-PAIRS: dict[str, tuple[Callable[[int], Any], Callable, Callable]] = {
-    "cache: spec vs spec": (new_spec, cache_bare_loop, cache_checker),
-    "cache: spec vs TensorLRUCache (meta)": (_built_in_cache, cache_bare_loop, cache_checker),
-    "blocks: spec vs spec": (lambda size: get_kind("blocks").new(size), blocks_bare_loop, blocks_checker),
-    "blocks: spec vs KVCacheManager": (_built_in_pool, blocks_bare_loop, blocks_checker),
+PAIRS: dict[str, tuple[str, Callable[[int], Any]]] = {
+    "cache: spec vs spec": ("cache", new_spec),
+    "cache: spec vs TensorLRUCache (meta)": ("cache", _built_in_cache),
+    "blocks: spec vs spec": ("blocks", lambda size: get_kind("blocks").new(size)),
+    "blocks: spec vs KVCacheManager": ("blocks", _built_in_pool),
+    "radix: spec vs spec": ("radix", lambda size: get_kind("radix").new(size)),
+    "radix: spec vs TorchRadixCache": ("radix", _built_in_radix),
 }
-"""Each measured pair: the implementation's factory, its bare loop, its checker."""
+"""Each measured pair: its kind and the implementation's factory."""
+
+MACHINE_PAIRS = ("cache: spec vs spec", "cache: spec vs TensorLRUCache (meta)")
+"""The pairs the tensor cache's state machine is measured on too, for reference."""
 
 
 REPORTED_CACHES = tuple(f"model_tests.broken_caches:{name}" for name in (
@@ -140,12 +192,39 @@ def report_times(impls: tuple[str, ...], seed: int) -> dict[str, dict]:
     return figures
 
 
-def _best_rate(measure: Callable, factory: Callable, examples: int, seed: int, repeats: int) -> float:
-    best = 0.0
+def best_rates(measures: dict[str, Measure], kind_name: str, factory: Callable, examples: int, seed: int,
+               repeats: int) -> dict[str, int]:
+    """Each measure's best steps/s of `repeats`, the measures taken in turn within each repeat, so
+    that the ratios between them see the same load on a shared machine."""
+    best = dict.fromkeys(measures, 0.0)
     for _ in range(repeats):
-        steps, seconds = measure(factory, examples, seed)
-        best = max(best, steps / seconds)
-    return best
+        for label, measure in measures.items():
+            steps, seconds = measure(kind_name, factory, examples, seed)
+            best[label] = max(best[label], steps / seconds)
+    return {label: round(rate) for label, rate in best.items()}
+
+
+LOOPS: dict[str, Measure] = {"minimal_loop": minimal_loop, "bare_loop": bare_loop, "checker": checker}
+MACHINE_LOOPS: dict[str, Measure] = {"minimal_loop": minimal_loop, "bare_loop": machine_bare_loop,
+                                     "checker": machine_checker}
+
+
+def throughput(examples: int, seed: int, repeats: int) -> dict[str, dict]:
+    """Steps/s of each pair's minimal loop, bare loop and checker (`best_rates`) and the checker's
+    ratios to the two loops; on `MACHINE_PAIRS` the state machine's bare loop and checker beside
+    (`state_machine`, its minimal loop measured with them)."""
+    figures = {}
+    for name, (kind_name, factory) in PAIRS.items():
+        rates = best_rates(LOOPS, kind_name, factory, examples, seed, repeats)
+        row: dict[str, Any] = {f"{label}_steps_per_second": rate for label, rate in rates.items()}
+        row["minimal_ratio"] = round(rates["checker"] / rates["minimal_loop"], 3)
+        row["bare_ratio"] = round(rates["checker"] / rates["bare_loop"], 3)
+        if name in MACHINE_PAIRS:
+            machine = best_rates(MACHINE_LOOPS, kind_name, factory, examples, seed, repeats)
+            row["state_machine"] = {f"{label}_steps_per_second": rate for label, rate in machine.items()}
+            row["state_machine"]["minimal_ratio"] = round(machine["checker"] / machine["minimal_loop"], 3)
+        figures[name] = row
+    return figures
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,16 +232,20 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof bench throughput: {problem}", file=sys.stderr)
         return 2
-    figures = {}
-    for name, (factory, bare_loop, checker) in PAIRS.items():
-        bare = _best_rate(bare_loop, factory, args.examples, args.seed, args.repeats)
-        checked = _best_rate(checker, factory, args.examples, args.seed, args.repeats)
-        figures[name] = {"bare_loop_steps_per_second": round(bare), "checker_steps_per_second": round(checked),
-                         "ratio": round(checked / bare, 3)}
+    figures = throughput(args.examples, args.seed, args.repeats)
     summary_table(
-        f"checker vs bare loop: steps/s, best of {args.repeats} (target ratio >= {RATIO_TARGET})",
-        {name: f"checker {f['checker_steps_per_second']}  bare loop {f['bare_loop_steps_per_second']}  "
-               f"ratio {f['ratio']:.2f}" for name, f in figures.items()},
+        f"checker vs minimal loop and bare loop: steps/s, best of {args.repeats} "
+        f"(target: minimal-loop ratio >= {RATIO_TARGET})",
+        {name: f"checker {f['checker_steps_per_second']}  minimal {f['minimal_loop_steps_per_second']}  "
+               f"bare {f['bare_loop_steps_per_second']}  minimal-loop ratio {f['minimal_ratio']:.2f}  "
+               f"bare-loop ratio {f['bare_ratio']:.2f}" for name, f in figures.items()},
+    )
+    summary_table(
+        "for reference, the tensor cache's state machine (check.sequential): steps/s",
+        {name: f"checker {f['state_machine']['checker_steps_per_second']}  "
+               f"bare {f['state_machine']['bare_loop_steps_per_second']}  "
+               f"minimal-loop ratio {f['state_machine']['minimal_ratio']:.2f}"
+         for name, f in figures.items() if "state_machine" in f},
     )
     reports = report_times(tuple(args.impl or REPORTED_CACHES), args.seed)
     summary_table(

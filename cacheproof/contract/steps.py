@@ -112,7 +112,7 @@ def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, m
     a text saying it is missing or raised (which differs from any answer)."""
     reader = readers.get(view)
     method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
-    if not callable(method):
+    if method is None or not callable(method):
         return missing_view(view)
     try:
         return method() if reader is None else reader.read(target, model)
@@ -142,10 +142,12 @@ def differing_views(
     for view in views:
         reader = readers.get(view)
         wanted = getattr(model, view)() if reader is None else reader.read(model, model)
-        if seen[view] == missing_view(view) and (reader is not None and reader.optional or not wanted and view != "snapshot"):
+        answer = seen[view]
+        if type(answer) is str and answer == missing_view(view) and (
+                reader is not None and reader.optional or not wanted and view != "snapshot"):
             continue
-        if not _equal(wanted, seen[view]):
-            differing.append((view, wanted, seen[view]))
+        if answer is not wanted and not _equal(wanted, answer):
+            differing.append((view, wanted, answer))
     return tuple(differing)
 
 
@@ -164,8 +166,8 @@ def differential_step(
     if seen is not None:
         seen(call.op, outcome_name(expected.result, expected.error))
     actual = outcome_of(implementation, call, error_names)
-    seen = {view: view_of(implementation, view, readers, model) for view in views}
-    difference = StepDifference(call, expected, actual, differing_views(model, seen, views, readers))
-    if difference.outcome_differs or difference.view_differs:
-        return difference
+    answers = {view: view_of(implementation, view, readers, model) for view in views}
+    differing = differing_views(model, answers, views, readers)
+    if differing or not outcomes_agree(call.op, expected, actual):
+        return StepDifference(call, expected, actual, differing)
     return None

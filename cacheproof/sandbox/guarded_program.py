@@ -26,25 +26,30 @@ class WatchedImplementation:
         if not callable(attribute):
             return attribute
         watch = self._watch
+        begin = watch.begin
 
         def watched(*args: Any, **kwargs: Any) -> Any:
-            watch.begin(name, args)
+            begin(name, args)
             try:
                 return attribute(*args, **kwargs)
             finally:
-                watch.end()
+                watch.current = None  # `Watch.end`, without a second method call on every call
 
         watched.__name__ = name
+        watched.__wrapped__ = attribute  # its signature is the method's (`value_for` reads make_value's, once per class)
         self.__dict__[name] = watched
         return watched
 
     def __len__(self) -> int:
-        """`len(target)`, noted as a call of `__len__` (Python looks special methods up on the class)."""
-        return self.__getattr__("__len__")()
+        """`len(target)`, noted as a call of `__len__` (Python looks special methods up on the class,
+        so the watched method `__getattr__` made is looked up in the instance's own dict)."""
+        watched = self.__dict__.get("__len__")
+        return (self.__getattr__("__len__") if watched is None else watched)()
 
     def __contains__(self, key: Any) -> bool:
         """`key in target`, noted as a call of `__contains__`."""
-        return self.__getattr__("__contains__")(key)
+        watched = self.__dict__.get("__contains__")
+        return (self.__getattr__("__contains__") if watched is None else watched)(key)
 
 
 class WatchedFactory:

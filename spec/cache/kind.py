@@ -21,6 +21,7 @@ and the final snapshot, which the search checks on the merged order (`search.lin
 from __future__ import annotations
 
 import enum
+import operator
 from typing import Any, Hashable, Iterable, Sequence
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS, CACHE_TYPES
@@ -61,10 +62,13 @@ def read_len(target: Any, model: Any) -> int:
     return len(target)
 
 
+_STATS_VALUES = operator.attrgetter(*STATS_FIELDS)
+"""The compared fields' values of a stats() answer, in `STATS_FIELDS` order, read in one C call."""
+
+
 def read_stats(target: Any, model: Any) -> dict[str, Any]:
     """The compared fields of `target.stats()` (AttributeError naming a field it lacks)."""
-    stats = target.stats()
-    return {field: getattr(stats, field) for field in STATS_FIELDS}
+    return dict(zip(STATS_FIELDS, _STATS_VALUES(target.stats())))
 
 
 def read_snapshot(target: Any, model: Any) -> tuple:
