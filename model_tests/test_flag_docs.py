@@ -38,6 +38,7 @@ FOREIGN_FLAGS = {
     "--config-settings": "pip install (README: Troubleshooting)",
     "--no-deps": "pip install (docs/engines.md: the engines' venv)",
     "--hypothesis-profile": "pytest, Hypothesis's plugin (docs/testing.md)",
+    "--no-dashboard": "hypothesis fuzz, HypoFuzz's command (docs/scale.md: HypoFuzz campaigns)",
     "--cacheproof-settings": "pytest, cacheproof's own plugin (docs/testing.md; tested in test_pytest_plugin.py)",
 }
 """Flags of other programs that the documents name, and which program."""
