@@ -20,8 +20,8 @@ tokens))`):
   value=slots))`; SGLang leaves the duplicate slots (`slots[:prefix_len]`) to its caller, who
   frees them (`free`), as SGLang's own `_insert_cache` does. The answer is `prefix_len`.
 - `lock(tokens)` -> `match_prefix`, then `inc_lock_ref(last_device_node)`.
-- `unlock(tokens)` -> `dec_lock_ref(node)` on the node whose tokens are exactly `tokens`, found by
-  walking `root_node.children` (a read: SGLang's `match_prefix` would stamp access times, which
+- `unlock(tokens)` -> `dec_lock_ref(node)` on the node whose tokens are exactly `tokens` (the root
+  for none), found by walking `root_node.children` (a read: SGLang's `match_prefix` would stamp access times, which
   an unlock does not); tokens that end at no node have no SGLang form: WrongStateError here (the
   profile's "trusted" misuse: a checker never makes such a call).
 - `evict(n)` -> `evict(EvictParams(num_tokens=n))`'s `num_tokens_evicted`.
@@ -190,6 +190,8 @@ class SglangRadixCache:
         return found
 
     def _node_of(self, tokens: tuple) -> Any:
+        if not tokens:
+            return engine_member(self.cache, "root_node")  # dec_lock_ref stops at the root at once
         for prefix, node in self._nodes():
             if prefix + tuple(node.key.token_ids) == tokens:
                 return node
