@@ -6,7 +6,9 @@ imports `torchvision.transforms` at module level and uses it only inside functio
 has no torchvision in the registry that imports beside it. The rule: the stand-in answers an
 `import torchvision...` statement only, never `importlib.util.find_spec` (so transformers'
 `is_torchvision_available()` stays False and takes none of its torchvision paths), and every
-name it hands out raises ModuleNotFoundError when used (called, iterated, compared).
+name it hands out raises ModuleNotFoundError when called. Limit: once a module has imported it,
+it is in sys.modules, where find_spec finds it; transformers evaluates (and caches) its check when
+it is imported, which SGLang's chain does first (tools/engines_venv.sh's smoke import asserts it).
 """
 
 from __future__ import annotations
