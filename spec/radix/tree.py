@@ -267,6 +267,13 @@ class RadixCacheSpec:
                 found.append(path)
         return tuple(sorted(found))
 
+    def structure(self) -> tuple[tuple[int, int | None, int, int], ...]:
+        """(identity, parent's identity or None for the root, key length, lock count) of every
+        node, identities lasting as long as the node (for the prover's refinement check: a split's
+        lower part keeps the node's identity, its upper part is a new node)."""
+        return tuple((id(node), None if node.parent is self._root else id(node.parent), len(node.key), node.lock)
+                     for node in self._nodes())
+
     def paths(self) -> tuple[tuple[tuple[int, ...], int], ...]:
         """(prefix + key, lock count) of every node (for the call generator)."""
         return tuple((node.prefix() + node.key, node.lock) for node in self._nodes())
