@@ -24,6 +24,9 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_prove_radix.py::test_the_spec_refines_the_model_under_every_profile",
+    "model_tests/test_prove_radix.py::test_a_spec_whose_split_drops_the_lock_disagrees",
+    "model_tests/test_prove_radix.py::test_the_command_exits_0_and_writes_its_report",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[PutEvictsBeforeCheckingFit]",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[ReservationEvictable]",

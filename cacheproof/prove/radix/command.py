@@ -19,29 +19,22 @@ import argparse
 import sys
 import textwrap
 import time
-from dataclasses import replace
 from typing import NamedTuple
 
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.cache.refinement_domain import DEFAULT_BOUND as CACHE_BOUND
 from cacheproof.prove.induction import ProofResult
+from cacheproof.prove.option_targets import Target, option_targets
 from cacheproof.prove.radix import proofs, refinement
 from cacheproof.prove.refinement_verdict import RefinementReport
 from cacheproof.prove.report import PROVES, obligation, prove_body
 from cacheproof.prove.report import target as target_json
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RADIX_OPTIONS, RADIX_PROFILES, RadixSemantics
+from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RADIX_OPTIONS, RADIX_PROFILES
 
 PROVE_DEFAULT_SLOTS = 8
 """`cacheproof prove`'s default --slots (the tensor cache's): read as "the radix default"."""
-
-CACHE_DEFAULT_PROFILE = "contract"
-
-
-class Target(NamedTuple):
-    label: str
-    semantics: RadixSemantics
 
 
 class TargetReport(NamedTuple):
@@ -57,21 +50,9 @@ class TargetReport(NamedTuple):
 
 
 def targets(args: argparse.Namespace) -> list[Target]:
-    """The semantics the flags ask for; InvalidArgumentError on an unknown profile or field."""
-    profile = getattr(args, "profile", CACHE_DEFAULT_PROFILE)
-    overrides = getattr(args, "semantics", "")
-    if getattr(args, "all_semantics", False):
-        if profile != CACHE_DEFAULT_PROFILE or overrides:
-            raise InvalidArgumentError("--all-semantics proves every profile and option; leave out --profile and --semantics")
-        found = [Target(name, p.semantics) for name, p in RADIX_PROFILES.items()]
-        for name, values in RADIX_OPTIONS.items():
-            default = getattr(RADIX_CONTRACT, name)
-            found += [Target(f"{name}={v}", replace(RADIX_CONTRACT, **{name: v})) for v in values if v != default]
-        return found
-    if profile not in RADIX_PROFILES:
-        raise InvalidArgumentError(f"--profile {profile!r}: the radix profiles are {', '.join(RADIX_PROFILES)}")
-    semantics = RADIX_PROFILES[profile].semantics.with_overrides(overrides)
-    return [Target(profile + (f" with {overrides}" if overrides else ""), semantics)]
+    """The semantics the flags ask for (cacheproof.prove.option_targets); InvalidArgumentError on an
+    unknown profile or field."""
+    return option_targets(args, "radix", RADIX_PROFILES, RADIX_OPTIONS, RADIX_CONTRACT)
 
 
 def tree_nodes(args: argparse.Namespace) -> int:
