@@ -13,6 +13,8 @@ import argparse
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from cacheproof.prove.induction import ProofResult
+
 from cacheproof.spec.errors import InvalidArgumentError
 
 CACHE_DEFAULT_PROFILE = "contract"
@@ -43,3 +45,19 @@ def option_targets(args: argparse.Namespace, words: str, profiles: dict[str, Any
         raise InvalidArgumentError(f"--profile {profile!r}: the {words} profiles are {', '.join(profiles)}")
     semantics = profiles[profile].semantics.with_overrides(overrides)
     return [Target(profile + (f" with {overrides}" if overrides else ""), semantics)]
+
+
+class TargetReport(NamedTuple):
+    """The proofs under one target: `size` is the bounded model's (blocks, tree nodes), `refined`
+    the refinement check's verdict (None: skipped); ok when every obligation is proved and the spec
+    refines the model."""
+
+    target: Target
+    size: int
+    results: list[ProofResult]
+    refined: Any
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(r.proved for r in self.results) and (self.refined is None or self.refined.agrees)

@@ -17,13 +17,12 @@ import argparse
 import sys
 import textwrap
 import time
-from typing import NamedTuple
 
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.blocks import generic, proofs, refinement
 from cacheproof.prove.induction import ProofResult
-from cacheproof.prove.option_targets import Target, option_targets
+from cacheproof.prove.option_targets import Target, TargetReport, option_targets
 from cacheproof.prove.report import PROVES, obligation, prove_body
 from cacheproof.prove.report import target as target_json
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_OPTIONS, BLOCK_PROFILES
@@ -31,18 +30,6 @@ from cacheproof.spec.errors import InvalidArgumentError
 
 PROVE_DEFAULT_SLOTS = 8
 """`cacheproof prove`'s default --slots (the tensor cache's): read as "the blocks default"."""
-
-
-class TargetReport(NamedTuple):
-    target: Target
-    num_blocks: int
-    results: list[ProofResult]
-    refined: refinement.RefinementReport | None
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return all(r.proved for r in self.results) and (self.refined is None or self.refined.agrees)
 
 
 def targets(args: argparse.Namespace) -> list[Target]:
@@ -139,7 +126,7 @@ def print_report(report: TargetReport, quiet: bool, several: bool) -> None:
     print(
         f"\n{len(results) - failed}/{len(results)} obligations proved" + (f", {failed} FAILED" if failed else "")
         + "; solver seconds: " + ", ".join(f"{m} {s:.3f}" for m, s in seconds.items())
-        + f" (blocks={report.num_blocks}); wall {report.seconds:.2f} s"
+        + f" (blocks={report.size}); wall {report.seconds:.2f} s"
     )
     if report.refined is not None:
         print(report.refined.line())

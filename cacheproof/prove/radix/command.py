@@ -19,15 +19,12 @@ import argparse
 import sys
 import textwrap
 import time
-from typing import NamedTuple
 
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.cache.refinement_domain import DEFAULT_BOUND as CACHE_BOUND
-from cacheproof.prove.induction import ProofResult
-from cacheproof.prove.option_targets import Target, option_targets
+from cacheproof.prove.option_targets import Target, TargetReport, option_targets
 from cacheproof.prove.radix import proofs, refinement
-from cacheproof.prove.refinement_verdict import RefinementReport
 from cacheproof.prove.report import PROVES, obligation, prove_body
 from cacheproof.prove.report import target as target_json
 from cacheproof.spec.errors import InvalidArgumentError
@@ -35,18 +32,6 @@ from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RADIX_OPTIONS, RADIX
 
 PROVE_DEFAULT_SLOTS = 8
 """`cacheproof prove`'s default --slots (the tensor cache's): read as "the radix default"."""
-
-
-class TargetReport(NamedTuple):
-    target: Target
-    nodes: int
-    results: list[ProofResult]
-    refined: RefinementReport | None
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return all(r.proved for r in self.results) and (self.refined is None or self.refined.agrees)
 
 
 def targets(args: argparse.Namespace) -> list[Target]:
@@ -130,6 +115,6 @@ def print_report(report: TargetReport, quiet: bool, several: bool) -> None:
             print(disagreement.python(), end="")
     failed = sum(not r.proved for r in results)
     print(f"\n{len(results) - failed}/{len(results)} obligations proved" + (f", {failed} FAILED" if failed else "")
-          + f" (trees of up to {report.nodes} nodes, and any number in the aggregate model); wall {report.seconds:.2f} s")
+          + f" (trees of up to {report.size} nodes, and any number in the aggregate model); wall {report.seconds:.2f} s")
     if report.refined is not None:
         print(report.refined.line())
