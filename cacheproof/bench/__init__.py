@@ -16,6 +16,7 @@ _KINDS = {
     "concurrent": "check --threads: scenarios per second, time to find each racy cache",
     "trace": "cost per call of writing and replaying traces, 1e3 to 1e6 calls",
     "block_pool": "pool calls per second: KVBlockPool vs vLLM's real BlockPool",
+    "radix": "radix-tree calls per second: TorchRadixCache vs SGLang's real RadixCache",
     "linearizability": "the linearizability search on 8x200, 4x1000 and 8x1000 histories, whole and per key",
     "workers": "check --workers: time to the first bug at 1 and 2 workers",
     "throughput": "checker steps/s against the bare loop's, for both spec kinds",

@@ -2,6 +2,8 @@
 
     cacheproof check --impl cacheproof.engines.sglang:mm_cache
 
+(SGLang's RadixCache is `radix_cache` here too, written in cacheproof.engines.sglang_radix.)
+
 `mm_cache(capacity_bytes, *, cache_class=None)` builds the installed class (or `cache_class`)
 with `max_size=capacity_bytes` and takes `EmbeddingResult` from the class's own module. Profile
 `sglang-mm-cache` (every design choice is there: a `set` of a present hash keeps the old
@@ -28,9 +30,10 @@ from typing import Any, Hashable
 from cacheproof.adapt import Atomic, as_tensor, engine_call, engine_member, make_tensor, module_names, require_members
 from cacheproof.adapt import snapshot_from_table
 from cacheproof.spec import CacheStats, EntryView
+from cacheproof.engines.sglang_radix import SglangRadixCache, radix_cache
 from cacheproof.spec.cache.values import value_size
 
-__all__ = ["SglangMultiModalCache", "mm_cache"]
+__all__ = ["SglangMultiModalCache", "SglangRadixCache", "mm_cache", "radix_cache"]
 
 _MISSING = (
     "cacheproof.engines.sglang needs SGLang (`pip install sglang`; docs/engines.md says why its module "

@@ -51,7 +51,7 @@ __all__ = ["ProofResult", "Target", "add_arguments", "prove_all", "run", "semant
 
 DEFAULT_SLOTS = 8
 
-_KIND_PROVERS = {"blocks": "cacheproof.prove.blocks.command"}
+_KIND_PROVERS = {"blocks": "cacheproof.prove.blocks.command", "radix": "cacheproof.prove.radix.command"}
 """The prover of each spec kind other than the cache (whose proofs this module runs)."""
 
 SPEC_INDEPENDENT_FIELDS = ("snapshot_order",)
@@ -107,7 +107,8 @@ EXAMPLE = "cacheproof prove --all-semantics --json proofs.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "\n\n".join(
         textwrap.fill(f"{what}: proves {PROVES[kind]}", width=100) for kind, what in (
-            ("cache", "cacheproof prove"), ("blocks", "--spec blocks"), ("block-table", "--block-table")))
+            ("cache", "cacheproof prove"), ("blocks", "--spec blocks"), ("radix", "--spec radix"),
+            ("block-table", "--block-table")))
     parser.add_argument(
         "--spec", default=DEFAULT_KIND, choices=kind_names(),
         help=f"the spec kind to prove (default {DEFAULT_KIND}): {per_kind(lambda kind: kind.summary)}",

@@ -38,6 +38,15 @@ PROVES = {
         "runs the executable spec (BlockPoolSpec) on every small reachable state and call and finds it doing "
         "what the model says. " + not_your_code("blocks")
     ),
+    "radix": (
+        "the radix cache's spec at the tree level: z3 proves that every step of its tree (split, new leaf, lock, "
+        "unlock, evict, reset) keeps the tree well formed, lock counts at least their children's (R1), the size "
+        "counters equal to the tokens of unlocked and locked nodes (R2), every KV slot free or in the tree (R3) "
+        "and locked nodes in the tree (R6), in trees of up to --slots nodes, and the counts of free, evictable "
+        "and protected tokens kept for any number of nodes; the bounded refinement check then runs the "
+        "executable spec (RadixCacheSpec) on every small reachable state and tree-level call and finds a run "
+        "of the model's steps doing the same. " + not_your_code("radix")
+    ),
     "block-table": (
         "the index arithmetic of cacheproof's own block-table kernels (cacheproof.impl.block_ids, "
         "copy_block_offsets): z3 proves the fast paths equal the reference for every int32 id, and finds where "

@@ -1,7 +1,9 @@
 """`RadixSemantics`: the design choices on which radix caches differ from the radix contract.
 
-One choice: the page size, the granularity at which the tree matches, inserts and splits
-(SGLang's `page_size`; 1 is its token-level RadixCache). The profiles reuse `spec.kind.Profile`.
+Three choices: the page size, the granularity at which the tree matches, inserts and splits
+(SGLang's `page_size`; 1 is its token-level RadixCache); whether misuse is checked; and how a
+call stamps access times. The profiles reuse `spec.kind.Profile`; what SGLang 0.5.23's RadixCache
+does, per field, is written next to the field.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from cacheproof.spec.kind import Profile
 from cacheproof.spec.overrides import OptionSemantics
 from cacheproof.spec.radix.operations import ALL_RADIX_OPERATIONS, TREE_OPERATIONS
 
-RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {"page_size": (1, 2, 4)}
+RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "page_size": (1, 2, 4),
+    "misuse": ("checked", "trusted"),
+    "access_stamps": ("call", "node"),
+}
 """The valid values of every field."""
 
 
@@ -23,10 +29,26 @@ class RadixSemantics(OptionSemantics):
 
     - page_size: node keys, matches and inserts are whole pages of this many tokens; a match ending
       inside a page stops at the page's start, and a node is split only at a page boundary.
+    - misuse: a call that breaks the contract (an unlock without a lock of its own, an evict above
+      the evictable size, a token or request that is not an int, ...) raises a typed error and
+      changes nothing ("checked"), or is the caller's fault ("trusted": the cache need not check,
+      and a checker never makes such a call; the spec still refuses it, having no other answer).
+      SGLang's RadixCache is "trusted": `dec_lock_ref` decrements without a check for zero and
+      `evict` frees what it can when asked for more; its scheduler pairs every `inc_lock_ref` with
+      one `dec_lock_ref` and asks the allocator before it evicts.
+    - access_stamps: every node a call walks, a node it splits or makes included, gets the call's
+      one tick, and the part of a split node below the match keeps its old time ("call"); or the
+      node a walk enters is stamped whole with the call's time before it is split, and the nodes
+      the call makes (a split's upper part, a new leaf) are stamped when made, after the walk's
+      time and in the order made ("node"). SGLang is "node": `_match_prefix_helper` and
+      `_insert_helper` set `last_access_time` on a child before `_split_node`, and a new
+      `TreeNode` reads `time.monotonic()` when it is built.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = RADIX_OPTIONS
     page_size: int = 1
+    misuse: str = "checked"
+    access_stamps: str = "call"
 
 
 RADIX_CONTRACT = RadixSemantics()
@@ -41,6 +63,10 @@ RADIX_PROFILES: dict[str, Profile] = {
                 "the radix-cache contract at the tree level only, for a tree with no request level"),
         Profile("paged", RadixSemantics(page_size=2), ALL_RADIX_OPERATIONS,
                 "the radix-cache contract with pages of 2 tokens (SGLang's paged RadixCache, page_size=2)"),
+        Profile("sglang-radix", RadixSemantics(misuse="trusted", access_stamps="node"), TREE_OPERATIONS,
+                "SGLang 0.5.23 RadixCache (match_prefix, insert, inc_lock_ref, dec_lock_ref, evict, reset, "
+                "evictable_size, protected_size, total_size) over its real TokenToKVPoolAllocator, page size 1 "
+                "(cacheproof.engines.sglang:radix_cache)"),
     )
 }
 """Every named radix profile, by name."""

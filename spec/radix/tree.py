@@ -10,8 +10,10 @@ its KV slots (one per token, owned by the node), a lock count and the logical ti
 access; a node's children differ in their first page. The token allocator holds the free slots
 and hands out the lowest first. The clock ticks once per call that touches the tree (match_prefix,
 insert, lock, prefill, checkpoint, release); every node on the path such a call walks gets that
-tick. Per live request: its tokens, its slots (the first `prefix` of them owned by the tree, the
-rest its own) and `prefix`, the length of the path it holds locked (the scheduler's
+tick (semantics access_stamps "node": the nodes a call makes get later times of that call, and a
+node it splits is stamped whole first). A time is (call number, order made within the call).
+Per live request: its tokens, its slots (the first `prefix` of them owned by the tree, the rest
+its own) and `prefix`, the length of the path it holds locked (the scheduler's
 req.last_node).
 """
 
@@ -31,7 +33,7 @@ def _is_int(value: object) -> bool:
 class _Node:
     """One node: its key, slots, lock count, last access, parent and children (by first page)."""
 
-    def __init__(self, key: tuple, slots: list, parent: "_Node | None", tick: int) -> None:
+    def __init__(self, key: tuple, slots: list, parent: "_Node | None", tick: tuple[int, int]) -> None:
         self.key, self.slots, self.parent, self.tick = key, slots, parent, tick
         self.lock = 0
         self.children: dict[tuple, _Node] = {}
@@ -61,8 +63,8 @@ class RadixCacheSpec:
         self.semantics = semantics
         self.page = semantics.page_size
         self._free: set[int] = set(range(num_slots))
-        self._root = _Node((), [], None, 0)
-        self._clock = 0
+        self._root = _Node((), [], None, (0, 0))
+        self._clock, self._made = 0, 0
         self._requests: dict[int, _Request] = {}
 
     # Tree level ---------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class RadixCacheSpec:
     def copy(self) -> "RadixCacheSpec":
         """An independent spec in the same state."""
         twin = RadixCacheSpec(self._num_slots, self.semantics)
-        twin._free, twin._clock = set(self._free), self._clock
+        twin._free, twin._clock, twin._made = set(self._free), self._clock, self._made
         twin._root = _copy_node(self._root, None)
         twin._requests = {rid: _Request(r.tokens, list(r.slots), r.prefix) for rid, r in self._requests.items()}
         return twin
@@ -251,6 +253,26 @@ class RadixCacheSpec:
     def tokens_of(self, request: int) -> tuple[int, ...]:
         """A live request's tokens (for the call generator)."""
         return self._requests[request].tokens
+
+    def unlockable(self) -> tuple[tuple[int, ...], ...]:
+        """The tokens of every node an unlock may name: one holding a lock of its own (its count
+        above its children's together) beyond those of live requests whose prefix ends there (for
+        the call generator: under misuse "trusted" it names no other)."""
+        found = []
+        for node in self._nodes():
+            path = node.prefix() + node.key
+            below = sum(child.lock for child in node.children.values())
+            held = sum(1 for live in self._requests.values() if live.prefix == len(path) and live.tokens[:len(path)] == path)
+            if node.lock - below > held:
+                found.append(path)
+        return tuple(sorted(found))
+
+    def structure(self) -> tuple[tuple[int, int | None, int, int], ...]:
+        """(identity, parent's identity or None for the root, key length, lock count) of every
+        node, identities lasting as long as the node (for the prover's refinement check: a split's
+        lower part keeps the node's identity, its upper part is a new node)."""
+        return tuple((id(node), None if node.parent is self._root else id(node.parent), len(node.key), node.lock)
+                     for node in self._nodes())
 
     def paths(self) -> tuple[tuple[tuple[int, ...], int], ...]:
         """(prefix + key, lock count) of every node (for the call generator)."""
@@ -288,9 +310,18 @@ class RadixCacheSpec:
     def _pages(self, length: int) -> int:
         return length - length % self.page
 
-    def _tick(self) -> int:
-        self._clock += 1
-        return self._clock
+    def _tick(self) -> tuple[int, int]:
+        """The next call's time: (call number, 0)."""
+        self._clock, self._made = self._clock + 1, 0
+        return self._clock, 0
+
+    def _made_stamp(self, tick: tuple[int, int]) -> tuple[int, int]:
+        """The time of a node a call with `tick` makes: the call's tick itself ("call"), or, for
+        access_stamps "node", a time after the walk's, later for each node the call makes."""
+        if self.semantics.access_stamps == "call":
+            return tick
+        self._made += 1
+        return tick[0], self._made
 
     def _alloc(self, n: int) -> list[int]:
         taken = sorted(self._free)[:n]
@@ -343,7 +374,7 @@ class RadixCacheSpec:
         head.children[child.key[:self.page]] = child
         return head
 
-    def _walk(self, tick: int | None, tokens: tuple) -> tuple[_Node, tuple]:
+    def _walk(self, tick: tuple[int, int] | None, tokens: tuple) -> tuple[_Node, tuple]:
         """The node a match of `tokens` ends at (the node it ends inside split there) and the
         matched tokens; every node of the path gets `tick` (None: no access)."""
         node, length, tokens = self._root, 0, tokens[:self._pages(len(tokens))]
@@ -352,9 +383,13 @@ class RadixCacheSpec:
             if child is None:
                 break
             common = self._common(child.key, tokens[length:])
+            if tick is not None and self.semantics.access_stamps == "node":
+                child.tick = tick  # the node entered is stamped whole, before a split
             if common < len(child.key):
                 child = self._split(child, common)
-            if tick is not None:
+                if tick is not None:
+                    child.tick = self._made_stamp(tick)
+            elif tick is not None:
                 child.tick = tick
             length += common
             node = child
@@ -369,13 +404,13 @@ class RadixCacheSpec:
             node = node.parent
         return path
 
-    def _insert(self, tick: int, tokens: tuple, slots: list) -> int:
+    def _insert(self, tick: tuple[int, int], tokens: tuple, slots: list) -> int:
         """Put `tokens` with `slots` in the tree (whole pages); the answer is the length already
         cached, whose slots the caller still holds."""
         node, matched = self._walk(tick, tokens)
         length = len(matched)
         if length < len(tokens):
-            leaf = _Node(tokens[length:], list(slots[length:]), node, tick)
+            leaf = _Node(tokens[length:], list(slots[length:]), node, self._made_stamp(tick))
             node.children[leaf.key[:self.page]] = leaf
         return length
 

@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.phases import Phase, shares
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample
@@ -74,9 +75,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
     try:
-        profile = chosen_profile(kind, args.profile)
-        semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
-        operations = chosen_operations(kind, args.ops, profile.operations)
         factory = IsolatedProgramFactory(impl, kind.names + kind.views, Watch(args.call_timeout)) if args.isolate \
             else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
@@ -87,6 +85,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     watch = Watch(args.call_timeout)
     probed = factory if args.isolate else WatchedFactory(factory, watch)
+    try:
+        carried = None if args.isolate else factory_profile(factory)  # an adapter's imports its engine here, untimed
+        if args.profile is None:
+            if carried is None and not args.isolate:
+                carried = supervised(lambda: built_profile(probed), watch)
+            args.profile = carried or kind.default_profile
+        profile = chosen_profile(kind, args.profile)
+        semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
+        operations = chosen_operations(kind, args.ops, profile.operations)
+    except (InvalidArgumentError, ImportError, AdapterError) as error:
+        print(f"cacheproof check: {impl}: {error}" if not isinstance(error, InvalidArgumentError)
+              else f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:  # the factory hung
+        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
+        return 2
     try:
         missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
@@ -177,6 +191,17 @@ def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> 
     probe = factory(PROBE_SIZE)
     return [name for name in operations
             if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
+
+
+def built_profile(factory) -> str | None:
+    """The profile an object `factory(PROBE_SIZE)` carries (its `profile` attribute, as an engine
+    adapter's object does), so that a user's wrapper or subclass factory keeps its adapter's
+    profile; None when it carries none or cannot be built (the probe that follows reports why)."""
+    try:
+        profile = getattr(factory(PROBE_SIZE), "profile", None)
+    except Exception:  # noqa: BLE001 - missing_operations builds it again and reports the failure
+        return None
+    return profile if isinstance(profile, str) else None
 
 
 def misuse_checked(semantics) -> bool:

@@ -9,7 +9,9 @@ evict asks for at most the evictable size, checkpoint and release name live requ
 request that is not live. Misuse (an unlock of an unlocked path, an evict above the evictable
 size, an insert of a part page, a live request admitted again, an unknown request, up_to past the
 request's tokens, a token or request that is not an int) comes one call in eight; every error
-outcome of the operation table is among them (docs/search-power.md, outcome coverage).
+outcome of the operation table is among them (docs/search-power.md, outcome coverage). Without
+misuse (semantics misuse "trusted", or --no-bad-arguments) an unlock names only a node holding a
+lock of its own that no live request holds, the one unlock the contract does not refuse.
 
 Those numbers are the small scope (`SMALL`), the one every check draws from. `--thorough` adds the
 wide scope (caches of up to 64 slots, one in four up to 256; requests 1..6; a vocabulary of four;
@@ -98,6 +100,8 @@ class RadixCalls:
         operation = choice(draws, operations)
         if misuse and draws.randrange(100) < _MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
+        if not misuse and operation == "unlock":
+            return _trusted_unlock(draws, state)
         return _SUITED[operation](draws, state)
 
     def exhaustive_sizes(self, scope: ExhaustiveRadixScope) -> tuple[int, ...]:
@@ -159,6 +163,7 @@ class _State:
         self.page = model.semantics.page_size
         self.paths = model.paths()
         self.live = model.live_requests()
+        self.unlockable = model.unlockable()
 
     def tokens(self, draws: Draws, *, whole_pages: bool = False) -> tuple:
         """Mostly a node's tokens cut or extended, else fresh ones; whole pages when asked."""
@@ -193,6 +198,14 @@ def _lock(draws: Draws, s: _State) -> Call:
 def _unlock(draws: Draws, s: _State) -> Call:
     locked = [path for path, lock in s.paths if lock > 0]
     return Call("unlock", (choice(draws, locked),) if locked else (s.tokens(draws),))
+
+
+def _trusted_unlock(draws: Draws, s: _State) -> Call:
+    """An unlock that is never misuse: a node's tokens holding a lock of its own no live request
+    holds, else a lock (a call that suits every state)."""
+    if s.unlockable:
+        return Call("unlock", (choice(draws, s.unlockable),))
+    return _lock(draws, s)
 
 
 def _evict(draws: Draws, s: _State) -> Call:

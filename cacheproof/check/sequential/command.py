@@ -144,10 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.spec != DEFAULT_KIND:
         from cacheproof.check.programs import command as program_command
 
-        if args.profile is None:
-            args.profile = get_kind(args.spec).default_profile
-
-        return program_command.run(args)
+        return program_command.run(args)  # its factory's profile, else the built object's, else the kind's default
     problem = first_problem({"--json": args.json, "--trace-out": args.trace_out})
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)

@@ -17,57 +17,25 @@ import argparse
 import sys
 import textwrap
 import time
-from dataclasses import replace
-from typing import NamedTuple
 
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.blocks import generic, proofs, refinement
 from cacheproof.prove.induction import ProofResult
+from cacheproof.prove.option_targets import Target, TargetReport, option_targets
 from cacheproof.prove.report import PROVES, obligation, prove_body
 from cacheproof.prove.report import target as target_json
-from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_OPTIONS, BLOCK_PROFILES, BlockSemantics
+from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_OPTIONS, BLOCK_PROFILES
 from cacheproof.spec.errors import InvalidArgumentError
 
 PROVE_DEFAULT_SLOTS = 8
 """`cacheproof prove`'s default --slots (the tensor cache's): read as "the blocks default"."""
 
-CACHE_DEFAULT_PROFILE = "contract"
-
-
-class Target(NamedTuple):
-    label: str
-    semantics: BlockSemantics
-
-
-class TargetReport(NamedTuple):
-    target: Target
-    num_blocks: int
-    results: list[ProofResult]
-    refined: refinement.RefinementReport | None
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return all(r.proved for r in self.results) and (self.refined is None or self.refined.agrees)
-
 
 def targets(args: argparse.Namespace) -> list[Target]:
-    """The semantics the flags ask for; InvalidArgumentError on an unknown profile or field."""
-    profile = getattr(args, "profile", CACHE_DEFAULT_PROFILE)
-    overrides = getattr(args, "semantics", "")
-    if getattr(args, "all_semantics", False):
-        if profile != CACHE_DEFAULT_PROFILE or overrides:
-            raise InvalidArgumentError("--all-semantics proves every profile and option; leave out --profile and --semantics")
-        found = [Target(name, p.semantics) for name, p in BLOCK_PROFILES.items()]
-        for name, values in BLOCK_OPTIONS.items():
-            default = getattr(BLOCK_CONTRACT, name)
-            found += [Target(f"{name}={v}", replace(BLOCK_CONTRACT, **{name: v})) for v in values if v != default]
-        return found
-    if profile not in BLOCK_PROFILES:
-        raise InvalidArgumentError(f"--profile {profile!r}: the block profiles are {', '.join(BLOCK_PROFILES)}")
-    semantics = BLOCK_PROFILES[profile].semantics.with_overrides(overrides)
-    return [Target(profile + (f" with {overrides}" if overrides else ""), semantics)]
+    """The semantics the flags ask for (cacheproof.prove.option_targets); InvalidArgumentError on an
+    unknown profile or field."""
+    return option_targets(args, "block", BLOCK_PROFILES, BLOCK_OPTIONS, BLOCK_CONTRACT)
 
 
 def num_blocks(args: argparse.Namespace) -> int:
@@ -158,7 +126,7 @@ def print_report(report: TargetReport, quiet: bool, several: bool) -> None:
     print(
         f"\n{len(results) - failed}/{len(results)} obligations proved" + (f", {failed} FAILED" if failed else "")
         + "; solver seconds: " + ", ".join(f"{m} {s:.3f}" for m, s in seconds.items())
-        + f" (blocks={report.num_blocks}); wall {report.seconds:.2f} s"
+        + f" (blocks={report.size}); wall {report.seconds:.2f} s"
     )
     if report.refined is not None:
         print(report.refined.line())

@@ -1,0 +1,127 @@
+"""The adapter over SGLang's REAL RadixCache and token allocator: hand-worked outcomes read back
+from SGLang's objects, the unmodified class conforming under `sglang-radix`, each broken subclass
+(model_tests/sglang_broken_radix.py) found, SGLang's unchecked `dec_lock_ref` seen by the
+contract, and the profile kept by a wrapper factory. Skipped without SGLang."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip(
+    "sglang.srt.mem_cache.radix_cache",
+    reason="SGLang's RadixCache does not import: build the engines venv with `bash tools/engines_venv.sh VENV`",
+)
+
+from sglang.srt.mem_cache.radix_cache import RadixCache  # noqa: E402
+
+from cacheproof.check.programs.command import built_profile  # noqa: E402
+from cacheproof.cli import main  # noqa: E402
+from cacheproof.check.programs.generators import generator_for  # noqa: E402
+from cacheproof.check.programs.run import run_program_check  # noqa: E402
+from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
+from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
+from cacheproof.spec.kinds import get_kind  # noqa: E402
+from model_tests import sglang_broken_radix  # noqa: E402
+
+KIND = get_kind("radix")
+SGLANG = KIND.profiles["sglang-radix"]
+
+
+def check_sglang_profile(factory, examples: int, seed: int = 0):
+    return run_program_check(
+        KIND, factory, generator_for("radix"), examples=examples, seed=seed,
+        semantics=SGLANG.semantics, operations=SGLANG.operations, misuse=False,
+    )
+
+
+def nodes(cache: SglangRadixCache) -> tuple:
+    """(tokens, slot names, lock) per node, from the snapshot (access ranks aside)."""
+    return tuple((prefix + key, slots, lock) for prefix, key, slots, _, lock, _ in cache.snapshot()[2])
+
+
+def test_fresh_tree_reads_back_from_sglang() -> None:
+    cache = radix_cache(5)
+    assert isinstance(cache, SglangRadixCache) and type(cache.cache) is RadixCache
+    assert cache.profile == "sglang-radix" and radix_cache.profile() == "sglang-radix"
+    assert cache.snapshot() == (5, (0, 0), (), ())
+
+
+def test_hand_worked_walk_on_the_real_tree() -> None:
+    cache = radix_cache(6)
+    assert cache.insert((1, 2, 3)) == 0
+    assert cache.insert((1, 2, 4)) == 2  # the two duplicate slots go back to SGLang's allocator
+    assert cache.allocator.available_size() == 2
+    assert nodes(cache) == (((1, 2), (0, 1), 0), ((1, 2, 3), (2,), 0), ((1, 2, 4), (3,), 0))
+    assert cache.match_prefix((1, 5)) == 1  # ends inside (1, 2): SGLang splits it
+    assert nodes(cache)[0] == ((1,), (0,), 0)
+    assert cache.lock((1, 2, 4)) == 3
+    assert (cache.evictable_size(), cache.protected_size(), cache.total_size()) == (1, 3, 4)
+    assert cache.evict(1) == 1  # the one unlocked leaf, (1, 2, 3)
+    assert [tokens for tokens, _, _ in nodes(cache)] == [(1,), (1, 2), (1, 2, 4)]
+    assert cache.reset() is False  # a lock is held
+    assert cache.unlock((1, 2, 4)) == 3
+    assert cache.evict(1) == 1 and cache.evictable_size() == 2
+    assert cache.reset() is True and cache.snapshot() == (6, (0, 0), (), ())
+
+
+def test_stored_tokens_come_from_the_kv_storage_at_sglangs_slots() -> None:
+    cache = radix_cache(4)
+    cache.insert((7, 8))
+    ((_, key, _, stored, _, _),) = cache.snapshot()[2]
+    assert key == stored == (7, 8)
+    assert [int(cache.kv[int(slot)]) for slot in cache.cache.root_node.children[7].value] == [7, 8]
+
+
+def test_an_insert_short_of_slots_is_a_capacity_error_that_takes_none() -> None:
+    cache = radix_cache(2)
+    with pytest.raises(CapacityError):
+        cache.insert((1, 2, 3))
+    assert cache.snapshot() == (2, (0, 0), (), ())
+    with pytest.raises(InvalidArgumentError):
+        cache.insert((1, "2"))
+
+
+def test_real_dec_lock_ref_drives_lock_ref_below_zero() -> None:
+    cache = radix_cache(4)
+    cache.insert((1, 2))
+    cache.unlock((1, 2))  # the contract's WrongStateError; SGLang decrements without a check
+    assert cache.cache.root_node.children[1].lock_ref == -1
+    assert cache.lock((1, 2)) == 2  # a request's lock now leaves the count at 0 ...
+    assert nodes(cache) == (((1, 2), (0, 1), 0),)
+    assert cache.evict(2) == 2 and cache.total_size() == 0  # ... and its prefix is evicted under it
+
+
+def test_unmodified_tree_conforms_under_the_sglang_profile() -> None:
+    report = check_sglang_profile(radix_cache, examples=100)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+
+
+@pytest.mark.parametrize("name", sorted(sglang_broken_radix.FACTORIES))
+def test_each_broken_subclass_is_found(name: str) -> None:
+    factory = sglang_broken_radix.FACTORIES[name]
+    assert type(factory(4).cache) in sglang_broken_radix.BROKEN_RADIX_CLASSES
+    found = any(not check_sglang_profile(factory, examples=150, seed=seed).ok for seed in (1, 2))
+    assert found, f"{name} was not found in two seeded runs of 150 programs"
+
+
+def test_the_contract_reports_the_unchecked_unlock() -> None:
+    report = run_program_check(KIND, radix_cache, generator_for("radix"), examples=100, semantics=SGLANG.semantics
+                               .with_overrides("misuse=checked"), operations=("insert", "unlock"), max_divergences=3)
+    unlocks = [example for example in report.counterexamples if example.difference.call.op == "unlock"
+               and example.difference.expected.error == "WrongStateError"]
+    assert unlocks, [example.difference.describe() for example in report.counterexamples]
+    assert unlocks[0].difference.actual.error is None and len(unlocks[0].calls) <= 3  # SGLang decrements
+
+
+def test_a_wrapper_factory_keeps_the_profile(tmp_path) -> None:
+    def wrapper(capacity_tokens: int) -> SglangRadixCache:
+        return radix_cache(capacity_tokens, cache_class=sglang_broken_radix.MostRecentFirstRadix)
+
+    assert not hasattr(wrapper, "profile") and built_profile(wrapper) == "sglang-radix"
+    out = tmp_path / "check.json"
+    code = main(["check", "--spec", "radix", "--impl", "model_tests.sglang_broken_radix:most_recent_first",
+                 "--examples", "40", "--seed", "1", "--quiet", "--json", str(out)])
+    body = json.loads(out.read_text())
+    assert (code, body["profile"]) == (1, "sglang-radix"), body
