@@ -24,6 +24,7 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/engines/test_vllm_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",
     "model_tests/test_mutate.py::test_the_duel_sorts_each_mutant_by_who_kills_it",
     "model_tests/test_mutate.py::test_a_side_failing_on_the_unmutated_module_is_a_usage_error",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",
