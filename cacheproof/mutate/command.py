@@ -84,12 +84,11 @@ def run(args: argparse.Namespace) -> int:
         source_path, source, package_folders = _module_source(args.module)
         chosen, generated = _choose(source, args.mutants, args.limit)
         check_command = _check_command(args)
+        problem = first_problem({"--json": args.json, "--html": args.html})
+        if problem is not None:
+            raise MutateUsageError(problem)
     except MutateUsageError as error:
         print(f"cacheproof mutate: {error}", file=sys.stderr)
-        return 2
-    problem = first_problem({"--json": args.json, "--html": args.html})
-    if problem is not None:
-        print(f"cacheproof mutate: {problem}", file=sys.stderr)
         return 2
     duel = Duel(args.module, source_path, check_command, args.tests, generated, len(chosen))
     children = ChildProcesses()
