@@ -1,4 +1,4 @@
-"""The `cacheproof` command line: check | prove | replay | bench | docs | profiles | report.
+"""The `cacheproof` command line: check | prove | replay | bench | docs | profiles | report | mutate.
 
 Each subcommand lives in its own module, which exposes `add_arguments(parser)` and `run(args) -> int`.
 Modules are imported only when their subcommand runs, so `cacheproof check` does not load z3.
@@ -28,12 +28,7 @@ _SUBCOMMANDS = {
     "docs": ("cacheproof.docs.command", "regenerate the generated documents under docs/"),
     "profiles": ("cacheproof.check.profiles_command", "list the semantics profiles of every spec kind (shipped caches, block pools)"),
     "report": ("cacheproof.report.command", "an HTML page of a check report or a trace: figures over the calls"),
-}
-
-
-_MOVED = {
-    "mutate": "mutation testing is a tool of the repository, not of the installed package: "
-    "run `python tools/mutate.py` in a clone of cacheproof (docs/mutation.md)",
+    "mutate": ("cacheproof.mutate.command", "mutants of an installed module, killed by cacheproof check and by your tests, side by side"),
 }
 
 
@@ -48,9 +43,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in _MOVED:
-        print(f"cacheproof {argv[0]}: {_MOVED[argv[0]]}", file=sys.stderr)
-        return 2
     parser = command_parser(argv[0] if argv and argv[0] in _SUBCOMMANDS else None)
     try:
         args = parser.parse_args(argv)

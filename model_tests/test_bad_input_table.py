@@ -125,7 +125,10 @@ BAD_FLAGS = [
     (["bench", "concurrent", "--shrink-seconds", "-1"], "must be a number of seconds >= 0, got '-1'"),
     (["bench", "trace", "--lengths", "100", "0"], "must be an integer >= 1, got '0'"),
     (["bench", "trace", "--device", "nope"], "must be a torch device this machine has, got 'nope'"),
-    (["mutate"], "python tools/mutate.py"),
+    (["mutate"], "the following arguments are required: MODULE"),
+    (["mutate", "no_such_module_anywhere", "--impl", "cacheproof.spec:CacheSpec"], "MODULE 'no_such_module_anywhere' is not installed"),
+    (["mutate", "cacheproof.spec.errors", "--impl", "cacheproof.spec:CacheSpec", "--mutants", "x"], "--mutants takes mutant numbers"),
+    (["mutate", "cacheproof.spec.errors", "--impl", "cacheproof.spec:CacheSpec", "--mutants", "999"], "--mutants 999: the module has mutants 1.."),
     (["no-such-command"], "invalid choice"),
 ]
 

@@ -154,11 +154,31 @@ def test_null_block_skip_semantics() -> None:
         BlockSemantics(misuse="lenient")
 
 
+def test_free_of_an_unknown_request_is_an_error_or_nothing() -> None:
+    for request in (3, 1):  # never allocated; allocated and freed already
+        pool = BlockPoolSpec(4)
+        pool.allocate_slots(1, (5, 6, 7))
+        pool.free_request(1)
+        before = pool.state_key()
+        with pytest.raises(WrongStateError, match="never allocated, or already freed"):
+            pool.free_request(request)
+        assert pool.state_key() == before
+        quiet = BlockPoolSpec(4, BlockSemantics(free_unknown_request="noop"))
+        quiet.allocate_slots(1, (5, 6, 7))
+        quiet.free_request(1)
+        assert quiet.free_request(request) is None and quiet.state_key() == before
+    with pytest.raises(InvalidArgumentError):
+        BlockSemantics(free_unknown_request="ignore")
+
+
 def test_kind_and_profiles() -> None:
     kind = get_kind("blocks")
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
-    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool"}
+    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-kv-cache-manager"}
+    manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
+    assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
+    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "num_free")
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
     assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip"}

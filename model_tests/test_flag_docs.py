@@ -40,6 +40,7 @@ FOREIGN_FLAGS = {
     "--hypothesis-profile": "pytest, Hypothesis's plugin (docs/testing.md)",
     "--no-dashboard": "hypothesis fuzz, HypoFuzz's command (docs/scale.md: HypoFuzz campaigns)",
     "--cacheproof-settings": "pytest, cacheproof's own plugin (docs/testing.md; tested in test_pytest_plugin.py)",
+    "--noconftest": "pytest, in the engines' own test commands (docs/mutation-duel.md)",
 }
 """Flags of other programs that the documents name, and which program."""
 
@@ -105,7 +106,10 @@ def command_lines(text: str) -> list[tuple[str, str]]:
 
 
 def _flags_allowed(command: str) -> set[str]:
-    """The flags a command line of `command` may carry: `bench` without its kind, any kind's."""
+    """The flags a command line of `command` may carry: `bench` without its kind, any kind's;
+    `mutate`, check's too (its --check-args passes them to each mutant's check)."""
+    if command == "mutate":
+        return COMMANDS["mutate"] | COMMANDS["check"]
     if command in COMMANDS and not any(name.startswith(command + " ") for name in COMMANDS):
         return COMMANDS[command]
     return set().union(*(flags for name, flags in COMMANDS.items() if name.startswith(command + " ")))

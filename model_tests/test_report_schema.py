@@ -79,7 +79,7 @@ def test_the_envelope_names_the_tool_hypothesis_and_the_time(tmp_path: Path, cap
     with pytest.raises(ValueError, match="command"):
         report_of("check", {"ok": True, "command": "prove"})
     with pytest.raises(ValueError, match="one of"):
-        report_of("mutate", {})
+        report_of("no-such-command", {})
 
 
 def test_a_conforming_check_reports_what_was_asked_and_no_divergence(tmp_path: Path):

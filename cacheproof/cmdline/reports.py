@@ -3,7 +3,7 @@
 A report is one JSON object: the envelope, then the command's own fields.
 
 - `schema`: REPORT_SCHEMA, the name and version of the schema it follows;
-- `command`: check, prove, replay or bench;
+- `command`: check, prove, replay, bench or mutate;
 - `tool`: {"name": "cacheproof", "version": ...};
 - `hypothesis_version`: the Hypothesis that drew the examples, null when the command ran none;
 - `created`: when it was written, ISO 8601 in UTC.
@@ -32,7 +32,7 @@ from cacheproof.version import __version__
 
 REPORT_SCHEMA = "cacheproof/report/v1"
 SCHEMA_FILE = "report-v1.json"
-COMMANDS = ("check", "prove", "replay", "bench")
+COMMANDS = ("check", "prove", "replay", "bench", "mutate")
 REPORT_LOG_VARIABLE = "CACHEPROOF_REPORT_LOG"
 
 

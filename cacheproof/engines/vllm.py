@@ -1,7 +1,7 @@
 """vLLM's real KV block pool (`vllm.v1.core.block_pool.BlockPool`) behind the block-pool contract.
 
 `block_pool(num_blocks)` builds vLLM's own `BlockPool(num_blocks, enable_caching=True,
-hash_block_size=1)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
+hash_block_size=1, enable_kv_cache_events=True)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
 contract of docs/block-pool-contract.md (`factory(num_blocks)`, block 0 the null block, requests,
 blocks and hashes as ints). The adapter decides no outcome: every result, error and state change is
 vLLM's, and the snapshot is read back from vLLM's objects, so a difference between vLLM and the
@@ -38,6 +38,10 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   number back (every queue operation tests `is_null` first), so it counts no holding; the
   contract's null block has ref 0 for ever. Its queue place and hash are read as they are.
 
+KV cache events are on, as in a deployment whose router reads them: every call runs vLLM's event
+code too (a crash there is the call's), and the events are taken from the queue after each call
+and dropped (the block contract has no event stream; their contents are not checked).
+
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
 snapshot shows both vLLM's count and the record, so the checker sees the disagreement.
@@ -70,6 +74,7 @@ over the manager's own `block_pool`. Translations:
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from typing import Any
@@ -105,7 +110,7 @@ def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
     except ImportError as error:
         raise ImportError(f"{_MISSING} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
-    pool = cls(num_blocks, enable_caching=True, hash_block_size=1)
+    pool = cls(num_blocks, enable_caching=True, hash_block_size=1, enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmBlockPool(pool, vllm)
 
@@ -120,6 +125,17 @@ class _VllmNames:
         self.get_block_hash = get_block_hash
         self.request = request
         self.sampling = sampling
+
+
+def _events_taken(operation: Any) -> Any:
+    """The adapter's `operation`, then vLLM's KV cache event queue emptied (also when it raises)."""
+    @functools.wraps(operation)
+    def taking(self: "VllmBlockPool", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return operation(self, *args, **kwargs)
+        finally:
+            self.pool.take_events()
+    return taking
 
 
 class VllmBlockPool:
@@ -160,6 +176,7 @@ class VllmBlockPool:
 
     # ----------------------------------------------------------------- operations
 
+    @_events_taken
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
         """get_new_blocks(n); its ValueError (n above the free count) as CapacityError."""
         try:
@@ -173,12 +190,14 @@ class VllmBlockPool:
     def _reused(self, blocks: list[Any]) -> None:
         """A hook for blocks vLLM handed out again (the request level forgets their tokens)."""
 
+    @_events_taken
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
         """touch(blocks): a prefix hit by `request`."""
         objects = self._blocks(tuple(blocks))
         self.pool.touch(objects)
         self._hold(request, objects)
 
+    @_events_taken
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes."""
         objects = self._blocks(tuple(blocks))
@@ -197,6 +216,7 @@ class VllmBlockPool:
             found.append(cached[0].block_id)
         return tuple(found)
 
+    @_events_taken
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """free_blocks(blocks) in the order given; one recorded holding of each is forgotten."""
         objects = self._blocks(tuple(blocks))
@@ -206,6 +226,7 @@ class VllmBlockPool:
             if block.block_id in held:
                 held.remove(block.block_id)
 
+    @_events_taken
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         """evict_blocks(set(blocks)); returns the given blocks whose hash it dropped."""
         ids = tuple(dict.fromkeys(blocks))
@@ -217,6 +238,7 @@ class VllmBlockPool:
         self.pool.evict_blocks(set(ids))
         return tuple(block for block in hashed if objects[block].block_hash is None)
 
+    @_events_taken
     def reset(self) -> bool:
         """reset_prefix_cache(); its warning on a busy pool (an answer, False, not news) is kept
         out of the checker's output."""

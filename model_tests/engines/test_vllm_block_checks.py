@@ -12,11 +12,9 @@ pytest.importorskip(
     reason="vLLM is not installed: build the engines venv with `bash tools/engines_venv.sh VENV`",
 )
 
-from cacheproof.check.programs.block_calls import BlockCalls  # noqa: E402
 from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
-from cacheproof.contract.calls import Call  # noqa: E402
 from cacheproof.engines.vllm import block_pool, kv_cache_manager  # noqa: E402
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
@@ -90,20 +88,25 @@ def test_vllm_kv_cache_manager_frees_an_unknown_request_silently() -> None:
     assert m.snapshot() == before
 
 
-class ManagedCalls(BlockCalls):
-    """The block generator without free_request of a request that has no table (vLLM's manager
-    answers that with a silent no-op, the difference the test above pins)."""
-
-    def draw_call(self, draw, model, operations, misuse):
-        call = super().draw_call(draw, model, operations, misuse)
-        if call.op == "free_request" and call.args[0] not in dict(model.tables()):
-            return Call("find_cached_prefix", ((0,),))
-        return call
-
-
-def test_vllm_kv_cache_manager_conforms_at_the_request_level() -> None:
+def test_vllm_kv_cache_manager_conforms_unmodified_under_its_own_profile() -> None:
+    """The standard generator, free_request of any request included: vllm-kv-cache-manager makes
+    that a no-op (free_unknown_request="noop") and holds the request level only."""
+    profile = KIND.profiles["vllm-kv-cache-manager"]
     report = run_program_check(
-        KIND, kv_cache_manager, ManagedCalls(), examples=60, misuse=False,
-        operations=("find_cached_prefix", "allocate_slots", "free_request"),
+        KIND, kv_cache_manager, generator_for("blocks"), examples=60, misuse=False,
+        semantics=profile.semantics, operations=profile.operations,
     )
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    assert report.examples == 60
+
+
+def test_the_contract_flags_vllms_free_of_an_unknown_request() -> None:
+    """Without the profile's field the same calls diverge: the contract wants WrongStateError."""
+    semantics = KIND.profiles["vllm-kv-cache-manager"].semantics.with_overrides("free_unknown_request=error")
+    report = run_program_check(
+        KIND, kv_cache_manager, generator_for("blocks"), examples=60, misuse=False,
+        semantics=semantics, operations=("allocate_slots", "free_request"),
+    )
+    assert not report.ok
+    assert report.counterexample.difference.call.op == "free_request"
+    assert report.counterexample.difference.expected.error == "WrongStateError"

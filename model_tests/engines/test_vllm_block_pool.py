@@ -111,3 +111,26 @@ def test_pool_class_is_used() -> None:
     pool.free(1, pool.allocate(1, 2))
     assert calls == [[1, 2]]
     assert pool.snapshot()[0] == (1, 2, 3)
+
+
+def test_kv_cache_events_run_and_are_taken_after_each_call() -> None:
+    """The pool is built with KV cache events on (their code runs as in a deployment whose router
+    reads them) and the adapter empties the queue after each call."""
+    taken: list[list[object]] = []
+
+    class Recording(BlockPool):
+        def take_events(self):
+            events = super().take_events()
+            taken.append(events)
+            return events
+
+    pool = block_pool(6, pool_class=Recording)
+    assert pool.pool.enable_kv_cache_events is True
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (1, 2), (10, 11))
+    assert pool.pool.kv_event_queue == []
+    assert [type(event).__name__ for event in taken[-1]] == ["BlockStored"]
+    assert taken[-1][0].block_hashes == [10, 11]
+    pool.free(1, (1, 2))
+    assert pool.reset() is True
+    assert [type(event).__name__ for event in taken[-1]] == ["AllBlocksCleared"]

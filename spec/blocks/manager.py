@@ -72,6 +72,7 @@ class RequestLevel:
         _tokens: request -> its tokens so far.
         _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
         _contents: block -> (parent hash, tokens) written here since the block was last allocated.
+        semantics: the pool's BlockSemantics (free_unknown_request is read here).
     """
 
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
@@ -114,8 +115,11 @@ class RequestLevel:
         return tuple(table)
 
     def free_request(self, request: int) -> None:
-        """Free the request's blocks, last block first, and forget the request."""
+        """Free the request's blocks, last block first, and forget the request (a request without
+        blocks here: WrongStateError, or nothing under free_unknown_request="noop")."""
         self._check_request("free_request", request)
+        if request not in self._tables and self.semantics.free_unknown_request == "noop":
+            return
         if request not in self._tables:
             raise WrongStateError(
                 f"free_request(request={request}): the request has no blocks at the request level "

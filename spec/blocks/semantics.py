@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS
+from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS
 from cacheproof.spec.kind import Profile
 from cacheproof.spec.overrides import OptionSemantics
 
 BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),
     "null_block": ("error", "skip"),
+    "free_unknown_request": ("error", "noop"),
 }
 """The valid values of every field."""
 
@@ -37,11 +38,16 @@ class BlockSemantics(OptionSemantics):
       ("skip"; in cache_blocks its hash is skipped with it). vLLM skips it: block tables pad with
       the null block, so `touch`, `free_blocks` and `cache_full_blocks` pass over `is_null`
       blocks, and the null block has no hash for `evict_blocks` to drop.
+    - free_unknown_request: `free_request` of a request with no blocks at the request level (never
+      allocated, or freed already) is a WrongStateError ("error"), or does nothing ("noop"). vLLM's
+      `KVCacheManager.free` does nothing there: each single-type manager pops the request's blocks
+      with an empty default, so a scheduler may free a request it aborted before any allocation.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
     misuse: str = "checked"
     null_block: str = "error"
+    free_unknown_request: str = "error"
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -69,6 +75,13 @@ BLOCK_PROFILES: dict[str, Profile] = {
             POOL_OPERATIONS,
             "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
             "free_blocks, evict_blocks, reset_prefix_cache, get_num_free_blocks)",
+        ),
+        Profile(
+            "vllm-kv-cache-manager",
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
+            (*REQUEST_OPERATIONS, "num_free"),
+            "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
+            "and its pool's get_num_free_blocks); the pool-level calls are BlockPool's, held by vllm-block-pool",
         ),
     )
 }

@@ -1,0 +1,58 @@
+"""`cacheproof mutate` on vLLM's real BlockPool, a fixed sample of 10 mutants (the CI engines step):
+the command keeps working on the engine's code, and each sampled mutant keeps the fate measured in
+docs/mutation-duel.md. vLLM's own tests are not committed, so only the cacheproof side runs here.
+Skipped without vLLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip(
+    "vllm.v1.core.block_pool",
+    reason="vLLM is not installed: build the engines venv with `bash tools/engines_venv.sh VENV`",
+)
+
+from cacheproof.cli import main  # noqa: E402
+from model_tests.report_validation import report_errors  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+KILLED = {
+    1: "BlockHashToBlockMap.__init__ no longer keeps the block list: every lookup raises",
+    14: "contain() reads the duplicates map when there is none",
+    27: "BlockHashToBlockMap.clear() leaves the single-block map: hashes survive reset_prefix_cache",
+    40: "num_hash_lookahead_tokens never set: the KV-cache-events path raises AttributeError",
+    53: "get_cached_block() returns None on a hit and the block list on a miss",
+    66: "the hash and the group id exchanged when the group suffix is made",
+    80: "a cached block's key made with - instead of + (bytes: TypeError)",
+    119: "extra_keys_list.appendleft on a list: AttributeError on the events path",
+}
+"""Mutants cacheproof kills, by number (vLLM 0.34.0's block_pool.py), with what they change."""
+SURVIVING = {
+    93: "the BlockStored event's parent hash chosen the wrong way round (event contents)",
+    132: "reused-block events emitted the wrong way round (event emission; early return with events off)",
+}
+"""Mutants cacheproof misses: what vLLM's KV cache events say, which the block contract does not
+describe (docs/mutation-duel.md: a gap, not equivalent mutants). The adapter runs the events code
+(40 and 119 crash there) but reads no event."""
+
+
+def test_the_fixed_sample_keeps_its_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(REPOSITORY)
+    monkeypatch.setenv("PYTHONPATH", str(REPOSITORY))
+    report_path = tmp_path / "sample.json"
+    numbers = sorted({*KILLED, *SURVIVING})
+    status = main(["mutate", "vllm.v1.core.block_pool", "--impl", "cacheproof.engines.vllm:block_pool",
+                   "--spec", "blocks", "--profile", "vllm-block-pool", "--examples", "100",
+                   "--check-args", "--call-timeout 60", "--mutants", ",".join(map(str, numbers)),
+                   "--workers", "2", "--json", str(report_path)])
+    assert status == 1  # some sampled mutants survive (without --tests: any survivor)
+    report = json.loads(report_path.read_text())
+    assert report_errors(report) == []
+    fates = {mutant["number"]: mutant["category"] for mutant in report["mutants"]}
+    assert fates == {**dict.fromkeys(KILLED, "killed"), **dict.fromkeys(SURVIVING, "survived")}
+    assert report["mutants_generated"] == 395
+    assert "killed by cacheproof       8" in capsys.readouterr().out
