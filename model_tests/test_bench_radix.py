@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from cacheproof.bench import radix
+from cacheproof.bench.engines import radix
 from cacheproof.cli import main
 from cacheproof.impl.radix_cache import radix_cache
 

@@ -1,5 +1,6 @@
 """Benchmarks that print ratios side by side in one run. Each kind of `_KINDS` is a module
-`cacheproof.bench.KIND` with `add_arguments(parser)` and `run(args) -> int`."""
+`cacheproof.bench.KIND` (`cacheproof.bench.engines.KIND` for those of `_AGAINST_ENGINES`) with
+`add_arguments(parser)` and `run(args) -> int`."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ _KINDS = {
     "radix": "radix-tree calls per second: TorchRadixCache vs SGLang's real RadixCache",
     "linearizability": "the linearizability search on 8x200, 4x1000 and 8x1000 histories, whole and per key",
     "workers": "check --workers: time to the first bug at 1 and 2 workers",
-    "throughput": "checker steps/s against the bare loop's, for both spec kinds",
+    "throughput": "checker steps per CPU second against the minimal and the bare loop's, for every spec kind",
 }
+
+_AGAINST_ENGINES = ("block_pool", "radix")
+"""The kinds that measure a built-in implementation against an engine's own class (bench/engines/)."""
 
 EXIT_STATUSES = {0: "measured (the figures are printed side by side, and in --json)",
                  1: "a measurement's own check failed (a run that should conform did not; each bench says which)"}
@@ -41,4 +45,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _module(kind: str):
-    return importlib.import_module(f"cacheproof.bench.{kind}")
+    package = "cacheproof.bench.engines" if kind in _AGAINST_ENGINES else "cacheproof.bench"
+    return importlib.import_module(f"{package}.{kind}")
