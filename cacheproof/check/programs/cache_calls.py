@@ -80,6 +80,10 @@ THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(
 
 SUITED_PERCENT = 80
 """A key pick suits its operation this often (when some key does), else it is any of the program's keys."""
+PILE_PERCENT = 40
+"""An acquire picks the entry with the most holders this often (when one is held): holders pile up
+on one entry, as a refcount that wraps after 32 needs (`RefcountWrapsAt32`), where idle entries
+first would spread them over the program's keys."""
 PICKS_PER_KEY = 8
 AGREE_IN_TEN = 8
 """An acquire or commit of a present entry agrees with its size (and retain flag) this many times in ten."""
@@ -161,8 +165,12 @@ class _State:
         self.semantics = model.semantics
         self.keys, self.scope = keys, scope
 
-    def key(self, draws: Draws, suited: list[Hashable]) -> Hashable:
+    def key(self, draws: Draws, suited: list[Hashable], piled: Hashable | None = None) -> Hashable:
+        """One of `suited` (when some key is), else any of the program's keys; `piled` (when given)
+        instead in PILE_PERCENT of the picks."""
         bias, index = draws.randrange(100), draws.randrange(self.scope.max_keys * PICKS_PER_KEY)
+        if bias < PILE_PERCENT and piled is not None:
+            return piled
         if bias < SUITED_PERCENT and suited:
             return suited[index % len(suited)]
         return self.keys[index % len(self.keys)]
@@ -177,6 +185,11 @@ class _State:
             if entry.key == key and type(entry.key) is type(key):
                 return entry
         return None
+
+    def most_held(self) -> Hashable | None:
+        """The key of the entry with the most holders, the first of a tie; None when none is held."""
+        held = max(self.entries, key=lambda entry: entry.refcount, default=None)
+        return None if held is None or held.refcount == 0 else held.key
 
     def present(self) -> list[Hashable]:
         return [entry.key for entry in self.entries]
@@ -202,7 +215,7 @@ def _reserve(draws: Draws, s: _State) -> Call:
 
 
 def _acquire(draws: Draws, s: _State) -> Call:
-    key = s.key(draws, s.in_state(idle=True) or s.present())
+    key = s.key(draws, s.in_state(idle=True) or s.present(), piled=s.most_held())
     entry, size, retain, agree = s.entry(key), s.size(draws), _retain(draws), draws.randrange(10)
     if entry is not None and agree < AGREE_IN_TEN:
         return Call("acquire", (key, entry.nbytes), {} if entry.retain else {"retain": False})
