@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.draws import Draws, swarm
 from cacheproof.check.programs.generators import CallGenerator
+from cacheproof.check.programs.renumbering import renumbered
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
@@ -185,8 +186,9 @@ def shrink_program(
 ) -> ProgramCounterexample:
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
-    each candidate replayed supervised by `watch` when given; then, for a divergence, its size
-    lowered (`smaller_sizes`) while it fails the same way, and shrunk once more at the smallest; `seconds`
+    each candidate replayed supervised by `watch` when given; then, for a divergence, its numbers
+    lowered together (`renumbering.renumbered`: keys, byte counts), its size lowered
+    (`smaller_sizes`) while it fails the same way, and shrunk and renumbered once more at the smallest; `seconds`
     at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
     is replayed once more for its difference."""
     kind = example.kind_of()
@@ -207,6 +209,8 @@ def shrink_program(
     calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget)
     if failure.kind != DIVERGENCE:
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
+    if not cut_short:
+        calls = renumbered(attempt_at(size), calls)
     lowered = False
     while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
         smaller = next((smaller for smaller in smaller_sizes(size)
@@ -218,6 +222,8 @@ def shrink_program(
     if lowered and not cut_short:
         found = attempt_at(size)(calls)
         calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0))
+        if not cut_short:
+            calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
