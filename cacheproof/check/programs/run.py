@@ -83,7 +83,8 @@ class ProgramOptions:
     passed is then unused). With `budget_seconds`, programs are drawn until that time is spent.
     `seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
     not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
-    the `found_at`th program) is found, with its length."""
+    the `found_at`th program) is found, with its length; `on_counterexample(example, seconds)` the
+    first counterexample as soon as it is shrunk, before any search for further ones."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -100,13 +101,15 @@ class ProgramOptions:
     impl: str = "factory"
     seeded: bool = False
     on_shrink: Callable[[int | None, int], None] | None = None
+    on_counterexample: Callable[[ProgramCounterexample, float], None] | None = None
 
 
 @dataclass
 class ProgramReport:
     """The verdict: ok when no program diverged; the counterexamples found, shrunk, first first.
     `examples` counts the programs the budget counts (see the module docstring), `first_failure_example`
-    the ordinal among them of the first that diverged. What the programs reached: the `scopes` they
+    the ordinal among them of the first that diverged, `first_report_seconds` the time from the start
+    to its counterexample, shrunk. What the programs reached: the `scopes` they
     were drawn from, the `largest_size` of a model and the `longest_sequence` of calls. `workers`:
     the crew's summary when the check ran in several processes (`cacheproof.check.workers`)."""
 
@@ -116,6 +119,7 @@ class ProgramReport:
     seconds: float = 0.0
     seconds_to_failure: float | None = None
     first_failure_example: int | None = None
+    first_report_seconds: float | None = None
     counterexamples: list[ProgramCounterexample] = field(default_factory=list)
     coverage: OutcomeCoverage | None = None
     scopes: tuple[str, ...] = ()
@@ -130,6 +134,10 @@ class ProgramReport:
     @property
     def ok(self) -> bool:
         return not self.counterexamples
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def counterexample(self) -> ProgramCounterexample | None:
@@ -224,6 +232,12 @@ def run_program_check(
             if options.on_shrink is not None:
                 options.on_shrink(report.first_failure_example, length)
 
+    def note_report() -> None:
+        if report.first_report_seconds is None:
+            report.first_report_seconds = time.perf_counter() - started
+            if options.on_counterexample is not None:
+                options.on_counterexample(report.counterexamples[0], report.first_report_seconds)
+
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, watch.timeout, watch.last_call())
 
@@ -264,9 +278,11 @@ def run_program_check(
                 break
             except (ProgramDivergence, _HypothesisShrinkDone):
                 report.counterexamples.append(shrink_program(setup, last[0], watch, shrink_budget()))
+                note_report()
                 continue
             except CacheFault as fault:  # a hang or a crash ends the search: each further one would cost as much
                 report.counterexamples.append(shrink_program(setup, faulted(fault), watch, shrink_budget()))
+                note_report()
                 break
             except Unsatisfiable:  # every example diverged in a kind already reported
                 break
@@ -300,6 +316,8 @@ def run_program_phases(
         if report.first_failure_example is not None:
             total.first_failure_example = total.examples + report.first_failure_example
             total.seconds_to_failure = time.perf_counter() - started - report.seconds + report.seconds_to_failure
+            if report.first_report_seconds is not None:
+                total.first_report_seconds = time.perf_counter() - started - report.seconds + report.first_report_seconds
         total.examples += report.examples
         total.steps += report.steps
         total.scopes += (getattr(phase.scope, "name", "small"),)
