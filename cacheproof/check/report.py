@@ -83,6 +83,16 @@ def counterexample_line(number: int, count: int, calls: int, message: str) -> st
     return f"counterexample{which} ({calls} calls): {message}"
 
 
+def interrupted_line(shrinking_interrupted: bool, found: int, last_calls: int) -> str:
+    """What a Ctrl-C after a failure stopped, for every kind: the shrinking of the last counterexample
+    (`last_calls` long: a real failing sequence, not the smallest), or the search for further
+    divergences after `found`."""
+    if shrinking_interrupted:
+        return (f"shrinking interrupted by Ctrl-C: the last counterexample ({last_calls} "
+                "calls) is the smallest failing sequence found so far; its snippet fails when run")
+    return f"search for further divergences interrupted by Ctrl-C after {found} found"
+
+
 def first_ready_line(calls: int, seconds: float, message: str) -> str:
     """The line that says the first counterexample is shrunk while further divergences are searched
     for (to stderr; the whole report follows at the end), for every kind."""

@@ -16,7 +16,7 @@ from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
-from cacheproof.check.report import first_ready_line, program_concurrent_divergence, timing_rows
+from cacheproof.check.report import first_ready_line, interrupted_line, program_concurrent_divergence, timing_rows
 from cacheproof.check.report import program_divergence, program_kind
 from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
                 budget_seconds=args.budget, coverage=report.coverage.to_json(), scope=report.scope_json(),
                 budget_steps=max(phase.steps for phase in phases),
                 first_report_seconds=None if report.first_report_seconds is None else round(report.first_report_seconds, 3),
+                interrupted=report.interrupted, shrinking_interrupted=report.shrinking_interrupted,
                 **({} if report.workers is None else report.workers.to_json()),
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
@@ -252,6 +253,9 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     if report.ok:
         print(conforms_line(report.examples, report.steps, report.seconds))
         return
+    if report.interrupted:  # even under --quiet: the verdict is partial
+        print(interrupted_line(report.shrinking_interrupted, len(report.counterexamples),
+                               len(report.counterexamples[-1].calls)))
     for number, (example, explanation) in enumerate(zip(report.counterexamples, explanations), 1):
         print(counterexample_line(number, len(report.counterexamples), len(example.calls), example.message))
         if explanation is not None and not args.quiet:

@@ -22,7 +22,7 @@ from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.explaining.broken import report_breaking_first
 from cacheproof.contract.explaining.shapes import inspection_problem
 from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
-from cacheproof.check.report import first_ready_line, sequential_divergence, timing_rows
+from cacheproof.check.report import first_ready_line, interrupted_line, sequential_divergence, timing_rows
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
@@ -310,21 +310,13 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
         print(conforms_line(report.examples, report.steps, report.seconds))
         return
     if report.interrupted:  # even under --quiet: the verdict is partial
-        print(interrupted_line(report))
+        print(interrupted_line(report.shrinking_interrupted, len(report.counterexamples),
+                               len(report.counterexamples[-1].calls)))
     for line in report_lines(report, args.impl, args.quiet):
         print(line)
     more = more_divergences_line(args, len(report.counterexamples))
     if more is not None:
         print(more, file=sys.stderr)
-
-
-def interrupted_line(report: CheckReport) -> str:
-    """What a Ctrl-C after a failure stopped: the shrinking of the last counterexample (a real failing
-    sequence, not the smallest), or the search for further divergences."""
-    if report.shrinking_interrupted:
-        return (f"shrinking interrupted by Ctrl-C: the last counterexample ({len(report.counterexamples[-1].calls)} "
-                "calls) is the smallest failing sequence found so far; its snippet fails when run")
-    return f"search for further divergences interrupted by Ctrl-C after {len(report.counterexamples)} found"
 
 
 def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[str]:
