@@ -12,7 +12,8 @@ release, a present one for contains), else any of the program's keys; sizes sit 
 add 2**31 and 2**32 and sizes that let many entries live at once); an acquire or a commit of a
 present entry mostly agrees with its size and retain flag; values are recipes of the drawn size
 with an element size of 1, 2, 4 or 8 bytes picked by their tag (`drawn_recipe`); one reserve or
-acquire in three is retain=False; evict asks for 0 bytes half of the time.
+acquire in three is retain=False; evict asks for 0 bytes half of the time. In `PILE_PERCENT` of
+the key picks an acquire takes the most-held entry and a get the READY entry used last.
 
 Misuse (in half the programs, one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
 checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
@@ -81,9 +82,11 @@ THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(
 SUITED_PERCENT = 80
 """A key pick suits its operation this often (when some key does), else it is any of the program's keys."""
 PILE_PERCENT = 40
-"""An acquire picks the entry with the most holders this often (when one is held): holders pile up
-on one entry, as a refcount that wraps after 32 needs (`RefcountWrapsAt32`), where idle entries
-first would spread them over the program's keys."""
+"""An acquire picks the entry with the most holders this often (when one is held), and a get the READY
+entry used last: holders pile up on one entry, as a refcount that wraps after 32 needs
+(`RefcountWrapsAt32`), and one entry is moved to newest again and again, as a recency clock that
+wraps after 32 moves needs (`RecencyClockWrapsAt32`), where any suited key would spread them over
+the program's keys."""
 PICKS_PER_KEY = 8
 AGREE_IN_TEN = 8
 """An acquire or commit of a present entry agrees with its size (and retain flag) this many times in ten."""
@@ -191,6 +194,10 @@ class _State:
         held = max(self.entries, key=lambda entry: entry.refcount, default=None)
         return None if held is None or held.refcount == 0 else held.key
 
+    def newest_ready(self) -> Hashable | None:
+        """The key of the READY entry used last (the snapshot is oldest first); None when none is READY."""
+        return next((entry.key for entry in reversed(self.entries) if entry.state is EntryState.READY), None)
+
     def present(self) -> list[Hashable]:
         return [entry.key for entry in self.entries]
 
@@ -236,7 +243,7 @@ def _put(draws: Draws, s: _State) -> Call:
 
 
 def _get(draws: Draws, s: _State) -> Call:
-    return Call("get", (s.key(draws, s.in_state(EntryState.READY)),))
+    return Call("get", (s.key(draws, s.in_state(EntryState.READY), piled=s.newest_ready()),))
 
 
 def _release(draws: Draws, s: _State) -> Call:
