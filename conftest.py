@@ -62,6 +62,8 @@ SLOW = (
     "model_tests/test_profiles.py::test_cache_test_case_takes_a_profile_and_ops",
     "model_tests/test_adapters.py::test_checker_finds_the_cachetools_release_order",
     "model_tests/test_report_schema.py::test_check_of_the_block_pool_reports_each_divergence_with_its_view_diff",
+    "model_tests/test_report_schema.py::test_every_kind_prints_its_first_counterexample_before_searching_for_further_ones",
+    "model_tests/test_report_schema.py::test_every_kind_prints_one_verdict_line_and_reports_its_first_shrunk_counterexample_s_time",
     "model_tests/test_core_install.py::test_the_core_install_has_no_torch_and_ships_its_metadata",
     "model_tests/test_core_install.py::test_the_core_install_checks_a_plain_python_cache",
     "model_tests/test_core_install.py::test_the_core_install_proves",

@@ -14,7 +14,8 @@ import pytest
 from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope
 from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
-from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure, smaller_sizes
+from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, divergence_kind, program_failure
+from cacheproof.check.programs.program import shrink_program, smaller_sizes
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.contract.calls import Call, ValueRecipe, invoke
 from cacheproof.spec.cache.profiles import profile_named
@@ -161,3 +162,31 @@ def test_the_snippet_of_a_cache_counterexample_fails_when_run_at_its_assertion(f
     run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1].startswith("AssertionError: spec: "), run.stderr
+
+
+def test_shrinking_lowers_every_number_of_a_cache_counterexample():
+    """Issue 35: GetTakesReference takes a reference on every get, whatever the key, the byte count
+    and the capacity, so a put and a get of one key diverge alike at capacity 17, key 4, 4 bytes
+    and at capacity 1, key 0, 1 byte: the shrunk counterexample is the latter."""
+    setup = ProgramSetup(KIND, KIND.new, broken_caches.GetTakesReference, generator_for("cache"), KIND.names, True, 100)
+    calls = (Call("reserve", (4, 4)), Call("commit", (4, ValueRecipe(4, 3, 2))), Call("get", (4,)))
+    found = program_failure(setup, 17, calls, None)
+    assert found is not None and found[0].step == 2
+    example = shrink_program(setup, ProgramCounterexample(17, calls, found[1]), seconds=30)
+    assert example.size == 1
+    assert [call.args[0] for call in example.calls] == [0] * len(example.calls), example.calls
+    assert [_bytes(call.args[1]) for call in example.calls if len(call.args) > 1] == [1] * (len(example.calls) - 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_searched_cache_counterexample_has_key_0_and_1_byte_where_they_fail_alike(seed):
+    """The same through the search: whatever key and size the search met the bug at."""
+    example = run_program_check(KIND, broken_caches.GetTakesReference, generator_for("cache"), examples=200, steps=100,
+                                seed=seed).counterexample
+    assert example.size == 1, example
+    assert {call.args[0] for call in example.calls} == {0}, example.calls
+    assert {_bytes(call.args[1]) for call in example.calls if len(call.args) > 1} == {1}, example.calls
+
+
+def _bytes(argument) -> int:
+    return argument.nbytes if isinstance(argument, ValueRecipe) else argument

@@ -17,10 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure
+from cacheproof.check.programs.run import run_program_check
 from cacheproof.check.sequential.run import CheckInterrupted, run_check
+from cacheproof.cli import main
 from cacheproof.check.sequential.scope import SMALL, Phase
 from cacheproof.cmdline.progress import PLAIN_LINE_SECONDS, Progress
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.kinds import get_kind
+from model_tests.block_pools import ListBlockPool
 from model_tests.broken_caches import ClearDropsBusyEntries
 from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
@@ -160,3 +166,67 @@ def test_quiet_progress_prints_nothing():
         progress.update(1, 10)
         progress.shrinking(1, 3)
     assert stream.getvalue() == ""
+
+
+class InterruptsItsShrinkingPool(ListBlockPool):
+    """A pool whose reset answers the opposite of the truth, and presses Ctrl-C (a SIGINT to this
+    process) when the third pool is built after one was reset (its bug): the checker is then
+    shrinking, by Hypothesis or its own. `start_over()` before each run."""
+
+    misbehaved = False
+    built_since = 0
+
+    def __init__(self, num_blocks: int) -> None:
+        super().__init__(num_blocks)
+        if InterruptsItsShrinkingPool.misbehaved:
+            InterruptsItsShrinkingPool.built_since += 1
+            if InterruptsItsShrinkingPool.built_since == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def reset(self):
+        InterruptsItsShrinkingPool.misbehaved = True
+        return not super().reset()
+
+    @classmethod
+    def start_over(cls) -> None:
+        cls.misbehaved, cls.built_since = False, 0
+
+
+class _WrongResetPool(ListBlockPool):
+    """The same bug without the Ctrl-C, to replay the report's counterexample on."""
+
+    def reset(self):
+        return not super().reset()
+
+
+@pytest.mark.parametrize("seeded", [False, True], ids=["hypothesis-shrinking", "own-shrinking"])
+def test_every_kind_reports_the_smallest_failing_program_so_far_on_ctrl_c_while_shrinking(seeded, ctrl_c_raises):
+    """Issue 32: the program pipeline (here the block pool's) keeps a failure a Ctrl-C interrupts."""
+    kind, lengths = get_kind("blocks"), []
+    InterruptsItsShrinkingPool.start_over()
+    report = run_program_check(kind, InterruptsItsShrinkingPool, generator_for("blocks"), examples=200, steps=40,
+                               seed=0, seeded=seeded, on_shrink=lambda found_at, length: lengths.append(length))
+    assert InterruptsItsShrinkingPool.built_since >= 3, "Ctrl-C was pressed"
+    assert not report.ok and report.interrupted and report.shrinking_interrupted
+    example = report.counterexamples[-1]
+    assert example.message.endswith("(shrinking interrupted)"), example.message
+    assert len(example.calls) <= lengths[0], "no longer than the failing program shrinking started from"
+    setup = ProgramSetup(kind, kind.new, _WrongResetPool, generator_for("blocks"), kind.names, True, 40)
+    step, difference = program_failure(setup, example.size, example.calls, None)
+    assert step.step == len(example.calls) - 1 and divergence_kind(difference) == divergence_kind(example.difference)
+
+
+def test_cacheproof_check_of_any_kind_interrupted_while_shrinking_exits_1_with_a_failing_snippet(
+        tmp_path, capsys, ctrl_c_raises):
+    InterruptsItsShrinkingPool.start_over()
+    report = tmp_path / "r.json"
+    status = main(["check", "--spec", "blocks", "--impl", f"{__name__}:InterruptsItsShrinkingPool",
+                   "--examples", "200", "--max-divergences", "1", "--json", str(report)])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "shrinking interrupted by Ctrl-C: the last counterexample" in out
+    [verdict] = [line for line in out.splitlines() if line.startswith("counterexample (")]
+    assert verdict.endswith("(shrinking interrupted)"), verdict
+    written = json.loads(report.read_text())
+    assert written["ok"] is False and written["interrupted"] is True and written["shrinking_interrupted"] is True
+    assert written["divergences"][0]["message"].endswith("(shrinking interrupted)")

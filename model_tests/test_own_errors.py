@@ -108,7 +108,7 @@ def test_the_command_line_passes_the_own_classes_pool_and_reports_the_wrong_clas
     assert main(["check", "--spec", "blocks", "--impl", "model_tests.own_error_pools:WrongClassFreePool",
                  "--examples", "200", "--quiet", "--max-divergences", "5"]) == 1
     out = capsys.readouterr().out
-    assert "counterexample 1 of 1 " in out and "crashed" not in out
+    assert "counterexample (" in out and "crashed" not in out
 
 
 def test_the_pytest_kit_passes_the_own_classes_pool_and_fails_the_wrong_class():

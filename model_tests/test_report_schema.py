@@ -93,6 +93,32 @@ def test_a_conforming_check_reports_what_was_asked_and_no_divergence(tmp_path: P
     assert report["first_failure_example"] is None and report["first_failure_seconds"] is None
 
 
+@pytest.mark.parametrize("spec, passing, failing", [
+    ("cache", "cacheproof.spec:CacheSpec", CLEAR),
+    ("blocks", "model_tests.block_pools:ListBlockPool", "model_tests.block_pools:DoubleFreePool"),
+])
+def test_every_kind_prints_one_verdict_line_and_reports_its_first_shrunk_counterexample_s_time(
+        spec, passing, failing, tmp_path: Path, capsys):
+    """Issue 32: the lines of a verdict and the JSON's timing fields are written once for every kind."""
+    _report(["check", "--spec", spec, "--impl", passing, "--examples", "5", "--steps", "20", "--quiet"],
+            tmp_path / "ok.json", 0)
+    assert re.fullmatch(r"conforms: 5 examples, [0-9]+ steps, [0-9]+ steps/s\n", capsys.readouterr().out)
+    report = _report(["check", "--spec", spec, "--impl", failing, "--quiet", "--max-divergences", "1"],
+                     tmp_path / "failed.json", 1)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith(f"counterexample ({len(report['divergences'][0]['calls'])} calls): "), line
+    assert 0 <= report["first_failure_seconds"] <= report["first_report_seconds"] <= report["seconds"]
+
+
+@pytest.mark.parametrize("spec, failing", [
+    ("cache", CLEAR), ("blocks", "model_tests.block_pools:DoubleFreePool"),
+])
+def test_every_kind_prints_its_first_counterexample_before_searching_for_further_ones(spec, failing, capsys):
+    assert main(["check", "--spec", spec, "--impl", failing, "--examples", "50", "--max-divergences", "2"]) == 1
+    ready = [line for line in capsys.readouterr().err.splitlines() if " ready at " in line]
+    assert len(ready) == 1 and ready[0].startswith("counterexample ("), ready
+
+
 def test_a_failing_check_counts_the_failing_example_within_the_budget(tmp_path: Path, capsys):
     report = _report(["check", "--impl", CLEAR, "--steps", "10"], tmp_path / "r.json", 1)
     out = capsys.readouterr().out

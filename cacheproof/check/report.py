@@ -69,6 +69,48 @@ def examples_row(examples: int, budget: int, first_failure: int | None, seconds:
     return row if first_failure is None else f"{row}; the {ordinal(first_failure)} failed first"
 
 
+def conforms_line(examples: int, steps: int, seconds: float) -> str:
+    """The verdict of a check that found nothing, for every spec kind: "conforms: 200 examples,
+    20000 steps, 5400 steps/s"."""
+    rate = steps / seconds if seconds > 0 else 0.0
+    return f"conforms: {examples} examples, {steps} steps, {rate:.0f} steps/s"
+
+
+def counterexample_line(number: int, count: int, calls: int, message: str) -> str:
+    """The line of the `number`th of `count` counterexamples, for every spec kind: the first is
+    "counterexample (3 calls): MESSAGE", a further one "counterexample 2 of 3 (5 calls): MESSAGE"."""
+    which = "" if number == 1 else f" {number} of {count}"
+    return f"counterexample{which} ({calls} calls): {message}"
+
+
+def interrupted_line(shrinking_interrupted: bool, found: int, last_calls: int) -> str:
+    """What a Ctrl-C after a failure stopped, for every kind: the shrinking of the last counterexample
+    (`last_calls` long: a real failing sequence, not the smallest), or the search for further
+    divergences after `found`."""
+    if shrinking_interrupted:
+        return (f"shrinking interrupted by Ctrl-C: the last counterexample ({last_calls} "
+                "calls) is the smallest failing sequence found so far; its snippet fails when run")
+    return f"search for further divergences interrupted by Ctrl-C after {found} found"
+
+
+def first_ready_line(calls: int, seconds: float, message: str) -> str:
+    """The line that says the first counterexample is shrunk while further divergences are searched
+    for (to stderr; the whole report follows at the end), for every kind."""
+    return (f"counterexample ({calls} calls) ready at {seconds:.2f} s: {message}; "
+            "searching for further divergences (Ctrl-C reports what is found)")
+
+
+def timing_rows(first_failure_seconds: float | None, first_report_seconds: float | None) -> dict[str, str]:
+    """The summary table's rows of the first failing example's time and the first shrunk
+    counterexample's, from the start (none when nothing failed)."""
+    if first_failure_seconds is None:
+        return {}
+    rows = {"first failure": f"{first_failure_seconds:.2f} s"}
+    if first_report_seconds is not None:
+        rows["first report"] = f"{first_report_seconds:.2f} s (shrunk)"
+    return rows
+
+
 def ordinal(number: int) -> str:
     """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ..."""
     suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")

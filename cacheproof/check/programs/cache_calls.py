@@ -12,7 +12,8 @@ release, a present one for contains), else any of the program's keys; sizes sit 
 add 2**31 and 2**32 and sizes that let many entries live at once); an acquire or a commit of a
 present entry mostly agrees with its size and retain flag; values are recipes of the drawn size
 with an element size of 1, 2, 4 or 8 bytes picked by their tag (`drawn_recipe`); one reserve or
-acquire in three is retain=False; evict asks for 0 bytes half of the time.
+acquire in three is retain=False; evict asks for 0 bytes half of the time. In `PILE_PERCENT` of
+the key picks an acquire takes the most-held entry and a get the READY entry used last.
 
 Misuse (in half the programs, one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
 checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
@@ -108,6 +109,12 @@ EXHAUSTIVE = {scope.name: scope for scope in (
 
 SUITED_PERCENT = 80
 """A key pick suits its operation this often (when some key does), else it is any of the program's keys."""
+PILE_PERCENT = 40
+"""An acquire picks the entry with the most holders this often (when one is held), and a get the READY
+entry used last: holders pile up on one entry, as a refcount that wraps after 32 needs
+(`RefcountWrapsAt32`), and one entry is moved to newest again and again, as a recency clock that
+wraps after 32 moves needs (`RecencyClockWrapsAt32`), where any suited key would spread them over
+the program's keys."""
 PICKS_PER_KEY = 8
 AGREE_IN_TEN = 8
 """An acquire or commit of a present entry agrees with its size (and retain flag) this many times in ten."""
@@ -217,8 +224,12 @@ class _State:
         self.semantics = model.semantics
         self.keys, self.scope = keys, scope
 
-    def key(self, draws: Draws, suited: list[Hashable]) -> Hashable:
+    def key(self, draws: Draws, suited: list[Hashable], piled: Hashable | None = None) -> Hashable:
+        """One of `suited` (when some key is), else any of the program's keys; `piled` (when given)
+        instead in PILE_PERCENT of the picks."""
         bias, index = draws.randrange(100), draws.randrange(self.scope.max_keys * PICKS_PER_KEY)
+        if bias < PILE_PERCENT and piled is not None:
+            return piled
         if bias < SUITED_PERCENT and suited:
             return suited[index % len(suited)]
         return self.keys[index % len(self.keys)]
@@ -233,6 +244,15 @@ class _State:
             if entry.key == key and type(entry.key) is type(key):
                 return entry
         return None
+
+    def most_held(self) -> Hashable | None:
+        """The key of the entry with the most holders, the first of a tie; None when none is held."""
+        held = max(self.entries, key=lambda entry: entry.refcount, default=None)
+        return None if held is None or held.refcount == 0 else held.key
+
+    def newest_ready(self) -> Hashable | None:
+        """The key of the READY entry used last (the snapshot is oldest first); None when none is READY."""
+        return next((entry.key for entry in reversed(self.entries) if entry.state is EntryState.READY), None)
 
     def present(self) -> list[Hashable]:
         return [entry.key for entry in self.entries]
@@ -258,7 +278,7 @@ def _reserve(draws: Draws, s: _State) -> Call:
 
 
 def _acquire(draws: Draws, s: _State) -> Call:
-    key = s.key(draws, s.in_state(idle=True) or s.present())
+    key = s.key(draws, s.in_state(idle=True) or s.present(), piled=s.most_held())
     entry, size, retain, agree = s.entry(key), s.size(draws), _retain(draws), draws.randrange(10)
     if entry is not None and agree < AGREE_IN_TEN:
         return Call("acquire", (key, entry.nbytes), {} if entry.retain else {"retain": False})
@@ -279,7 +299,7 @@ def _put(draws: Draws, s: _State) -> Call:
 
 
 def _get(draws: Draws, s: _State) -> Call:
-    return Call("get", (s.key(draws, s.in_state(EntryState.READY)),))
+    return Call("get", (s.key(draws, s.in_state(EntryState.READY), piled=s.newest_ready()),))
 
 
 def _release(draws: Draws, s: _State) -> Call:

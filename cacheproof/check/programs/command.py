@@ -16,7 +16,8 @@ from cacheproof.check.programs.generators import default_scope, generator_for, t
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
-from cacheproof.check.report import check_body, divergence_lines, examples_row, program_concurrent_divergence
+from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
+from cacheproof.check.report import first_ready_line, interrupted_line, program_concurrent_divergence, timing_rows
 from cacheproof.check.report import program_divergence, program_kind
 from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
@@ -138,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
                 call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
+                on_counterexample=lambda example, seconds: _print_first(args, example, seconds),
             )
             if workers > 1:
                 report = run_program_workers(kind, phases, options, workers, args.database_choice)
@@ -169,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
                 database=None if args.database_choice is None else args.database_choice.describe(),
                 budget_seconds=args.budget, coverage=report.coverage.to_json(), scope=report.scope_json(),
                 budget_steps=max(phase.steps for phase in phases),
+                first_report_seconds=None if report.first_report_seconds is None else round(report.first_report_seconds, 3),
+                interrupted=report.interrupted, shrinking_interrupted=report.shrinking_interrupted,
                 **({} if report.workers is None else report.workers.to_json()),
             ), ran_hypothesis=True)
         if args.trace_out is not None and report.counterexample is not None:
@@ -263,7 +267,9 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
         summary_table("cacheproof check", {
             "spec": report.kind, "impl": impl, "profile": profile,
             "examples": examples_row(report.examples, args.examples, report.first_failure_example, args.budget), "steps": report.steps,
-            "seconds": f"{report.seconds:.2f}", "outcomes reached": report.coverage.summary(),
+            "seconds": f"{report.seconds:.2f}", "steps/s": f"{report.steps_per_second:.0f}",
+            **timing_rows(report.seconds_to_failure, report.first_report_seconds),
+            "outcomes reached": report.coverage.summary(),
             "scope": f"{', '.join(report.scopes)}: {get_kind(report.kind).size_name} up to {report.largest_size}, "
                      f"up to {report.longest_sequence} calls per program",
             "divergences": len(report.counterexamples),
@@ -272,11 +278,13 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
             "result": "conforms" if report.ok else "COUNTEREXAMPLE",
         })
     if report.ok:
-        print(f"conforms: {report.examples} examples, {report.steps} steps")
+        print(conforms_line(report.examples, report.steps, report.seconds))
         return
+    if report.interrupted:  # even under --quiet: the verdict is partial
+        print(interrupted_line(report.shrinking_interrupted, len(report.counterexamples),
+                               len(report.counterexamples[-1].calls)))
     for number, (example, explanation) in enumerate(zip(report.counterexamples, explanations), 1):
-        print(f"counterexample {number} of {len(report.counterexamples)} ({len(example.calls)} calls): "
-              f"{example.message}")
+        print(counterexample_line(number, len(report.counterexamples), len(example.calls), example.message))
         if explanation is not None and not args.quiet:
             for line in explained_lines(example.difference, explanation):
                 print(line)
@@ -286,6 +294,12 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
     more = more_divergences_line(args, len(report.counterexamples))
     if more is not None:
         print(more, file=sys.stderr)
+
+
+def _print_first(args: argparse.Namespace, example: ProgramCounterexample, seconds: float) -> None:
+    """The first counterexample's line as soon as it is shrunk, when further divergences are searched for."""
+    if not args.quiet and args.max_divergences > 1:
+        print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
 
 
 def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, semantics, operations, profile: str) -> int:

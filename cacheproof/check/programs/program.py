@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.draws import Draws, swarm
 from cacheproof.check.programs.generators import CallGenerator
+from cacheproof.check.programs.renumbering import renumbered
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
@@ -28,19 +29,23 @@ from cacheproof.spec.kind import SpecKind
 
 CUT_SHORT = " (shrinking stopped when its time budget ran out)"
 """Added to the message of a counterexample whose shrinking ran out of time."""
+INTERRUPTED = " (shrinking interrupted)"
+"""Added to the message of a counterexample whose shrinking the user's Ctrl-C stopped."""
 
 
 @dataclass(frozen=True)
 class ProgramCounterexample:
     """A program that fails at its last call: it diverges there (`difference`), or, with `fault`,
     that call hangs or kills the process running the implementation (`difference` is then None).
-    `cut_short`: its shrinking ran out of time, so it may not be the smallest."""
+    `cut_short`: its shrinking ran out of time, `interrupted`: the user's Ctrl-C stopped it, so it
+    may not be the smallest."""
 
     size: int
     calls: tuple[Call, ...]
     difference: StepDifference | None
     fault: Failure | None = None
     cut_short: bool = False
+    interrupted: bool = False
 
     def kind_of(self) -> tuple:
         return (self.fault.kind,) if self.fault is not None else divergence_kind(self.difference)
@@ -48,7 +53,7 @@ class ProgramCounterexample:
     @property
     def message(self) -> str:
         said = self.fault.message if self.fault is not None else self.difference.describe()
-        return said + (CUT_SHORT if self.cut_short else "")
+        return said + (CUT_SHORT if self.cut_short else "") + (INTERRUPTED if self.interrupted else "")
 
     @property
     def ending(self) -> str:
@@ -182,14 +187,18 @@ def program_failure(
 
 def shrink_program(
     setup: ProgramSetup, example: ProgramCounterexample, watch: Watch | None = None, seconds: float | None = None,
+    on_smallest: Callable[[int, Sequence[Call]], None] | None = None,
 ) -> ProgramCounterexample:
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
-    each candidate replayed supervised by `watch` when given; then, for a divergence, its size
-    lowered (`smaller_sizes`) while it fails the same way, and shrunk once more at the smallest; `seconds`
+    each candidate replayed supervised by `watch` when given; then, for a divergence, its numbers
+    lowered together (`renumbering.renumbered`: keys, byte counts), its size lowered
+    (`smaller_sizes`) while it fails the same way, and shrunk and renumbered once more at the smallest; `seconds`
     at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
-    is replayed once more for its difference."""
+    is replayed once more for its difference. `on_smallest(size, calls)` is told the smallest
+    failing program so far as shrinking goes (what a Ctrl-C reports: `interrupted_program`)."""
     kind = example.kind_of()
+    noted = None if on_smallest is None else (lambda calls, _: on_smallest(size, calls))
 
     def attempt_at(size: int) -> Callable[[list[Call]], Failure | None]:
         def attempt(candidate: list[Call]) -> Failure | None:
@@ -204,9 +213,11 @@ def shrink_program(
     budget = shrink_seconds(None if watch is None else watch.timeout) if seconds is None else seconds
     deadline = time.monotonic() + budget
     size = example.size
-    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget)
+    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted)
     if failure.kind != DIVERGENCE:
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
+    if not cut_short:
+        calls = renumbered(attempt_at(size), calls)
     lowered = False
     while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
         smaller = next((smaller for smaller in smaller_sizes(size)
@@ -214,14 +225,34 @@ def shrink_program(
         if smaller is None:
             break
         calls, size, lowered = [_rescaled(call, size, smaller) for call in calls], smaller, True
+        if on_smallest is not None:
+            on_smallest(size, calls)
         cut_short = time.monotonic() > deadline
     if lowered and not cut_short:
         found = attempt_at(size)(calls)
-        calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0))
+        calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0),
+                                                   noted)
+        if not cut_short:
+            calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
+
+
+def interrupted_program(
+    setup: ProgramSetup, example: ProgramCounterexample, size: int, calls: Sequence[Call], watch: Watch | None,
+) -> ProgramCounterexample | None:
+    """`example` as far as its shrinking had gone when the user's Ctrl-C stopped it: `calls` at
+    `size`, the smallest failing program so far, marked interrupted. A divergence is replayed once
+    more for its difference; None when it no longer diverges so (its snippet could not fail). A
+    hang or a crash is reported as it was seen (a replay would cost the call timeout again)."""
+    if example.fault is not None:
+        return ProgramCounterexample(example.size, example.calls, None, example.fault, interrupted=True)
+    found = program_failure(setup, size, calls, watch)
+    if found is None or found[1] is None or divergence_kind(found[1]) != example.kind_of():
+        return None
+    return ProgramCounterexample(size, tuple(calls[: found[0].step + 1]), found[1], interrupted=True)
 
 
 def smaller_sizes(size: int) -> list[int]:

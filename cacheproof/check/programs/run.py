@@ -44,7 +44,7 @@ from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import CallGenerator, generator_for
 from cacheproof.check.workers import WorkersSummary
 from cacheproof.check.programs.program import (
-    ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, run_program, shrink_program,
+    ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, interrupted_program, run_program, shrink_program,
 )
 from cacheproof.check.sequential.draws import seeded_draws
 from cacheproof.cmdline.databases import RunStop, namespaced
@@ -83,7 +83,8 @@ class ProgramOptions:
     passed is then unused). With `budget_seconds`, programs are drawn until that time is spent.
     `seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
     not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
-    the `found_at`th program) is found, with its length."""
+    the `found_at`th program) is found, with its length; `on_counterexample(example, seconds)` the
+    first counterexample as soon as it is shrunk, before any search for further ones."""
 
     examples: int = DEFAULT_EXAMPLES
     steps: int = DEFAULT_STEPS
@@ -100,13 +101,17 @@ class ProgramOptions:
     impl: str = "factory"
     seeded: bool = False
     on_shrink: Callable[[int | None, int], None] | None = None
+    on_counterexample: Callable[[ProgramCounterexample, float], None] | None = None
 
 
 @dataclass
 class ProgramReport:
     """The verdict: ok when no program diverged; the counterexamples found, shrunk, first first.
     `examples` counts the programs the budget counts (see the module docstring), `first_failure_example`
-    the ordinal among them of the first that diverged. What the programs reached: the `scopes` they
+    the ordinal among them of the first that diverged, `first_report_seconds` the time from the start
+    to its counterexample, shrunk. `interrupted`: the user's Ctrl-C stopped the run after a failure
+    (before one, `run_program_check` raises KeyboardInterrupt: no verdict), `shrinking_interrupted`:
+    while shrinking the last counterexample, reported as the smallest failing program so far. What the programs reached: the `scopes` they
     were drawn from, the `largest_size` of a model and the `longest_sequence` of calls. `workers`:
     the crew's summary when the check ran in several processes (`cacheproof.check.workers`)."""
 
@@ -116,6 +121,9 @@ class ProgramReport:
     seconds: float = 0.0
     seconds_to_failure: float | None = None
     first_failure_example: int | None = None
+    first_report_seconds: float | None = None
+    interrupted: bool = False
+    shrinking_interrupted: bool = False
     counterexamples: list[ProgramCounterexample] = field(default_factory=list)
     coverage: OutcomeCoverage | None = None
     scopes: tuple[str, ...] = ()
@@ -130,6 +138,10 @@ class ProgramReport:
     @property
     def ok(self) -> bool:
         return not self.counterexamples
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def counterexample(self) -> ProgramCounterexample | None:
@@ -224,6 +236,36 @@ def run_program_check(
             if options.on_shrink is not None:
                 options.on_shrink(report.first_failure_example, length)
 
+    def shrunk(example: ProgramCounterexample) -> ProgramCounterexample | None:
+        """`example` shrunk; after the user's Ctrl-C, the smallest failing program so far (None when it
+        no longer fails so)."""
+        smallest = [example.size, example.calls]
+        try:
+            return shrink_program(setup, example, watch, shrink_budget(),
+                                  lambda size, calls: smallest.__setitem__(slice(None), [size, tuple(calls)]))
+        except KeyboardInterrupt:
+            return interrupted(example, *smallest)
+
+    def interrupted(example: ProgramCounterexample, size: int, calls: tuple) -> ProgramCounterexample | None:
+        report.interrupted = report.shrinking_interrupted = True
+        try:
+            return interrupted_program(setup, example, size, calls, watch)
+        except KeyboardInterrupt:  # a second Ctrl-C: no replay
+            return None
+
+    def keep(example: ProgramCounterexample | None) -> bool:
+        """Report `example` (unless None); whether the search may go on (no Ctrl-C stopped it)."""
+        if example is not None:
+            report.counterexamples.append(example)
+            note_report()
+        return not report.interrupted
+
+    def note_report() -> None:
+        if report.first_report_seconds is None:
+            report.first_report_seconds = time.perf_counter() - started
+            if options.on_counterexample is not None:
+                options.on_counterexample(report.counterexamples[0], report.first_report_seconds)
+
     def describe_hang(name: str, args: tuple) -> str:
         return hang_message(name, args, watch.timeout, watch.last_call())
 
@@ -263,16 +305,26 @@ def run_program_check(
             except _BudgetSpent:
                 break
             except (ProgramDivergence, _HypothesisShrinkDone):
-                report.counterexamples.append(shrink_program(setup, last[0], watch, shrink_budget()))
+                if not keep(shrunk(last[0])):
+                    break
                 continue
             except CacheFault as fault:  # a hang or a crash ends the search: each further one would cost as much
-                report.counterexamples.append(shrink_program(setup, faulted(fault), watch, shrink_budget()))
+                keep(shrunk(faulted(fault)))
                 break
             except Unsatisfiable:  # every example diverged in a kind already reported
+                break
+            except KeyboardInterrupt:  # the user's Ctrl-C: while Hypothesis shrank, or in the search for more
+                if not (shrinking[0] and last) and not report.counterexamples:
+                    raise
+                report.interrupted = True
+                if shrinking[0] and last:
+                    keep(interrupted(last[0], last[0].size, last[0].calls))
                 break
             break
     finally:
         implementations.close()
+    if report.interrupted and not report.counterexamples:  # nothing that fails again: no verdict
+        raise KeyboardInterrupt
     report.seconds = time.perf_counter() - started
     return report
 
@@ -300,12 +352,15 @@ def run_program_phases(
         if report.first_failure_example is not None:
             total.first_failure_example = total.examples + report.first_failure_example
             total.seconds_to_failure = time.perf_counter() - started - report.seconds + report.seconds_to_failure
+            if report.first_report_seconds is not None:
+                total.first_report_seconds = time.perf_counter() - started - report.seconds + report.first_report_seconds
         total.examples += report.examples
         total.steps += report.steps
         total.scopes += (getattr(phase.scope, "name", "small"),)
         total.largest_size = max(total.largest_size, report.largest_size)
         total.longest_sequence = max(total.longest_sequence, report.longest_sequence)
         total.counterexamples = report.counterexamples
+        total.interrupted, total.shrinking_interrupted = report.interrupted, report.shrinking_interrupted
         total.coverage = OutcomeCoverage.merged((total.coverage, report.coverage))
         if not report.ok:
             break

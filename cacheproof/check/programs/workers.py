@@ -43,7 +43,8 @@ def run_program_workers(
     first failure. ValueError when a phase has fewer examples than workers; UsageAbort when a worker
     reports one or dies."""
     seeds = [options.seed + index for index in range(workers)]
-    own = [ProgramWork(kind.name, share, replace(options, seed=seed, on_example=None, on_shrink=None, database=None))
+    own = [ProgramWork(kind.name, share, replace(options, seed=seed, on_example=None, on_shrink=None,
+                                                        on_counterexample=None, database=None))
            for seed, share in zip(seeds, shares(phases, workers))]
     result = run_crew(_work, own, seeds, database, ParentHooks(options.on_example, options.on_shrink))
     return merged(kind, result, options)
@@ -68,6 +69,7 @@ def merged(kind: SpecKind, result: CrewResult, options: ProgramOptions) -> Progr
     if winning is not None:
         report.counterexamples = list(winning.counterexamples)
         report.first_failure_example, report.seconds_to_failure = result.first_failure
+        report.first_report_seconds = winning.first_report_seconds  # on the winner's clock, from its start
     return report
 
 

@@ -21,7 +21,8 @@ from cacheproof.cmdline.output_paths import OutputPathError, first_problem, writ
 from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.explaining.broken import report_breaking_first
 from cacheproof.contract.explaining.shapes import inspection_problem
-from cacheproof.check.report import check_body, divergence_lines, examples_row, sequential_divergence
+from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
+from cacheproof.check.report import first_ready_line, interrupted_line, sequential_divergence, timing_rows
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
@@ -294,18 +295,7 @@ def _print_first(args: argparse.Namespace, example: Counterexample, seconds: flo
     """The first counterexample's line as soon as it is shrunk, before the search for further ones
     (the whole report follows at the end)."""
     if not args.quiet and args.max_divergences > 1:
-        print(f"counterexample ({len(example.calls)} calls) ready at {seconds:.2f} s: {example.message}; "
-              "searching for further divergences (Ctrl-C reports what is found)", file=sys.stderr, flush=True)
-
-
-def _timing_rows(report: CheckReport) -> dict[str, str]:
-    """The first failing example's time and the first shrunk counterexample's, from the start."""
-    if report.first_failure_seconds is None:
-        return {}
-    rows = {"first failure": f"{report.first_failure_seconds:.2f} s"}
-    if report.first_report_seconds is not None:
-        rows["first report"] = f"{report.first_report_seconds:.2f} s (shrunk)"
-    return rows
+        print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
 
 
 def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[Phase, ...]) -> None:
@@ -322,7 +312,7 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
                 "seconds": f"{report.seconds:.2f}",
                 "steps/s": f"{report.steps_per_second:.0f}",
                 **report.scope.rows(),
-                **_timing_rows(report),
+                **timing_rows(report.first_failure_seconds, report.first_report_seconds),
                 "outcomes reached": "-" if report.coverage is None else report.coverage.summary(),
                 "shrunk length": "-" if example is None else len(example.calls),
                 "divergences": len(report.counterexamples),
@@ -332,24 +322,16 @@ def _print_report(args: argparse.Namespace, report: CheckReport, phases: tuple[P
             },
         )
     if example is None:
-        print(f"conforms: {report.examples} examples, {report.steps} steps, {report.steps_per_second:.0f} steps/s")
+        print(conforms_line(report.examples, report.steps, report.seconds))
         return
     if report.interrupted:  # even under --quiet: the verdict is partial
-        print(interrupted_line(report))
+        print(interrupted_line(report.shrinking_interrupted, len(report.counterexamples),
+                               len(report.counterexamples[-1].calls)))
     for line in report_lines(report, args.impl, args.quiet):
         print(line)
     more = more_divergences_line(args, len(report.counterexamples))
     if more is not None:
         print(more, file=sys.stderr)
-
-
-def interrupted_line(report: CheckReport) -> str:
-    """What a Ctrl-C after a failure stopped: the shrinking of the last counterexample (a real failing
-    sequence, not the smallest), or the search for further divergences."""
-    if report.shrinking_interrupted:
-        return (f"shrinking interrupted by Ctrl-C: the last counterexample ({len(report.counterexamples[-1].calls)} "
-                "calls) is the smallest failing sequence found so far; its snippet fails when run")
-    return f"search for further divergences interrupted by Ctrl-C after {len(report.counterexamples)} found"
 
 
 def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[str]:
@@ -360,8 +342,7 @@ def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[st
     count = len(examples)
     lines: list[str] = []
     for number, example in enumerate(examples, 1):
-        which = "" if number == 1 else f" {number} of {count}"
-        lines.append(f"counterexample{which} ({len(example.calls)} calls): {example.message}")
+        lines.append(counterexample_line(number, count, len(example.calls), example.message))
         if quiet:
             continue
         if example.kind is not None:

@@ -1,0 +1,79 @@
+"""Lowering the numbers of a shrunk program: every occurrence of one number at one argument position
+replaced at once by a smaller one (issue 35: "shrinking lowers every number in a counterexample").
+
+Dropping calls and simplifying one argument at a time (`sandbox.fault_search.shrink_failure`) cannot
+lower a number that several calls must share: the key of `put(4, ...)` and `get(4)`, the byte count
+of `reserve(4, 4)` and of the value its `commit` stores. Renumbering changes them together: the
+number at one position (a key is the first argument of every call that takes one, a byte count the
+second) in every call, a value recipe's byte count counting as its number. The candidates are 0,
+1, half and one less, smallest first; a candidate is kept only when the program fails the same way
+(the caller's `attempt` says so), so a 0 where 0 is a bad argument (no bytes, the null block) is
+never kept: it fails otherwise, or not at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.sandbox.fault_search import Failure
+
+RENUMBER_ATTEMPTS = 200
+"""Renumbering replays at most this many candidates per program (a count: a seed gives one
+counterexample on any machine)."""
+
+
+def renumbered(attempt: Callable[[list[Call]], Failure | None], calls: Sequence[Call]) -> list[Call]:
+    """`calls` with their numbers lowered (see the module docstring) while `attempt(candidate)` finds
+    it failing the same way (not None: the failure, whose step ends the program kept), each number
+    as far as it goes, the largest first; at most RENUMBER_ATTEMPTS candidates replayed."""
+    current, tried = list(calls), 0
+    changed = True
+    while changed and tried < RENUMBER_ATTEMPTS:
+        changed = False
+        for position, number in _numbers(current):
+            for lower in _lower(number):
+                if tried >= RENUMBER_ATTEMPTS:
+                    return current
+                tried += 1
+                candidate = [_renumbered(call, position, number, lower) for call in current]
+                failure = attempt(candidate)
+                if failure is not None:
+                    current, changed = candidate[: failure.step + 1], True
+                    break
+            if changed:
+                break  # the numbers of the new program, afresh
+    return current
+
+
+def _numbers(calls: Sequence[Call]) -> list[tuple[int, int]]:
+    """(position, number) of every number of `calls` above 0, the largest first."""
+    found = {(position, number) for call in calls for position, argument in enumerate(call.args)
+             if (number := _number_of(argument)) is not None and number > 0}
+    return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+
+
+def _number_of(argument: Any) -> int | None:
+    if type(argument) is int:
+        return argument
+    if isinstance(argument, ValueRecipe) and type(argument.nbytes) is int:
+        return argument.nbytes
+    return None
+
+
+def _lower(number: int) -> list[int]:
+    return sorted({0, 1, number // 2, number - 1} - {number})
+
+
+def _renumbered(call: Call, position: int, number: int, lower: int) -> Call:
+    """`call` with its argument at `position` made `lower` where its number is `number` (a value
+    recipe's element size then 1 where it no longer divides its byte count)."""
+    if position >= len(call.args) or _number_of(call.args[position]) != number:
+        return call
+    argument = call.args[position]
+    if isinstance(argument, ValueRecipe):
+        recipe = argument._replace(nbytes=lower)
+        argument = recipe if recipe.problem() is None or lower == 0 else recipe._replace(element_size=1)
+    else:
+        argument = lower
+    return call._replace(args=call.args[:position] + (argument,) + call.args[position + 1:])
