@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
                 call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
-                on_counterexample=lambda example, seconds: _print_first(args, example, seconds),
+                on_counterexample=lambda example, seconds: _print_first(args, kind, impl, example, seconds),
             )
             if workers > 1:
                 report = run_program_workers(kind, phases, options, workers, args.database_choice)
@@ -296,9 +296,11 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
         print(more, file=sys.stderr)
 
 
-def _print_first(args: argparse.Namespace, example: ProgramCounterexample, seconds: float) -> None:
-    """The first counterexample's line as soon as it is shrunk, when further divergences are searched for."""
-    if not args.quiet and args.max_divergences > 1:
+def _print_first(args: argparse.Namespace, kind: SpecKind, impl: str, example: ProgramCounterexample,
+                 seconds: float) -> None:
+    """The first counterexample's line as soon as it is shrunk, when further divergences are searched
+    for; none for a view answered in another shape (a usage problem, said alone at the end)."""
+    if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None:
         print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
 
 
