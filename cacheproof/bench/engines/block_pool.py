@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from cacheproof.bench.engines import print_rates
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
@@ -165,13 +166,7 @@ def run(args: argparse.Namespace) -> int:
             f"{args.live} live, {args.num_blocks} blocks, {SHARED_SHARE:.0%} on {SHARED_PREFIXES} shared "
             f"{PREFIX_BLOCKS}-block prefixes; pool calls per second, best of {args.repeats}"
         )
-        print(f"{'KVBlockPool':>14} {'vllm BlockPool':>14} {'torch/vllm':>10}")
-        if vllm is None:
-            print(f"{report['KVBlockPool']:14,.0f} {'-':>14} {'-':>10}")
-            print("vLLM is not installed: the torch pool alone (build a venv with tools/engines_venv.sh)")
-        else:
-            ratio = report["KVBlockPool"] / report["vllm BlockPool"]
-            print(f"{report['KVBlockPool']:14,.0f} {report['vllm BlockPool']:14,.0f} {ratio:9.2f}x")
+        print_rates("KVBlockPool", "vllm BlockPool", "torch/vllm", report, "vLLM is not installed")
     if args.json:
         write_report(args.json, "bench", {"bench": "block_pool", "figures": report})
     return 0

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from cacheproof.bench.engines import print_rates
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
@@ -112,13 +113,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.requests} requests x {TOKENS} tokens, {SHARED_SHARE:.0%} on {SHARED_PREFIXES} shared "
               f"{PREFIX_TOKENS}-token prefixes, {args.num_slots} KV slots; calls per second, best of {args.repeats}")
-        print(f"{'TorchRadixCache':>16} {'sglang RadixCache':>18} {'torch/sglang':>12}")
-        if sglang is None:
-            print(f"{report['TorchRadixCache']:16,.0f} {'-':>18} {'-':>12}")
-            print("SGLang's RadixCache does not import: the built-in alone (build a venv with tools/engines_venv.sh)")
-        else:
-            ratio = report["TorchRadixCache"] / report["sglang RadixCache"]
-            print(f"{report['TorchRadixCache']:16,.0f} {report['sglang RadixCache']:18,.0f} {ratio:11.2f}x")
+        print_rates("TorchRadixCache", "sglang RadixCache", "torch/sglang", report,
+                    "SGLang's RadixCache does not import")
     if args.json:
         write_report(args.json, "bench", {"bench": "radix", "figures": report})
     return 0
