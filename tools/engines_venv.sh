@@ -35,12 +35,11 @@ VENV=${1:?usage: tools/engines_venv.sh VENV}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PINS="$ROOT/constraints/engines.txt"
 PY=${PYTHON:-python3}
+if [ -n "${2:-}" ]; then
+    PYTHON=$PY bash "$ROOT/tools/venv_on_base.sh" "$VENV" "$2"
+fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 VENV=$(cd "$VENV" && pwd)  # absolute: the smoke imports below run from inside it
-if [ -n "${2:-}" ]; then
-    purelib() { "$1/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"; }
-    purelib "$2" > "$(purelib "$VENV")/cacheproof_base_venv.pth"
-fi
 PIP=("$VENV/bin/python" -m pip install -q -c "$PINS")
 "${PIP[@]}" torch
 "${PIP[@]}" --no-deps -r "$PINS"
