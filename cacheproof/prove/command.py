@@ -39,6 +39,7 @@ from cacheproof.prove.cache import entry_model
 from cacheproof.prove.cache import liveness
 from cacheproof.prove.cache import refinement
 from cacheproof.prove.induction import ProofResult
+from cacheproof.prove.option_targets import Target
 from cacheproof.prove.report import PROVES, obligation, prove_body
 from cacheproof.prove.report import target as target_json
 from cacheproof.spec.errors import InvalidArgumentError
@@ -56,13 +57,6 @@ _KIND_PROVERS = {"blocks": "cacheproof.prove.blocks.command", "radix": "cachepro
 
 SPEC_INDEPENDENT_FIELDS = ("snapshot_order",)
 """`Semantics` fields the spec never reads (they tell the checker what to compare): no proof varies them."""
-
-
-class Target(NamedTuple):
-    """Semantics to prove under, and how to name them: a profile's name, or `field=value`."""
-
-    label: str
-    semantics: Semantics
 
 
 def prove_all(slots: int = DEFAULT_SLOTS, semantics: Semantics = CONTRACT) -> list[ProofResult]:

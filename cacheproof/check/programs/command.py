@@ -111,8 +111,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
         return 2
     if missing:
-        print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
-              f"check fewer operations with --ops or a profile that names them (--profile)", file=sys.stderr)
+        print(lacks_line(kind, impl, missing), file=sys.stderr)
         return 2
     if args.threads is not None:
         return _run_threads(args, kind, factory, impl, semantics, operations, profile.name)
@@ -212,6 +211,12 @@ def misuse_checked(semantics) -> bool:
     """Whether the semantics hold the implementation to rejecting misuse (a kind whose semantics
     have no `misuse` field always do); under "trusted" the checker makes no misuse call."""
     return getattr(semantics, "misuse", "checked") == "checked"
+
+
+def lacks_line(kind: SpecKind, impl: str, missing: list[str]) -> str:
+    """The usage error of an implementation without some of the checked operations."""
+    return (f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
+            "check fewer operations with --ops or a profile that names them (--profile)")
 
 
 def chosen_profile(kind: SpecKind, name: str):

@@ -19,7 +19,7 @@ import sys
 
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.programs.command import (
-    DEFAULT_IMPLS, chosen_operations, chosen_profile, explained_lines, explanations_of, misuse_checked,
+    DEFAULT_IMPLS, chosen_operations, chosen_profile, lacks_line, explained_lines, explanations_of, misuse_checked,
     missing_operations, snippet_of,
 )
 from cacheproof.check.programs.exhaustive import SNAPSHOT_CAVEAT, ExhaustiveReport, ExhaustiveSetup, run_exhaustive
@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     missing = missing_operations(kind, factory, operations)
     if missing:
-        print(f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
-              f"check fewer operations with --ops or a profile that names them (--profile)", file=sys.stderr)
+        print(lacks_line(kind, impl, missing), file=sys.stderr)
         return 2
     setup = ExhaustiveSetup(kind, factory, generator_for(kind.name), scope, operations,
                             misuse_checked(semantics) and not args.no_bad_arguments, args.depth or scope.depth, semantics)
