@@ -29,6 +29,12 @@ class ValueRecipe(NamedTuple):
         """Why this is no recipe (`cacheproof.contract.values.recipe_problem`), or None."""
         return recipe_problem(self.nbytes, self.tag, self.element_size)
 
+    def resized(self, nbytes: int) -> "ValueRecipe":
+        """This recipe at `nbytes` bytes, of 1-byte elements where its element size no longer fits
+        them (a shrinker lowering a byte count keeps a valid recipe)."""
+        recipe = self._replace(nbytes=nbytes)
+        return recipe if recipe.problem() is None else recipe._replace(element_size=1)
+
     def python(self, cache_name: str = "cache") -> str:
         """The recipe as Python: `value_for(cache, nbytes, tag)`, with `element_size=` when it has one."""
         size = "" if self.element_size is None else f", element_size={self.element_size}"

@@ -272,7 +272,6 @@ def _rescaled(call: Call, size: int, smaller: int) -> Call:
         if type(argument) is int and argument == size - 1 and smaller > 1:
             return smaller - 1
         if isinstance(argument, ValueRecipe) and rescale(argument.nbytes) != argument.nbytes:
-            recipe = argument._replace(nbytes=rescale(argument.nbytes))
-            return recipe if recipe.problem() is None else recipe._replace(element_size=1)
+            return argument.resized(rescale(argument.nbytes))
         return argument
     return call._replace(args=tuple(rescale(argument) for argument in call.args))

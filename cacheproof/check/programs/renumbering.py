@@ -71,9 +71,8 @@ def _renumbered(call: Call, position: int, number: int, lower: int) -> Call:
     if position >= len(call.args) or _number_of(call.args[position]) != number:
         return call
     argument = call.args[position]
-    if isinstance(argument, ValueRecipe):
-        recipe = argument._replace(nbytes=lower)
-        argument = recipe if recipe.problem() is None or lower == 0 else recipe._replace(element_size=1)
+    if isinstance(argument, ValueRecipe):  # 0 bytes stay a bad recipe as they are
+        argument = argument._replace(nbytes=0) if lower == 0 else argument.resized(lower)
     else:
         argument = lower
     return call._replace(args=call.args[:position] + (argument,) + call.args[position + 1:])
