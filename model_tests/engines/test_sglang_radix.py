@@ -23,17 +23,13 @@ from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
+from model_tests.engine_profiles import check_under_profile  # noqa: E402
 from model_tests import sglang_broken_radix  # noqa: E402
 
 KIND = get_kind("radix")
 SGLANG = KIND.profiles["sglang-radix"]
 
 
-def check_sglang_profile(factory, examples: int, seed: int = 0):
-    return run_program_check(
-        KIND, factory, generator_for("radix"), examples=examples, seed=seed,
-        semantics=SGLANG.semantics, operations=SGLANG.operations, misuse=False,
-    )
 
 
 def nodes(cache: SglangRadixCache) -> tuple:
@@ -94,7 +90,7 @@ def test_real_dec_lock_ref_drives_lock_ref_below_zero() -> None:
 
 
 def test_unmodified_tree_conforms_under_the_sglang_profile() -> None:
-    report = check_sglang_profile(radix_cache, examples=100)
+    report = check_under_profile("radix", "sglang-radix", radix_cache, examples=100)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
 
 
@@ -102,7 +98,7 @@ def test_unmodified_tree_conforms_under_the_sglang_profile() -> None:
 def test_each_broken_subclass_is_found(name: str) -> None:
     factory = sglang_broken_radix.FACTORIES[name]
     assert type(factory(4).cache) in sglang_broken_radix.BROKEN_RADIX_CLASSES
-    found = any(not check_sglang_profile(factory, examples=150, seed=seed).ok for seed in (1, 2))
+    found = any(not check_under_profile("radix", "sglang-radix", factory, examples=150, seed=seed).ok for seed in (1, 2))
     assert found, f"{name} was not found in two seeded runs of 150 programs"
 
 

@@ -18,21 +18,14 @@ from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.vllm import block_pool, kv_cache_manager  # noqa: E402
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
+from model_tests.engine_profiles import check_under_profile  # noqa: E402
 from model_tests import vllm_broken_pools  # noqa: E402
 
 KIND = get_kind("blocks")
-VLLM = KIND.profiles["vllm-block-pool"]
-
-
-def check_vllm_profile(factory, examples: int, seed: int = 0):
-    return run_program_check(
-        KIND, factory, generator_for("blocks"), examples=examples, seed=seed,
-        semantics=VLLM.semantics, operations=VLLM.operations, misuse=False,
-    )
 
 
 def test_unmodified_pool_conforms_under_the_vllm_profile() -> None:
-    report = check_vllm_profile(block_pool, examples=60)
+    report = check_under_profile("blocks", "vllm-block-pool", block_pool, examples=60)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
 
 
@@ -40,7 +33,7 @@ def test_unmodified_pool_conforms_under_the_vllm_profile() -> None:
 def test_each_broken_subclass_is_found(name: str) -> None:
     factory = vllm_broken_pools.FACTORIES[name]
     assert type(factory(4).pool) in vllm_broken_pools.BROKEN_POOL_CLASSES
-    found = any(not check_vllm_profile(factory, examples=200, seed=seed).ok for seed in (1, 2))
+    found = any(not check_under_profile("blocks", "vllm-block-pool", factory, examples=200, seed=seed).ok for seed in (1, 2))
     assert found, f"{name} was not found in two seeded runs of 200 programs"
 
 
@@ -91,11 +84,7 @@ def test_vllm_kv_cache_manager_frees_an_unknown_request_silently() -> None:
 def test_vllm_kv_cache_manager_conforms_unmodified_under_its_own_profile() -> None:
     """The standard generator, free_request of any request included: vllm-kv-cache-manager makes
     that a no-op (free_unknown_request="noop") and holds the request level only."""
-    profile = KIND.profiles["vllm-kv-cache-manager"]
-    report = run_program_check(
-        KIND, kv_cache_manager, generator_for("blocks"), examples=60, misuse=False,
-        semantics=profile.semantics, operations=profile.operations,
-    )
+    report = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager, examples=60)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     assert report.examples == 60
 
