@@ -2,7 +2,11 @@
 
 The main thread is made deaf, as a `check --threads` run under heavy load once was (issue 31, its
 main thread waiting in `Thread.start()` for more than 20 s): SIGINT is blocked in it, so the kernel
-hands the signal to another thread, and it then waits on a lock nobody releases. Under
+hands the signal to another thread, and it then waits in a C call that never comes back to Python
+(libc's `pause`, which only a handled signal ends, and the main thread handles none). A wait on a
+Python lock would not do: any EINTR there makes CPython run the pending Python handler, so the
+main thread would answer after all; it did once under load, and the program then waited on its
+child at exit (issue 31). Under
 `cacheproof.cmdline.interrupts.ctrl_c_raises` the watch thread ends the process `grace` seconds after
 the Ctrl-C: every thread's stack on stderr, the command's partial report (`last_words`), its child
 processes ended, exit 130. Without it the same program waits for ever.
@@ -25,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GRACE = 1.0
 
 DEAF = (
-    "import multiprocessing, signal, sys, threading, time\n"
+    "import ctypes, multiprocessing, signal, sys, time\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)  # a background pytest passes SIGINT ignored\n"
     "from cacheproof.cmdline.interrupts import ctrl_c_raises, last_words\n"
     "def deaf():\n"
@@ -33,10 +37,8 @@ DEAF = (
     "    child.start()\n"
     "    print('child', child.pid, flush=True)\n"
     "    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGINT}})\n"
-    "    stuck = threading.Lock()\n"
-    "    stuck.acquire()\n"
     "    print('waiting', flush=True)\n"
-    "    stuck.acquire()\n"
+    "    ctypes.CDLL(None).pause()\n"
     "if __name__ == '__main__':\n"
     "{use}"
 )
