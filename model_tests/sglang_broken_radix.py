@@ -2,7 +2,8 @@
 that pass each through `cacheproof.engines.sglang:radix_cache(capacity_tokens, cache_class=...)`.
 
 Under the `sglang-radix` profile the unmodified class conforms and the checker must find every
-class here (model_tests/engines/test_sglang_radix.py). Each factory is a plain function without a
+class here (model_tests/engines/test_sglang_radix.py): five at the tree level, three at the request
+level (SGLang's checkpoint and `release_kv_cache`). Each factory is a plain function without a
 `profile` attribute: the adapted object carries `sglang-radix`, so `cacheproof check --spec radix
 --impl model_tests.sglang_broken_radix:NAME` checks it under that profile. Importing this module
 needs SGLang (the engines venv, tools/engines_venv.sh).
@@ -78,8 +79,45 @@ class EvictLockedRadix(RadixCache):
             self.evictable_leaves.discard(node)
 
 
+class ReleaseKeepsLockRadix(RadixCache):
+    """The request level: a release that leaves the request's path locked (`on_release` takes the
+    lock again that `release_kv_cache` has just dropped, as a streaming-session hook that forgot the
+    request was finishing would): the finished request's prefix is never evictable and protected
+    size only grows (the lock-leak class of SGLang #11970, R1 and R2 against the contract's tree)."""
+
+    def on_release(self, req, *, checkpointed):
+        super().on_release(req, checkpointed=checkpointed)
+        self.lock(req.last_node)
+
+
+class CheckpointFreesProtectedRadix(RadixCache):
+    """The request level: a checkpoint that frees the wrong slots, `kv_indices[0:prefix_len]`
+    instead of `kv_indices[cache_protected_len:prefix_len]`, so the slots of the prefix the tree
+    already owns (and the request holds locked) go back to the allocator while the tree keeps them:
+    owned twice, handed out again (R3)."""
+
+    def _insert_cache(self, req, token_ids, **kwargs):
+        protected, req.kv.cache_protected_len = req.kv.cache_protected_len, 0
+        try:
+            return super()._insert_cache(req, token_ids, **kwargs)
+        finally:
+            req.kv.cache_protected_len = protected
+
+
+class CheckpointKeepsOldLockRadix(RadixCache):
+    """The request level: a checkpoint that locks the request's new last node but never drops the
+    lock on its old one (the `unlock(req.lock)` lost in a refactor of the lock move): every chunk
+    leaves a lock behind, and the prefix stays protected after the request is gone (R1)."""
+
+    def checkpoint(self, req, *, up_to):
+        old = req.last_node
+        super().checkpoint(req, up_to=up_to)
+        self.inc_lock_ref(old)
+
+
 BROKEN_RADIX_CLASSES = (
     SplitDropsLockRadix, UnlockKeepsCountersRadix, MostRecentFirstRadix, InsertAnswersNoPrefixRadix, EvictLockedRadix,
+    ReleaseKeepsLockRadix, CheckpointFreesProtectedRadix, CheckpointKeepsOldLockRadix,
 )
 """Every broken subclass, one bug each."""
 
@@ -104,9 +142,22 @@ def evict_locked(capacity_tokens: int) -> SglangRadixCache:
     return radix_cache(capacity_tokens, cache_class=EvictLockedRadix)
 
 
+def release_keeps_lock(capacity_tokens: int) -> SglangRadixCache:
+    return radix_cache(capacity_tokens, cache_class=ReleaseKeepsLockRadix)
+
+
+def checkpoint_frees_protected(capacity_tokens: int) -> SglangRadixCache:
+    return radix_cache(capacity_tokens, cache_class=CheckpointFreesProtectedRadix)
+
+
+def checkpoint_keeps_old_lock(capacity_tokens: int) -> SglangRadixCache:
+    return radix_cache(capacity_tokens, cache_class=CheckpointKeepsOldLockRadix)
+
+
 FACTORIES = {
     "split_drops_lock": split_drops_lock, "unlock_keeps_counters": unlock_keeps_counters,
     "most_recent_first": most_recent_first, "insert_answers_no_prefix": insert_answers_no_prefix,
-    "evict_locked": evict_locked,
+    "evict_locked": evict_locked, "release_keeps_lock": release_keeps_lock,
+    "checkpoint_frees_protected": checkpoint_frees_protected, "checkpoint_keeps_old_lock": checkpoint_keeps_old_lock,
 }
 """Each broken tree's factory, by name (`--impl model_tests.sglang_broken_radix:NAME`)."""

@@ -43,11 +43,11 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-from cacheproof.adapt import Atomic, engine_call, engine_member, require_members
+from cacheproof.adapt import AdapterError, Atomic, engine_call, engine_member, require_members
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix.snapshot import write_snapshot
 
-__all__ = ["SglangRadixCache", "radix_cache", "PROFILE"]
+__all__ = ["SglangRadixCache", "SchedulerRequest", "radix_cache", "PROFILE"]
 
 PROFILE = "sglang-radix"
 _MISSING = (
@@ -55,21 +55,43 @@ _MISSING = (
     "imports on a CPU-only machine), or pass cache_class= a class with its API"
 )
 MEMBERS = ("match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict", "reset", "evictable_size",
-           "protected_size", "total_size")
+           "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices")
+ROWS = 64
+"""The request rows of SGLang's ReqToTokenPool (its `max_running_requests`), at least one per KV slot."""
 
 
 def _sglang() -> dict[str, Any]:
     """SGLang's classes the adapter builds (ImportError naming the package when it is absent)."""
     try:
+        from sglang.srt.mem_cache.allocation import alloc_req_slots, alloc_token_slots
         from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+        from sglang.srt.mem_cache.common import checkpoint_kv_cache, match_kv_cache, release_kv_cache
+        from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
         from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey
     except ImportError as error:
         raise ImportError(f"{_MISSING} ({error})") from error
     return {"RadixCache": RadixCache, "RadixKey": RadixKey, "TokenToKVPoolAllocator": TokenToKVPoolAllocator,
             "CacheInitParams": CacheInitParams, "MatchPrefixParams": MatchPrefixParams,
-            "InsertParams": InsertParams, "EvictParams": EvictParams}
+            "InsertParams": InsertParams, "EvictParams": EvictParams, "ReqToTokenPool": ReqToTokenPool,
+            "match_kv_cache": match_kv_cache, "checkpoint_kv_cache": checkpoint_kv_cache,
+            "release_kv_cache": release_kv_cache, "alloc_req_slots": alloc_req_slots,
+            "alloc_token_slots": alloc_token_slots}
+
+
+def _publish_server_args() -> None:
+    """Publish a CPU `ServerArgs` to SGLang's runtime context, as its scheduler process does at start
+    (`set_global_server_args_for_scheduler`; model path "dummy", its resolution pipeline's short circuit
+    for a process with no model), unless one is published already: `release_kv_cache`
+    reads `get_spec().speculative_algorithm` and `get_serving().strip_thinking_cache` from it."""
+    from sglang.srt import runtime_context
+    from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+
+    try:
+        runtime_context.get_serving()
+    except ValueError:
+        set_global_server_args_for_scheduler(ServerArgs(model_path="dummy", device="cpu"))
 
 
 def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int = 1) -> "SglangRadixCache":
@@ -85,8 +107,11 @@ def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int
     names = _sglang()
     cache_class = names["RadixCache"] if cache_class is None else cache_class
     require_members(cache_class, MEMBERS)
+    _publish_server_args()
     allocator = names["TokenToKVPoolAllocator"](capacity_tokens, torch.int64, "cpu", None, False)
-    params = names["CacheInitParams"](disable=False, req_to_token_pool=None, token_to_kv_pool_allocator=allocator,
+    rows = names["ReqToTokenPool"](size=max(ROWS, capacity_tokens), max_context_len=capacity_tokens + 1, device="cpu",
+                                   enable_memory_saver=False)
+    params = names["CacheInitParams"](disable=False, req_to_token_pool=rows, token_to_kv_pool_allocator=allocator,
                                       page_size=page_size)
     return SglangRadixCache(cache_class(params), allocator, names, capacity_tokens)
 
@@ -100,6 +125,72 @@ def _profile() -> str:
 radix_cache.profile = _profile
 
 
+class _KvRecord:
+    """The fields of SGLang's `ReqKvInfo` (managers/schedule_batch.py) that RadixCache.checkpoint,
+    `release_kv_cache` and ReqToTokenPool read and write for a request with neither sliding window
+    nor Mamba state: its row, the tree-owned length, its inserted, committed and allocated lengths."""
+
+    def __init__(self) -> None:
+        self.req_pool_idx: int | None = None
+        self.cache_protected_len = self.cache_inserted_len = 0
+        self.kv_committed_len = self.kv_allocated_len = 0
+        self.swa_evict_floor = 0
+        self.mamba_pool_idx = None
+
+    @property
+    def holds_kv(self) -> bool:
+        return self.req_pool_idx is not None
+
+    @property
+    def holds_mamba(self) -> bool:
+        return False
+
+    @property
+    def is_kv_released(self) -> bool:
+        return self.kv_allocated_len == 0
+
+    def get_evicted_seqlen(self, component_type: Any) -> int:
+        return 0  # no sliding window evicts a full-attention request's KV
+
+    def swa_dead_lo(self, page_size: int) -> int:
+        return self.cache_protected_len
+
+    def mark_kv_released(self) -> None:
+        self.kv_allocated_len = 0
+
+
+class SchedulerRequest:
+    """The fields of SGLang's `Req` that its scheduler's admission (`match_kv_cache`, `lock`,
+    `alloc_req_slots`, `alloc_token_slots`), `checkpoint_kv_cache` and `release_kv_cache` read,
+    for a prompt of `tokens` with no output yet, no LoRA key or salt, default priority, no
+    logprobs: `Req` itself lives in managers/schedule_batch.py, whose import chain needs the
+    `openai` package (docs/engines.md)."""
+
+    def __init__(self, rid: int, tokens: tuple[int, ...]) -> None:
+        self.rid = rid
+        self.origin_input_ids = array("q", tokens)
+        self.output_ids: list[int] = []
+        self.full_untruncated_fill_ids = array("q", tokens)
+        self.extra_key = self.cache_salt = self.priority = None
+        self.kv = _KvRecord()
+        self.lock = self.last_node = self.finished_reason = self.finished_len = None
+        self.prefix_len = self.extend_end = 0
+        self.skip_radix_cache_insert = False
+        self.reasoning_tokens = 0
+
+    def _compute_max_prefix_len(self, input_len: int) -> int:
+        return max(input_len - 1, 0)  # the last token is always computed (Req's rule without logprobs)
+
+    def finished(self) -> bool:
+        return self.finished_reason is not None
+
+    def owned_kv_len(self) -> int:
+        return self.kv.kv_committed_len
+
+    def refresh_fill_ids(self) -> None:
+        self.full_untruncated_fill_ids = self.origin_input_ids + array("q", self.output_ids)
+
+
 class SglangRadixCache:
     """A RadixCache speaking the radix contract; `cache` is SGLang's tree, `allocator` its pool."""
 
@@ -111,6 +202,7 @@ class SglangRadixCache:
         self.cache, self.allocator, self._names = cache, allocator, names
         self.num_slots = capacity_tokens
         self.kv = torch.full((capacity_tokens + 1,), -1, dtype=torch.int64)
+        self.requests: dict[int, SchedulerRequest] = {}
         self._atomic = Atomic(cache)
 
     def _key(self, tokens: Any) -> Any:
@@ -161,11 +253,119 @@ class SglangRadixCache:
 
     def reset(self) -> bool:
         with self._atomic:
-            if engine_call(self.cache, "protected_size") > 0:
+            if self.requests or engine_call(self.cache, "protected_size") > 0:
                 return False
             engine_call(self.cache, "reset")
+            engine_call(self.cache.req_to_token_pool, "clear")
             engine_call(self.allocator, "clear")
             return True
+
+    # Request level: SGLang's scheduler functions on the request record ----------------------
+
+    def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
+        import torch
+
+        with self._atomic:
+            self._request_id("prefill", request)
+            self._key(tokens)
+            if not tokens:
+                raise InvalidArgumentError(f"prefill(request={request}): a Req holds at least one token")
+            if request in self.requests:
+                raise WrongStateError(f"prefill(request={request}): the request is running; SGLang's scheduler "
+                                      "admits a Req once")
+            self._admission_budget(request, tuple(tokens))
+            req = SchedulerRequest(request, tuple(tokens))
+            self._names["match_kv_cache"](req, self.cache, req.full_untruncated_fill_ids,
+                                          max_prefix_len=req._compute_max_prefix_len(len(tokens)))
+            req.kv.cache_protected_len = req.prefix_len
+            req.extend_end = len(tokens)
+            req.lock = engine_call(self.cache, "lock", req.last_node)
+            self._names["alloc_req_slots"](self.cache.req_to_token_pool, [req], self.cache)
+            prefix = engine_call(self.cache, "path_device_indices", req.last_node)[:req.prefix_len]
+            own = self._names["alloc_token_slots"](self.cache, len(tokens) - req.prefix_len)
+            self.cache.req_to_token_pool.write((req.kv.req_pool_idx, slice(0, len(tokens))), torch.cat([prefix, own]))
+            self.kv[own] = torch.tensor(tokens[req.prefix_len:], dtype=torch.int64)
+            req.kv.kv_committed_len = req.kv.kv_allocated_len = len(tokens)
+            self.requests[request] = req
+            return int(req.prefix_len)
+
+    def checkpoint(self, request: int, *, up_to: int) -> int:
+        with self._atomic:
+            req = self._running("checkpoint", request)
+            if not isinstance(up_to, int) or isinstance(up_to, bool) or not 0 <= up_to <= len(req.origin_input_ids):
+                raise InvalidArgumentError(f"checkpoint(request={request}, up_to={up_to!r}): up_to must be an int in "
+                                           f"0..{len(req.origin_input_ids)}, the request's tokens")
+            req.extend_end = max(up_to, req.kv.cache_protected_len)
+            return self._inserted(lambda: self._names["checkpoint_kv_cache"](req, self.cache))
+
+    def release(self, request: int) -> int:
+        with self._atomic:
+            req = self._running("release", request)
+            req.finished_reason = "length"
+            cached = self._inserted(lambda: self._names["release_kv_cache"](req, self.cache, checkpoint=True))
+            del self.requests[request]
+            return cached
+
+    def _request_id(self, operation: str, request: Any) -> None:
+        if not isinstance(request, int) or isinstance(request, bool):
+            raise InvalidArgumentError(f"{operation}: request {request!r} is not an int (the Req's rid here)")
+
+    def _running(self, operation: str, request: Any) -> SchedulerRequest:
+        self._request_id(operation, request)
+        if request not in self.requests:
+            raise WrongStateError(f"{operation}(request={request}): no running Req has this rid (prefill admits it)")
+        return self.requests[request]
+
+    def _admission_budget(self, request: int, tokens: tuple[int, ...]) -> None:
+        """The scheduler's PrefillAdder check, read from SGLang's counters before any call: the tokens
+        past the cached prefix of tokens[:-1] fit in the allocator's free slots plus the evictable
+        ones, the matched path pinned (`_lock_node`); else CapacityError, nothing called. SGLang's
+        scheduler matches first and checks after (docs/engines.md, finding)."""
+        walked = self._peek(tokens[:-1])
+        need = len(tokens) - sum(used for _, used in walked)
+        pinned = sum(used for node, used in walked if node.lock_ref == 0)
+        free, evictable = int(self.allocator.available_size()), int(engine_call(self.cache, "evictable_size"))
+        if need > free + evictable - pinned:
+            raise CapacityError(f"prefill(request={request}): {need} tokens need KV slots; SGLang's allocator has {free} "
+                                f"free and {evictable - pinned} more evictable with the matched prefix pinned")
+
+    def _peek(self, tokens: tuple) -> list[tuple[Any, int]]:
+        """The nodes a match of `tokens` walks in SGLang's tree, each with the tokens it takes, read
+        from `children` and `key` (no split, no access time)."""
+        node, at, walked = engine_member(self.cache, "root_node"), 0, []
+        while at < len(tokens):
+            child = next((c for c in node.children.values() if c.key.token_ids[0] == tokens[at]), None)
+            if child is None:
+                break
+            key = tuple(child.key.token_ids)
+            used = next((i for i, token in enumerate(key) if at + i >= len(tokens) or tokens[at + i] != token), len(key))
+            walked.append((child, used))
+            at += used
+            if used < len(key):
+                break
+            node = child
+        return walked
+
+    def _inserted(self, action: Any) -> int:
+        """Run `action` and answer the `prefix_len` of the first InsertResult SGLang's tree returned
+        during it: what was already cached of the request's tokens (checkpoint keeps it to itself)."""
+        answers: list[int] = []
+        insert = self.cache.insert
+
+        def recording(params: Any) -> Any:
+            result = insert(params)
+            answers.append(int(engine_member(result, "prefix_len")))
+            return result
+
+        self.cache.insert = recording
+        try:
+            action()
+        finally:
+            del self.cache.insert
+        if not answers:
+            raise AdapterError(f"{type(self.cache).__name__}.checkpoint made no insert: the answer (what was "
+                               "already cached) has no source")
+        return answers[0]
 
     def evictable_size(self) -> int:
         with self._atomic:
@@ -205,5 +405,8 @@ class SglangRadixCache:
                 slots = [int(slot) for slot in node.value]
                 nodes.append((prefix, tuple(node.key.token_ids), slots, tuple(int(self.kv[slot]) for slot in slots),
                               int(node.lock_ref), node.last_access_time))
+            rows = self.cache.req_to_token_pool.req_to_token
+            requests = [(rid, tuple(req.origin_input_ids), [int(slot) for slot in rows[req.kv.req_pool_idx,
+                         :len(req.origin_input_ids)]], req.kv.cache_protected_len) for rid, req in self.requests.items()]
             return write_snapshot(int(self.allocator.available_size()), int(self.cache.evictable_size()),
-                                  int(self.cache.protected_size()), nodes, ())
+                                  int(self.cache.protected_size()), nodes, requests)

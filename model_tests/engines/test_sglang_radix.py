@@ -1,7 +1,8 @@
 """The adapter over SGLang's REAL RadixCache and token allocator: hand-worked outcomes read back
 from SGLang's objects, the unmodified class conforming under `sglang-radix`, each broken subclass
 (model_tests/sglang_broken_radix.py) found, SGLang's unchecked `dec_lock_ref` seen by the
-contract, and the profile kept by a wrapper factory. Skipped without SGLang."""
+contract, the request level through SGLang's scheduler functions (two findings shown on SGLang's own
+calls), and the profile kept by a wrapper factory. Skipped without SGLang."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from cacheproof.cli import main  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
+from cacheproof.engines.sglang_radix import SchedulerRequest  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -87,6 +89,75 @@ def test_real_dec_lock_ref_drives_lock_ref_below_zero() -> None:
     assert cache.lock((1, 2)) == 2  # a request's lock now leaves the count at 0 ...
     assert nodes(cache) == (((1, 2), (0, 1), 0),)
     assert cache.evict(2) == 2 and cache.total_size() == 0  # ... and its prefix is evicted under it
+
+
+def test_request_level_walk_through_sglangs_scheduler_functions() -> None:
+    cache = radix_cache(8)
+    assert cache.prefill(1, (1, 2, 3)) == 0  # nothing cached: three slots of the request's own
+    assert cache.allocator.available_size() == 5 and cache.cache.total_size() == 0
+    assert cache.checkpoint(1, up_to=2) == 0  # (1, 2) cached with the request's slots, its lock moved there
+    req = cache.requests[1]
+    node12 = cache.cache.root_node.children[1]
+    assert (req.kv.cache_protected_len, req.last_node, node12.lock_ref) == (2, node12, 1)
+    assert cache.prefill(2, (1, 2, 4)) == 2  # the match of (1, 2), locked by both; one new slot
+    assert node12.lock_ref == 2 and cache.allocator.available_size() == 4
+    row = cache.cache.req_to_token_pool.req_to_token[cache.requests[2].kv.req_pool_idx, :2]
+    assert row.tolist() == node12.value.tolist()  # the scheduler's row holds the tree's slots of the prefix
+    assert cache.release(1) == 2  # (1, 2) was cached: (3,) joins as a leaf, the lock dropped
+    assert (node12.lock_ref, cache.evictable_size(), cache.protected_size()) == (1, 1, 2)
+    assert cache.release(2) == 2
+    assert (node12.lock_ref, cache.evictable_size(), cache.protected_size()) == (0, 4, 0)
+    assert cache.allocator.available_size() == 4 and cache.requests == {}
+    assert cache.evict(1) == 1  # (3,), touched before (4,)
+    assert [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 4)]
+
+
+def test_release_kv_cache_reads_the_published_server_args() -> None:
+    from sglang.srt.runtime_context import get_serving, get_spec
+
+    radix_cache(2)
+    assert get_spec().speculative_algorithm is None and get_serving().strip_thinking_cache is False
+
+
+def test_an_admission_short_of_slots_is_refused_before_sglangs_match() -> None:
+    cache = radix_cache(3)
+    cache.prefill(1, (1, 2, 3))
+    with pytest.raises(CapacityError):
+        cache.prefill(2, (5, 6))  # no slot free, none evictable
+    cache.release(1)
+    before = cache.snapshot()
+    with pytest.raises(CapacityError):
+        cache.prefill(2, (1, 2, 5, 6))  # 2 new tokens; 3 evictable, 2 of them the pinned match
+    assert cache.snapshot() == before and [tokens for tokens, _, _ in nodes(cache)] == [(1, 2, 3)]
+    assert cache.prefill(2, (1, 2, 5)) == 2  # 1 new token: the leaf (3,) split off and evicted for it
+    assert [tokens for tokens, _, _ in nodes(cache)] == [(1, 2)] and cache.allocator.available_size() == 0
+
+
+def test_sglangs_own_order_splits_before_the_budget_is_known() -> None:
+    """The finding of docs/engines.md: SGLang's scheduler matches a waiting request (match_kv_cache)
+    before PrefillAdder checks its budget, so a request refused for want of slots has split a node."""
+    from sglang.srt.mem_cache.common import match_kv_cache
+
+    cache = radix_cache(3)
+    cache.prefill(1, (1, 2, 3))
+    cache.release(1)
+    req = SchedulerRequest(2, (1, 2, 5, 6))
+    match_kv_cache(req, cache.cache, req.full_untruncated_fill_ids, max_prefix_len=3)
+    assert req.prefix_len == 2 and [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 3)]
+
+
+def test_sglangs_checkpoint_below_the_protected_length_frees_tree_slots() -> None:
+    """The finding of docs/engines.md: RadixCache.checkpoint with up_to below cache_protected_len moves
+    the lock up and lowers cache_protected_len, so release_kv_cache frees slots the tree still owns."""
+    cache = radix_cache(8)
+    cache.prefill(1, (1, 2, 3, 4))
+    cache.checkpoint(1, up_to=3)
+    req = cache.requests[1]
+    req.extend_end = 1
+    cache._names["checkpoint_kv_cache"](req, cache.cache)  # SGLang's own call, below the protected 3
+    assert req.kv.cache_protected_len == 1 and tuple(req.last_node.key.token_ids) == (1,)
+    cache.release(1)
+    assert cache.allocator.available_size() + cache.cache.total_size() == 10  # 8 slots: two owned twice
 
 
 def test_unmodified_tree_conforms_under_the_sglang_profile() -> None:

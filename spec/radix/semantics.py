@@ -40,9 +40,11 @@ class RadixSemantics(OptionSemantics):
       one tick, and the part of a split node below the match keeps its old time ("call"); or the
       node a walk enters is stamped whole with the call's time before it is split, and the nodes
       the call makes (a split's upper part, a new leaf) are stamped when made, after the walk's
-      time and in the order made ("node"). SGLang is "node": `_match_prefix_helper` and
-      `_insert_helper` set `last_access_time` on a child before `_split_node`, and a new
-      `TreeNode` reads `time.monotonic()` when it is built.
+      time and in the order made, and checkpoint and release then stamp the whole path they cached
+      with one later time of the call ("node"). SGLang is "node": `_match_prefix_helper` and
+      `_insert_helper` set `last_access_time` on a child before `_split_node`, a new `TreeNode`
+      reads `time.monotonic()` when it is built, and `RadixCache.checkpoint` calls `match_prefix`
+      on the key it has just inserted, to find the request's new last node.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = RADIX_OPTIONS
@@ -63,10 +65,11 @@ RADIX_PROFILES: dict[str, Profile] = {
                 "the radix-cache contract at the tree level only, for a tree with no request level"),
         Profile("paged", RadixSemantics(page_size=2), ALL_RADIX_OPERATIONS,
                 "the radix-cache contract with pages of 2 tokens (SGLang's paged RadixCache, page_size=2)"),
-        Profile("sglang-radix", RadixSemantics(misuse="trusted", access_stamps="node"), TREE_OPERATIONS,
+        Profile("sglang-radix", RadixSemantics(misuse="trusted", access_stamps="node"), ALL_RADIX_OPERATIONS,
                 "SGLang 0.5.23 RadixCache (match_prefix, insert, inc_lock_ref, dec_lock_ref, evict, reset, "
-                "evictable_size, protected_size, total_size) over its real TokenToKVPoolAllocator, page size 1 "
-                "(cacheproof.engines.sglang:radix_cache)"),
+                "evictable_size, protected_size, total_size; checkpoint and mem_cache.common's match_kv_cache, "
+                "checkpoint_kv_cache and release_kv_cache for the request level) over its real "
+                "TokenToKVPoolAllocator and ReqToTokenPool, page size 1 (cacheproof.engines.sglang:radix_cache)"),
     )
 }
 """Every named radix profile, by name."""

@@ -434,11 +434,14 @@ class RadixCacheSpec:
 
     def _cache(self, live: _Request, upto: int) -> int:
         """Insert the request's first `upto` tokens with its slots, free its duplicates, take the
-        tree's slots in their place and move its lock from its old prefix to the new one."""
+        tree's slots in their place and move its lock from its old prefix to the new one. Under
+        access_stamps "node" the inserted path is then matched again, every node of it stamped with
+        one later time of the call (SGLang's checkpoint re-matches to find the request's new node)."""
         tokens, old = live.tokens[:upto], live.tokens[:live.prefix]
-        cached = self._insert(self._tick(), tokens, live.slots[:upto])
+        tick = self._tick()
+        cached = self._insert(tick, tokens, live.slots[:upto])
         self._free.update(live.slots[live.prefix:cached])
-        node, _ = self._walk(None, tokens)
+        node, _ = self._walk(None if self.semantics.access_stamps == "call" else self._made_stamp(tick), tokens)
         self._inc(node)
         self._dec(self._path_nodes(old)[0] if old else self._root)
         tree_slots = [slot for path_node in reversed(self._path_nodes(tokens)) for slot in path_node.slots]
