@@ -1,41 +1,68 @@
-"""SGLang's `RadixCache` (`python/sglang/srt/mem_cache/radix_cache.py`) behind the radix contract.
+"""SGLang's `RadixCache` (`python/sglang/srt/mem_cache/radix_cache.py`) behind the radix contract,
+tree level and request level, as SGLang 0.5.23's scheduler drives it.
 
     cacheproof check --spec radix --impl cacheproof.engines.sglang:radix_cache
+    cacheproof check --spec radix --impl cacheproof.engines.sglang_radix:paged_radix_cache
 
-`radix_cache(capacity_tokens, *, cache_class=None, page_size=1)` builds SGLang's own
-`TokenToKVPoolAllocator(capacity_tokens, int64, "cpu", None, need_sort=False)` (its slots are
-1..capacity_tokens: slot 0 is SGLang's padding slot) and the installed `RadixCache` (or
-`cache_class`) over it with `CacheInitParams(disable=False, req_to_token_pool=None, ...)`, the
-LRU policy and `page_size`, and wraps them in `SglangRadixCache`. Profile `sglang-radix` (every
-design choice is there, never here: misuse trusted, access stamps per node; see
-spec/radix/semantics.py); the factory carries it and so does every adapted object (`profile`),
-so a wrapper or a subclass factory keeps it. The adapter decides no outcome: every answer and
+`radix_cache(capacity_tokens, *, cache_class=None, page_size=1)` publishes a CPU `ServerArgs` to
+SGLang's runtime context when none is (as its scheduler process does at start), builds SGLang's
+own token allocator (`TokenToKVPoolAllocator(capacity_tokens, int64, "cpu", None, need_sort=False)`,
+slots 1..capacity_tokens, slot 0 its padding slot; at page_size 2 or 4
+`PagedTokenToKVPoolAllocator(capacity_tokens, page_size, ...)`, `capacity_tokens // page_size`
+whole pages), its `ReqToTokenPool` (`ROWS` request rows of `capacity_tokens + 1` positions) and
+the installed `RadixCache` (or `cache_class`) over both with `CacheInitParams(disable=False, ...)`,
+the LRU policy and `page_size`, and wraps them in `SglangRadixCache`. `paged_radix_cache` is
+`radix_cache(..., page_size=2)`. Profiles `sglang-radix` (page size 1, both levels) and
+`sglang-radix-paged` (page size 2, tree level): every design choice is there, never here (misuse
+trusted, access stamps per node; spec/radix/semantics.py); each factory carries its profile and so
+does every adapted object (`profile`, by its page size), so a wrapper or a subclass factory keeps
+it. The adapter decides no outcome but one, named below (an admission's budget): every answer and
 state change is SGLang's, and the snapshot is read back from SGLang's objects.
 
 Translations, call by call (SGLang 0.5.23's names; a token sequence is `RadixKey(array("q",
 tokens))`):
 - `match_prefix(tokens)` -> `match_prefix(MatchPrefixParams(key))`'s `device_prefix_len`.
 - `insert(tokens)` -> `alloc(len(tokens))` from the allocator (its None is CapacityError, nothing
-  taken), each slot written with its token in the KV storage, then `insert(InsertParams(key,
-  value=slots))`; SGLang leaves the duplicate slots (`slots[:prefix_len]`) to its caller, who
-  frees them (`free`), as SGLang's own `_insert_cache` does. The answer is `prefix_len`.
+  taken; part pages are InvalidArgumentError, the paged allocator having no form for them), each
+  slot written with its token in the KV storage, then `insert(InsertParams(key, value=slots))`;
+  SGLang leaves the duplicate slots (`slots[:prefix_len]`) to its caller, who frees them
+  (`free`), as SGLang's own `_insert_cache` does. The answer is `prefix_len`.
 - `lock(tokens)` -> `match_prefix`, then `inc_lock_ref(last_device_node)`.
 - `unlock(tokens)` -> `dec_lock_ref(node)` on the node whose tokens are exactly `tokens` (the root
-  for none), found by walking `root_node.children` (a read: SGLang's `match_prefix` would stamp access times, which
-  an unlock does not); tokens that end at no node have no SGLang form: WrongStateError here (the
-  profile's "trusted" misuse: a checker never makes such a call).
+  for none), found by walking `root_node.children` (a read: SGLang's `match_prefix` would stamp
+  access times, which an unlock does not); tokens that end at no node have no SGLang form:
+  WrongStateError here (the profile's "trusted" misuse: a checker never makes such a call).
 - `evict(n)` -> `evict(EvictParams(num_tokens=n))`'s `num_tokens_evicted`.
-- `reset()` -> the scheduler's `flush_cache`: False while `protected_size()` is above 0 (a lock is
-  held), else `RadixCache.reset()` and the allocator's `clear()` (SGLang's reset forgets the tree's
-  slots; the scheduler clears the allocator beside it), True.
+- `reset()` -> the scheduler's `flush_cache`: False while a request runs or `protected_size()` is
+  above 0, else `RadixCache.reset()`, the request pool's and the allocator's `clear()`, True.
 - `evictable_size()`, `protected_size()`, `total_size()` -> SGLang's own.
-- `snapshot()`: the allocator's `available_size()`, SGLang's size counters, and per node under
+- `prefill(request, tokens)` -> a `SchedulerRequest` (the fields of SGLang's `Req` these calls
+  read; `Req` itself does not import without the `openai` package) admitted as the scheduler
+  admits it: `mem_cache.common.match_kv_cache` (its key capped at len(tokens) - 1 by the Req's
+  rule), `RadixCache.lock(req.last_node)`, `allocation.alloc_req_slots` (a ReqToTokenPool row),
+  `allocation.alloc_token_slots` (paged: `alloc_paged_token_slots_extend`), both evicting from the
+  tree when short, and the row written with the prefix's tree slots and the new ones
+  (`write_cache_indices`' work). The one decision of the adapter's: the budget check of the
+  scheduler's `PrefillAdder` (the new tokens against free plus evictable slots, the matched path
+  pinned) is made from SGLang's counters before `match_kv_cache`, where the scheduler makes it
+  after; a refusal is CapacityError with nothing called (docs/engines.md, findings). The answer is
+  `req.prefix_len`.
+- `checkpoint(request, up_to=k)` -> `req.extend_end = max(k, cache_protected_len)` and
+  `mem_cache.common.checkpoint_kv_cache(req, tree)`, which calls `RadixCache.checkpoint(req,
+  up_to=extend_end)` (the scheduler's extend_end never goes back; SGLang's checkpoint below
+  `cache_protected_len` frees tree slots later, docs/engines.md).
+- `release(request)` -> the request finished, `mem_cache.common.release_kv_cache(req, tree,
+  checkpoint=True)`.
+  The answer of both is the `prefix_len` of the InsertResult SGLang's tree returned inside the
+  call (RadixCache.checkpoint keeps it to itself; the adapter records what `insert` answered).
+- `snapshot()`: the allocator's `available_size()`, SGLang's size counters, per node under
   `root_node` its key's tokens, `value` (slots), the KV storage at those slots, `lock_ref` and
-  `last_access_time`.
-The KV storage is `kv`, a CPU int64 tensor of `capacity_tokens + 1` token ids, written at the slots
-a call takes (SGLang's model writes KV at `out_cache_loc` there). The class keeps no lock (its
-scheduler drives it from one thread): the adapter's lock serialises its calls as that thread
-does. A member it lacks is `cacheproof.adapt.AdapterError`: a usage error (exit 2) naming it.
+  `last_access_time`, and per running request its tokens, its ReqToTokenPool row and
+  `kv.cache_protected_len`.
+The KV storage is `kv`, a CPU int64 tensor of `capacity_tokens + page_size` token ids, written at
+the slots a call takes (SGLang's model writes KV at `out_cache_loc` there). The class keeps no
+lock (its scheduler drives it from one thread): the adapter's lock serialises its calls as that
+thread does. A member it lacks is `cacheproof.adapt.AdapterError`: a usage error (exit 2) naming it.
 """
 
 from __future__ import annotations
@@ -45,17 +72,20 @@ from typing import Any
 
 from cacheproof.adapt import AdapterError, Atomic, engine_call, engine_member, require_members
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+from cacheproof.spec.radix.semantics import RADIX_OPTIONS
 from cacheproof.spec.radix.snapshot import write_snapshot
 
-__all__ = ["SglangRadixCache", "SchedulerRequest", "radix_cache", "PROFILE"]
+__all__ = ["SglangRadixCache", "SchedulerRequest", "radix_cache", "paged_radix_cache", "PROFILE", "PAGED_PROFILE"]
 
 PROFILE = "sglang-radix"
+PAGED_PROFILE, PAGED_PROFILE_PAGE = "sglang-radix-paged", 2
 _MISSING = (
     "cacheproof.engines.sglang needs SGLang (`pip install sglang`; docs/engines.md says how its RadixCache "
     "imports on a CPU-only machine), or pass cache_class= a class with its API"
 )
 MEMBERS = ("match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict", "reset", "evictable_size",
            "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices")
+PAGE_SIZES = RADIX_OPTIONS["page_size"]
 ROWS = 64
 """The request rows of SGLang's ReqToTokenPool (its `max_running_requests`), at least one per KV slot."""
 
@@ -63,7 +93,8 @@ ROWS = 64
 def _sglang() -> dict[str, Any]:
     """SGLang's classes the adapter builds (ImportError naming the package when it is absent)."""
     try:
-        from sglang.srt.mem_cache.allocation import alloc_req_slots, alloc_token_slots
+        from sglang.srt.mem_cache.allocation import alloc_paged_token_slots_extend, alloc_req_slots, alloc_token_slots
+        from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
         from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
@@ -73,11 +104,12 @@ def _sglang() -> dict[str, Any]:
     except ImportError as error:
         raise ImportError(f"{_MISSING} ({error})") from error
     return {"RadixCache": RadixCache, "RadixKey": RadixKey, "TokenToKVPoolAllocator": TokenToKVPoolAllocator,
+            "PagedTokenToKVPoolAllocator": PagedTokenToKVPoolAllocator,
             "CacheInitParams": CacheInitParams, "MatchPrefixParams": MatchPrefixParams,
             "InsertParams": InsertParams, "EvictParams": EvictParams, "ReqToTokenPool": ReqToTokenPool,
             "match_kv_cache": match_kv_cache, "checkpoint_kv_cache": checkpoint_kv_cache,
             "release_kv_cache": release_kv_cache, "alloc_req_slots": alloc_req_slots,
-            "alloc_token_slots": alloc_token_slots}
+            "alloc_token_slots": alloc_token_slots, "alloc_paged_token_slots_extend": alloc_paged_token_slots_extend}
 
 
 def _publish_server_args() -> None:
@@ -99,21 +131,26 @@ def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int
     ImportError naming the package when SGLang is not installed."""
     import torch
 
-    if page_size != 1:
-        raise InvalidArgumentError(
-            f"page_size={page_size!r}: the adapter builds SGLang's token allocator (TokenToKVPoolAllocator), "
-            "whose pages are single tokens; page_size must be 1"
-        )
+    if page_size not in PAGE_SIZES:
+        raise InvalidArgumentError(f"page_size={page_size!r}: the radix semantics have pages of {PAGE_SIZES} tokens")
     names = _sglang()
     cache_class = names["RadixCache"] if cache_class is None else cache_class
     require_members(cache_class, MEMBERS)
     _publish_server_args()
-    allocator = names["TokenToKVPoolAllocator"](capacity_tokens, torch.int64, "cpu", None, False)
+    if page_size == 1:
+        allocator = names["TokenToKVPoolAllocator"](capacity_tokens, torch.int64, "cpu", None, False)
+    else:
+        allocator = names["PagedTokenToKVPoolAllocator"](capacity_tokens, page_size, torch.int64, "cpu", None, False)
     rows = names["ReqToTokenPool"](size=max(ROWS, capacity_tokens), max_context_len=capacity_tokens + 1, device="cpu",
                                    enable_memory_saver=False)
     params = names["CacheInitParams"](disable=False, req_to_token_pool=rows, token_to_kv_pool_allocator=allocator,
                                       page_size=page_size)
     return SglangRadixCache(cache_class(params), allocator, names, capacity_tokens)
+
+
+def paged_radix_cache(capacity_tokens: int, *, cache_class: Any = None) -> "SglangRadixCache":
+    """`radix_cache(capacity_tokens, cache_class=cache_class, page_size=2)`, under `sglang-radix-paged`."""
+    return radix_cache(capacity_tokens, cache_class=cache_class, page_size=PAGED_PROFILE_PAGE)
 
 
 def _profile() -> str:
@@ -123,6 +160,14 @@ def _profile() -> str:
 
 
 radix_cache.profile = _profile
+
+
+def _paged_profile() -> str:
+    _sglang()
+    return PAGED_PROFILE
+
+
+paged_radix_cache.profile = _paged_profile
 
 
 class _KvRecord:
@@ -201,7 +246,9 @@ class SglangRadixCache:
 
         self.cache, self.allocator, self._names = cache, allocator, names
         self.num_slots = capacity_tokens
-        self.kv = torch.full((capacity_tokens + 1,), -1, dtype=torch.int64)
+        self.page_size = int(cache.page_size)
+        self.profile = PROFILE if self.page_size == 1 else PAGED_PROFILE
+        self.kv = torch.full((capacity_tokens + self.page_size,), -1, dtype=torch.int64)
         self.requests: dict[int, SchedulerRequest] = {}
         self._atomic = Atomic(cache)
 
@@ -223,6 +270,9 @@ class SglangRadixCache:
 
         with self._atomic:
             key = self._key(tokens)
+            if len(tokens) % self.page_size:
+                raise InvalidArgumentError(f"insert: {len(tokens)} tokens are not whole pages of {self.page_size}; "
+                                           "SGLang's paged allocator hands out whole pages")
             slots = engine_call(self.allocator, "alloc", len(tokens))
             if slots is None:
                 raise CapacityError(f"insert: {len(tokens)} tokens need {len(tokens)} KV slots; "
@@ -282,7 +332,7 @@ class SglangRadixCache:
             req.lock = engine_call(self.cache, "lock", req.last_node)
             self._names["alloc_req_slots"](self.cache.req_to_token_pool, [req], self.cache)
             prefix = engine_call(self.cache, "path_device_indices", req.last_node)[:req.prefix_len]
-            own = self._names["alloc_token_slots"](self.cache, len(tokens) - req.prefix_len)
+            own = self._allocate(req, prefix)
             self.cache.req_to_token_pool.write((req.kv.req_pool_idx, slice(0, len(tokens))), torch.cat([prefix, own]))
             self.kv[own] = torch.tensor(tokens[req.prefix_len:], dtype=torch.int64)
             req.kv.kv_committed_len = req.kv.kv_allocated_len = len(tokens)
@@ -305,6 +355,21 @@ class SglangRadixCache:
             cached = self._inserted(lambda: self._names["release_kv_cache"](req, self.cache, checkpoint=True))
             del self.requests[request]
             return cached
+
+    def _allocate(self, req: SchedulerRequest, prefix: Any) -> Any:
+        """The KV slots of the request's tokens past its prefix, as `alloc_for_extend` takes them:
+        `alloc_token_slots` at page size 1, else `alloc_paged_token_slots_extend` continuing the
+        prefix's last page (both evict from the tree first when short)."""
+        import torch
+
+        extend = len(req.origin_input_ids) - req.prefix_len
+        if self.page_size == 1:
+            return self._names["alloc_token_slots"](self.cache, extend)
+        lengths = {name: torch.tensor([value], dtype=torch.int64) for name, value in
+                   (("prefix", req.prefix_len), ("seq", len(req.origin_input_ids)))}
+        last = prefix[-1:] if len(prefix) else torch.full((1,), -1, dtype=torch.int64)
+        return self._names["alloc_paged_token_slots_extend"](
+            self.cache, lengths["prefix"], lengths["prefix"], lengths["seq"], lengths["seq"], last, extend)
 
     def _request_id(self, operation: str, request: Any) -> None:
         if not isinstance(request, int) or isinstance(request, bool):

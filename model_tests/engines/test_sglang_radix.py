@@ -2,7 +2,8 @@
 from SGLang's objects, the unmodified class conforming under `sglang-radix`, each broken subclass
 (model_tests/sglang_broken_radix.py) found, SGLang's unchecked `dec_lock_ref` seen by the
 contract, the request level through SGLang's scheduler functions (two findings shown on SGLang's own
-calls), and the profile kept by a wrapper factory. Skipped without SGLang."""
+calls), the paged tree over SGLang's paged allocator (and the two ways its pages differ from the
+spec's allocator), and the profile kept by a wrapper factory. Skipped without SGLang."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from cacheproof.cli import main  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
-from cacheproof.engines.sglang_radix import SchedulerRequest  # noqa: E402
+from cacheproof.engines.sglang_radix import SchedulerRequest, paged_radix_cache  # noqa: E402
+from cacheproof.check.programs.draws import integer  # noqa: E402
+from cacheproof.check.programs.radix_calls import RadixCalls  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -158,6 +161,47 @@ def test_sglangs_checkpoint_below_the_protected_length_frees_tree_slots() -> Non
     assert req.kv.cache_protected_len == 1 and tuple(req.last_node.key.token_ids) == (1,)
     cache.release(1)
     assert cache.allocator.available_size() + cache.cache.total_size() == 10  # 8 slots: two owned twice
+
+
+def test_paged_tree_walk_on_sglangs_paged_allocator() -> None:
+    cache = paged_radix_cache(8)  # four pages of two
+    assert cache.profile == "sglang-radix-paged" and cache.allocator.page_size == 2
+    assert cache.insert((1, 2, 3, 4)) == 0 and cache.allocator.available_size() == 4
+    assert cache.insert((1, 2, 5, 6)) == 2 and cache.allocator.available_size() == 2  # the duplicate page back
+    assert cache.match_prefix((1, 2, 3)) == 2  # whole pages: (1, 2, 3) is matched as (1, 2)
+    assert cache.match_prefix((1, 3)) == 0  # the first page differs
+    assert cache.lock((1, 2, 3, 4)) == 4 and cache.evict(2) == 2  # (5, 6), the one unlocked leaf
+    assert [(tokens, lock) for tokens, _, lock in nodes(cache)] == [((1, 2), 1), ((1, 2, 3, 4), 1)]
+    with pytest.raises(InvalidArgumentError):
+        cache.insert((7, 8, 9))  # a part page has no form in SGLang's paged allocator
+
+
+class WholePageCaches(RadixCalls):
+    """The radix generator with caches of whole pages of two (2..24 slots)."""
+
+    def size(self, draws) -> int:
+        return 2 * integer(draws, 1, 12)
+
+
+def test_paged_tree_conforms_on_caches_of_whole_pages() -> None:
+    paged = KIND.profiles["sglang-radix-paged"]
+    report = run_program_check(KIND, paged_radix_cache, WholePageCaches(), examples=100, seed=1,
+                               semantics=paged.semantics, operations=paged.operations, misuse=False)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+
+
+def test_sglangs_paged_pool_holds_whole_pages_only() -> None:
+    """The finding of docs/engines.md: a pool of 5 tokens in pages of 2 is 2 pages, 4 slots."""
+    cache = paged_radix_cache(5)
+    assert cache.allocator.num_pages == 2 and cache.snapshot()[0] == 4
+
+
+def test_sglangs_paged_admission_takes_whole_pages() -> None:
+    """The finding of docs/engines.md: 3 new tokens take 2 pages (4 slots), the spec's allocator 3."""
+    cache = paged_radix_cache(8)
+    assert cache.prefill(1, (1, 2, 3)) == 0 and cache.allocator.available_size() == 4
+    assert cache.release(1) == 0 and cache.allocator.available_size() == 6  # (1, 2) cached, the part page freed
+    assert [tokens for tokens, _, _ in nodes(cache)] == [(1, 2)]
 
 
 def test_unmodified_tree_conforms_under_the_sglang_profile() -> None:

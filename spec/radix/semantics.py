@@ -70,6 +70,11 @@ RADIX_PROFILES: dict[str, Profile] = {
                 "evictable_size, protected_size, total_size; checkpoint and mem_cache.common's match_kv_cache, "
                 "checkpoint_kv_cache and release_kv_cache for the request level) over its real "
                 "TokenToKVPoolAllocator and ReqToTokenPool, page size 1 (cacheproof.engines.sglang:radix_cache)"),
+        Profile("sglang-radix-paged", RadixSemantics(page_size=2, misuse="trusted", access_stamps="node"),
+                TREE_OPERATIONS,
+                "SGLang 0.5.23 RadixCache with page_size=2 over its real PagedTokenToKVPoolAllocator, tree level "
+                "(its allocator hands a request whole pages; docs/engines.md) "
+                "(cacheproof.engines.sglang_radix:paged_radix_cache)"),
     )
 }
 """Every named radix profile, by name."""
