@@ -87,7 +87,9 @@ MEMBERS = ("match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict", "r
            "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices")
 PAGE_SIZES = RADIX_OPTIONS["page_size"]
 ROWS = 64
-"""The request rows of SGLang's ReqToTokenPool (its `max_running_requests`), at least one per KV slot."""
+"""The request rows of SGLang's ReqToTokenPool (its `max_running_requests`): more than the checker's
+scopes name requests (at most 7); a request past them is SGLang's RuntimeError from alloc_req_slots.
+Not bounded by the KV slots: a running request whose tokens another cached first owns no slot."""
 
 
 def _sglang() -> dict[str, Any]:
@@ -141,7 +143,7 @@ def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int
         allocator = names["TokenToKVPoolAllocator"](capacity_tokens, torch.int64, "cpu", None, False)
     else:
         allocator = names["PagedTokenToKVPoolAllocator"](capacity_tokens, page_size, torch.int64, "cpu", None, False)
-    rows = names["ReqToTokenPool"](size=max(ROWS, capacity_tokens), max_context_len=capacity_tokens + 1, device="cpu",
+    rows = names["ReqToTokenPool"](size=ROWS, max_context_len=capacity_tokens + 1, device="cpu",
                                    enable_memory_saver=False)
     params = names["CacheInitParams"](disable=False, req_to_token_pool=rows, token_to_kv_pool_allocator=allocator,
                                       page_size=page_size)
@@ -153,21 +155,19 @@ def paged_radix_cache(capacity_tokens: int, *, cache_class: Any = None) -> "Sgla
     return radix_cache(capacity_tokens, cache_class=cache_class, page_size=PAGED_PROFILE_PAGE)
 
 
-def _profile() -> str:
-    """The profile; imports SGLang's module first (seconds), before any timed call."""
-    _sglang()
-    return PROFILE
+def _profile_named(name: str) -> Any:
+    """A factory's `profile`: a function answering `name` that imports SGLang's modules first
+    (seconds), before any timed call."""
+
+    def profile() -> str:
+        _sglang()
+        return name
+
+    return profile
 
 
-radix_cache.profile = _profile
-
-
-def _paged_profile() -> str:
-    _sglang()
-    return PAGED_PROFILE
-
-
-paged_radix_cache.profile = _paged_profile
+radix_cache.profile = _profile_named(PROFILE)
+paged_radix_cache.profile = _profile_named(PAGED_PROFILE)
 
 
 class _KvRecord:
