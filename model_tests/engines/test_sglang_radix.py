@@ -147,6 +147,8 @@ def test_sglangs_own_order_splits_before_the_budget_is_known() -> None:
     req = SchedulerRequest(2, (1, 2, 5, 6))
     match_kv_cache(req, cache.cache, req.full_untruncated_fill_ids, max_prefix_len=3)
     assert req.prefix_len == 2 and [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 3)]
+    new_tokens, pinned = 4 - req.prefix_len, req.prefix_len  # PrefillAdder pins the match (lock_ref 0 before)
+    assert new_tokens > cache.allocator.available_size() + cache.evictable_size() - pinned  # ... and refuses it
 
 
 def test_sglangs_checkpoint_below_the_protected_length_frees_tree_slots() -> None:
