@@ -62,3 +62,6 @@ from sglang.srt.mem_cache.radix_cache import RadixCache
 from transformers.utils.import_utils import is_torchvision_available
 assert not is_torchvision_available(), 'transformers sees a torchvision: the stand-in is for imports only'
 print('sglang RadixCache OK (torchvision: the stand-in)')"
+"$VENV/bin/python" -W ignore -c "
+from sglang.srt.managers.schedule_batch import Req
+print('sglang Req OK')"
