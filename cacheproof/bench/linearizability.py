@@ -116,7 +116,7 @@ def altered(history: History) -> History:
     outcome, or, in a history too short to have one, by a result no operation of the spec returns."""
     events = list(history.events)
     last = events[-1]
-    other = next((e.outcome for e in reversed(events) if e.outcome != last.outcome and e.call.op != last.call.op),
+    other = next((e.outcome for e in reversed(events) if e.outcome.describe() != last.outcome.describe() and e.call.op != last.call.op),
                  StepOutcome(result="an outcome the spec never gives"))
     events[-1] = last._replace(outcome=other)
     return History(history.prefix, tuple(events), history.final, values=history.values)

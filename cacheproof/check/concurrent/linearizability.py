@@ -75,7 +75,7 @@ def check_history(kind: SpecKind, scenario: Scenario, history: History,
             ))
     events = history.events
     parts = kind.parts(model, [(e.call.op, e.call.args) for e in events])
-    search = linearize_parts(_HistoryModel(kind, scenario, history, model), model, [e.invoked for e in events],
+    search = linearize_parts(_HistoryModel(kind, history), model, [e.invoked for e in events],
                              [e.responded for e in events], parts, budget_seconds)
     if search.ok:
         return Verdict(True, order=tuple((events[i].thread, events[i].index) for i in search.order))
@@ -128,7 +128,7 @@ class _Mismatch(NamedTuple):
 class _HistoryModel:
     """The kind's model as `search.SequentialModel` over the thread calls of one history."""
 
-    def __init__(self, kind: SpecKind, scenario: Scenario, history: History, model: Any) -> None:
+    def __init__(self, kind: SpecKind, history: History) -> None:
         self.kind, self.events, self.final = kind, history.events, history.final
         self.calls = [_with_values(event.call, history.values) for event in history.events]
         self.agreed: dict[tuple[int, int], tuple[Any, bool]] = {}
