@@ -50,8 +50,10 @@ def refusal(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace, kind: SpecKind, factory: Callable[[int], Any], impl: str, semantics: Any,
         operations: tuple[str, ...], profile: str, misuse: bool) -> int:
-    """`--threads N` for `kind`: `factory` loaded, `semantics`, `operations` and `profile` chosen by
-    the caller (the check command of the kind); `misuse` whether calls the contract rejects are drawn."""
+    """`--threads N` for `kind`: `factory` loaded (each build bounded by --call-timeout, unless it is
+    a `TimedFactory` already, whose count of builds goes on), `semantics`, `operations` and `profile`
+    chosen by the caller (the check command of the kind); `misuse` whether calls the contract
+    rejects are drawn."""
     refused = refusal(args)
     if refused is not None:
         print(f"cacheproof check: {refused}", file=sys.stderr)
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace, kind: SpecKind, factory: Callable[[int], Any],
     scope = default_scope(kind.name)
     keys = getattr(args, "keys", None)
     generator = generator_for(kind.name, scope.with_keys(keys) if keys and hasattr(scope, "with_keys") else scope)
-    timed = TimedFactory(factory, impl, args.call_timeout)
+    timed = factory if isinstance(factory, TimedFactory) else TimedFactory(factory, impl, args.call_timeout)
     done = [0, 0]
     started = time.perf_counter()
 

@@ -242,8 +242,8 @@ def _run_threads(args: argparse.Namespace, semantics: Semantics, operations: tup
         print(f"cacheproof check: {refused}", file=sys.stderr)
         return 2
     try:
-        factory = load_factory(args.impl)
-        probe_factory(TimedFactory(factory, args.impl, args.call_timeout), args.impl, operations)
+        factory = TimedFactory(load_factory(args.impl), args.impl, args.call_timeout)
+        probe_factory(factory, args.impl, operations)
     except FactoryError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
