@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from cacheproof.check.programs.draws import integer
-from cacheproof.check.programs.generators import CallGenerator, contention_weights
+from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.contract.calls import Call, ValueRecipe, from_json, to_json, to_python
 from cacheproof.contract.steps import outcome_of
 from cacheproof.spec.kind import SpecKind
@@ -112,13 +112,11 @@ def _call_literal(call: Call) -> str:
 def draw_scenario(kind: SpecKind, generator: CallGenerator, rng: random.Random, threads: int, *,
                   semantics: Any = None, operations: tuple[str, ...] | None = None, misuse: bool = True) -> Scenario:
     """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS) drawn from `rng` by `generator`, of
-    calls among `operations` (default: all the kind's), each as often as the kind's contention
-    weights say (`generators.contention_weights`), misuse calls only when `misuse`, against the
-    model under `semantics` (module doc)."""
+    calls among `operations` (default: all the kind's), as the sequential check draws them, misuse
+    calls only when `misuse`, against the model under `semantics` (module doc)."""
     if not MIN_THREADS <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in {MIN_THREADS}..{MAX_THREADS}, got {threads}")
-    weights = contention_weights(kind.name)
-    operations = tuple(name for name in operations or kind.names for _ in range(weights.get(name, 1)))
+    operations = operations or kind.names
     scenario = Scenario(generator.size(rng), (), (), semantics)
     model = scenario.new_model(kind)
 

@@ -323,11 +323,6 @@ def _contains(draws: Draws, s: _State) -> Call:
     return Call("contains", (s.key(draws, s.present()),))
 
 
-CONTENTION = {"reserve": 6, "acquire": 10, "commit": 8, "put": 4, "get": 4, "release": 8, "evict": 2, "pop": 2,
-              "clear": 1, "contains": 1}
-"""The weights of the operations in a concurrent scenario (`generators.contention_weights`): the
-lifecycle operations dominate, as they contend for bytes and references."""
-
 _SUITED = {
     "reserve": _reserve, "acquire": _acquire, "commit": _commit, "put": _put, "get": _get, "release": _release,
     "evict": _evict, "pop": _pop, "clear": _clear, "contains": _contains,

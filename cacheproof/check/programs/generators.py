@@ -51,9 +51,7 @@ _REGISTRY = {
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
 --thorough` runs (`cacheproof.check.phases.Phase`s of those scopes); a module without `THOROUGH`
 has no wide scope, and `--thorough` is refused. `EXHAUSTIVE` (by name, the default first) holds the
-scopes `check --exhaustive` enumerates (`CallGenerator.enabled_calls`). `CONTENTION` (operation ->
-integer weight) says which operations a concurrent scenario draws more often, the ones whose calls
-contend for the same state (`contention_weights`)."""
+scopes `check --exhaustive` enumerates (`CallGenerator.enabled_calls`)."""
 
 
 def generator_for(kind: str, scope: Any = None) -> CallGenerator:
@@ -83,10 +81,3 @@ def exhaustive_scopes(kind: str) -> dict[str, Any]:
     module_name = _REGISTRY[kind].partition(":")[0]
     return getattr(importlib.import_module(module_name), "EXHAUSTIVE", {})
 
-
-def contention_weights(kind: str) -> dict[str, int]:
-    """How often, relatively, `check --threads` draws each of `kind`'s operations, as its generator's
-    module declares them (`CONTENTION`); an operation it does not name has weight 1 (empty: every
-    operation equally often)."""
-    module_name = _REGISTRY[kind].partition(":")[0]
-    return dict(getattr(importlib.import_module(module_name), "CONTENTION", {}))
