@@ -98,25 +98,49 @@ class History:
 
 class Recorder:
     """Collects a scenario's outcomes while it runs. Safe to call from the scenario's threads:
-    it only appends to lists and draws from one counter, both atomic in CPython."""
+    it only appends to lists and draws from one counter, both atomic in CPython.
 
-    def __init__(self, kind: SpecKind, scenario: Scenario) -> None:
+    Every value a call passes is made by the implementation before the scenario starts
+    (`with_values`), outside the calls' timeout: making a value is not a call of the contract, and
+    the first one may import the implementation's tensor library."""
+
+    def __init__(self, kind: SpecKind, scenario: Scenario, implementation: Any) -> None:
         self.kind, self.scenario = kind, scenario
         self._clock = itertools.count()
         self._prefix: list[StepOutcome] = []
         self._events: list[Event] = []
         self._invoked: dict[tuple[int, int], int] = {}  # (thread, index) -> invocation, kept for stuck calls
+        self.values: dict[ValueRecipe, Any] = {}
+        self._prefix_calls = tuple(self._made(implementation, call) for call in scenario.prefix)
+        self._thread_calls = tuple(tuple(self._made(implementation, call) for call in calls) for calls in scenario.threads)
+
+    def _made(self, implementation: Any, call: Call) -> Call:
+        """`call` with each value recipe made by `implementation` (a fresh value per call, as the
+        sequential check passes them); a recipe whose making raises is left for the call to make
+        (and fail on)."""
+        def made(argument: Any) -> Any:
+            if not isinstance(argument, ValueRecipe):
+                return argument
+            try:
+                value = argument.value(implementation)
+            except Exception:  # noqa: BLE001 - the call makes it again and records the failure
+                return argument
+            self.values.setdefault(argument, value)
+            return value
+        return Call(call.op, tuple(made(a) for a in call.args), {name: made(a) for name, a in call.kwargs.items()})
 
     def run_prefix(self, implementation: Any) -> None:
         """Make the prefix's calls in order, recording each outcome."""
-        for call in self.scenario.prefix:
+        for call in self._prefix_calls:
             self._prefix.append(self._outcome(implementation, call))
 
-    def call(self, implementation: Any, thread: int, index: int, call: Call) -> None:
-        """Make one thread call, recording when it started and returned."""
-        invoked = self._invoked[thread, index] = next(self._clock)
-        outcome = self._outcome(implementation, call)
-        self._events.append(Event(thread, index, call, invoked, next(self._clock), outcome))
+    def run_thread(self, implementation: Any, thread: int, barrier: threading.Barrier) -> None:
+        """Wait at `barrier`, then make the thread's calls in order, recording when each started and returned."""
+        barrier.wait()
+        for index, (call, made) in enumerate(zip(self.scenario.threads[thread], self._thread_calls[thread])):
+            invoked = self._invoked[thread, index] = next(self._clock)
+            outcome = self._outcome(implementation, made)
+            self._events.append(Event(thread, index, call, invoked, next(self._clock), outcome))
 
     def _outcome(self, implementation: Any, call: Call) -> StepOutcome:
         """`outcome_of`, and a BaseException (SystemExit) that a call raises in its thread a crash."""
@@ -142,29 +166,24 @@ class Recorder:
         if stuck:
             return History(prefix, tuple(events), None, tuple(stuck))
         final, error = _views_within(timeout, self.kind, self.scenario, implementation)
-        return History(prefix, tuple(events), final, (), final_error=error, values=_values(self.scenario, implementation))
+        return History(prefix, tuple(events), final, (), final_error=error, values=self.values)
 
 
 def run_scenario(kind: SpecKind, factory: Callable[[int], Any], scenario: Scenario, *,
                  timeout: float = DEFAULT_TIMEOUT) -> History:
-    """Build `factory(size)`, run the prefix, start one thread per call list on a barrier, join, read
-    the views. Call with the switch interval already lowered (see `fast_switching`) to meet many
-    interleavings."""
+    """Build `factory(size)`, make the scenario's values, run the prefix, start one thread per call
+    list on a barrier, join, read the views. Call with the switch interval already lowered (see
+    `fast_switching`) to meet many interleavings."""
     implementation = factory(scenario.size)
-    recorder = Recorder(kind, scenario)
+    recorder = Recorder(kind, scenario, implementation)
     prefix = threading.Thread(target=recorder.run_prefix, args=(implementation,), daemon=True)
     prefix.start()
     prefix.join(timeout)
     if prefix.is_alive():
         return recorder.finish(implementation, prefix_stuck=True)
     barrier = threading.Barrier(len(scenario.threads))
-
-    def run_thread(thread: int) -> None:
-        barrier.wait()
-        for index, call in enumerate(scenario.threads[thread]):
-            recorder.call(implementation, thread, index, call)
-
-    threads = [threading.Thread(target=run_thread, args=(t,), name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
+    threads = [threading.Thread(target=recorder.run_thread, args=(implementation, t, barrier),
+                                name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
                for t in range(len(scenario.threads))]
     for thread in threads:
         thread.start()
@@ -188,18 +207,6 @@ def _views_within(timeout: float, kind: SpecKind, scenario: Scenario,
     if not read:
         return None, f"{', '.join(f'{view}()' for view in kind.views)} did not return within {timeout:g} s"
     return read[0], None
-
-
-def _values(scenario: Scenario, implementation: Any) -> dict[ValueRecipe, Any]:
-    """Each value recipe of the scenario made by `implementation`, as its calls were given them (a
-    recipe whose making raises is left out: the model's own value stands for it, and differs)."""
-    made = {}
-    for recipe in scenario.recipes():
-        try:
-            made[recipe] = recipe.value(implementation)
-        except Exception:  # noqa: BLE001 - the calls that passed it recorded that failure already
-            continue
-    return made
 
 
 class fast_switching:
