@@ -44,7 +44,7 @@ from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, pr
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.testing.failures import explained
-from cacheproof.testing.kind_functions import kind_failure_text, kind_profile
+from cacheproof.testing.functions import kind_failure_text, kind_profile
 from cacheproof.testing.names import cache_name, callers_module, impl_name, unique_name
 
 
