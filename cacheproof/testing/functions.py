@@ -43,8 +43,8 @@ from cacheproof.check.programs.run import BYTES_PER_CALL, DEFAULT_STEPS
 from cacheproof.check.sequential.run import REAL_VALUE_CAPACITY, capacity_cap_of
 from cacheproof.contract.calls import invoke
 from cacheproof.contract.faults import with_users_frames_only
+from cacheproof.contract.steps import error_classes, is_contract_error
 from cacheproof.contract.keys import KEY_DOMAINS
-from cacheproof.contract.outcomes import error_classes, is_contract_error
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.contract.outcomes import Outcome, error_classes, error_matches, normalize_snapshot, outcome_difference
+from cacheproof.contract.outcomes import Outcome, normalize_snapshot, outcome_difference
+from cacheproof.contract.steps import error_classes, error_matches
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
 from cacheproof.contract.explaining.steps import diverging_call, explain_all
