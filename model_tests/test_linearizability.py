@@ -166,7 +166,7 @@ def test_drawn_scenarios_have_the_documented_shape_and_depend_only_on_the_seed()
         assert all(CALLS_PER_THREAD[0] <= len(calls) <= CALLS_PER_THREAD[1] for calls in scenario.threads)
         assert Scenario.from_json(scenario.to_json(), CACHE) == scenario
         for smaller in smaller_scenarios(scenario):
-            assert smaller.shape < scenario.shape
+            assert smaller.calls < scenario.calls
     with pytest.raises(ValueError, match="threads must be in 1..4"):
         drawn(random.Random(0), 5)
 

@@ -134,7 +134,8 @@ def draw_scenario(kind: SpecKind, generator: CallGenerator, rng: random.Random, 
 
 
 def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
-    """Candidates one step smaller, most reduction first: a thread fewer, a call fewer, a prefix call fewer."""
+    """Candidates with fewer calls, most reduction first: a thread fewer, a call fewer, a prefix call
+    fewer, and last the prefix alone as the one thread."""
     candidates: list[Scenario] = []
     threads = scenario.threads
     if len(threads) > 1:
@@ -148,6 +149,8 @@ def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
     for position in range(len(scenario.prefix)):
         prefix = scenario.prefix[:position] + scenario.prefix[position + 1:]
         candidates.append(replace(scenario, prefix=prefix))
+    if scenario.prefix:  # a failure of the prefix alone (a call that never returns) needs no thread after it
+        candidates.append(replace(scenario, prefix=(), threads=(scenario.prefix,)))
     return candidates
 
 
