@@ -386,9 +386,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
     except UsageAbort as abort:
-        print(f"cacheproof replay: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof replay"), file=sys.stderr)
         return 2
     named = trace.spec_kind.profiles[trace.profile].semantics.as_written()
     differences = ",".join(f"{name}={value}" for name, value in trace.semantics.as_written().items() if named[name] != value)

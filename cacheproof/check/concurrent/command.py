@@ -92,9 +92,7 @@ def run(args: argparse.Namespace, kind: SpecKind, factory: Callable[[int], Any],
                 operations=operations, misuse=misuse,
             )
     except UsageAbort as abort:
-        print(f"cacheproof check: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof check"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return interrupted()

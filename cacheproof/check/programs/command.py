@@ -148,9 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 report = run_program_phases(kind, None if args.isolate else factory, phases, options,
                                             database=None if database is None else namespaced(database, impl))
     except UsageAbort as abort:  # the factory hung or ended its process: no call sequence shows it
-        print(f"cacheproof check: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof check"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)

@@ -248,9 +248,7 @@ def _run_threads(args: argparse.Namespace, semantics: Semantics, operations: tup
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     except UsageAbort as abort:
-        print(f"cacheproof check: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof check"), file=sys.stderr)
         return 2
     return concurrent_command.run(args, get_kind(DEFAULT_KIND), factory, args.impl, semantics, operations,
                                   args.profile, not args.no_bad_arguments)
