@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Callable, Collection, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text

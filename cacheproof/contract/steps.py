@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from types import MappingProxyType
-from typing import Any, Callable, Collection, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python

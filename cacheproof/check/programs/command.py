@@ -13,7 +13,7 @@ import time
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.phases import Phase, shares
-from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
+from cacheproof.check.programs.generators import default_scope, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
