@@ -36,6 +36,7 @@ class TestConcurrentCheckOnCuda(unittest.TestCase):
 
     def test_stream_aware_cache_is_linearizable_under_four_threads(self) -> None:
         from cacheproof.check.concurrent.run import run_concurrent_check
+        from cacheproof.spec.kinds import get_kind
 
-        report = run_concurrent_check(_cuda_cache, threads=4, scenarios=50)
+        report = run_concurrent_check(get_kind("cache"), _cuda_cache, threads=4, scenarios=50)
         self.assertTrue(report.ok, None if report.counterexample is None else report.counterexample.reason)

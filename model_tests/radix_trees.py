@@ -124,6 +124,15 @@ class FreeCountInSixBits(TorchRadixCache):
 _NEVER = threading.Event()
 
 
+class TreeSnapshotOneSlotShort(TorchRadixCache):
+    """A correct radix cache whose snapshot reports one free slot fewer than it has: its answers are
+    right, only a comparison of views finds it (model_tests/view_liars.py)."""
+
+    def snapshot(self):
+        free, *rest = super().snapshot()
+        return (free - 1, *rest)
+
+
 class MatchHangs(TorchRadixCache):
     """match_prefix of any token never returns (a deadlock on the tree's lock)."""
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from cacheproof.check.concurrent.programs import run_program_concurrent_check
+from cacheproof.check.concurrent.run import run_concurrent_check
 from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
@@ -109,18 +109,17 @@ POOL_OPS = ("allocate", "touch", "cache_blocks", "lookup", "free", "evict", "res
 
 
 def test_a_locked_pool_is_linearizable_under_threads():
-    report = run_program_concurrent_check(KIND, LockedListPool, generator_for("blocks"), threads=3, scenarios=25,
-                                          runs=5, seed=0, operations=POOL_OPS)
-    assert report.ok, report.reason
+    report = run_concurrent_check(KIND, LockedListPool, threads=3, scenarios=25, runs=5, seed=0, operations=POOL_OPS)
+    assert report.ok, report.counterexample.reason
     assert report.scenarios == 25 and report.runs >= 125
 
 
 def test_a_racy_allocation_is_not_linearizable():
-    report = run_program_concurrent_check(KIND, RacyAllocatePool, generator_for("blocks"), threads=2, scenarios=200,
-                                          runs=10, seed=0, operations=("allocate", "num_free", "free"))
+    report = run_concurrent_check(KIND, RacyAllocatePool, threads=2, scenarios=200, runs=10, seed=0,
+                                  operations=("allocate", "num_free", "free"))
     assert not report.ok
-    assert "allocate" in report.counterexample.describe()
-    assert report.counterexample.calls <= 6
+    assert "allocate" in report.counterexample.scenario.describe()
+    assert report.counterexample.scenario.calls <= 6
 
 
 def test_a_pool_missing_an_operation_is_a_usage_error(capsys):
@@ -157,6 +156,5 @@ def test_the_built_in_manager_is_linearizable_under_threads():
     allocate and raised CapacityError where the spec returns None (found by this check)."""
     from cacheproof.impl.kv_cache_manager import kv_cache_manager
 
-    report = run_program_concurrent_check(KIND, kv_cache_manager, generator_for("blocks"), threads=3, scenarios=60,
-                                          runs=10, seed=0)
-    assert report.ok, report.reason
+    report = run_concurrent_check(KIND, kv_cache_manager, threads=3, scenarios=60, runs=10, seed=0)
+    assert report.ok, report.counterexample.reason

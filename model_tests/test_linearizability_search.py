@@ -10,15 +10,24 @@ from typing import Any
 
 import pytest
 
-from cacheproof.bench.linearizability import altered, linearizable_history
-from cacheproof.check.concurrent.history import Event, History, observe
-from cacheproof.check.concurrent.linearizability import _HistoryModel, _spec_step, check_history
-from cacheproof.check.concurrent.scenarios import Scenario, _Drawer
+from cacheproof.bench.linearizability import _SizedAt, altered, linearizable_history
+from cacheproof.check.concurrent.history import Event, History
+from cacheproof.check.concurrent.linearizability import _HistoryModel, check_history as check_kind_history
+from cacheproof.check.concurrent.scenarios import Scenario
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.contract.steps import outcome_of, view_of
 from cacheproof.check.concurrent.search import linearize, linearize_parts, merged_order
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.keys import SMALL_KEYS
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.kinds import get_kind, new_spec
+
+CACHE = get_kind("cache")
+
+
+def check_history(scenario: Scenario, history: History, **budget: Any):
+    return check_kind_history(CACHE, scenario, history, **budget)
+
 
 WITHOUT_EVICT_OR_CLEAR = tuple(name for name in ALL_OPERATIONS if name not in ("evict", "clear"))
 
@@ -44,18 +53,22 @@ def drawn_history(rng: random.Random, capacity: int, operations: tuple[str, ...]
         order = []
         while any(queues):
             order.append(rng.choice([queue for queue in queues if queue]).pop(0))
-    drawer = _Drawer(rng, 8, operations=operations)
+    generator = generator_for("cache")
+    generator.size(rng)
+    generator.keys = SMALL_KEYS
     spec = new_spec(capacity)
     events = {}
     for invoked, responded, thread, index in order:
-        call = drawer.draw_call(spec)
-        events[thread, index] = Event(thread, index, call, invoked, responded, _spec_step(spec, call))
+        call = generator.draw_call(rng, _SizedAt(spec, 8), operations, False)
+        events[thread, index] = Event(thread, index, call, invoked, responded, outcome_of(spec, call, CACHE.error_names))
     ordered = sorted(events.values(), key=lambda e: (e.invoked, e.thread))
     if rng.random() < 1 / 3 and len(ordered) > 1:
         victim, donor = rng.sample(range(len(ordered)), 2)
-        ordered[victim] = ordered[victim]._replace(observed=ordered[donor].observed)
+        ordered[victim] = ordered[victim]._replace(outcome=ordered[donor].outcome)
     per_thread = [tuple(e.call for e in sorted(events.values(), key=lambda e: e.index) if e.thread == t) for t in range(threads)]
-    return Scenario(capacity, (), tuple(per_thread)), History((), tuple(ordered), observe(spec, SMALL_KEYS))
+    scenario = Scenario(capacity, (), tuple(per_thread))
+    final = {view: view_of(spec, view, CACHE.view_readers, spec) for view in CACHE.views}
+    return scenario, History((), tuple(ordered), final, values={recipe: recipe.value(spec) for recipe in scenario.recipes()})
 
 
 def every_order(model: Any, start: Any, invoked: list[int], responded: list[int]) -> bool:
@@ -78,8 +91,8 @@ def every_order(model: Any, start: Any, invoked: list[int], responded: list[int]
 
 
 def _search_inputs(scenario: Scenario, history: History):
-    model = _HistoryModel(history, scenario.capacity_bytes)
-    return (model, new_spec(scenario.capacity_bytes), [e.invoked for e in history.events],
+    model = _HistoryModel(CACHE, history)
+    return (model, scenario.new_model(CACHE), [e.invoked for e in history.events],
             [e.responded for e in history.events])
 
 
@@ -135,7 +148,7 @@ def test_a_refuted_history_names_the_longest_explained_order_as_its_witness(cach
     assert set(refuted.part) == (set() if parts is None else next(set(p) for p in parts if last in p))
     verdict = check_history(scenario, broken)
     assert verdict.ok is False and "the longest order that explains the outcomes is" in verdict.reason
-    assert ("searched per key" in verdict.reason) == (cache == "per key")
+    assert ("searched part by part" in verdict.reason) == (cache == "per key")
 
 
 def test_past_its_budget_the_search_answers_unknown_and_without_one_it_decides():
@@ -191,7 +204,7 @@ def test_kinds_whose_requests_share_state_never_split(kind: str):
 def test_the_bench_alters_an_outcome_even_in_a_history_too_short_to_borrow_one(threads: int, calls: int):
     scenario, history = linearizable_history(threads, calls, 3, seed=0)
     broken = altered(history)
-    assert broken.events[-1].observed != history.events[-1].observed
+    assert broken.events[-1].outcome.describe() != history.events[-1].outcome.describe()
     assert check_history(scenario, history).ok is True and check_history(scenario, broken).ok is False
 
 

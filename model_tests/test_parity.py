@@ -6,7 +6,8 @@ the kinds that refuse it (with words of the reason their refusal must say). The 
 (row, kind) pair, the kinds read from the registry (`cacheproof.spec.kinds`): a kind registered
 later, or a flag added to the table, shows its gaps here. Each kind is checked through `SUBJECTS`:
 a conforming implementation, a broken one, one only the kind's wide scope breaks, one that hangs,
-one safe under threads; a kind without a subject fails every cell, naming what to add.
+one safe under threads, one whose answers agree but whose views do not; a kind without a subject
+fails every cell, naming what to add.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Subject:
     """What the cells check a kind with: its --spec flags, implementations (MODULE:FACTORY) that
-    conform, break in a default run, break only in the kind's wide scope, hang in a call, and stay
-    linearizable under threads; a --semantics override under which `conforming` diverges; two of
-    its operations for --ops."""
+    conform, break in a default run, break only in the kind's wide scope, hang in a call, stay
+    linearizable under threads, and answer as the spec does while a view (snapshot) differs; a
+    --semantics override under which `conforming` diverges; two of its operations for --ops."""
 
     flags: tuple[str, ...]
     conforming: str
@@ -44,6 +45,7 @@ class Subject:
     thread_safe: str
     semantics: str
     ops: str
+    view_broken: str
 
 
 SUBJECTS = {
@@ -51,16 +53,19 @@ SUBJECTS = {
         (), "examples.minimal_cache:MinimalCache", "model_tests.broken_caches:ClearDropsBusyEntries",
         "model_tests.broken_scope_caches:FixedTableOfEight", "model_tests.faulty_caches:EvictHangs",
         "model_tests.racy_caches:LockedCacheSpec", "get_missing=none", "reserve,commit",
+        "model_tests.view_liars:CacheSnapshotRetainFlipped",
     ),
     "blocks": Subject(
         ("--spec", "blocks"), "model_tests.block_pools:ListBlockPool", "model_tests.block_pools:DoubleFreePool",
         "model_tests.broken_scope_pools:FreeCountInSixBits", "model_tests.faulty_pools:LookupHangs",
         "cacheproof.impl.kv_cache_manager:kv_cache_manager", "null_block=skip", "allocate,free",
+        "model_tests.view_liars:PoolQueueReversedInSnapshot",
     ),
     "radix": Subject(
         ("--spec", "radix"), "model_tests.radix_trees:LastInFirstOutCache", "model_tests.radix_trees:KeepsDuplicates",
         "model_tests.radix_trees:FreeCountInSixBits", "model_tests.radix_trees:MatchHangs",
         "cacheproof.impl.radix_cache:radix_cache", "page_size=2", "insert,match_prefix",
+        "model_tests.radix_trees:TreeSnapshotOneSlotShort",
     ),
 }
 
@@ -194,6 +199,18 @@ def threads(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     assert report["threads"] == 2 and report["examples"] == 3 and report["ok"] is True
 
 
+def threads_views(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
+    """Under --threads the final views are compared as the sequential check compares them, for
+    every kind: an implementation that answers as the spec does but whose snapshot differs fails,
+    the reason naming the view."""
+    path = tmp_path / "report.json"
+    assert _check(subject, subject.view_broken, "--threads", "2", "--examples", "20", "--quiet",
+                  "--json", str(path)) == 1, capsys.readouterr()
+    [divergence] = _json(path)["divergences"]
+    assert divergence["kind"] == "not linearizable" and "snapshot() is" in divergence["message"]
+    assert "# cacheproof concurrent counterexample" in divergence["snippet"]
+
+
 def ops(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     path = tmp_path / "report.json"
     assert _check(subject, subject.conforming, "--ops", subject.ops, *SHORT, "--json", str(path)) == 0
@@ -275,6 +292,7 @@ TABLE = {
     "database": Row(database),
     "trace-out": Row(trace_out),
     "threads": Row(threads),
+    "threads-views": Row(threads_views),
     "ops": Row(ops),
     "profile": Row(profile),
     "max-divergences": Row(max_divergences),

@@ -148,8 +148,8 @@ def test_check_of_the_block_pool_reports_each_divergence_with_its_view_diff(tmp_
 
 
 def test_check_under_threads_reports_the_scenario_and_history(tmp_path: Path):
-    # a racy cache whose race is forced (model_tests/forced_interleaving.py): found in the first scenario
-    report = _report(["check", "--threads", "2", "--impl", "model_tests.racy_caches:EvictionPlanAfterUnlock",
+    # a racy cache whose race is forced (model_tests/forced_interleaving.py): found within the first five scenarios of seed 0
+    report = _report(["check", "--threads", "2", "--impl", "model_tests.racy_caches:CheckThenActReservation",
                       "--examples", "5", "--quiet"], tmp_path / "r.json", 1)
     divergence = report["divergences"][0]
     assert report["threads"] == 2 and report["runs_per_scenario"] >= 1

@@ -23,12 +23,15 @@ from pathlib import Path
 
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import SHRINK_SECONDS, run_concurrent_check
+from cacheproof.spec.kinds import get_kind
 from cacheproof.cmdline.flag_types import any_integer, non_negative_seconds, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
 RACY_MODULE = "model_tests.racy_caches"
+CACHE = get_kind("cache")
+"""The kind the bench checks: the tensor cache, whose racy caches model_tests holds."""
 TARGET_SECONDS_TO_FIND = 30.0
 SCHEDULER_PAUSE = 1e-4
 """Seconds the scheduler thread of the copy benchmark waits between two gets."""
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         correct = {"LockedCacheSpec": racy.LockedCacheSpec, **correct}
     throughput = {}
     for name, factory in correct.items():
-        report = run_concurrent_check(factory, threads=args.threads, scenarios=args.scenarios, seed=args.seed)
+        report = run_concurrent_check(CACHE, factory, threads=args.threads, scenarios=args.scenarios, seed=args.seed)
         throughput[name] = {
             "ok": report.ok,
             "scenarios": report.scenarios,
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         to_find, shrinking, found = [], [], 0
         for seed in range(args.seed, args.seed + args.seeds):
             report = run_concurrent_check(
-                cache, threads=args.threads, scenarios=args.budget, seed=seed, shrink_seconds=args.shrink_seconds
+                CACHE, cache, threads=args.threads, scenarios=args.budget, seed=seed, shrink_seconds=args.shrink_seconds
             )
             if report.seconds_to_failure is not None:
                 found += 1

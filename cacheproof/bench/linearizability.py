@@ -1,7 +1,7 @@
 """`cacheproof bench linearizability`: the linearizability search on long histories.
 
-Each history is built so that it is linearizable: one spec runs `threads x calls` calls drawn as
-`check --threads` draws them, in one global order; call k is invoked at 10k and returns at
+Each history is built so that it is linearizable: one tensor cache spec runs `threads x calls` calls
+drawn as `check --threads` draws them (the kind's call generator), in one global order; call k is invoked at 10k and returns at
 10(k + overlap), so it overlaps the calls of the other threads around it (the threads take turns,
 so a thread's own calls never overlap). Two caches per size:
 - "evicting": 64 bytes, every operation drawn (evict and clear too), so room runs short and the
@@ -20,23 +20,26 @@ import random
 import time
 from pathlib import Path
 
-from cacheproof.check.concurrent.history import Event, History, Observed, observe
-from cacheproof.check.concurrent.linearizability import DEFAULT_SEARCH_SECONDS, _spec_step, check_history
-from cacheproof.check.concurrent.scenarios import Scenario, _Drawer
-from cacheproof.check.sequential.machine import KEYS
+from cacheproof.check.concurrent.history import Event, History
+from cacheproof.check.concurrent.linearizability import DEFAULT_SEARCH_SECONDS, check_history
+from cacheproof.check.concurrent.scenarios import Scenario
+from cacheproof.check.programs.generators import generator_for
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.keys import SMALL_KEYS
+from cacheproof.contract.steps import StepOutcome, outcome_of, view_of
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
 from cacheproof.spec.errors import InvalidArgumentError
-from cacheproof.spec.kinds import get_kind, new_spec
+from cacheproof.spec.kinds import get_kind
+
+CACHE = get_kind("cache")
 
 CAPACITY_BYTES = 64
 """The evicting cache's capacity, and the largest size drawn for either cache."""
 
-ROOMY_BYTES = len(KEYS) * (CAPACITY_BYTES + 1)
+ROOMY_BYTES = len(SMALL_KEYS) * (CAPACITY_BYTES + 1)
 """The per-key cache's capacity: every key's largest entry at once (a commit may pass one byte more)."""
 
 CACHES = {
@@ -77,18 +80,35 @@ def linearizable_history(threads: int, calls: int, overlap: int, seed: int, cach
     if cache not in CACHES:
         raise InvalidArgumentError(f"cache {cache!r}: the bench builds histories for {', '.join(CACHES)}")
     capacity, operations = CACHES[cache]
-    drawer = _Drawer(random.Random(seed), CAPACITY_BYTES, operations=operations)
-    spec = new_spec(capacity)
+    rng = random.Random(seed)
+    generator = generator_for(CACHE.name)
+    generator.size(rng)
+    generator.keys = SMALL_KEYS  # every key of the small scope, as the per-key parts need several
+    spec = CACHE.new(capacity)
+    sized = _SizedAt(spec, CAPACITY_BYTES)
     per_thread: list[list] = [[] for _ in range(threads)]
     events = []
     for position in range(threads * calls):
         thread = position % threads
-        call = drawer.draw_call(spec)
-        observed = _spec_step(spec, call)
-        events.append(Event(thread, len(per_thread[thread]), call, 10 * position, 10 * (position + min(overlap, threads - 1)) + 5, observed))
+        call = generator.draw_call(rng, sized, operations, False)
+        outcome = outcome_of(spec, call, CACHE.error_names)
+        events.append(Event(thread, len(per_thread[thread]), call, 10 * position,
+                            10 * (position + min(overlap, threads - 1)) + 5, outcome))
         per_thread[thread].append(call)
     scenario = Scenario(capacity, (), tuple(tuple(c) for c in per_thread))
-    return scenario, History((), tuple(events), observe(spec, SMALL_KEYS))
+    final = {view: view_of(spec, view, CACHE.view_readers, spec) for view in CACHE.views}
+    return scenario, History((), tuple(events), final, values={recipe: recipe.value(spec) for recipe in scenario.recipes()})
+
+
+class _SizedAt:
+    """The spec as the generator reads it, with sizes drawn up to `capacity_bytes` whatever its own
+    capacity (the per-key cache has room for every key's largest entry)."""
+
+    def __init__(self, spec: object, capacity_bytes: int) -> None:
+        self._spec, self.capacity_bytes = spec, capacity_bytes
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._spec, name)
 
 
 def altered(history: History) -> History:
@@ -96,15 +116,15 @@ def altered(history: History) -> History:
     outcome, or, in a history too short to have one, by a result no operation of the spec returns."""
     events = list(history.events)
     last = events[-1]
-    other = next((e.observed for e in reversed(events) if e.observed != last.observed and e.call.op != last.call.op),
-                 Observed(("object", "an outcome the spec never gives")))
-    events[-1] = last._replace(observed=other)
-    return History(history.prefix, tuple(events), history.final)
+    other = next((e.outcome for e in reversed(events) if e.outcome.describe() != last.outcome.describe() and e.call.op != last.call.op),
+                 StepOutcome(result="an outcome the spec never gives"))
+    events[-1] = last._replace(outcome=other)
+    return History(history.prefix, tuple(events), history.final, values=history.values)
 
 
 def parts_of(scenario: Scenario, history: History) -> int:
     """How many parts the cache kind splits the history into (1: searched whole)."""
-    parts = get_kind("cache").parts(new_spec(scenario.capacity_bytes), [(e.call.op, e.call.args) for e in history.events])
+    parts = CACHE.parts(scenario.new_model(CACHE), [(e.call.op, e.call.args) for e in history.events])
     return 1 if parts is None else len(parts)
 
 
@@ -117,7 +137,7 @@ def measure(threads: int, calls: int, overlap: int, budget: float, seed: int, ca
     row = {"threads": threads, "calls_per_thread": calls, "cache": cache, "parts": parts_of(scenario, history)}
     for name, case in (("linearizable", history), ("altered", altered(history))):
         started, cpu = time.perf_counter(), time.process_time()
-        verdict = check_history(scenario, case, budget_seconds=budget)
+        verdict = check_history(CACHE, scenario, case, budget_seconds=budget)
         row[f"{name}_seconds"] = round(time.perf_counter() - started, 3)
         row[f"{name}_cpu_seconds"] = round(time.process_time() - cpu, 3)
         row[f"{name}_verdict"] = _WORDS[verdict.ok]

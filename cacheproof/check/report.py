@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
-from cacheproof.check.concurrent.programs import ProgramConcurrentReport
 from cacheproof.check.concurrent.run import ConcurrentCounterexample
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.sequential.run import Counterexample
@@ -22,6 +21,7 @@ from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.explaining.broken import named as named_broken, split as split_broken
 from cacheproof.contract.explaining.steps import Explanation
 from cacheproof.contract.steps import StepDifference
+from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.overrides import written_differences
 
 DEFAULT_KEY_DOMAIN = "int"
@@ -141,23 +141,13 @@ def program_divergence(example: ProgramCounterexample, snippet: str, explanation
     )
 
 
-def concurrent_divergence(example: ConcurrentCounterexample, impl: str) -> dict[str, Any]:
-    """A tensor cache's concurrent counterexample (`check --threads`), with its script."""
+def concurrent_divergence(example: ConcurrentCounterexample, kind: SpecKind, impl: str) -> dict[str, Any]:
+    """A concurrent counterexample of any kind (`check --threads`), with its script."""
     scenario = example.scenario
     return _divergence(
-        NOT_LINEARIZABLE, example.reason, scenario.capacity_bytes, _scenario_calls(scenario.prefix, scenario.threads),
-        "is not linearizable", [example.reason], [], None, example.to_python(impl),
+        NOT_LINEARIZABLE, example.reason, scenario.size, _scenario_calls(scenario.prefix, scenario.threads),
+        "is not linearizable", [example.reason], [], None, example.to_python(kind, impl),
         scenario=scenario.to_json(), history=example.history.lines(), recorded_history=example.history.to_json(),
-    )
-
-
-def program_concurrent_divergence(report: ProgramConcurrentReport) -> dict[str, Any]:
-    """Another kind's concurrent counterexample (`check --spec KIND --threads`); no script is written yet."""
-    scenario = report.counterexample
-    return _divergence(
-        NOT_LINEARIZABLE, report.reason, scenario.size, _scenario_calls(scenario.prefix, scenario.threads),
-        "is not linearizable", [report.reason], [], None, None,
-        scenario=_scenario(scenario.prefix, scenario.threads), history=list(report.history),
     )
 
 
@@ -211,8 +201,3 @@ def _divergence(
 
 def _scenario_calls(prefix: Sequence[Call], threads: Sequence[Sequence[Call]]) -> list[Call]:
     return [*prefix, *(call for calls in threads for call in calls)]
-
-
-def _scenario(prefix: Sequence[Call], threads: Sequence[Sequence[Call]]) -> dict[str, Any]:
-    return {"prefix": [to_json(call) for call in prefix],
-            "threads": [[to_json(call) for call in calls] for calls in threads]}

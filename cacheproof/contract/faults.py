@@ -68,6 +68,10 @@ class UsageAbort(BaseException):
         self.message = message
         self.details = details
 
+    def said_by(self, command: str) -> str:
+        """What `command` ("cacheproof check") writes to stderr for it: its one line, then the details."""
+        return f"{command}: {self.message}" + (f"\n{self.details}" if self.details else "")
+
 
 class CacheFault(BaseException):
     """A call that hung or killed its process: `message` says which call and how; `kind` is "hang" or "crash"."""

@@ -1,11 +1,14 @@
-"""One differential step: run a call on the spec and on a cache, compare everything the contract's
-Conformance section lists, and describe the first difference."""
+"""The tensor cache's lockstep step, as the state machine (check/sequential), the lockstep replay and
+monitor (trace/lockstep) and `cache_test_case` still take it: run a call on the spec and on a cache,
+compare len, `in`, stats() and snapshot(), and describe the first difference. Outcomes are matched
+by the one rule of every kind (`contract.steps`: `error_matches`, `results_match`); the step of
+every other kind and checker is `contract.steps.differential_step`."""
 
 from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Callable, Collection, Hashable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, MalformedResult, UserCodeError, error_text
@@ -14,7 +17,7 @@ from cacheproof.spec.kind import outcome_name
 from cacheproof.spec.cache.invariants import InvariantViolation, Step, broken_invariants
 from cacheproof.spec.cache.semantics import CONTRACT
 from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snapshot, normalize_snapshot
-from cacheproof.contract.values import values_equal
+from cacheproof.contract.steps import error_classes, error_matches, results_match
 
 
 
@@ -188,43 +191,6 @@ def inspection_failure(error: Exception) -> str:
     if isinstance(error, UserCodeError):
         return str(error)
     return f"inspecting the cache raised {type(error).__name__}: {error_text(error)}"
-
-
-def error_classes(error: BaseException) -> tuple[str, ...]:
-    """The class names of `error`'s MRO, what `error_matches` compares."""
-    return tuple(c.__name__ for c in type(error).__mro__)
-
-
-def error_matches(wanted: str, classes: Iterable[str]) -> bool:
-    """The rule for errors, for every kind and every checker: an error matches the spec's error
-    class `wanted` when that class name is anywhere in its MRO (an engine's subclass passes)."""
-    return wanted in classes
-
-
-def is_contract_error(classes: Iterable[str], error_names: Collection[str]) -> bool:
-    """Whether an error whose MRO has the class names `classes` (`error_classes`) is a contract
-    error: some class of it bears one of `error_names` (a kind's `SpecKind.error_names`), whoever
-    defined it. Any other error is the implementation crashing."""
-    return any(name in error_names for name in classes)
-
-
-def results_match(operation: str, expected: Any, actual: Any) -> bool:
-    """The rule for results, for every kind and every checker (docs/contract.md, How results are
-    compared): a stored value by `values_equal`, an enum by name, otherwise the same type and ==."""
-    if operation in ("get", "pop"):
-        return values_equal(expected, actual)
-    if isinstance(expected, enum.Enum):
-        return _name(actual) == expected.name
-    if isinstance(expected, list):
-        return isinstance(actual, list) and actual == expected
-    try:
-        return type(actual) is type(expected) and bool(actual == expected)
-    except Exception:  # noqa: BLE001 - a result that cannot be compared does not match
-        return False
-
-
-def _name(state: Any) -> Any:
-    return state.name if isinstance(state, enum.Enum) else state
 
 
 def _describe(result: Any) -> str:

@@ -1,9 +1,9 @@
 """One differential step of any spec kind: a call on the model and on the implementation, what each
 did, and everything that differs.
 
-The rule, the same for every kind: an implementation conforms at a call iff it returns what the
-model returns or raises an error of the same contract class (`outcomes.results_match` and
-`outcomes.error_matches`, the one outcome matcher), and afterwards its `snapshot()` equals the
+The rule, the same for every kind and every checker: an implementation conforms at a call iff it
+returns what the model returns or raises an error of the same contract class (`results_match` and
+`error_matches`, the one outcome matcher, below), and afterwards its `snapshot()` equals the
 model's. Errors are matched by class name: an error is a contract error when some class of its MRO
 is named as one of the kind's errors (`SpecKind.error_names`), so an implementation's own classes
 count as the contract's; anything else it raises is a crash and differs from every outcome.
@@ -12,12 +12,13 @@ Invariants of the model's step are checked by the model itself (`check_invariant
 
 from __future__ import annotations
 
+import enum
 from types import MappingProxyType
-from typing import Any, Callable, Collection, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
-from cacheproof.contract.outcomes import error_classes, error_matches, is_contract_error, results_match
+from cacheproof.contract.values import values_equal
 from cacheproof.spec.kind import ViewReader, outcome_name
 
 EMPTY: Mapping[str, ViewReader] = MappingProxyType({})
@@ -43,7 +44,7 @@ class StepOutcome(NamedTuple):
 
 def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None) -> StepOutcome:
     """Run `call` on `target` and say what it did (see `StepOutcome`); an error is a contract error
-    when a class of its MRO is named in `error_names` (`outcomes.is_contract_error`). The call's
+    when a class of its MRO is named in `error_names` (`is_contract_error`). The call's
     value recipes are made by `values_from` (default: `target`; `contract.calls.invoke`)."""
     try:
         return StepOutcome(result=invoke(target, call, values_from))
@@ -55,8 +56,8 @@ def outcome_of(target: Any, call: Call, error_names: Collection[str], values_fro
 
 
 def outcomes_agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
-    """The implementation's outcome `actual` is the model's `expected`, by the one rule of
-    `cacheproof.contract.outcomes` (`error_matches`, `results_match`)."""
+    """The implementation's outcome `actual` is the model's `expected`, by the one rule
+    (`error_matches`, `results_match`)."""
     if actual.crash is not None:
         return False
     if expected.error is not None:
@@ -171,3 +172,40 @@ def differential_step(
     if differing or not outcomes_agree(call.op, expected, actual):
         return StepDifference(call, expected, actual, differing)
     return None
+
+
+def error_classes(error: BaseException) -> tuple[str, ...]:
+    """The class names of `error`'s MRO, what `error_matches` compares."""
+    return tuple(c.__name__ for c in type(error).__mro__)
+
+
+def error_matches(wanted: str, classes: Iterable[str]) -> bool:
+    """The rule for errors, for every kind and every checker: an error matches the spec's error
+    class `wanted` when that class name is anywhere in its MRO (an engine's subclass passes)."""
+    return wanted in classes
+
+
+def is_contract_error(classes: Iterable[str], error_names: Collection[str]) -> bool:
+    """Whether an error whose MRO has the class names `classes` (`error_classes`) is a contract
+    error: some class of it bears one of `error_names` (a kind's `SpecKind.error_names`), whoever
+    defined it. Any other error is the implementation crashing."""
+    return any(name in error_names for name in classes)
+
+
+def results_match(operation: str, expected: Any, actual: Any) -> bool:
+    """The rule for results, for every kind and every checker (docs/contract.md, How results are
+    compared): a stored value by `values_equal`, an enum by name, otherwise the same type and ==."""
+    if operation in ("get", "pop"):
+        return values_equal(expected, actual)
+    if isinstance(expected, enum.Enum):
+        return _name(actual) == expected.name
+    if isinstance(expected, list):
+        return isinstance(actual, list) and actual == expected
+    try:
+        return type(actual) is type(expected) and bool(actual == expected)
+    except Exception:  # noqa: BLE001 - a result that cannot be compared does not match
+        return False
+
+
+def _name(state: Any) -> Any:
+    return state.name if isinstance(state, enum.Enum) else state

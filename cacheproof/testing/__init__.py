@@ -1,7 +1,7 @@
 """Check a cache inside your own test suite (docs/testing.md).
 
 - `test_my_cache = cache_test(MyCache)`: a pytest test function, a plain Hypothesis `@given` test
-  that pytest, pytest-xdist and HypoFuzz run unchanged (`cacheproof.testing.functions`);
+  that pytest, pytest-xdist and HypoFuzz run unchanged, for every spec kind (`cacheproof.testing.functions`);
 - `TestMyCache = cache_test_case(MyCache)`, `concurrent_cache_test_case`, `program_test_case`: the
   unittest TestCases (`cacheproof.testing.cases`);
 - the pytest plugin (`cacheproof.testing.plugin`, entry point `pytest11: cacheproof`): names,

@@ -42,9 +42,9 @@ from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
 from cacheproof.spec.cache.semantics import Semantics
-from cacheproof.spec.kinds import get_kind
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.testing.failures import explained
-from cacheproof.testing.kind_functions import kind_failure_text, kind_profile
+from cacheproof.testing.functions import kind_failure_text, kind_profile
 from cacheproof.testing.names import cache_name, callers_module, impl_name, unique_name
 
 
@@ -106,10 +106,13 @@ def concurrent_cache_test_case(
     runs: int = DEFAULT_RUNS,
     seed: int | None = 0,
     name: str | None = None,
+    spec: str = DEFAULT_KIND,
 ) -> type[unittest.TestCase]:
-    """A TestCase that checks `factory(capacity_bytes)` is linearizable w.r.t. the spec under
-    `threads` threads: `scenarios` scenarios, each run `runs` times (class attributes of the same
-    names override them). The same seed draws the same scenarios."""
+    """A TestCase that checks `factory(size)` is linearizable w.r.t. the spec of kind `spec` (the
+    tensor cache by default; "blocks", "radix") under `threads` threads: `scenarios` scenarios, each
+    run `runs` times (class attributes of the same names override them), through the one concurrent
+    checker of `check --threads`. The same seed draws the same scenarios."""
+    kind = get_kind(spec)
     impl = impl_name(factory)
     name = name or cache_name(factory)
 
@@ -117,14 +120,14 @@ def concurrent_cache_test_case(
         def runTest(self) -> None:
             cls = type(self)
             report = run_concurrent_check(
-                factory, threads=cls.threads, scenarios=cls.scenarios, runs=cls.runs, seed=cls.seed
+                kind, factory, threads=cls.threads, scenarios=cls.scenarios, runs=cls.runs, seed=cls.seed
             )
             example = report.counterexample
             if example is not None:
                 raise AssertionError(
                     f"not linearizable: {example.reason}\n\nobserved history:\n"
                     + "\n".join(f"  {line}" for line in example.history.lines())
-                    + f"\n\n{example.to_python(impl)}"
+                    + f"\n\n{example.to_python(kind, impl)}"
                 )
 
     ConcurrentCacheTest.threads = threads

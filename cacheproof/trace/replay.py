@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.contract.outcomes import Outcome, error_classes, error_matches, normalize_snapshot, outcome_difference
+from cacheproof.contract.outcomes import Outcome, normalize_snapshot, outcome_difference
+from cacheproof.contract.steps import error_classes, error_matches
 from cacheproof.contract.outcomes import run_spec_call
 from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
 from cacheproof.contract.explaining.steps import diverging_call, explain_all
@@ -385,9 +386,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
     except UsageAbort as abort:
-        print(f"cacheproof replay: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof replay"), file=sys.stderr)
         return 2
     named = trace.spec_kind.profiles[trace.profile].semantics.as_written()
     differences = ",".join(f"{name}={value}" for name, value in trace.semantics.as_written().items() if named[name] != value)

@@ -1,32 +1,28 @@
-"""Run a concurrent scenario on a fresh cache and record its history.
+"""Run a concurrent scenario of any spec kind on a fresh implementation and record its history.
 
-What is recorded, per call of the prefix and of every thread: the outcome (the result in a
-comparable form, or the raised error's class names, its MRO) and, for thread calls, the moment of
-invocation and of response as positions in one global order (a shared counter, taken just before
-the call starts and just after it returns). After the threads join, a final observation: len(),
-stats() (the compared fields) and snapshot() when the cache has them, else `key in cache` for every
-key. A thread still running after the timeout (DEFAULT_TIMEOUT, or `--call-timeout`) is recorded as stuck.
-
-A get/pop result is recorded as the recipes of the scenario whose value it equals (so the history is
-plain data, free of the cache's tensors).
+What is recorded, per call of the prefix and of every thread: its outcome as the differential step
+records one (`contract.steps.outcome_of`: the result, a contract error by its class names, or a
+crash), and, for thread calls, the moments of invocation and of response as positions in one
+global order (a shared counter, taken just before the call starts and just after it returns).
+After the threads join, the final views: every view of the kind (`SpecKind.views`), each read as
+the kind's `view_readers` say (`contract.steps.view_of`), the same views the sequential check
+compares after every call. A thread still running after the timeout (DEFAULT_TIMEOUT, or
+`--call-timeout`) is recorded as stuck, and so is a prefix call or a view that never returns.
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Hashable, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
 
-from cacheproof.contract import calls as call_format
-from cacheproof.contract.calls import Call, ValueRecipe, invoke
 from cacheproof.check.concurrent.scenarios import Scenario
-from cacheproof.contract.outcomes import STATS_FIELDS, error_classes, normalize_snapshot
-from cacheproof.check.sequential.machine import KEYS
-from cacheproof.contract.values import values_equal
-from cacheproof.spec.kinds import get_kind
+from cacheproof.cmdline.reports import plain
+from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
+from cacheproof.contract.steps import StepOutcome, outcome_of, view_of
+from cacheproof.spec.kind import SpecKind
 
 SWITCH_INTERVAL = 1e-6
 """Seconds between the interpreter's thread switches while scenarios run (Python's default: 0.005)."""
@@ -39,67 +35,14 @@ SCENARIO_THREAD_PREFIX = "cacheproof scenario thread "
 a traceback or a stuck thread names it, and a test's racy cache can tell the scenario's threads apart
 (model_tests/forced_interleaving.py)."""
 
-_VALUE_OPERATIONS = ("get", "pop")
 
-CONTRACT_ERRORS = get_kind("cache").error_names
-"""Class names of the contract's errors (`SpecKind.error_names`); any other exception from a cache
-call is a crash."""
-
-
-class Observed(NamedTuple):
-    """A call's outcome as plain data: `result` = (kind, payload), or `error` with its class names."""
-
-    result: tuple | None = None
-    error: str | None = None
-    error_classes: tuple[str, ...] = ()
-    message: str = ""  # kept only for errors that are not the contract's (crashes)
-
-    def to_json(self) -> dict:
-        if self.error is not None:
-            return {"raises": self.error, "classes": list(self.error_classes), "message": self.message}
-        kind, payload = self.result
-        return {"kind": kind, "returns": call_format.encode_value(payload)}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Observed":
-        if "raises" in data:
-            return cls(error=data["raises"], error_classes=tuple(data["classes"]), message=data.get("message", ""))
-        return cls(result=(data["kind"], call_format.decode_value(data["returns"])))
-
-    def describe(self) -> str:
-        if self.error is not None:
-            return f"raises {self.error}" + (f": {self.message}" if self.message else "")
-        kind, payload = self.result
-        if kind == "value":
-            if not payload:
-                return "returns a value unlike any the scenario stored"
-            return "returns the value of " + " or ".join(r.python() for r in payload)
-        if kind == "list":
-            return f"returns {list(payload)!r}"
-        return f"returns {payload!r}" if kind != "enum" else f"returns {payload}"
-
-
-def comparable_result(operation: str, result: Any, value_recipes: Callable[[Any], tuple] | None = None) -> tuple:
-    """(kind, payload) for a result; get/pop values as the tuple of recipes they equal."""
-    if operation in _VALUE_OPERATIONS and value_recipes is not None and result is not None:  # None: a miss
-        return ("value", value_recipes(result))
-    if isinstance(result, enum.Enum):
-        return ("enum", result.name)
-    if isinstance(result, list):
-        return ("list", tuple(result))
-    if result is None or isinstance(result, (bool, int, str)):
-        return (type(result).__name__, result)
-    try:
-        return ("object", repr(result))
-    except Exception as error:  # the cache's own result type may fail to print
-        return ("object", f"<a {type(result).__name__} whose repr raised {type(error).__name__}>")
-
-
-def observed_error(error: BaseException) -> Observed:
-    """The error by class names; its message too when it is not a contract error (a crash)."""
-    classes = error_classes(error)
-    message = "" if CONTRACT_ERRORS.intersection(classes) else str(error)
-    return Observed(error=type(error).__name__, error_classes=classes, message=message)
+def outcome_json(outcome: StepOutcome) -> dict:
+    """An outcome as JSON can hold it (`cmdline.reports.plain` for the result)."""
+    if outcome.crash is not None:
+        return {"crash": outcome.crash}
+    if outcome.error is not None:
+        return {"raises": outcome.error, "classes": list(outcome.error_classes)}
+    return {"returns": plain(outcome.result)}
 
 
 class Event(NamedTuple):
@@ -110,53 +53,32 @@ class Event(NamedTuple):
     call: Call
     invoked: int
     responded: int | None
-    observed: Observed | None
+    outcome: StepOutcome | None
 
     def to_json(self) -> dict:
-        return {
-            "thread": self.thread,
-            "index": self.index,
-            "call": call_format.to_json(self.call),
-            "invoked": self.invoked,
-            "responded": self.responded,
-            "outcome": None if self.observed is None else self.observed.to_json(),
-        }
-
-
-class Observation(NamedTuple):
-    """The cache after the threads joined; None fields: the cache has no such view."""
-
-    length: int | None
-    stats: tuple | None  # STATS_FIELDS values
-    snapshot: tuple | None  # normalize_snapshot form
-    present: tuple | None  # (key, key in cache) per key, when there is no snapshot
-    error: str | None = None  # inspecting the cache raised this
-
-    def to_json(self) -> dict:
-        return {
-            "len": self.length,
-            "stats": None if self.stats is None else dict(zip(STATS_FIELDS, self.stats)),
-            "snapshot": None if self.snapshot is None else [list(entry) for entry in self.snapshot],
-            "present": None if self.present is None else [list(item) for item in self.present],
-            "error": self.error,
-        }
+        return {"thread": self.thread, "index": self.index, "call": to_json(self.call), "invoked": self.invoked,
+                "responded": self.responded, "outcome": None if self.outcome is None else outcome_json(self.outcome)}
 
 
 @dataclass(frozen=True)
 class History:
-    """What one run of a scenario did."""
+    """What one run of a scenario did. `final` maps each view of the kind to the implementation's
+    answer (None when a thread was stuck: the implementation is still in use); `final_error` says
+    why the views could not be read (they never returned)."""
 
-    prefix: tuple[Observed, ...]
+    prefix: tuple[StepOutcome, ...]
     events: tuple[Event, ...]  # in order of invocation
-    final: Observation | None  # None when a thread was stuck
+    final: dict[str, Any] | None
     stuck: tuple[int, ...] = ()  # threads that had not returned at the timeout
     prefix_stuck: bool = False  # the prefix call after the recorded ones never returned (no thread ran)
+    final_error: str | None = None
+    values: dict[ValueRecipe, Any] = field(default_factory=dict)  # each recipe's value, as the implementation makes it
 
     def to_json(self) -> dict:
         return {
-            "prefix": [observed.to_json() for observed in self.prefix],
+            "prefix": [outcome_json(outcome) for outcome in self.prefix],
             "events": [event.to_json() for event in self.events],
-            "final": None if self.final is None else self.final.to_json(),
+            "final": None if self.final is None else {view: plain(answer) for view, answer in self.final.items()},
             "stuck": list(self.stuck),
             "prefix_stuck": self.prefix_stuck,
         }
@@ -165,10 +87,10 @@ class History:
         """The history in real-time order: one line per invocation and per response."""
         moments: list[tuple[int, str]] = []
         for event in self.events:
-            call = call_format.to_python(event.call)
+            call = to_python(event.call)
             moments.append((event.invoked, f"thread {event.thread} calls   {call}"))
             if event.responded is not None:
-                moments.append((event.responded, f"thread {event.thread} returns {call} -> {event.observed.describe()}"))
+                moments.append((event.responded, f"thread {event.thread} returns {call}: {event.outcome.describe()}"))
             else:
                 moments.append((sys.maxsize, f"thread {event.thread} never returns from {call}"))
         return [text for _, text in sorted(moments)]
@@ -176,39 +98,64 @@ class History:
 
 class Recorder:
     """Collects a scenario's outcomes while it runs. Safe to call from the scenario's threads:
-    it only appends to lists and draws from one counter, both atomic in CPython."""
+    it only appends to lists and draws from one counter, both atomic in CPython.
 
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
+    Every value a call passes is made by the implementation before the scenario starts
+    (`with_values`), outside the calls' timeout: making a value is not a call of the contract, and
+    the first one may import the implementation's tensor library."""
+
+    def __init__(self, kind: SpecKind, scenario: Scenario, implementation: Any) -> None:
+        self.kind, self.scenario = kind, scenario
         self._clock = itertools.count()
-        self._prefix: list[tuple[Call, Any, BaseException | None]] = []
-        self._events: list[tuple[int, int, Call, int, int | None, Any, BaseException | None]] = []
+        self._prefix: list[StepOutcome] = []
+        self._events: list[Event] = []
         self._invoked: dict[tuple[int, int], int] = {}  # (thread, index) -> invocation, kept for stuck calls
+        self.values: dict[ValueRecipe, Any] = {}
+        self._prefix_calls = tuple(self._made(implementation, call) for call in scenario.prefix)
+        self._thread_calls = tuple(tuple(self._made(implementation, call) for call in calls) for calls in scenario.threads)
 
-    def run_prefix(self, cache: Any) -> None:
+    def _made(self, implementation: Any, call: Call) -> Call:
+        """`call` with each value recipe made by `implementation` (a fresh value per call, as the
+        sequential check passes them); a recipe whose making raises is left for the call to make
+        (and fail on)."""
+        def made(argument: Any) -> Any:
+            if not isinstance(argument, ValueRecipe):
+                return argument
+            try:
+                value = argument.value(implementation)
+            except Exception:  # noqa: BLE001 - the call makes it again and records the failure
+                return argument
+            self.values.setdefault(argument, value)
+            return value
+        return Call(call.op, tuple(made(a) for a in call.args), {name: made(a) for name, a in call.kwargs.items()})
+
+    def run_prefix(self, implementation: Any) -> None:
         """Make the prefix's calls in order, recording each outcome."""
-        for call in self.scenario.prefix:
-            result, error = _call(cache, call)
-            self._prefix.append((call, result, error))
+        for call in self._prefix_calls:
+            self._prefix.append(self._outcome(implementation, call))
 
-    def call(self, cache: Any, thread: int, index: int, call: Call) -> None:
-        """Make one thread call, recording when it started and returned."""
-        invoked = self._invoked[thread, index] = next(self._clock)
-        result, error = _call(cache, call)
-        self._events.append((thread, index, call, invoked, next(self._clock), result, error))
+    def run_thread(self, implementation: Any, thread: int, barrier: threading.Barrier) -> None:
+        """Wait at `barrier`, then make the thread's calls in order, recording when each started and returned."""
+        barrier.wait()
+        for index, (call, made) in enumerate(zip(self.scenario.threads[thread], self._thread_calls[thread])):
+            invoked = self._invoked[thread, index] = next(self._clock)
+            outcome = self._outcome(implementation, made)
+            self._events.append(Event(thread, index, call, invoked, next(self._clock), outcome))
 
-    def finish(
-        self, cache: Any, stuck: tuple[int, ...] = (), *, prefix_stuck: bool = False, timeout: float = DEFAULT_TIMEOUT
-    ) -> History:
-        """The history, with the final observation (none if a call is stuck: the cache is still in use)."""
-        recipes = _recipe_matcher(cache, self.scenario.recipes())
-        prefix = tuple(_observed(call, result, error, recipes) for call, result, error in self._prefix)
+    def _outcome(self, implementation: Any, call: Call) -> StepOutcome:
+        """`outcome_of`, and a BaseException (SystemExit) that a call raises in its thread a crash."""
+        try:
+            return outcome_of(implementation, call, self.kind.error_names)
+        except BaseException as error:  # a broken implementation may raise anything; recorded, not hidden
+            return StepOutcome(crash=f"{type(error).__name__}: {error}")
+
+    def finish(self, implementation: Any, stuck: tuple[int, ...] = (), *, prefix_stuck: bool = False,
+               timeout: float = DEFAULT_TIMEOUT) -> History:
+        """The history, with the final views (none if a call is stuck: the implementation is still in use)."""
+        prefix = tuple(self._prefix)
         if prefix_stuck:
             return History(prefix, (), None, (), prefix_stuck=True)
-        events = [
-            Event(thread, index, call, invoked, responded, _observed(call, result, error, recipes))
-            for thread, index, call, invoked, responded, result, error in self._events
-        ]
+        events = list(self._events)
         done = {(event.thread, event.index) for event in events}
         for thread in stuck:
             calls = self.scenario.threads[thread]
@@ -216,63 +163,50 @@ class Recorder:
             invoked = self._invoked.get((thread, waiting), sys.maxsize)  # maxsize: still at the barrier
             events.append(Event(thread, waiting, calls[waiting], invoked, None, None))
         events.sort(key=lambda event: event.invoked)
-        final = None if stuck else _observe_within(timeout, cache, _keys(self.scenario))
-        return History(prefix, tuple(events), final, tuple(stuck))
+        if stuck:
+            return History(prefix, tuple(events), None, tuple(stuck))
+        final, error = _views_within(timeout, self.kind, self.scenario, implementation)
+        return History(prefix, tuple(events), final, (), final_error=error, values=self.values)
 
 
-def observe(cache: Any, keys: tuple[Hashable, ...]) -> Observation:
-    """len(), stats() and snapshot() (else `in` per key) of the cache now."""
-    try:
-        length = len(cache)
-        stats = None
-        if hasattr(cache, "stats"):
-            values = cache.stats()
-            stats = tuple(getattr(values, field) for field in STATS_FIELDS)
-        if hasattr(cache, "snapshot"):
-            return Observation(length, stats, normalize_snapshot(cache.snapshot()), None)
-        return Observation(length, stats, None, tuple((key, key in cache) for key in keys))
-    except Exception as error:  # a broken cache's views may themselves fail
-        return Observation(None, None, None, None, f"{type(error).__name__}: {error}")
-
-
-def run_scenario(factory: Callable[[int], Any], scenario: Scenario, *, timeout: float = DEFAULT_TIMEOUT) -> History:
-    """Build `factory(capacity)`, run the prefix, start one thread per call list on a barrier, join.
-
-    Call with the switch interval already lowered (see `fast_switching`) to meet many interleavings.
-    """
-    cache = factory(scenario.capacity_bytes)
-    recorder = Recorder(scenario)
-    prefix = threading.Thread(target=recorder.run_prefix, args=(cache,), daemon=True)
+def run_scenario(kind: SpecKind, factory: Callable[[int], Any], scenario: Scenario, *,
+                 timeout: float = DEFAULT_TIMEOUT) -> History:
+    """Build `factory(size)`, make the scenario's values, run the prefix, start one thread per call
+    list on a barrier, join, read the views. Call with the switch interval already lowered (see
+    `fast_switching`) to meet many interleavings."""
+    implementation = factory(scenario.size)
+    recorder = Recorder(kind, scenario, implementation)
+    prefix = threading.Thread(target=recorder.run_prefix, args=(implementation,), daemon=True)
     prefix.start()
     prefix.join(timeout)
     if prefix.is_alive():
-        return recorder.finish(cache, prefix_stuck=True)
+        return recorder.finish(implementation, prefix_stuck=True)
     barrier = threading.Barrier(len(scenario.threads))
-
-    def run_thread(thread: int) -> None:
-        barrier.wait()
-        for index, call in enumerate(scenario.threads[thread]):
-            recorder.call(cache, thread, index, call)
-
-    threads = [threading.Thread(target=run_thread, args=(t,), name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
+    threads = [threading.Thread(target=recorder.run_thread, args=(implementation, t, barrier),
+                                name=f"{SCENARIO_THREAD_PREFIX}{t}", daemon=True)
                for t in range(len(scenario.threads))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout)
     stuck = tuple(index for index, thread in enumerate(threads) if thread.is_alive())
-    return recorder.finish(cache, stuck, timeout=timeout)
+    return recorder.finish(implementation, stuck, timeout=timeout)
 
 
-def _observe_within(timeout: float, cache: Any, keys: tuple[Hashable, ...]) -> Observation:
-    """`observe`, in a thread of its own: views that never return are recorded as an error."""
-    observed: list[Observation] = []
-    inspector = threading.Thread(target=lambda: observed.append(observe(cache, keys)), daemon=True)
+def _views_within(timeout: float, kind: SpecKind, scenario: Scenario,
+                  implementation: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The kind's views of `implementation` (`view_of`, read as its `view_readers` say, given a fresh
+    model for the semantics), read in a thread of their own: views that never return are an error."""
+    model = scenario.new_model(kind)
+    read: list[dict[str, Any]] = []
+    inspector = threading.Thread(
+        target=lambda: read.append({view: view_of(implementation, view, kind.view_readers, model)
+                                    for view in kind.views}), daemon=True)
     inspector.start()
     inspector.join(timeout)
-    if not observed:
-        return Observation(None, None, None, None, f"len/stats/snapshot did not return within {timeout:g} s")
-    return observed[0]
+    if not read:
+        return None, f"{', '.join(f'{view}()' for view in kind.views)} did not return within {timeout:g} s"
+    return read[0], None
 
 
 class fast_switching:
@@ -289,46 +223,3 @@ class fast_switching:
 
     def __exit__(self, *exc: Any) -> None:
         sys.setswitchinterval(self.previous)
-
-
-def _call(cache: Any, call: Call) -> tuple[Any, BaseException | None]:
-    try:
-        return invoke(cache, call), None
-    except BaseException as error:  # a broken cache may raise anything (SystemExit too); it is recorded, not hidden
-        return None, error
-
-
-def _observed(call: Call, result: Any, error: BaseException | None, recipes: Callable[[Any], tuple]) -> Observed:
-    if error is not None:
-        return observed_error(error)
-    return Observed(comparable_result(call.op, result, recipes))
-
-
-def _recipe_matcher(cache: Any, recipes: tuple[ValueRecipe, ...]) -> Callable[[Any], tuple]:
-    """A function from a returned value to the recipes (as the cache makes them) that it equals."""
-    made: list[tuple[ValueRecipe, Any]] = []
-
-    def matching(value: Any) -> tuple:
-        if not made:
-            made.extend((recipe, recipe.value(cache)) for recipe in recipes if recipe.nbytes > 0)
-        return tuple(recipe for recipe, concrete in made if _equal(concrete, value))
-
-    return matching
-
-
-def _equal(expected: Any, actual: Any) -> bool:
-    try:
-        return values_equal(expected, actual)
-    except Exception:  # a value of some unexpected kind equals nothing
-        return False
-
-
-def _keys(scenario: Scenario) -> tuple[Hashable, ...]:
-    keys = dict.fromkeys(KEYS)
-    for call in scenario.prefix + tuple(call for calls in scenario.threads for call in calls):
-        if call.args and call.op != "evict":
-            try:
-                keys.setdefault(call.args[0], None)
-            except TypeError:
-                continue
-    return tuple(keys)

@@ -1,45 +1,40 @@
-"""Is a recorded concurrent history linearizable with respect to the spec?
+"""Is a recorded concurrent history of any spec kind linearizable with respect to its spec?
 
 The rule: the history is correct iff some total order of the thread calls
 1. respects real-time order: a call that returned before another was invoked comes first
    (so each thread's own calls stay in program order), and
-2. replayed on the spec after the prefix, gives every call the outcome it was observed to have
-   (the same result, or an error of the same contract class), and
-3. leaves the spec in the state of the final observation (len, stats, snapshot or `in`).
+2. replayed on the kind's model after the prefix, gives every call the outcome it was observed to
+   have (`contract.steps.outcomes_agree`, the differential step's one rule: the same result, or an
+   error of the same contract class by name), and
+3. leaves the model in the state the final views show (`contract.steps.differing_views`, every
+   view of the kind read as its `view_readers` say: what the sequential check compares).
 
-Failures that need no search: a thread that never returned (deadlock or lost wake-up), a call that
-raised an exception that is not a contract error (a crash), a final observation that raised, and a
-prefix whose sequential outcomes already differ from the spec's.
+Failures that need no search: a thread or a prefix call that never returned (deadlock or lost
+wake-up), a call that crashed (an exception that is not a contract error), views that never
+returned, and a prefix whose sequential outcomes already differ from the spec's.
 
-The search is `search.linearize_parts` (iterative Wing & Gong with memoised (placed calls, spec
-state) pairs, per key when the kind's `parts` splits the history, a time budget that answers
-"unknown"); this module supplies the sequential model: the spec of the scenario's kind, stepped on
-a copy, its `state_key()` as the memo key.
+The search is `search.linearize_parts` (iterative Wing & Gong with memoised (placed calls, model
+state) pairs, part by part where the kind's `parts` splits the history, a time budget that answers
+"unknown"); this module supplies the sequential model: the kind's model stepped on a copy, its
+`state_key()` as the memo key. The calls' values are made once per history by a model of the
+scenario, so that the model's copies share them, and each comparison of an observed outcome with
+the model's is made once per (call, model result).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, NamedTuple
+from typing import Any, Hashable, NamedTuple
 
-from cacheproof.contract import calls as call_format
-from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.check.concurrent.history import (
-    CONTRACT_ERRORS,
-    Event,
-    History,
-    Observation,
-    Observed,
-    comparable_result,
-    observe,
-    observed_error,
-)
+from cacheproof.check.concurrent.history import Event, History
 from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.check.concurrent.search import linearize_parts
-from cacheproof.contract.outcomes import STATS_FIELDS, comparable_snapshot, error_matches, run_spec_call
-from cacheproof.spec.kinds import get_kind, new_spec
-from cacheproof.spec.kind import Model
+from cacheproof.contract.calls import Call, ValueRecipe, to_python
+from cacheproof.contract.steps import StepOutcome, differing_views, outcome_of, outcomes_agree
+from cacheproof.spec.kind import SpecKind
 
+DEFAULT_SEARCH_SECONDS = 20.0
+"""The search budget per history; past it the verdict is "unknown"."""
 
 
 @dataclass(frozen=True)
@@ -52,30 +47,10 @@ class Verdict:
     order: tuple[tuple[int, int], ...] = ()  # (thread, index) in linearization order
 
 
-class _RecipeValue(bytes):
-    """The spec's value for a recipe: bytes of the recipe's size that remember the recipe."""
-
-    recipe: ValueRecipe
-
-
-class _SpecValues:
-    """The value maker handed to the spec: `make_value` gives a `_RecipeValue`."""
-
-    def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> _RecipeValue:
-        value = _RecipeValue(bytes([tag % 256]) * nbytes)
-        value.recipe = ValueRecipe(nbytes, tag, element_size)
-        return value
-
-
-_SPEC_VALUES = _SpecValues()
-
-
-DEFAULT_SEARCH_SECONDS = 20.0
-"""The search budget per history; past it the verdict is "unknown"."""
-
-
-def check_history(scenario: Scenario, history: History, budget_seconds: float | None = DEFAULT_SEARCH_SECONDS) -> Verdict:
-    """Whether `history` (a run of `scenario`) is linearizable w.r.t. the spec; see the module doc."""
+def check_history(kind: SpecKind, scenario: Scenario, history: History,
+                  budget_seconds: float | None = DEFAULT_SEARCH_SECONDS) -> Verdict:
+    """Whether `history` (a run of `scenario` on an implementation of `kind`) is linearizable with
+    respect to the kind's spec; see the module doc."""
     calls = sum(len(calls) for calls in scenario.threads)
     complete = len(history.events) == calls or (history.stuck and len(history.events) < calls)
     if history.prefix_stuck:
@@ -90,142 +65,51 @@ def check_history(scenario: Scenario, history: History, budget_seconds: float | 
     failure = _failure_without_search(scenario, history)
     if failure is not None:
         return Verdict(False, failure)
-    spec = new_spec(scenario.capacity_bytes, scenario.semantics)
-    for position, (call, observed) in enumerate(zip(scenario.prefix, history.prefix)):
-        expected = _spec_step(spec, call)
-        if not _matches(expected, observed):
+    model = scenario.new_model(kind)
+    for position, (call, seen) in enumerate(zip(scenario.prefix, history.prefix)):
+        expected = _unwrapped(outcome_of(model, _with_values(call, history.values), kind.error_names))
+        if not outcomes_agree(call.op, expected, seen):
             return Verdict(False, (
-                f"the prefix alone diverges: call {position + 1}, {call_format.to_python(call)}, "
-                f"{observed.describe()}; the spec {expected.describe()}"
+                f"the prefix alone diverges: call {position + 1}, {to_python(call)}, {seen.describe()}; "
+                f"the spec {expected.describe()}"
             ))
-    model = _HistoryModel(history, scenario.capacity_bytes)
-    parts = get_kind("cache").parts(spec, [(e.call.op, e.call.args) for e in history.events])
-    search = linearize_parts(model, spec, [e.invoked for e in history.events], [e.responded for e in history.events],
-                             parts, budget_seconds)
+    events = history.events
+    parts = kind.parts(model, [(e.call.op, e.call.args) for e in events])
+    search = linearize_parts(_HistoryModel(kind, history), model, [e.invoked for e in events],
+                             [e.responded for e in events], parts, budget_seconds)
     if search.ok:
-        return Verdict(True, order=tuple((history.events[i].thread, history.events[i].index) for i in search.order))
+        return Verdict(True, order=tuple((events[i].thread, events[i].index) for i in search.order))
     if search.ok is None:
         return Verdict(None, (
             f"unknown: the search ran past its {budget_seconds:g} s budget after {search.expanded} expansions "
             "without finding an order or ruling every order out"
         ))
-    reason = _reason(scenario, history.events, search.deepest, search.why)
+    reason = _reason(scenario, events, search.deepest, search.why)
     if search.part:
-        reason += (f" (searched per key, as no call could evict another key's entry: the order above is of the "
-                   f"{len(search.part)} calls on one key, and no order of them explains what they returned)")
+        reason += (f" (searched part by part, as the kind's calls on different parts could not change each "
+                   f"other's outcomes: the order above is of the {len(search.part)} calls of one part, and no "
+                   "order of them explains what they returned)")
     return Verdict(False, reason)
 
 
 def _failure_without_search(scenario: Scenario, history: History) -> str | None:
     if history.prefix_stuck:
         position = len(history.prefix)
-        return (
-            f"prefix call {position + 1}, {call_format.to_python(scenario.prefix[position])}, never returned "
-            "(a deadlock, or a call that never returns, with no other thread running)"
-        )
+        return (f"prefix call {position + 1}, {to_python(scenario.prefix[position])}, never returned "
+                "(a deadlock, or a call that never returns, with no other thread running)")
     for event in history.events:
         if event.responded is None:
-            return (
-                f"thread {event.thread} never returned from {call_format.to_python(event.call)} "
-                "(a deadlock, or a call that never returns)"
-            )
-    for position, observed in enumerate(history.prefix):
-        if observed.error is not None and not CONTRACT_ERRORS.intersection(observed.error_classes):
-            return f"prefix call {position + 1} crashed: it {observed.describe()}, which is not a contract error"
+            return f"thread {event.thread} never returned from {to_python(event.call)} (a deadlock, or a call that never returns)"
+    for position, outcome in enumerate(history.prefix):
+        if outcome.crash is not None:
+            return f"prefix call {position + 1} crashed: it raises {outcome.crash}, which is not a contract error"
     for event in history.events:
-        observed = event.observed
-        if observed.error is not None and not CONTRACT_ERRORS.intersection(observed.error_classes):
-            return (
-                f"thread {event.thread} crashed: {call_format.to_python(event.call)} {observed.describe()} "
-                f"({observed.error} is not a contract error)"
-            )
-    if history.final is not None and history.final.error is not None:
-        return f"inspecting the cache after the threads joined raised {history.final.error}"
+        if event.outcome.crash is not None:
+            return (f"thread {event.thread} crashed: {to_python(event.call)} raises {event.outcome.crash} "
+                    f"({event.outcome.crash.partition(':')[0]} is not a contract error)")
+    if history.final_error is not None:
+        return f"inspecting the implementation after the threads joined failed: {history.final_error}"
     return None
-
-
-def _spec_step(spec: Model, call: Call) -> Observed:
-    """Run `call` on the spec, values made as `_RecipeValue`s (so the spec's `state_key()` tells
-    the recipe each entry holds)."""
-    outcome = run_spec_call(spec, call, values_from=_SPEC_VALUES)
-    if outcome.error is not None:
-        # Only the class is kept; the traceback would keep the spec's frames (and the spec copy)
-        # alive in a cycle (a frame holding the error it raised) until the cycle collector runs.
-        outcome.error.__traceback__ = None
-        return _observed_spec_error(outcome.error)
-    if call.op in ("get", "pop") and outcome.result is not None:  # None: a miss under get_missing=none
-        return Observed(("value", (outcome.result.recipe,)))
-    return Observed(comparable_result(call.op, outcome.result))
-
-
-_CONTRACT_ERROR_OUTCOMES: dict[type, Observed] = {}
-"""The outcome of each contract error class the spec raised: it is the class's names alone (no
-message), so it is made once per class, not at every step of the search."""
-
-
-def _observed_spec_error(error: BaseException) -> Observed:
-    known = _CONTRACT_ERROR_OUTCOMES.get(type(error))
-    if known is None:
-        known = observed_error(error)
-        if known.message:  # not a contract error: its message is part of the outcome
-            return known
-        _CONTRACT_ERROR_OUTCOMES[type(error)] = known
-    return known
-
-
-def _with_spec_values(call: Call, capacity_bytes: int) -> Call:
-    """`call` with each value recipe replaced by the spec's value for it (`_SPEC_VALUES`), made once
-    per history instead of at every step of the search."""
-    def concrete(argument):
-        return argument.value(_SPEC_VALUES, capacity_bytes) if isinstance(argument, ValueRecipe) else argument
-    return Call(call.op, tuple(concrete(a) for a in call.args), {name: concrete(a) for name, a in call.kwargs.items()})
-
-
-def _matches(expected: Observed, observed: Observed) -> bool:
-    """The spec's outcome `expected` explains `observed`: the same contract error class (by name,
-    anywhere in the observed MRO), or the same result (a value among those the observed one equals)."""
-    if expected.error is not None:
-        return error_matches(expected.error, observed.error_classes)
-    if observed.error is not None:
-        return False
-    if expected.result[0] == "value":
-        return observed.result[0] == "value" and expected.result[1][0] in observed.result[1]
-    return expected.result == observed.result
-
-
-def _final_difference(spec: Model, observation: Observation) -> str | None:
-    expected = observe(spec, ())
-    if observation.length != expected.length:
-        return f"len() is {observation.length}, the spec's {expected.length}"
-    if observation.stats is not None and observation.stats != expected.stats:
-        for field, seen, wanted in zip(STATS_FIELDS, observation.stats, expected.stats):
-            if seen != wanted:
-                return f"stats().{field} is {seen}, the spec's {wanted}"
-    if observation.snapshot is not None:  # compared as the semantics' snapshot_order says
-        order, flags = spec.semantics.snapshot_order, spec.semantics.transient_entries
-        seen, wanted = (comparable_snapshot(view, order, flags) for view in (observation.snapshot, expected.snapshot))
-        if seen != wanted:
-            return f"snapshot() is {_entries(seen)}, the spec's {_entries(wanted)}"
-    if observation.present is not None:
-        for key, seen in observation.present:
-            if seen != (key in spec):
-                return f"{key!r} in cache is {seen}, the spec's {key in spec}"
-    return None
-
-
-def _entries(snapshot: tuple) -> str:
-    if not snapshot:
-        return "empty"
-    return "[" + ", ".join(f"{key!r}: {state} refcount={refcount} nbytes={nbytes}" + ("" if retain else " transient")
-                           for key, state, refcount, nbytes, retain in snapshot) + "]"
-
-
-def _bytes_line(spec: Model) -> str:
-    stats = spec.stats()
-    return (
-        f"capacity {stats.capacity_bytes} bytes: reserved {stats.reserved_bytes}, pinned {stats.pinned_bytes}, "
-        f"idle {stats.idle_bytes}"
-    )
 
 
 class _Mismatch(NamedTuple):
@@ -233,55 +117,111 @@ class _Mismatch(NamedTuple):
     the search meets many more mismatches than it reports."""
 
     event: Event
-    expected: Observed
+    expected: StepOutcome
 
     def __str__(self) -> str:
         event = self.event
-        return (f"thread {event.thread}'s {call_format.to_python(event.call)} {event.observed.describe()}, "
+        return (f"thread {event.thread}'s {to_python(event.call)} {event.outcome.describe()}, "
                 f"but there the spec {self.expected.describe()}")
 
 
 class _HistoryModel:
-    """The spec as `search.SequentialModel` over the thread calls of one history."""
+    """The kind's model as `search.SequentialModel` over the thread calls of one history."""
 
-    def __init__(self, history: History, capacity_bytes: int) -> None:
-        self.events = history.events
-        self.final = history.final
-        self.calls = [_with_spec_values(event.call, capacity_bytes) for event in history.events]
+    def __init__(self, kind: SpecKind, history: History) -> None:
+        self.kind, self.events, self.final = kind, history.events, history.final
+        self.calls = [_with_values(event.call, history.values) for event in history.events]
+        self.agreed: dict[tuple[int, int], tuple[Any, bool]] = {}
 
-    def step(self, spec: Model, index: int) -> tuple[Model | None, "_Mismatch | str"]:
+    def step(self, model: Any, index: int) -> tuple[Any, "_Mismatch | str"]:
         event = self.events[index]
-        after = spec.copy()
-        expected = _spec_step(after, self.calls[index])
-        if _matches(expected, event.observed):
+        after = model.copy()
+        expected = outcome_of(after, self.calls[index], self.kind.error_names)
+        if self._agree(index, expected, event.outcome):
             return after, ""
-        return None, _Mismatch(event, expected)
+        return None, _Mismatch(event, _unwrapped(expected))
 
-    def key(self, spec: Model) -> Hashable:
-        return spec.state_key()
+    def _agree(self, index: int, expected: StepOutcome, seen: StepOutcome) -> bool:
+        """`outcomes_agree`, once per (call, model result): the results the model gives are few and
+        shared between its copies (values made once, `_with_values`); the result is kept with the
+        answer so that its id is not reused."""
+        if expected.error is not None or expected.result is None or isinstance(expected.result, (bool, int, str)):
+            return outcomes_agree(self.events[index].call.op, expected, seen)
+        memo = (index, id(expected.result))
+        known = self.agreed.get(memo)
+        if known is None:
+            agree = outcomes_agree(self.events[index].call.op, _unwrapped(expected), seen)
+            known = self.agreed[memo] = (expected.result, agree)
+        return known[1]
 
-    def final_difference(self, spec: Model) -> str | None:
-        return _final_difference(spec, self.final)
+    def key(self, model: Any) -> Hashable:
+        return model.state_key()
 
-    def describe(self, spec: Model) -> str:
-        return _bytes_line(spec)
+    def final_difference(self, model: Any) -> str | None:
+        differing = differing_views(model, self.final, self.kind.views, self.kind.view_readers)
+        return "; ".join(f"{view}() is {seen!r}, the spec's {wanted!r}" for view, wanted, seen in differing) or None
+
+    def describe(self, model: Any) -> str:
+        return f"the spec's snapshot {model.snapshot()!r}"
 
 
-def _reason(scenario: Scenario, events: tuple[Event, ...], order: tuple[int, ...], why: str) -> str:
+class _MadeValue(bytes):
+    """A value recipe's value as the implementation made it, handed to the model in its place: bytes
+    of the recipe's size (so that the model sizes it as the implementation's), that hash and compare
+    by the recipe, so that the model's `state_key()` tells the recipe an entry holds (an
+    implementation's tensor neither hashes by content nor compares to one truth value)."""
+
+    recipe: ValueRecipe
+    value: Any
+
+    def __new__(cls, recipe: ValueRecipe, value: Any) -> "_MadeValue":
+        made = super().__new__(cls, recipe.nbytes)
+        made.recipe, made.value = recipe, value
+        return made
+
+    def __hash__(self) -> int:
+        return hash(self.recipe)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _MadeValue) and other.recipe == self.recipe
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __repr__(self) -> str:
+        return self.recipe.python()
+
+
+def _with_values(call: Call, values: dict[ValueRecipe, Any]) -> Call:
+    """`call` with each value recipe replaced by the implementation's value for it (`History.values`,
+    as a `_MadeValue`), made once per history instead of at every step of the search; a recipe
+    without one is left for the model to make."""
+    def concrete(argument: Any) -> Any:
+        if isinstance(argument, ValueRecipe) and argument in values:
+            return _MadeValue(argument, values[argument])
+        return argument
+    return Call(call.op, tuple(concrete(a) for a in call.args), {name: concrete(a) for name, a in call.kwargs.items()})
+
+
+def _unwrapped(outcome: StepOutcome) -> StepOutcome:
+    """`outcome` with a `_MadeValue` result replaced by the implementation's value it stands for."""
+    if isinstance(outcome.result, _MadeValue):
+        return outcome._replace(result=outcome.result.value)
+    return outcome
+
+
+def _reason(scenario: Scenario, events: tuple[Event, ...], order: tuple[int, ...], why: Any) -> str:
     """Why no order explains the history, from the deepest dead end of the search."""
-    depth = len(order)
-    count = len(events)
-    placed = ", then ".join(f"thread {events[i].thread}'s {call_format.to_python(events[i].call)}" for i in order)
+    depth, count = len(order), len(events)
+    placed = ", then ".join(f"thread {events[i].thread}'s {to_python(events[i].call)}" for i in order)
     if len(scenario.threads) == 1:
         after = f"after {placed}, " if order else ""
-        state = "the cache's " if depth == count else ""
+        state = "the implementation's " if depth == count else ""
         return f"one thread alone diverges from the spec (a sequential bug, `cacheproof check` finds it too): {after}{state}{why}"
     if depth == count:
-        return (
-            f"no order of the {count} concurrent calls that respects their real-time order explains the "
-            f"state they left: the orders that explain every outcome, e.g. {placed}, leave the spec in "
-            f"another state, where the cache's {why}"
-        )
+        return (f"no order of the {count} concurrent calls that respects their real-time order explains the "
+                f"state they left: the orders that explain every outcome, e.g. {placed}, leave the spec in "
+                f"another state, where the implementation's {why}")
     head = f"no order of the {count} concurrent calls that respects their real-time order explains what they returned"
     if depth <= 0:
         return f"{head}: whichever call goes first, {why}"

@@ -1,11 +1,13 @@
-"""`run_concurrent_check`: draw concurrent scenarios, run each many times, check every history for
-linearizability against the spec, and shrink the first failure.
+"""`run_concurrent_check`: the one concurrent checker of every spec kind. Draw concurrent scenarios,
+run each many times, check every history for linearizability against the kind's spec (its outcomes
+and its final views), and shrink the first failure.
 
-A scenario is run `runs` times, each on a fresh cache with the interpreter switching threads every
-microsecond, so its threads meet many interleavings. Histories with the same real-time order and
-outcomes get one verdict. The failing scenario is shrunk greedily (a thread fewer, a call fewer, a
-prefix call fewer) while it still fails within a bounded number of runs (`_rerun_budget`, then
-SHRINK_RUNS); the history reported is the smallest scenario's failing run.
+A scenario (`scenarios.draw_scenario`, the kind's call generator) is run `runs` times, each on a
+fresh implementation with the interpreter switching threads every microsecond, so its threads meet
+many interleavings. Histories with the same real-time order, outcomes and views get one verdict.
+The failing scenario is shrunk greedily (a thread fewer, a call fewer, a prefix call fewer) while
+it still fails within a bounded number of runs (`_rerun_budget`, then SHRINK_RUNS); the history
+reported is the smallest scenario's failing run.
 """
 
 from __future__ import annotations
@@ -15,17 +17,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from cacheproof.contract import calls as call_format
 from cacheproof.check.concurrent.history import DEFAULT_TIMEOUT, History, fast_switching, run_scenario
-from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, shrink_greedily
-from cacheproof.check.sequential.machine import KEYS
 from cacheproof.check.concurrent.linearizability import Verdict, check_history
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.check.concurrent.scenarios import Scenario, draw_scenario, shrink_greedily
+from cacheproof.check.programs.generators import CallGenerator, generator_for
+from cacheproof.spec.kind import SpecKind
 
 DEFAULT_SCENARIOS = 200
 DEFAULT_RUNS = 20
-"""Runs of each scenario (fresh cache each time)."""
+"""Runs of each scenario (a fresh implementation each time)."""
 
 SHRINK_RUNS = 300
 MIN_SHRINK_RUNS = 40
@@ -45,67 +45,40 @@ class ConcurrentCounterexample:
     reason: str
     runs_to_fail: int  # runs of the shrunk scenario until this history showed
 
-    def to_python(self, impl: str) -> str:
-        """A runnable script: builds the cache, runs the prefix, starts the threads on a barrier,
-        reruns until a history is not linearizable and then fails with an AssertionError."""
+    def to_python(self, kind: SpecKind, impl: str) -> str:
+        """A runnable script: builds the implementation, runs the scenario on it again and again
+        (`history.run_scenario`), and fails with an AssertionError at the first history that is not
+        linearizable."""
         module, _, factory = impl.partition(":")
-        comments = [f"#   {call_format.to_python(call)}" for call in self.scenario.prefix] or ["#   (none)"]
-        for thread, calls in enumerate(self.scenario.threads):
-            comments.append(f"# thread {thread}: " + "; ".join(call_format.to_python(call) for call in calls))
+        comments = [f"#   {call}" for call in self.scenario.describe().splitlines()]
+        semantics = self.scenario.semantics
+        imports = [] if semantics is None else [f"from {type(semantics).__module__} import {type(semantics).__name__}"]
         return "\n".join([
             "# cacheproof concurrent counterexample. Why no sequential order explains it:",
             *(f"#   {line}" for line in _wrapped(self.reason)),
-            "# prefix:",
+            "# the scenario:",
             *comments,
             "import sys",
-            "import threading",
             "",
-            "sys.path.insert(0, \".\")  # the cache's module is found from the current folder, as with --impl",
+            "sys.path.insert(0, \".\")  # the implementation's module is found from the current folder, as with --impl",
             "",
-            "from cacheproof.contract.calls import Call, ValueRecipe",
-            "from cacheproof.check.concurrent.history import SCENARIO_THREAD_PREFIX, Recorder, fast_switching",
-            "from cacheproof.check.concurrent.scenarios import Scenario",
+            "from cacheproof.check.concurrent.history import fast_switching, run_scenario",
             "from cacheproof.check.concurrent.linearizability import check_history",
-            "from cacheproof.spec.cache.semantics import Semantics",
+            "from cacheproof.check.concurrent.scenarios import Scenario",
+            "from cacheproof.contract.calls import Call, ValueRecipe",
+            "from cacheproof.spec.kinds import get_kind",
+            *imports,
             f"from {module} import {factory} as factory",
             "",
+            f"KIND = get_kind({kind.name!r})",
             f"SCENARIO = {self.scenario.to_python()}",
             "ATTEMPTS = 10_000",
             "",
-            "",
-            "def run_thread(cache, barrier, recorder, thread):",
-            "    barrier.wait()",
-            "    for index, call in enumerate(SCENARIO.threads[thread]):",
-            "        recorder.call(cache, thread, index, call)",
-            "",
-            "",
-            "def attempt():",
-            "    cache = factory(SCENARIO.capacity_bytes)",
-            "    recorder = Recorder(SCENARIO)",
-            "    prefix = threading.Thread(target=recorder.run_prefix, args=(cache,), daemon=True)",
-            "    prefix.start()",
-            f"    prefix.join({DEFAULT_TIMEOUT})",
-            "    if prefix.is_alive():",
-            "        return recorder.finish(cache, prefix_stuck=True)",
-            "    barrier = threading.Barrier(len(SCENARIO.threads))",
-            "    threads = [",
-            "        threading.Thread(target=run_thread, args=(cache, barrier, recorder, thread),",
-            "                         name=f\"{SCENARIO_THREAD_PREFIX}{thread}\", daemon=True)",
-            "        for thread in range(len(SCENARIO.threads))",
-            "    ]",
-            "    for thread in threads:",
-            "        thread.start()",
-            "    for thread in threads:",
-            f"        thread.join({DEFAULT_TIMEOUT})",
-            "    stuck = tuple(index for index, thread in enumerate(threads) if thread.is_alive())",
-            "    return recorder.finish(cache, stuck)",
-            "",
-            "",
             "with fast_switching():",
-            "    for attempt_number in range(1, ATTEMPTS + 1):",
-            "        history = attempt()",
-            "        verdict = check_history(SCENARIO, history)",
-            "        assert verdict.ok is not False, f\"attempt {attempt_number}: {verdict.reason}\\n\" + \"\\n\".join(history.lines())",
+            "    for attempt in range(1, ATTEMPTS + 1):",
+            f"        history = run_scenario(KIND, factory, SCENARIO, timeout={DEFAULT_TIMEOUT})",
+            "        verdict = check_history(KIND, SCENARIO, history)",
+            "        assert verdict.ok is not False, f\"attempt {attempt}: {verdict.reason}\\n\" + \"\\n\".join(history.lines())",
             "print(f\"no anomaly in {ATTEMPTS} attempts\")",
             "",
         ])
@@ -125,6 +98,7 @@ def _wrapped(text: str, width: int = 96) -> list[str]:
 @dataclass(frozen=True)
 class ConcurrentReport:
     ok: bool
+    kind: str
     threads: int
     scenarios: int
     runs: int
@@ -146,18 +120,17 @@ class ConcurrentReport:
 class _Checker:
     """Runs scenarios and checks their histories, one verdict per distinct history."""
 
-    def __init__(self, factory: Callable[[int], Any], timeout: float) -> None:
-        self.factory = factory
-        self.timeout = timeout
+    def __init__(self, kind: SpecKind, factory: Callable[[int], Any], timeout: float) -> None:
+        self.kind, self.factory, self.timeout = kind, factory, timeout
         self.runs = 0
         self.unknown = 0
         self._scenario: Scenario | None = None
-        self._verdicts: dict[tuple, Verdict] = {}
+        self._verdicts: dict[Hashable, Verdict] = {}
 
     def first_failure(self, scenario: Scenario, runs: int) -> tuple[History, Verdict, int] | None:
         """Run `scenario` up to `runs` times; the first non-linearizable history, its verdict and run number."""
         for run in range(1, runs + 1):
-            history = run_scenario(self.factory, scenario, timeout=self.timeout)
+            history = run_scenario(self.kind, self.factory, scenario, timeout=self.timeout)
             self.runs += 1
             verdict = self._verdict(scenario, history)
             if verdict.ok is None:
@@ -172,31 +145,36 @@ class _Checker:
         key = _shape(history)
         verdict = self._verdicts.get(key)
         if verdict is None:
-            verdict = self._verdicts[key] = check_history(scenario, history)
+            verdict = check_history(self.kind, scenario, history)
+            if key is not None:
+                self._verdicts[key] = verdict
         return verdict
 
 
-def _shape(history: History) -> tuple:
-    """What the verdict depends on: outcomes, final state, and which call returned before which began."""
+def _shape(history: History) -> Hashable | None:
+    """What the verdict depends on: outcomes, final views, and which call returned before which
+    began; None when some answer has no faithful text (a long value whose repr is elided), so that
+    the history gets a verdict of its own."""
     events = history.events
     precedence = tuple(
         tuple(j for j, other in enumerate(events) if other.responded is not None and event.responded is not None
               and other.responded < event.invoked)
         for event in events
     )
-    return (
-        history.prefix,
-        tuple((e.thread, e.index, e.observed, e.responded is None) for e in events),
-        precedence,
-        history.final,
-        history.stuck,
-        history.prefix_stuck,
-    )
+    answers = (*history.prefix, *(event.outcome for event in events),
+               *(() if history.final is None else history.final.items()))
+    text = repr(answers)
+    if "..." in text:
+        return None
+    return (text, tuple((e.thread, e.index, e.responded is None) for e in events), precedence,
+            history.stuck, history.prefix_stuck, history.final_error)
 
 
 def run_concurrent_check(
+    kind: SpecKind,
     factory: Callable[[int], Any],
     *,
+    generator: CallGenerator | None = None,
     threads: int = 3,
     scenarios: int = DEFAULT_SCENARIOS,
     runs: int = DEFAULT_RUNS,
@@ -205,26 +183,30 @@ def run_concurrent_check(
     shrink_runs: int = SHRINK_RUNS,
     shrink_seconds: float = SHRINK_SECONDS,
     on_scenario: Callable[[int, int], None] | None = None,
-    semantics: Semantics = CONTRACT,
-    operations: tuple[str, ...] = ALL_OPERATIONS,
-    keys: tuple[Hashable, ...] = KEYS,
+    semantics: Any = None,
+    operations: tuple[str, ...] | None = None,
+    misuse: bool = True,
 ) -> ConcurrentReport:
-    """Check `scenarios` scenarios of `threads` threads, each run `runs` times, on `factory(capacity)`.
+    """Check `scenarios` scenarios of `threads` threads, each run `runs` times, on `factory(size)`
+    against `kind`'s spec.
 
     The same seed draws the same scenarios (the interleavings met are up to the OS scheduler);
-    `semantics` and `operations` (a profile's, --semantics, --ops) choose the spec and the calls,
-    `keys` (default: the small scope's six ints) what the calls name.
+    `generator` draws the calls (default: the kind's, in its default scope; a scope's `--keys`
+    domain is the generator's); `semantics` and `operations` (a profile's, --semantics, --ops)
+    choose the spec and the calls, `misuse` whether calls the contract rejects are drawn.
     `on_scenario(scenarios done, runs done)` is called after each scenario.
     """
     seed = random.randrange(2**32) if seed is None else seed
-    checker = _Checker(factory, timeout)
+    checker = _Checker(kind, factory, timeout)
     started = time.perf_counter()
     counterexample = None
     seconds_to_failure = None
     done = 0
     with fast_switching():
         for number in range(scenarios):
-            scenario = draw_scenario(random.Random(f"{seed}:{number}"), threads, semantics, operations, keys)
+            scenario = draw_scenario(kind, generator_for(kind.name) if generator is None else generator,
+                                     random.Random(f"{seed}:{number}"), threads, semantics=semantics,
+                                     operations=operations, misuse=misuse)
             failure = checker.first_failure(scenario, runs)
             done += 1
             if on_scenario is not None:
@@ -235,8 +217,8 @@ def run_concurrent_check(
                 break
     seconds = time.perf_counter() - started
     return ConcurrentReport(
-        counterexample is None, threads, done, checker.runs, seconds, counterexample, seconds_to_failure, seed,
-        checker.unknown,
+        counterexample is None, kind.name, threads, done, checker.runs, seconds, counterexample, seconds_to_failure,
+        seed, checker.unknown,
     )
 
 

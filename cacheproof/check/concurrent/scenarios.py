@@ -1,203 +1,141 @@
-"""Concurrent scenarios: a sequential prefix of calls, then N threads each running a short list of
-calls on the same cache.
+"""Concurrent scenarios of any spec kind: a fresh implementation of some size, a sequential prefix
+of calls, then N threads each running a short list of calls on it at once.
 
-Calls are drawn as the sequential state machine draws them (cacheproof.check.sequential.machine): keys that
-suit the operation 80% of the time (a RESERVED key for commit, an in-use key for release, ...),
-sizes on the boundaries (1, capacity, capacity - 1, fractions), capacities of 1..8 bytes half of
-the time. The prefix is drawn against the spec's state as it grows; each thread's calls are drawn
-against the state after the prefix followed by that thread's own earlier calls, as if it ran
-alone, so a thread tends to acquire, commit and release the entries that the other threads are
-contending for too.
-
-Under other semantics (a profile, --semantics) the spec the calls are drawn against is built with
-them, and only the chosen operations (--ops, a profile's subset) are drawn; the scenario carries
-its semantics, so its check and its script use the same spec.
+Calls are drawn by the kind's call generator (`cacheproof.check.programs.generators`), the one the
+sequential check draws programs with: the size first, then the prefix from the model's state as it
+grows, then each thread's calls from a copy of the model after the prefix followed by that thread's
+own earlier calls, as if it ran alone; so a thread tends to take, use and give back what the other
+threads are contending for too. Under other semantics (a profile, --semantics) the model the calls
+are drawn against is built with them, and only the chosen operations are drawn; the scenario
+carries its semantics, so that its check and its script use the same spec.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 
-from cacheproof.contract import calls as call_format
-from cacheproof.contract.calls import Call, ValueRecipe, drawn_recipe
-from cacheproof.contract.outcomes import run_spec_call
-from cacheproof.check.sequential.machine import KEYS
-from cacheproof.spec import EntryState
-from cacheproof.spec.cache.profiles import ALL_OPERATIONS
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics, field_names
-from cacheproof.spec.kinds import new_spec
-from cacheproof.spec.kind import Model
+from cacheproof.check.programs.draws import integer
+from cacheproof.check.programs.generators import CallGenerator
+from cacheproof.contract.calls import Call, ValueRecipe, from_json, to_json, to_python
+from cacheproof.contract.steps import outcome_of
+from cacheproof.spec.kind import SpecKind
 
 MIN_THREADS, MAX_THREADS = 1, 4
 CALLS_PER_THREAD = (2, 5)
 MAX_PREFIX = 6
-_SUITED_PERCENT = 80
-
-_OPERATION_WEIGHTS = {
-    "reserve": 3, "acquire": 5, "commit": 4, "put": 2, "get": 2, "release": 4,
-    "evict": 1, "pop": 1, "clear": 0.5, "contains": 0.5,
-}
-"""Lifecycle operations dominate: they are the ones that contend for bytes and references."""
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A fresh cache of `capacity_bytes`, the `prefix` run alone, then one thread per entry of `threads`."""
+    """A fresh implementation of `size` (the kind's `size_name`), the `prefix` run alone, then one
+    thread per entry of `threads`, under `semantics` (None: the kind's contract)."""
 
-    capacity_bytes: int
+    size: int
     prefix: tuple[Call, ...]
     threads: tuple[tuple[Call, ...], ...]
-    semantics: Semantics = CONTRACT
+    semantics: Any = None
 
     @property
-    def size(self) -> tuple[int, int, int]:
+    def shape(self) -> tuple[int, int, int]:
         """(threads, concurrent calls, prefix calls): what shrinking makes smaller."""
         return (len(self.threads), sum(len(calls) for calls in self.threads), len(self.prefix))
+
+    @property
+    def calls(self) -> int:
+        return len(self.prefix) + sum(len(calls) for calls in self.threads)
 
     def recipes(self) -> tuple[ValueRecipe, ...]:
         """Every value recipe the scenario passes, once each, in order of appearance."""
         seen: dict[ValueRecipe, None] = {}
         for call in self.prefix + tuple(call for calls in self.threads for call in calls):
-            for argument in call.args:
+            for argument in (*call.args, *call.kwargs.values()):
                 if isinstance(argument, ValueRecipe):
                     seen.setdefault(argument, None)
         return tuple(seen)
 
+    def new_model(self, kind: SpecKind) -> Any:
+        """A fresh model of `kind` at the scenario's size and semantics."""
+        return kind.new(self.size) if self.semantics is None else kind.new(self.size, self.semantics)
+
+    def describe(self) -> str:
+        lines = [f"size {self.size}; prefix: " + ("; ".join(to_python(c) for c in self.prefix) or "none")]
+        lines += [f"thread {t}: " + "; ".join(to_python(c) for c in calls) for t, calls in enumerate(self.threads)]
+        return "\n".join(lines)
+
     def to_json(self) -> dict:
-        data = {
-            "capacity_bytes": self.capacity_bytes,
-            "prefix": [call_format.to_json(call) for call in self.prefix],
-            "threads": [[call_format.to_json(call) for call in calls] for calls in self.threads],
-        }
-        if self.semantics != CONTRACT:
-            data["semantics"] = {name: sorted(value) if isinstance(value, frozenset) else value
-                                 for name, value in self.semantics.differences().items()}
+        data = {"size": self.size, "prefix": [to_json(call) for call in self.prefix],
+                "threads": [[to_json(call) for call in calls] for calls in self.threads]}
+        if self.semantics is not None:
+            data["semantics"] = {field.name: _plain_field(getattr(self.semantics, field.name))
+                                 for field in dataclasses.fields(self.semantics)}
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> "Scenario":
-        changes = data.get("semantics", {})
-        semantics = replace(CONTRACT, **{name: changes[name] for name in field_names() if name in changes})
-        return cls(
-            data["capacity_bytes"],
-            tuple(call_format.from_json(call) for call in data["prefix"]),
-            tuple(tuple(call_format.from_json(call) for call in calls) for calls in data["threads"]),
-            semantics,
-        )
+    def from_json(cls, data: dict, kind: SpecKind) -> "Scenario":
+        """The scenario `to_json` wrote for `kind` (its semantics rebuilt from the kind's contract)."""
+        semantics = None
+        if "semantics" in data:
+            contract = kind.new(1).semantics
+            semantics = replace(contract, **{
+                name: frozenset(value) if isinstance(getattr(contract, name), frozenset) else value
+                for name, value in data["semantics"].items()})
+        return cls(data["size"], tuple(from_json(call) for call in data["prefix"]),
+                   tuple(tuple(from_json(call) for call in calls) for calls in data["threads"]), semantics)
 
     def to_python(self) -> str:
-        """The scenario as a Python expression (needs Scenario, Call and ValueRecipe imported)."""
-        lines = ["Scenario(", f"    capacity_bytes={self.capacity_bytes},", "    prefix=("]
+        """The scenario as a Python expression (needs Scenario and Call, ValueRecipe and the
+        semantics' class imported)."""
+        lines = ["Scenario(", f"    size={self.size},", "    prefix=("]
         lines += [f"        {_call_literal(call)}," for call in self.prefix]
         lines += ["    ),", "    threads=("]
         for calls in self.threads:
             lines.append("        (" + "".join(f"{_call_literal(call)}, " for call in calls).rstrip() + "),")
         lines += ["    ),"]
-        if self.semantics != CONTRACT:  # needs Semantics imported too
-            lines.append(f"    semantics=Semantics(**{self.semantics.differences()!r}),")
+        if self.semantics is not None:
+            lines.append(f"    semantics={self.semantics!r},")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _plain_field(value: Any) -> Any:
+    return sorted(value) if isinstance(value, frozenset) else value
 
 
 def _call_literal(call: Call) -> str:
     return f"Call({call.op!r}, {call.args!r}, {call.kwargs!r})"
 
 
-def draw_scenario(rng: random.Random, threads: int, semantics: Semantics = CONTRACT,
-                  operations: tuple[str, ...] = ALL_OPERATIONS, keys: tuple[Hashable, ...] = KEYS) -> Scenario:
-    """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS), drawn from `rng`, of calls among
-    `operations` on `keys` (default: the small scope's) drawn against the spec under `semantics`."""
+def draw_scenario(kind: SpecKind, generator: CallGenerator, rng: random.Random, threads: int, *,
+                  semantics: Any = None, operations: tuple[str, ...] | None = None, misuse: bool = True) -> Scenario:
+    """A scenario of `threads` threads (MIN_THREADS..MAX_THREADS) drawn from `rng` by `generator`, of
+    calls among `operations` (default: all the kind's), as the sequential check draws them, misuse
+    calls only when `misuse`, against the model under `semantics` (module doc)."""
     if not MIN_THREADS <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in {MIN_THREADS}..{MAX_THREADS}, got {threads}")
-    capacity = rng.randint(1, 8) if rng.random() < 0.5 else rng.randint(1, 64)
-    drawer = _Drawer(rng, capacity, semantics, operations, keys)
-    prefix = drawer.draw_calls(rng.randint(0, MAX_PREFIX), ())
-    thread_calls = tuple(drawer.draw_calls(rng.randint(*CALLS_PER_THREAD), prefix) for _ in range(threads))
-    return Scenario(capacity, prefix, thread_calls, semantics)
+    operations = operations or kind.names
+    scenario = Scenario(generator.size(rng), (), (), semantics)
+    model = scenario.new_model(kind)
 
-
-class _Drawer:
-    """Draws calls that suit the spec's state, as `CacheMachine`'s rules pick their arguments; only
-    `operations`, by their weights."""
-
-    def __init__(self, rng: random.Random, capacity: int, semantics: Semantics = CONTRACT,
-                 operations: tuple[str, ...] = ALL_OPERATIONS, keys: tuple[Hashable, ...] = KEYS) -> None:
-        self.rng = rng
-        self.keys = keys
-        self.capacity = capacity
-        self.semantics = semantics
-        chosen = [name for name in _OPERATION_WEIGHTS if name in operations]
-        self.operations = tuple(chosen) or ("contains",)
-        self.weights = tuple(_OPERATION_WEIGHTS[name] or 0.5 for name in self.operations)
-
-    def draw_calls(self, count: int, before: tuple[Call, ...]) -> tuple[Call, ...]:
-        spec = new_spec(self.capacity, self.semantics)
-        for call in before:
-            run_spec_call(spec, call)
-        drawn: list[Call] = []
+    def drawn(count: int, alone: Any) -> tuple[Call, ...]:
+        calls = []
         for _ in range(count):
-            call = self.draw_call(spec)
-            run_spec_call(spec, call)
-            drawn.append(call)
-        return tuple(drawn)
+            call = generator.draw_call(rng, alone, operations, misuse)
+            outcome_of(alone, call, kind.error_names)
+            calls.append(call)
+        return tuple(calls)
 
-    def draw_call(self, spec: Model) -> Call:
-        rng = self.rng
-        operation = rng.choices(self.operations, weights=self.weights)[0]
-        snapshot = spec.snapshot()
-        present = [e.key for e in snapshot]
-        absent = [key for key in self.keys if key not in present]
-        idle = [e.key for e in snapshot if e.state is EntryState.READY and e.refcount == 0]
-        if operation == "reserve":
-            return Call("reserve", (self._key(absent), self._size()), self._retain())
-        if operation == "acquire":
-            key = self._key(idle or present)
-            entry = next((e for e in snapshot if e.key == key), None)
-            if entry is not None and rng.random() < 0.8:
-                return Call("acquire", (key, entry.nbytes), {} if entry.retain else {"retain": False})
-            return Call("acquire", (key, self._size()), self._retain())
-        if operation == "commit":
-            key = self._key([e.key for e in snapshot if e.state is EntryState.RESERVED])
-            entry = next((e for e in snapshot if e.key == key), None)
-            nbytes = self._size()
-            if entry is not None:
-                nbytes = entry.nbytes if rng.random() < 0.8 else nbytes + (nbytes == entry.nbytes)
-            return Call("commit", (key, drawn_recipe(nbytes, rng.randrange(256))))
-        if operation == "put":
-            return Call("put", (self._key(absent), drawn_recipe(self._size(), rng.randrange(256))))
-        if operation == "get":
-            return Call("get", (self._key([e.key for e in snapshot if e.state is EntryState.READY]),))
-        if operation == "release":
-            return Call("release", (self._key([e.key for e in snapshot if e.refcount > 0]),))
-        if operation == "evict":
-            return Call("evict", (0 if rng.random() < 0.2 else self._size(),))
-        if operation == "pop":
-            return Call("pop", (self._key(idle),))
-        if operation == "clear":
-            return Call("clear")
-        return Call("contains", (self._key(present),))
-
-    def _key(self, suited: list[Hashable]) -> Hashable:
-        if suited and self.rng.randrange(100) < _SUITED_PERCENT:
-            return self.rng.choice(suited)
-        return self.rng.choice(self.keys)
-
-    def _size(self) -> int:
-        capacity = self.capacity
-        kind = self.rng.randrange(7)
-        size = (1, capacity, capacity - 1, capacity // 2, capacity // 3, capacity // 4,
-                1 + self.rng.randrange(capacity))[kind]
-        return max(size, 1)
-
-    def _retain(self) -> dict[str, Any]:
-        return {"retain": False} if self.rng.random() < 0.3 else {}
+    prefix = drawn(integer(rng, 0, MAX_PREFIX), model)
+    per_thread = tuple(drawn(integer(rng, *CALLS_PER_THREAD), model.copy()) for _ in range(threads))
+    return replace(scenario, prefix=prefix, threads=per_thread)
 
 
 def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
-    """Candidates one step smaller, most reduction first: a thread fewer, a call fewer, a prefix call fewer."""
+    """Candidates with fewer calls, most reduction first: a thread fewer, a call fewer, a prefix call
+    fewer, and last the prefix alone as the one thread."""
     candidates: list[Scenario] = []
     threads = scenario.threads
     if len(threads) > 1:
@@ -211,6 +149,8 @@ def smaller_scenarios(scenario: Scenario) -> list[Scenario]:
     for position in range(len(scenario.prefix)):
         prefix = scenario.prefix[:position] + scenario.prefix[position + 1:]
         candidates.append(replace(scenario, prefix=prefix))
+    if scenario.prefix:  # a failure of the prefix alone (a call that never returns) needs no thread after it
+        candidates.append(replace(scenario, prefix=(), threads=(scenario.prefix,)))
     return candidates
 
 

@@ -11,13 +11,14 @@ import sys
 import time
 
 from cacheproof.adapt import AdapterError, factory_profile
+from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.phases import Phase, shares
-from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
+from cacheproof.check.programs.generators import default_scope, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
-from cacheproof.check.report import first_ready_line, interrupted_line, program_concurrent_divergence, timing_rows
+from cacheproof.check.report import first_ready_line, interrupted_line, timing_rows
 from cacheproof.check.report import program_divergence, program_kind
 from cacheproof.cmdline.budget import more_divergences_line
 from cacheproof.cmdline.databases import DatabaseError, chosen_database, database_row, namespaced
@@ -81,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    if args.isolate and args.threads is not None:
-        print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
+    if args.threads is not None and concurrent_command.refusal(args) is not None:
+        print(f"cacheproof check: {concurrent_command.refusal(args)}", file=sys.stderr)
         return 2
     watch = Watch(args.call_timeout)
     probed = factory if args.isolate else WatchedFactory(factory, watch)
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print(lacks_line(kind, impl, missing), file=sys.stderr)
         return 2
     if args.threads is not None:
-        return _run_threads(args, kind, factory, impl, semantics, operations, profile.name)
+        return concurrent_command.run(args, kind, factory, impl, semantics, operations, profile.name,
+                                      misuse_checked(semantics) and not args.no_bad_arguments)
     try:
         args.database_choice, database = chosen_database(args)
     except DatabaseError as error:
@@ -146,9 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 report = run_program_phases(kind, None if args.isolate else factory, phases, options,
                                             database=None if database is None else namespaced(database, impl))
     except UsageAbort as abort:  # the factory hung or ended its process: no call sequence shows it
-        print(f"cacheproof check: {abort.message}", file=sys.stderr)
-        if abort.details:
-            print(abort.details, file=sys.stderr)
+        print(abort.said_by("cacheproof check"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
@@ -307,40 +307,6 @@ def _print_first(args: argparse.Namespace, kind: SpecKind, impl: str, example: P
     for; none for a view answered in another shape (a usage problem, said alone at the end)."""
     if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None:
         print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
-
-
-def _run_threads(args: argparse.Namespace, kind: SpecKind, factory, impl: str, semantics, operations, profile: str) -> int:
-    """`--threads N`: linearizability of N threads' calls (cacheproof.check.concurrent.programs)."""
-    from cacheproof.check.concurrent.programs import run_program_concurrent_check
-
-    done = _Done()
-    try:
-        with Progress("check", total=args.examples, quiet=args.quiet) as progress:
-            report = run_program_concurrent_check(
-                kind, factory, generator_for(kind.name), threads=args.threads, scenarios=args.examples, runs=args.runs,
-                seed=args.seed, semantics=semantics, operations=operations,
-                misuse=misuse_checked(semantics) and not args.no_bad_arguments,
-                on_scenario=done.counting(progress.update),
-            )
-    except KeyboardInterrupt:
-        return done.interrupted(args, kind, impl, profile, semantics, operations)
-    if args.json is not None:
-        write_report(args.json, "check", check_body(
-            args, spec=kind.name, impl=impl, profile=profile, semantics=semantics, operations=operations,
-            budget_examples=args.examples, examples=report.scenarios, steps=report.runs, seconds=report.seconds,
-            first_failure_example=None if report.ok else report.scenarios,
-            first_failure_seconds=report.seconds_to_failure, ok=report.ok,
-            divergences=[] if report.ok else [program_concurrent_divergence(report)], unknown_histories=report.unknown,
-        ), ran_hypothesis=True)
-    if report.ok:
-        print(f"linearizable: {report.scenarios} scenarios of {report.threads} threads, {report.runs} runs"
-              + (f", {report.unknown} histories unknown (search budget)" if report.unknown else ""))
-        return 0
-    print(f"NOT LINEARIZABLE: {report.reason}")
-    if not args.quiet:
-        print(report.counterexample.describe())
-        print("\n".join(report.history))
-    return 1
 
 
 class _Done:

@@ -68,6 +68,12 @@ def default_scope(kind: str) -> Any:
     return next(iter(getattr(importlib.import_module(module_name), "SCOPES", {None: None}).values()))
 
 
+def program_scopes(kind: str) -> dict[str, Any]:
+    """`kind`'s scopes by name, the default first, as its generator's module declares them (`SCOPES`)."""
+    module_name = _REGISTRY[kind].partition(":")[0]
+    return dict(getattr(importlib.import_module(module_name), "SCOPES", {}))
+
+
 def thorough_phases(kind: str) -> tuple[Phase, ...] | None:
     """The phases of `kind`'s `--thorough` run, as its generator's module declares them; None when it
     declares none."""
@@ -80,3 +86,4 @@ def exhaustive_scopes(kind: str) -> dict[str, Any]:
     (empty when it declares none: `--exhaustive` is then refused)."""
     module_name = _REGISTRY[kind].partition(":")[0]
     return getattr(importlib.import_module(module_name), "EXHAUSTIVE", {})
+

@@ -6,7 +6,7 @@ A program is read whole out of its draws (`draws.ProgramDraws`): its swarm of op
 (`draws.swarm`), its size, then each call, drawn by the kind's generator from the model's state.
 After each call the outcomes and the kind's views are compared (`contract.steps.differential_step`)
 and the model's invariants checked; the first difference ends the program. The checker
-(`run.run_program_check`) and the pytest test of a kind (`cacheproof.testing.kind_functions`) run
+(`run.run_program_check`) and the pytest test of every kind (`cacheproof.testing.functions`) run
 programs through here alike.
 """
 

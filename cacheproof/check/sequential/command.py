@@ -26,7 +26,7 @@ from cacheproof.check.report import first_ready_line, interrupted_line, sequenti
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
-from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, check_impl_syntax, load_factory
+from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, check_impl_syntax, load_factory, probe_factory
 from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, max_divergences_help
 from cacheproof.cmdline.budget import more_divergences_line, resolve_budget, resolve_max_divergences
 from cacheproof.cmdline.progress import Progress, summary_table
@@ -150,17 +150,13 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
-    if args.threads is not None and args.isolate:
-        print("cacheproof check: --isolate runs sequential checks; it cannot be used with --threads", file=sys.stderr)
-        return 2
     try:
         semantics, operations = chosen_semantics(args)
     except InvalidArgumentError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     if args.threads is not None:
-        args.semantics_chosen, args.operations_chosen = semantics, operations
-        return concurrent_command.run(args)
+        return _run_threads(args, semantics, operations)
     try:
         factory = check_impl_syntax(args.impl) if args.isolate else load_factory(args.impl)
     except FactoryError as error:
@@ -236,6 +232,26 @@ def value_capacity(text: str) -> int:
     if number > MAX_VALUE_BYTES:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_VALUE_BYTES} bytes (64 MiB), got {text!r}")
     return number
+
+
+def _run_threads(args: argparse.Namespace, semantics: Semantics, operations: tuple[str, ...]) -> int:
+    """`--threads N` on a tensor cache: its factory loaded and probed for the checked operations, then
+    the one concurrent checker of every kind (`cacheproof.check.concurrent.command`)."""
+    refused = concurrent_command.refusal(args)
+    if refused is not None:
+        print(f"cacheproof check: {refused}", file=sys.stderr)
+        return 2
+    try:
+        factory = TimedFactory(load_factory(args.impl), args.impl, args.call_timeout)
+        probe_factory(factory, args.impl, operations)
+    except FactoryError as error:
+        print(f"cacheproof check: {error}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:
+        print(abort.said_by("cacheproof check"), file=sys.stderr)
+        return 2
+    return concurrent_command.run(args, get_kind(DEFAULT_KIND), factory, args.impl, semantics, operations,
+                                  args.profile, not args.no_bad_arguments)
 
 
 def chosen_semantics(args: argparse.Namespace) -> tuple[Semantics, tuple[str, ...]]:
