@@ -35,28 +35,13 @@ from cacheproof.contract.faults import CacheFault, MalformedResult, StopRequeste
 from cacheproof.contract.faults import error_text, one_line, user_traceback
 from cacheproof.sandbox.guarded_call import Watch, contains_code, fault_message, nth_call
 from cacheproof.contract.values import value_for, values_equal
-from cacheproof.sandbox.program_isolation import _context, _ending
+from cacheproof.sandbox.program_isolation import RemoteValue, _context, _ending, end_child
 
 _CALLED = frozenset(OPERATIONS) - {"contains"}
 _OUTCOME_REQUESTS = _CALLED | {"__contains__"}
 _INSPECTIONS = ("stats", "snapshot")
 _START_SECONDS = 120.0
 """How long a new child may take to import the factory's module and answer."""
-
-
-class RemoteValue(bytes):
-    """A value made in the child from `recipe` (nbytes, tag, element_size); in the checker, bytes
-    of nbytes (what the spec sizes and stores)."""
-
-    recipe: tuple[int, int, int | None]
-
-    def __new__(cls, nbytes: int, tag: int, element_size: int | None = None) -> "RemoteValue":
-        value = super().__new__(cls, bytes([tag % 256]) * nbytes)
-        value.recipe = (nbytes, tag, element_size)
-        return value
-
-    def __reduce__(self):
-        return (RemoteValue, self.recipe)
 
 
 class RemoteError(Exception):
@@ -250,10 +235,7 @@ class _Child:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(5)
-        self.connection.close()
+        end_child(self.process, self.connection)
 
 
 class IsolatedFactory:

@@ -233,10 +233,15 @@ class _Child:
         return CacheFault(fault_message(what, args, said, self.watch.last_call()), kind)
 
     def close(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(5)
-        self.connection.close()
+        end_child(self.process, self.connection)
+
+
+def end_child(process: Any, connection: Any) -> None:
+    """Kill a child process that is still alive, wait for it, and close the checker's end of its pipe."""
+    if process.is_alive():
+        process.kill()
+    process.join(5)
+    connection.close()
 
 
 class IsolatedImplementation:
