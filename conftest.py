@@ -24,6 +24,11 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_cache_program_check.py::test_a_len_that_raises_in_the_child_is_a_counterexample",
+    "model_tests/test_cache_program_check.py::test_a_call_raising_system_exit_is_its_outcome_and_diverges",
+    "model_tests/test_cache_program_check.py::test_a_deterministic_broken_cache_is_not_called_not_deterministic",
+    "model_tests/test_cache_program_check.py::test_a_view_that_raises_says_what_it_raised",
+    "model_tests/test_cache_program_check.py::test_a_cache_that_answers_the_same_calls_differently_is_not_deterministic",
     "model_tests/test_exhaustive.py::test_a_locked_leaf_evicted_shows_at_the_fourth_call",
     "model_tests/test_parity.py::test_cell[exhaustive-radix]",
     "model_tests/test_parity.py::test_cell[max-divergences-radix]",

@@ -13,11 +13,13 @@ Invariants of the model's step are checked by the model itself (`check_invariant
 from __future__ import annotations
 
 import enum
+import threading
 from types import MappingProxyType
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS
 from cacheproof.contract.values import values_equal
 from cacheproof.spec.kind import ViewReader, outcome_name
 
@@ -48,11 +50,22 @@ def outcome_of(target: Any, call: Call, error_names: Collection[str], values_fro
     value recipes are made by `values_from` (default: `target`; `contract.calls.invoke`)."""
     try:
         return StepOutcome(result=invoke(target, call, values_from))
-    except Exception as error:  # noqa: BLE001 - the implementation's own failure is an outcome
+    except CONTROL_EXCEPTIONS:
+        raise
+    except BaseException as error:  # noqa: BLE001 - the implementation's own failure is an outcome
+        if not isinstance(error, Exception) and _users_interrupt(error):
+            raise
         classes = error_classes(error)
         if is_contract_error(classes, error_names):
             return StepOutcome(error=type(error).__name__, error_classes=classes)
         return StepOutcome(crash=f"{type(error).__name__}: {error}")
+
+
+def _users_interrupt(error: BaseException) -> bool:
+    """Whether `error` is the user's Ctrl-C: a KeyboardInterrupt in the main thread, which signals
+    reach (in the supervised worker thread it was raised by the implementation: an outcome, as
+    SystemExit and GeneratorExit always are)."""
+    return isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 
 def outcomes_agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
@@ -95,7 +108,11 @@ class StepDifference(NamedTuple):
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
-        if self.views:
+        raised = [answer[1:-1] for view, _, answer in self.views if view_failed(view, answer)
+                  and answer != missing_view(view)]
+        if raised:  # a view that raised says what it raised ("snapshot() raised RuntimeError: ...")
+            parts += raised
+        elif self.views:
             named = [f"{view}()" for view, _, _ in self.views]
             listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
             parts.append(f"{listed} differ{'s' if len(named) == 1 else ''} from the spec's")

@@ -35,6 +35,26 @@ BYTES_UP_TO = 1 << 16
 MAX_VALUE_BYTES = 1 << 26
 """64 MiB: the most real memory the checker lets one value hold."""
 
+REAL_VALUE_CAPACITY = 1 << 16
+"""Capacities are capped here (by default) for a cache whose values hold real memory (make_value
+returns values that are not storage-free): making values costs time per byte. At most
+MAX_VALUE_BYTES (`check --max-capacity` raises it that far)."""
+
+_PROBE_VALUE_BYTES = 64
+
+
+def values_hold_memory(cache: Any) -> bool:
+    """Whether the values `cache.make_value` makes hold memory: False without make_value or when it
+    returns a storage-free value (`is_storage_free`); True when it raises (the check finds, and
+    reports, make_value's failure again)."""
+    make_value = getattr(cache, "make_value", None)
+    if make_value is None:
+        return False
+    try:
+        return not is_storage_free(make_value(_PROBE_VALUE_BYTES, 0))
+    except Exception:  # noqa: BLE001 - reported by the check's own calls
+        return True
+
 
 def recipe_problem(nbytes: Any, tag: Any, element_size: Any = None) -> str | None:
     """Why (nbytes, tag, element_size) is no value recipe, or None when it is one: nbytes an int

@@ -30,6 +30,8 @@ from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 DIVERGENCE = "divergence"
 HANG = "hang"
 CRASH = "crash"
+NOT_DETERMINISTIC = "not deterministic"
+"""A failure the same calls do not repeat on a fresh implementation (`not_deterministic`)."""
 
 SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
@@ -52,7 +54,7 @@ class Failure(NamedTuple):
 
 def ending_of(failure: Failure) -> str:
     """What the last call of a sequence failing like `failure` does, as the snippet marks it."""
-    if failure.kind == DIVERGENCE:
+    if failure.kind in (DIVERGENCE, NOT_DETERMINISTIC):
         return DIVERGES
     return "does not return" if failure.kind == HANG else "kills the process"
 

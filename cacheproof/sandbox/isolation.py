@@ -35,27 +35,13 @@ from cacheproof.contract.faults import CacheFault, MalformedResult, StopRequeste
 from cacheproof.contract.faults import error_text, one_line, user_traceback
 from cacheproof.sandbox.guarded_call import Watch, contains_code, fault_message, nth_call
 from cacheproof.contract.values import value_for, values_equal
+from cacheproof.sandbox.program_isolation import RemoteValue, _context, _ending, end_child
 
 _CALLED = frozenset(OPERATIONS) - {"contains"}
 _OUTCOME_REQUESTS = _CALLED | {"__contains__"}
 _INSPECTIONS = ("stats", "snapshot")
 _START_SECONDS = 120.0
 """How long a new child may take to import the factory's module and answer."""
-
-
-class RemoteValue(bytes):
-    """A value made in the child from `recipe` (nbytes, tag, element_size); in the checker, bytes
-    of nbytes (what the spec sizes and stores)."""
-
-    recipe: tuple[int, int, int | None]
-
-    def __new__(cls, nbytes: int, tag: int, element_size: int | None = None) -> "RemoteValue":
-        value = super().__new__(cls, bytes([tag % 256]) * nbytes)
-        value.recipe = (nbytes, tag, element_size)
-        return value
-
-    def __reduce__(self):
-        return (RemoteValue, self.recipe)
 
 
 class RemoteError(Exception):
@@ -249,24 +235,7 @@ class _Child:
         return self.process.is_alive()
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(5)
-        self.connection.close()
-
-
-_CONTEXTS: dict[str, Any] = {}
-
-
-def _context(impl: str) -> Any:
-    """The forkserver context with the factory's module preloaded (spawn where there is no forkserver)."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    if not _CONTEXTS:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["cacheproof.sandbox.isolation", impl.partition(":")[0]])
-        _CONTEXTS["forkserver"] = context
-    return _CONTEXTS["forkserver"]
+        end_child(self.process, self.connection)
 
 
 class IsolatedFactory:
@@ -332,22 +301,6 @@ class IsolatedFactory:
             raise UsageAbort(fault_message(name, args, f"killed the process running it ({ending})"))
         raise CacheFault(fault_message(name, args, f"killed the process running the cache ({ending})",
                                        self.watch.last_call()), "crash")
-
-
-def _ending(exitcode: int | None) -> str:
-    """How a child ended: "signal SIGSEGV, segmentation fault" or "exit status 7"."""
-    if exitcode is None:
-        return "it stopped answering"
-    if exitcode < 0:
-        number = -exitcode
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            return f"signal {number}"
-        description = signal.strsignal(number) or ""
-        hint = "; an out-of-memory kill looks like this" if number == signal.SIGKILL else ""
-        return f"signal {name}, {description.lower()}{hint}" if description else f"signal {name}{hint}"
-    return f"exit status {exitcode}"
 
 
 class IsolatedCache:

@@ -74,6 +74,12 @@ class CacheScope:
         keys = KEY_DOMAINS[domain]
         return replace(self, key_pool=keys[: self.max_keys] if self.min_keys == self.max_keys else keys)
 
+    def capped(self, cap: int | None) -> "CacheScope":
+        """This scope with capacities of at most `cap` bytes (None: unchanged), for a cache whose
+        values hold memory (`check --max-capacity`); a scope of small capacities (64 bytes at most)
+        is unchanged."""
+        return self if cap is None or not self.wide_capacities else replace(self, max_capacity=cap)
+
 
 SMALL = CacheScope("small", SMALL_KEYS, 6, 6, wide_capacities=False, size_kinds=SMALL_SIZE_KINDS)
 WIDE = CacheScope("wide", WIDE_KEYS, 8, 16, wide_capacities=True, size_kinds=WIDE_SIZE_PICKS)
@@ -141,6 +147,8 @@ class CacheCalls:
         self.scope = scope
         self.keys: tuple[Hashable, ...] = scope.key_pool[: scope.max_keys]
         self.misusing = True
+        self.most_live = self.most_keys = self.largest_capacity = 0
+        self.key_types: set[str] = set()
 
     def size(self, draws: Draws) -> int:
         """The capacity in bytes; the program's keys are drawn after it (see the module docstring)."""
@@ -148,10 +156,14 @@ class CacheCalls:
         universe = _universe(draws, self.scope)
         self.keys = universe[: integer(draws, 1, len(universe))]
         self.misusing = coin(draws)
+        self.largest_capacity = max(self.largest_capacity, capacity)
+        self.most_keys = max(self.most_keys, len(self.keys))
+        self.key_types.update(type(key).__name__ for key in self.keys)
         return capacity
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         state = _State(model, self.keys, self.scope)
+        self.most_live = max(self.most_live, len(state.entries))
         if misuse and self.misusing and draws.randrange(MISUSE_IN) == MISUSE_IN - 1:
             bad = _bad_call(draws, state, operations)
             if bad is not None:
@@ -185,6 +197,14 @@ class CacheCalls:
             bad = [("put", "too_large")] if trusted else [(name, kind) for name in BAD_OPERATIONS for kind in scope.bad_kinds]
             calls += [bad_call(name, kind, scope.keys[0], 0, capacity) for name, kind in bad if name in operations]
         return tuple({repr(call): call for call in calls}.values())  # a bad kind some operation does not take repeats a call
+
+    def reached(self) -> dict[str, Any]:
+        """What this generator's programs reached (the report's `scope`, docs/scope.md): the most
+        entries live before a call, the most keys and the key types of one program, the largest
+        capacity, and the scope's capacity cap (None: uncapped)."""
+        return {"most_live_entries": self.most_live, "most_distinct_keys": self.most_keys,
+                "key_types": sorted(self.key_types), "largest_capacity": self.largest_capacity,
+                "capacity_cap": self.scope.max_capacity}
 
     def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
         """No argument cases beside the outcomes."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
+from typing import Any
 
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.concurrent import command as concurrent_command
@@ -33,6 +35,7 @@ from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import program_snippet, render
 from cacheproof.contract.steps import outcome_of
+from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.sandbox.guarded_call import Watch, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory
@@ -42,23 +45,19 @@ from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
 
 DEFAULT_IMPLS = {
+    "cache": DEFAULT_IMPL,
     "blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager",
     "radix": "cacheproof.impl.radix_cache:radix_cache",
 }
 """The built-in implementation each kind is checked against when no --impl is given."""
 
-_CACHE_ONLY = {
-    "max_capacity": "it caps the byte capacity of a tensor cache whose values hold memory, and a {kind} "
-                    "implementation stores no values of the checker's",
-}
-"""Flags of `cacheproof check` the other kinds cannot have, and why (the line that refuses them)."""
-
-
 def refusal(kind: SpecKind, args: argparse.Namespace) -> str | None:
-    """The one line refusing a flag `kind` cannot have, naming why; None when every flag given suits it."""
-    for name, why in _CACHE_ONLY.items():
-        if getattr(args, name, None) not in (None, False):
-            return f"--{name.replace('_', '-')} is not for --spec {kind.name}: {why.format(kind=kind.name)}"
+    """The one line refusing a flag `kind` cannot have, naming why; None when every flag given suits it.
+    `--max-capacity` is for a kind whose wide scopes can be `capped` (`cache_calls.CacheScope`)."""
+    if getattr(args, "max_capacity", None) is not None and not any(
+            hasattr(phase.scope, "capped") for phase in thorough_phases(kind.name) or ()):
+        return (f"--max-capacity is not for --spec {kind.name}: it caps the byte capacity of a tensor cache whose "
+                f"values hold memory, and a {kind.name} implementation stores no values of the checker's")
     if args.thorough and thorough_phases(kind.name) is None:
         return (f"--thorough is not for --spec {kind.name}: its call generator declares no wide scope "
                 "(THOROUGH in its module) to search beyond the default one")
@@ -122,7 +121,14 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseError as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
+    args.keys = args.keys or profile.keys
     phases = thorough_phases(kind.name) if args.thorough else (Phase(default_scope(kind.name), args.examples, args.steps),)
+    try:
+        cap = capacity_cap(probed, phases, args.max_capacity, watch)
+    except ChildFailure as failure:
+        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        return 2
+    phases = tuple(replace(phase, scope=scoped(phase.scope, args.keys, cap)) for phase in phases)
     workers = args.workers or 1
     try:
         shares(phases, workers)
@@ -183,6 +189,24 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print(args, report, impl, profile.name, snippets, explanations)
     return 0 if report.ok else 1
+
+
+def scoped(scope: Any, keys: str | None, cap: int | None) -> Any:
+    """`scope` drawing its keys from the domain `keys` and its sizes capped at `cap` bytes, where the
+    kind's scope has them (`with_keys`, `capped`; None: unchanged)."""
+    if keys is not None and hasattr(scope, "with_keys"):
+        scope = scope.with_keys(keys)
+    return scope.capped(cap) if cap is not None and hasattr(scope, "capped") else scope
+
+
+def capacity_cap(factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
+    """The byte cap of the sizes the `phases` draw: `asked` (default REAL_VALUE_CAPACITY) when some
+    phase's scope can be `capped` and the values the checker makes for the implementation hold memory
+    (`contract.values.values_hold_memory`: making them costs time per byte); None otherwise."""
+    if not any(hasattr(phase.scope, "capped") for phase in phases):
+        return None
+    holds = supervised(lambda: values_hold_memory(factory(PROBE_SIZE)), watch)
+    return (asked or REAL_VALUE_CAPACITY) if holds else None
 
 
 PROBE_SIZE = 4
@@ -275,8 +299,7 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
             "seconds": f"{report.seconds:.2f}", "steps/s": f"{report.steps_per_second:.0f}",
             **timing_rows(report.seconds_to_failure, report.first_report_seconds),
             "outcomes reached": report.coverage.summary(),
-            "scope": f"{', '.join(report.scopes)}: {get_kind(report.kind).size_name} up to {report.largest_size}, "
-                     f"up to {report.longest_sequence} calls per program",
+            **report.scope_rows(),
             "divergences": len(report.counterexamples),
             "database": database_row(args.database_choice),
             **({} if report.workers is None else report.workers.row()),

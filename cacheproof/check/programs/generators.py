@@ -51,7 +51,11 @@ _REGISTRY = {
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
 --thorough` runs (`cacheproof.check.phases.Phase`s of those scopes); a module without `THOROUGH`
 has no wide scope, and `--thorough` is refused. `EXHAUSTIVE` (by name, the default first) holds the
-scopes `check --exhaustive` enumerates (`CallGenerator.enabled_calls`)."""
+scopes `check --exhaustive` enumerates (`CallGenerator.enabled_calls`). A scope may offer
+`with_keys(domain)` (`--keys`, a profile's key domain) and `capped(bytes)` (`--max-capacity`, for
+an implementation whose values hold memory; a kind none of whose scopes offers it has the flag
+refused); a generator may offer `reached()`, its measures of what its programs reached (the
+report's `scope` in place of `largest_size`: the tensor cache's most live entries, key types, ...)."""
 
 
 def generator_for(kind: str, scope: Any = None) -> CallGenerator:

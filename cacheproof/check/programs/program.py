@@ -23,7 +23,8 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
-from cacheproof.sandbox.fault_search import DIVERGENCE, Failure, ending_of, shrink_failure, shrink_seconds
+from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, Failure, ending_of, not_deterministic
+from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.spec.kind import SpecKind
 
@@ -31,6 +32,9 @@ CUT_SHORT = " (shrinking stopped when its time budget ran out)"
 """Added to the message of a counterexample whose shrinking ran out of time."""
 INTERRUPTED = " (shrinking interrupted)"
 """Added to the message of a counterexample whose shrinking the user's Ctrl-C stopped."""
+NONDETERMINISM_REPLAYS = 4
+"""Replays of a diverging program before it is shrunk: one that does not diverge the same way on
+each is reported as not deterministic (`unrepeated`), unshrunk."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,10 @@ def shrink_program(
     is replayed once more for its difference. `on_smallest(size, calls)` is told the smallest
     failing program so far as shrinking goes (what a Ctrl-C reports: `interrupted_program`)."""
     kind = example.kind_of()
+    if example.fault is None:
+        unrepeatable = unrepeated(setup, example, watch)
+        if unrepeatable is not None:
+            return unrepeatable
     noted = None if on_smallest is None else (lambda calls, _: on_smallest(size, calls))
 
     def attempt_at(size: int) -> Callable[[list[Call]], Failure | None]:
@@ -238,6 +246,20 @@ def shrink_program(
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
+
+
+def unrepeated(setup: ProgramSetup, example: ProgramCounterexample, watch: Watch | None) -> ProgramCounterexample | None:
+    """The diverging `example` reported as not deterministic when one of NONDETERMINISM_REPLAYS replays
+    on a fresh implementation does not fail with the same difference (it agrees, or fails otherwise);
+    None when every replay repeats it. The program is kept whole: shrinking needs a repeatable failure."""
+    said = example.difference.describe()
+    for _ in range(NONDETERMINISM_REPLAYS):
+        found = program_failure(setup, example.size, example.calls, watch)
+        if found is None or found[0].message != said:
+            message = not_deterministic(example.calls, said, None if found is None else found[0])
+            return ProgramCounterexample(example.size, example.calls, None,
+                                         Failure(len(example.calls) - 1, message, NOT_DETERMINISTIC))
+    return None
 
 
 def interrupted_program(

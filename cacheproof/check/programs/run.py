@@ -36,7 +36,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import ExampleDatabase
 from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.phases import Phase as ScopePhase
@@ -131,9 +131,18 @@ class ProgramReport:
     longest_sequence: int = 0
     workers: WorkersSummary | None = None
 
+    measures: dict[str, Any] = field(default_factory=dict)
+
     def scope_json(self) -> dict[str, Any]:
-        """The JSON report's `scope`: what the programs reached."""
-        return {"scopes": list(self.scopes), "largest_size": self.largest_size, "longest_sequence": self.longest_sequence}
+        """The JSON report's `scope`: what the programs reached; the generator's own `measures`
+        (`CallGenerator.reached`) in place of `largest_size` where it has them."""
+        reached = self.measures or {"largest_size": self.largest_size}
+        return {"scopes": list(dict.fromkeys(self.scopes)), **reached, "longest_sequence": self.longest_sequence}
+
+    def scope_rows(self) -> dict[str, str]:
+        """The report table's rows of `scope_json`, one per measure ("largest capacity": "64")."""
+        return {("scope" if name == "scopes" else name.replace("_", " ")): _row_text(value)
+                for name, value in self.scope_json().items()}
 
     @property
     def ok(self) -> bool:
@@ -146,6 +155,26 @@ class ProgramReport:
     @property
     def counterexample(self) -> ProgramCounterexample | None:
         return self.counterexamples[0] if self.counterexamples else None
+
+
+def _row_text(value: Any) -> str:
+    if isinstance(value, list):
+        return " + ".join(map(str, value)) or "-"
+    return "-" if value is None else str(value)
+
+
+def merged_measures(measures: Any) -> dict[str, Any]:
+    """The generators' `reached` measures of several runs as one: the largest of each number, the
+    union of each list, sorted (a phase's scope lists once), a None only where every run has one."""
+    merged: dict[str, Any] = {}
+    for reached in measures:
+        for name, value in reached.items():
+            known = merged.get(name)
+            if isinstance(value, list):
+                merged[name] = sorted(set(known or ()) | set(value))
+            elif known is None or value is not None and value > known:
+                merged[name] = value
+    return merged
 
 
 class ProgramDivergence(AssertionError):
@@ -304,9 +333,11 @@ def run_program_check(
                 supervised(search, watch, describe_hang)
             except _BudgetSpent:
                 break
-            except (ProgramDivergence, _HypothesisShrinkDone):
-                if not keep(shrunk(last[0])):
-                    break
+            except (ProgramDivergence, _HypothesisShrinkDone, Flaky):
+                if not last:  # Hypothesis saw a failure that no program of this run noted
+                    raise
+                if not keep(shrunk(last[0])) or report.counterexamples[-1].fault is not None:
+                    break  # a fault (not deterministic, say) ends the search, as a hang or a crash does
                 continue
             except CacheFault as fault:  # a hang or a crash ends the search: each further one would cost as much
                 keep(shrunk(faulted(fault)))
@@ -326,6 +357,7 @@ def run_program_check(
     if report.interrupted and not report.counterexamples:  # nothing that fails again: no verdict
         raise KeyboardInterrupt
     report.seconds = time.perf_counter() - started
+    report.measures = dict(getattr(generator, "reached", dict)())
     return report
 
 
@@ -359,6 +391,7 @@ def run_program_phases(
         total.scopes += (getattr(phase.scope, "name", "small"),)
         total.largest_size = max(total.largest_size, report.largest_size)
         total.longest_sequence = max(total.longest_sequence, report.longest_sequence)
+        total.measures = merged_measures((total.measures, report.measures))
         total.counterexamples = report.counterexamples
         total.interrupted, total.shrinking_interrupted = report.interrupted, report.shrinking_interrupted
         total.coverage = OutcomeCoverage.merged((total.coverage, report.coverage))

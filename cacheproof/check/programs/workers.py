@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.phases import Phase, shares
-from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_phases
+from cacheproof.check.programs.run import ProgramOptions, ProgramReport, merged_measures, run_program_phases
 from cacheproof.check.workers import CrewResult, Hooks, ParentHooks, run_crew
 from cacheproof.cmdline.databases import DatabaseChoice, namespaced, open_database
 from cacheproof.sandbox.factories import load_factory
@@ -64,6 +64,7 @@ def merged(kind: SpecKind, result: CrewResult, options: ProgramOptions) -> Progr
         scopes=tuple(dict.fromkeys(name for report in reports for name in report.scopes)),
         largest_size=max((report.largest_size for report in reports), default=0),
         longest_sequence=max((report.longest_sequence for report in reports), default=0),
+        measures=merged_measures(report.measures for report in reports),
         workers=result.summary,
     )
     if winning is not None:

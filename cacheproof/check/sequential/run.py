@@ -33,7 +33,7 @@ from cacheproof.check.sequential.programs import program_test
 from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_ATTEMPTS
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.sequential.scope import SMALL, Phase, with_key_domain
-from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free
+from cacheproof.contract.values import MAX_VALUE_BYTES, REAL_VALUE_CAPACITY, values_hold_memory  # noqa: F401  (re-exported)
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
@@ -47,13 +47,6 @@ MINIMUM_SHRINK_SECONDS_AFTER_FIRST = 3.0
 """Shrinking a further kind of divergence gets at least this long, even at the end of the search."""
 NONDETERMINISM_REPLAYS = 4
 """Replays of a sequence Hypothesis found flaky, looking for a run that answers differently."""
-
-REAL_VALUE_CAPACITY = 1 << 16
-"""Capacities are capped here (by default) for a cache whose values hold real memory (make_value
-returns values that are not storage-free): making values costs time per byte. At most
-MAX_VALUE_BYTES (`--max-capacity` raises it that far)."""
-
-_PROBE_VALUE_BYTES = 64
 
 class _HypothesisShrinkDone(RunStop):
     """Ends Hypothesis's shrinking after HYPOTHESIS_SHRINK_ATTEMPTS (not a failure to Hypothesis)."""
@@ -400,14 +393,7 @@ def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
     """None when the values the checker makes for `factory`'s caches hold no memory (it has no
     make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
     capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
-    cache = factory(PROBE_CAPACITY_BYTES)
-    make_value = getattr(cache, "make_value", None)
-    if make_value is None:
-        return None
-    try:
-        return None if is_storage_free(make_value(_PROBE_VALUE_BYTES, 0)) else cap
-    except Exception:  # noqa: BLE001  (make_value's failure is found again, and reported, by the examples)
-        return cap
+    return cap if values_hold_memory(factory(PROBE_CAPACITY_BYTES)) else None
 
 
 def _shrunk(
