@@ -252,7 +252,7 @@ class SglangRadixCache:
             engine_call(self.allocator, "clear")
             return True
 
-    # Request level: SGLang's scheduler functions on the request record ----------------------
+    # Request level: SGLang's scheduler functions on SGLang's own Req ---------------------
 
     def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
         import torch
