@@ -36,13 +36,17 @@ tokens))`):
 - `reset()` -> the scheduler's `flush_cache`: False while a request runs or `protected_size()` is
   above 0, else `RadixCache.reset()`, the request pool's and the allocator's `clear()`, True.
 - `evictable_size()`, `protected_size()`, `total_size()` -> SGLang's own.
-- `prefill(request, tokens)` -> a `SchedulerRequest` (the fields of SGLang's `Req` these calls
-  read; `Req` itself does not import without the `openai` package) admitted as the scheduler
-  admits it: `mem_cache.common.match_kv_cache` (its key capped at len(tokens) - 1 by the Req's
-  rule), `RadixCache.lock(req.last_node)`, `allocation.alloc_req_slots` (a ReqToTokenPool row),
+- `prefill(request, tokens)` -> SGLang's own `Req` (managers/schedule_batch.py; rid `str(request)`,
+  greedy `SamplingParams` of one new token) admitted as the scheduler admits it, in the order of
+  its `DynamicChunkSizer`'s profiling request: `Req.init_next_round_input(tree)` (which calls
+  `mem_cache.common.match_kv_cache`, its key capped at len(tokens) - 1 by `Req`'s own rule, and
+  sets `kv.cache_protected_len`), `req.lock = RadixCache.lock(req.last_node)`, `req.extend_end`
+  the fill length, then `alloc_for_extend`'s steps for a batch of one:
+  `allocation.alloc_req_slots` (a ReqToTokenPool row, set on `req.kv.req_pool_idx` by the pool),
   `allocation.alloc_token_slots` (paged: `alloc_paged_token_slots_extend`), both evicting from the
-  tree when short, and the row written with the prefix's tree slots and the new ones
-  (`write_cache_indices`' work). The one decision of the adapter's: the budget check of the
+  tree when short, the row written with the prefix's tree slots and the new ones
+  (`write_cache_indices`' work) and `kv.kv_allocated_len = kv.kv_committed_len` the request's
+  length. The one decision of the adapter's: the budget check of the
   scheduler's `PrefillAdder` (the new tokens against free plus evictable slots, the matched path
   pinned) is made from SGLang's counters before `match_kv_cache`, where the scheduler makes it
   after; a refusal is CapacityError with nothing called (docs/engines.md, findings). The answer is
@@ -51,7 +55,8 @@ tokens))`):
   `mem_cache.common.checkpoint_kv_cache(req, tree)`, which calls `RadixCache.checkpoint(req,
   up_to=extend_end)` (the scheduler's extend_end never goes back; SGLang's checkpoint below
   `cache_protected_len` frees tree slots later, docs/engines.md).
-- `release(request)` -> the request finished, `mem_cache.common.release_kv_cache(req, tree,
+- `release(request)` -> the request finished (`finished_reason = FINISH_LENGTH(length=max_new_tokens)`,
+  as `Req.check_finished` marks a request at its token budget), `mem_cache.common.release_kv_cache(req, tree,
   checkpoint=True)`.
   The answer of both is the `prefix_len` of the InsertResult SGLang's tree returned inside the
   call (RadixCache.checkpoint keeps it to itself; the adapter records what `insert` answered).
@@ -75,7 +80,7 @@ from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongSta
 from cacheproof.spec.radix.semantics import RADIX_OPTIONS
 from cacheproof.spec.radix.snapshot import write_snapshot
 
-__all__ = ["SglangRadixCache", "SchedulerRequest", "radix_cache", "paged_radix_cache", "PROFILE", "PAGED_PROFILE"]
+__all__ = ["SglangRadixCache", "radix_cache", "paged_radix_cache", "PROFILE", "PAGED_PROFILE"]
 
 PROFILE = "sglang-radix"
 PAGED_PROFILE, PAGED_PROFILE_PAGE = "sglang-radix-paged", 2
@@ -103,6 +108,8 @@ def _sglang() -> dict[str, Any]:
         from sglang.srt.mem_cache.common import checkpoint_kv_cache, match_kv_cache, release_kv_cache
         from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
         from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey
+        from sglang.srt.managers.schedule_batch import FINISH_LENGTH, Req
+        from sglang.srt.sampling.sampling_params import SamplingParams
     except ImportError as error:
         raise ImportError(f"{_MISSING} ({error})") from error
     return {"RadixCache": RadixCache, "RadixKey": RadixKey, "TokenToKVPoolAllocator": TokenToKVPoolAllocator,
@@ -111,7 +118,8 @@ def _sglang() -> dict[str, Any]:
             "InsertParams": InsertParams, "EvictParams": EvictParams, "ReqToTokenPool": ReqToTokenPool,
             "match_kv_cache": match_kv_cache, "checkpoint_kv_cache": checkpoint_kv_cache,
             "release_kv_cache": release_kv_cache, "alloc_req_slots": alloc_req_slots,
-            "alloc_token_slots": alloc_token_slots, "alloc_paged_token_slots_extend": alloc_paged_token_slots_extend}
+            "alloc_token_slots": alloc_token_slots, "alloc_paged_token_slots_extend": alloc_paged_token_slots_extend,
+            "Req": Req, "SamplingParams": SamplingParams, "FINISH_LENGTH": FINISH_LENGTH}
 
 
 def _publish_server_args() -> None:
@@ -170,72 +178,6 @@ radix_cache.profile = _profile_named(PROFILE)
 paged_radix_cache.profile = _profile_named(PAGED_PROFILE)
 
 
-class _KvRecord:
-    """The fields of SGLang's `ReqKvInfo` (managers/schedule_batch.py) that RadixCache.checkpoint,
-    `release_kv_cache` and ReqToTokenPool read and write for a request with neither sliding window
-    nor Mamba state: its row, the tree-owned length, its inserted, committed and allocated lengths."""
-
-    def __init__(self) -> None:
-        self.req_pool_idx: int | None = None
-        self.cache_protected_len = self.cache_inserted_len = 0
-        self.kv_committed_len = self.kv_allocated_len = 0
-        self.swa_evict_floor = 0
-        self.mamba_pool_idx = None
-
-    @property
-    def holds_kv(self) -> bool:
-        return self.req_pool_idx is not None
-
-    @property
-    def holds_mamba(self) -> bool:
-        return False
-
-    @property
-    def is_kv_released(self) -> bool:
-        return self.kv_allocated_len == 0
-
-    def get_evicted_seqlen(self, component_type: Any) -> int:
-        return 0  # no sliding window evicts a full-attention request's KV
-
-    def swa_dead_lo(self, page_size: int) -> int:
-        return self.cache_protected_len
-
-    def mark_kv_released(self) -> None:
-        self.kv_allocated_len = 0
-
-
-class SchedulerRequest:
-    """The fields of SGLang's `Req` that its scheduler's admission (`match_kv_cache`, `lock`,
-    `alloc_req_slots`, `alloc_token_slots`), `checkpoint_kv_cache` and `release_kv_cache` read,
-    for a prompt of `tokens` with no output yet, no LoRA key or salt, default priority, no
-    logprobs: `Req` itself lives in managers/schedule_batch.py, whose import chain needs the
-    `openai` package (docs/engines.md)."""
-
-    def __init__(self, rid: int, tokens: tuple[int, ...]) -> None:
-        self.rid = rid
-        self.origin_input_ids = array("q", tokens)
-        self.output_ids: list[int] = []
-        self.full_untruncated_fill_ids = array("q", tokens)
-        self.extra_key = self.cache_salt = self.priority = None
-        self.kv = _KvRecord()
-        self.lock = self.last_node = self.finished_reason = self.finished_len = None
-        self.prefix_len = self.extend_end = 0
-        self.skip_radix_cache_insert = False
-        self.reasoning_tokens = 0
-
-    def _compute_max_prefix_len(self, input_len: int) -> int:
-        return max(input_len - 1, 0)  # the last token is always computed (Req's rule without logprobs)
-
-    def finished(self) -> bool:
-        return self.finished_reason is not None
-
-    def owned_kv_len(self) -> int:
-        return self.kv.kv_committed_len
-
-    def refresh_fill_ids(self) -> None:
-        self.full_untruncated_fill_ids = self.origin_input_ids + array("q", self.output_ids)
-
-
 class SglangRadixCache:
     """A RadixCache speaking the radix contract; `cache` is SGLang's tree, `allocator` its pool."""
 
@@ -249,7 +191,7 @@ class SglangRadixCache:
         self.page_size = int(cache.page_size)
         self.profile = PROFILE if self.page_size == 1 else PAGED_PROFILE
         self.kv = torch.full((capacity_tokens + self.page_size,), -1, dtype=torch.int64)
-        self.requests: dict[int, SchedulerRequest] = {}
+        self.requests: dict[int, Any] = {}
         self._atomic = Atomic(cache)
 
     def _key(self, tokens: Any) -> Any:
@@ -310,7 +252,7 @@ class SglangRadixCache:
             engine_call(self.allocator, "clear")
             return True
 
-    # Request level: SGLang's scheduler functions on the request record ----------------------
+    # Request level: SGLang's scheduler functions on SGLang's own Req ---------------------
 
     def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
         import torch
@@ -324,18 +266,16 @@ class SglangRadixCache:
                 raise WrongStateError(f"prefill(request={request}): the request is running; SGLang's scheduler "
                                       "admits a Req once")
             self._admission_budget(request, tuple(tokens))
-            req = SchedulerRequest(request, tuple(tokens))
-            self._names["match_kv_cache"](req, self.cache, req.full_untruncated_fill_ids,
-                                          max_prefix_len=req._compute_max_prefix_len(len(tokens)))
-            req.kv.cache_protected_len = req.prefix_len
-            req.extend_end = len(tokens)
+            req = self._new_req(request, tuple(tokens))
+            req.init_next_round_input(self.cache)
             req.lock = engine_call(self.cache, "lock", req.last_node)
+            req.extend_end = len(req.full_untruncated_fill_ids)
             self._names["alloc_req_slots"](self.cache.req_to_token_pool, [req], self.cache)
             prefix = engine_call(self.cache, "path_device_indices", req.last_node)[:req.prefix_len]
             own = self._allocate(req, prefix)
             self.cache.req_to_token_pool.write((req.kv.req_pool_idx, slice(0, len(tokens))), torch.cat([prefix, own]))
             self.kv[own] = torch.tensor(tokens[req.prefix_len:], dtype=torch.int64)
-            req.kv.kv_committed_len = req.kv.kv_allocated_len = len(tokens)
+            req.kv.kv_committed_len = req.kv.kv_allocated_len = len(tokens)  # alloc_for_extend's last step
             self.requests[request] = req
             return int(req.prefix_len)
 
@@ -351,12 +291,20 @@ class SglangRadixCache:
     def release(self, request: int) -> int:
         with self._atomic:
             req = self._running("release", request)
-            req.finished_reason = "length"
+            req.finished_reason = self._names["FINISH_LENGTH"](length=req.sampling_params.max_new_tokens)
             cached = self._inserted(lambda: self._names["release_kv_cache"](req, self.cache, checkpoint=True))
             del self.requests[request]
             return cached
 
-    def _allocate(self, req: SchedulerRequest, prefix: Any) -> Any:
+    def _new_req(self, request: int, tokens: tuple[int, ...]) -> Any:
+        """SGLang's own `Req` for a prompt of `tokens`, built as its scheduler's profiling request is
+        (`DynamicChunkSizer`, managers/scheduler_components/dynamic_chunk_sizer.py): rid the request's
+        number as a string, no text, the tokens as an int64 array, greedy `SamplingParams` of one new
+        token; no logprobs, LoRA, salt or priority, so its match cap is `len(tokens) - 1`."""
+        return self._names["Req"](rid=str(request), origin_input_text="", origin_input_ids=array("q", tokens),
+                                  sampling_params=self._names["SamplingParams"](temperature=0, max_new_tokens=1))
+
+    def _allocate(self, req: Any, prefix: Any) -> Any:
         """The KV slots of the request's tokens past its prefix, as `alloc_for_extend` takes them:
         `alloc_token_slots` at page size 1, else `alloc_paged_token_slots_extend` continuing the
         prefix's last page (both evict from the tree first when short)."""
@@ -375,7 +323,7 @@ class SglangRadixCache:
         if not isinstance(request, int) or isinstance(request, bool):
             raise InvalidArgumentError(f"{operation}: request {request!r} is not an int (the Req's rid here)")
 
-    def _running(self, operation: str, request: Any) -> SchedulerRequest:
+    def _running(self, operation: str, request: Any) -> Any:
         self._request_id(operation, request)
         if request not in self.requests:
             raise WrongStateError(f"{operation}(request={request}): no running Req has this rid (prefill admits it)")

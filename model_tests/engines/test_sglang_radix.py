@@ -23,7 +23,7 @@ from cacheproof.cli import main  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
-from cacheproof.engines.sglang_radix import SchedulerRequest, paged_radix_cache  # noqa: E402
+from cacheproof.engines.sglang_radix import paged_radix_cache  # noqa: E402
 from cacheproof.check.programs.draws import integer  # noqa: E402
 from cacheproof.check.programs.radix_calls import RadixCalls  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
@@ -115,6 +115,21 @@ def test_request_level_walk_through_sglangs_scheduler_functions() -> None:
     assert [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 4)]
 
 
+def test_a_running_request_is_sglangs_own_req() -> None:
+    """prefill builds SGLang's `Req` and lets its own methods set the admission's fields: the match
+    cap of Req's rule (one token short of the prompt), the row from ReqToTokenPool.alloc."""
+    from sglang.srt.managers.schedule_batch import Req, ReqKvInfo
+
+    cache = radix_cache(8)
+    cache.insert((1, 2, 3))
+    assert cache.prefill(7, (1, 2, 3)) == 2  # all three cached, yet Req's cap leaves the last to compute
+    req = cache.requests[7]
+    assert type(req) is Req and type(req.kv) is ReqKvInfo and req.rid == "7"
+    assert (tuple(req.origin_input_ids), req.extend_end, req.kv.cache_protected_len) == ((1, 2, 3), 3, 2)
+    assert req.kv.req_pool_idx is not None and req.kv.kv_committed_len == req.kv.kv_allocated_len == 3
+    assert cache.release(7) == 3 and req.finished() and not req.kv.holds_kv
+
+
 def test_release_kv_cache_reads_the_published_server_args() -> None:
     from sglang.srt.runtime_context import get_serving, get_spec
 
@@ -137,15 +152,13 @@ def test_an_admission_short_of_slots_is_refused_before_sglangs_match() -> None:
 
 
 def test_sglangs_own_order_splits_before_the_budget_is_known() -> None:
-    """The finding of docs/engines.md: SGLang's scheduler matches a waiting request (match_kv_cache)
+    """The finding of docs/engines.md: SGLang's scheduler matches a waiting Req (init_next_round_input)
     before PrefillAdder checks its budget, so a request refused for want of slots has split a node."""
-    from sglang.srt.mem_cache.common import match_kv_cache
-
     cache = radix_cache(3)
     cache.prefill(1, (1, 2, 3))
     cache.release(1)
-    req = SchedulerRequest(2, (1, 2, 5, 6))
-    match_kv_cache(req, cache.cache, req.full_untruncated_fill_ids, max_prefix_len=3)
+    req = cache._new_req(2, (1, 2, 5, 6))
+    req.init_next_round_input(cache.cache)  # the scheduler's match of a waiting Req (match_kv_cache)
     assert req.prefix_len == 2 and [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 3)]
     new_tokens, pinned = 4 - req.prefix_len, req.prefix_len  # PrefillAdder pins the match (lock_ref 0 before)
     assert new_tokens > cache.allocator.available_size() + cache.evictable_size() - pinned  # ... and refuses it
