@@ -200,13 +200,17 @@ class ViewReader(NamedTuple):
     read of an implementation named `cache` as a Python expression, with the `imports` it needs
     (what a counterexample's snippet asserts on). `method`: the implementation's method the view
     calls (None: the view's name); an implementation without it is not compared on the view when
-    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise.
+    `state`: whether the view shows state; False for the last call's announcement (the block
+    pool's KV cache events), which is compared after every call but is no part of a state, so a
+    search that merges states never reads it (`SpecKind.state_views`)."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
     imports: str = ""
     method: str | None = None
     optional: bool = False
+    state: bool = True
 
 
 @dataclass(frozen=True)
@@ -316,6 +320,12 @@ class SpecKind:
         if len(groups) < 2 or not self.partitioning.independent(model, calls):
             return None
         return list(groups.values())
+
+    @cached_property
+    def state_views(self) -> tuple[str, ...]:
+        """The views that show state (`ViewReader.state`), in `views` order: what a merge of
+        states reads."""
+        return tuple(view for view in self.views if view not in self.view_readers or self.view_readers[view].state)
 
     @cached_property
     def names(self) -> tuple[str, ...]:

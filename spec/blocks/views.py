@@ -111,10 +111,11 @@ BLOCK_SHAPES = {
 `tables_parts`, `contents_parts` and `events_parts` read it."""
 
 BLOCK_VIEW_READERS = {
-    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
+    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True,
+                         state=False),
 }
 """The events view is optional (`SpecKind.view_readers`): a pool that announces no KV cache events
-(no `events()`) is compared on the other views."""
+(no `events()`) is compared on the other views. It shows the last call's announcement, no state."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:

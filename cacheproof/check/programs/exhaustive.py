@@ -159,9 +159,9 @@ class _Expansion:
 
 
 def missing_views(kind: SpecKind, implementation: Any) -> tuple[str, ...]:
-    """The kind's views `implementation` does not offer (an optional view's method it lacks): the
-    merge key then reads less than the kind's snapshot."""
-    return tuple(view for view in kind.views
+    """The kind's state views (`SpecKind.state_views`) `implementation` does not offer (an optional
+    view's method it lacks): the merge key then reads less than the kind's snapshot."""
+    return tuple(view for view in kind.state_views
                  if not callable(getattr(implementation, (kind.view_readers.get(view) and kind.view_readers[view].method)
                                          or view, None)))
 
@@ -248,7 +248,8 @@ def _offers_copy(implementation: Any) -> bool:
 def _merge_key(setup: ExhaustiveSetup, size: int, model: Any, twin: Any, implementation: Any,
                views: tuple[str, ...]) -> Hashable:
     """The state's size, the twin's state key and the implementation's snapshot (see the module)."""
-    return size, twin.state_key(), implementation_snapshot(setup.kind, implementation, model, views)
+    state_views = tuple(view for view in views if view in setup.kind.state_views)  # no last call's announcement
+    return size, twin.state_key(), implementation_snapshot(setup.kind, implementation, model, state_views)
 
 
 class _KeyValues:
