@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from model_tests.report_validation import report_errors
+from tools import duel_fixture
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 FIXTURES = sorted((REPOSITORY / "model_tests" / "mutation_duels").glob("*.json"))
@@ -85,3 +86,27 @@ def test_a_figure_edited_by_hand_is_a_difference():
     row = next(line for line in text.splitlines() if line.startswith(f"| `{module}`"))
     edited = row.rsplit("|", 2)[0] + f"| {figures[-1] + 1} |"
     assert table_figures(text.replace(row, edited), README_SECTION)[module] != figures
+
+
+def _side(status: str) -> dict:
+    return {"status": status, "exit_code": 0 if status == "survived" else 1, "seconds": 1.0, "output_tail": "x"}
+
+
+def _duel(*mutants: tuple[int, str, str, str]) -> dict:
+    return {"command": "mutate", "module": "m", "source_path": "m.py", "mutants_generated": 9, "test_command": "t",
+            "mutants": [{"number": number, "category": category, "cacheproof": _side(mine), "tests": _side(theirs)}
+                        for number, mine, theirs, category in mutants]}
+
+
+def test_a_rerun_replaces_its_mutants_sides_and_the_counts_follow():
+    report = duel_fixture.merged(_duel((1, "survived", "killed", "tests only"), (2, "killed", "killed", "both")),
+                                 _duel((1, "killed", "killed", "both")))
+    assert [mutant["category"] for mutant in report["mutants"]] == ["both", "both"]
+    assert report["counts"] == {"both": 2, "cacheproof only": 0, "tests only": 0, "neither": 0} and report["ok"]
+    with pytest.raises(ValueError, match="#3"):
+        duel_fixture.merged(_duel((1, "killed", "killed", "both")), _duel((3, "killed", "killed", "both")))
+    other = _duel((1, "killed", "killed", "both"))
+    other["module"] = "n"
+    with pytest.raises(ValueError, match="module"):
+        duel_fixture.merged(_duel((1, "killed", "killed", "both")), other)
+    assert duel_fixture.trimmed(report)["mutants"][0]["cacheproof"]["output_tail"] == ""
