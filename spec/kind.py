@@ -200,17 +200,13 @@ class ViewReader(NamedTuple):
     read of an implementation named `cache` as a Python expression, with the `imports` it needs
     (what a counterexample's snippet asserts on). `method`: the implementation's method the view
     calls (None: the view's name); an implementation without it is not compared on the view when
-    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise.
-    `state`: whether the view shows state; False for the last call's announcement (the block
-    pool's KV cache events), which is compared after every call but is no part of a state, so a
-    search that merges states never reads it (`SpecKind.state_views`)."""
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
     imports: str = ""
     method: str | None = None
     optional: bool = False
-    state: bool = True
 
 
 @dataclass(frozen=True)
@@ -263,6 +259,11 @@ class SpecKind:
     `partitioning` says how a concurrent history splits into independent parts (`Partitioning`);
     None: never (the kind's module says why).
 
+    `announcements` names the views that show what the last call announced rather than a state
+    (the block pool's KV cache events): a sequential program, a replay and the monitor compare them
+    after every call, after `views` (`compared_views`); a merge of states never reads them, nor the
+    final state of a concurrent run, where "the last call" has no one order.
+
     `types` maps each argument domain and each result of the operation table to the Python type
     the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
     them from the table); a kind without it has no generated signatures.
@@ -286,6 +287,7 @@ class SpecKind:
     types: dict[str, str] = field(default_factory=dict)
     view_readers: dict[str, ViewReader] = field(default_factory=dict)
     partitioning: Partitioning | None = None
+    announcements: tuple[str, ...] = ()
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
         """`view` of `target` (the model or an implementation) as the differential step compares it:
@@ -322,10 +324,10 @@ class SpecKind:
         return list(groups.values())
 
     @cached_property
-    def state_views(self) -> tuple[str, ...]:
-        """The views that show state (`ViewReader.state`), in `views` order: what a merge of
-        states reads."""
-        return tuple(view for view in self.views if view not in self.view_readers or self.view_readers[view].state)
+    def compared_views(self) -> tuple[str, ...]:
+        """What a sequential differential step compares after every call: the views, then the
+        announcements."""
+        return self.views + self.announcements
 
     @cached_property
     def names(self) -> tuple[str, ...]:

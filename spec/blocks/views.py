@@ -111,11 +111,10 @@ BLOCK_SHAPES = {
 `tables_parts`, `contents_parts` and `events_parts` read it."""
 
 BLOCK_VIEW_READERS = {
-    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True,
-                         state=False),
+    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
 }
 """The events view is optional (`SpecKind.view_readers`): a pool that announces no KV cache events
-(no `events()`) is compared on the other views. It shows the last call's announcement, no state."""
+(no `events()`) is compared on the other views. It is an announcement (`SpecKind.announcements`)."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:

@@ -159,9 +159,9 @@ class _Expansion:
 
 
 def missing_views(kind: SpecKind, implementation: Any) -> tuple[str, ...]:
-    """The kind's state views (`SpecKind.state_views`) `implementation` does not offer (an optional
-    view's method it lacks): the merge key then reads less than the kind's snapshot."""
-    return tuple(view for view in kind.state_views
+    """The kind's views `implementation` does not offer (an optional view's method it lacks): the
+    merge key then reads less than the kind's snapshot."""
+    return tuple(view for view in kind.views
                  if not callable(getattr(implementation, (kind.view_readers.get(view) and kind.view_readers[view].method)
                                          or view, None)))
 
@@ -248,8 +248,7 @@ def _offers_copy(implementation: Any) -> bool:
 def _merge_key(setup: ExhaustiveSetup, size: int, model: Any, twin: Any, implementation: Any,
                views: tuple[str, ...]) -> Hashable:
     """The state's size, the twin's state key and the implementation's snapshot (see the module)."""
-    state_views = tuple(view for view in views if view in setup.kind.state_views)  # no last call's announcement
-    return size, twin.state_key(), implementation_snapshot(setup.kind, implementation, model, state_views)
+    return size, twin.state_key(), implementation_snapshot(setup.kind, implementation, model, views)
 
 
 class _KeyValues:
@@ -293,7 +292,8 @@ def _expand(setup: ExhaustiveSetup, state: _State, views: tuple[str, ...], copie
             implementation = _implementation_in(setup, state, copies)
         after, twin_after = model.copy(), twin.copy()
         calls += 1
-        difference = differential_step(after, implementation, call, views, error_names=names, readers=kind.view_readers)
+        difference = differential_step(after, implementation, call, views + kind.announcements, error_names=names,
+                                       readers=kind.view_readers)
         if difference is not None:
             return _Expansion(children, calls, ProgramCounterexample(state.size, state.path + (call,), difference))
         after.check_invariants()
