@@ -65,8 +65,11 @@ in `VllmKVCacheManager`, whose pool-level operations are those above over the ma
 `block_pool`. Translations:
 - a request id r <-> a real `vllm.v1.request.Request` with id `str(r)` whose `block_hasher`
   gives each full block the contract's chained hash (`block_hash`) as a BlockHash;
-- `find_cached_prefix(tokens)` -> `get_computed_blocks(Request(tokens))`'s hit tokens (vLLM caps
-  the hit at num_tokens - 1 itself);
+- `find_cached_prefix(tokens)` -> `get_computed_blocks_for_connector(Request(tokens))`'s hit
+  tokens (vLLM caps the hit at num_tokens - 1 itself): the local lookup a scheduler with a KV
+  connector makes before it asks the connector, which for a model without Mamba layers is
+  `get_computed_blocks`; `allocate_slots` below uses `get_computed_blocks` itself, so both of
+  vLLM's lookups run under the check;
 - `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
   num_new_tokens, num_hit_tokens, hit_blocks)`; later calls -> a Request of the old tokens
   (computed) extended by `append_output_token_ids(new tokens)`, as a running request after a
@@ -76,6 +79,8 @@ in `VllmKVCacheManager`, whose pool-level operations are those above over the ma
   WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
 - `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
   id, so what vLLM does with it is vLLM's answer.
+- `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
+  taken with the manager's `take_events()`, as vLLM's scheduler does both.
 - `tables()` reads `get_block_ids`; the snapshot's holdings add each request's vLLM blocks.
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
@@ -148,7 +153,7 @@ def _events_taken(operation: Any) -> Any:
         try:
             return operation(self, *args, **kwargs)
         finally:
-            self._emitted = self.pool.take_events()
+            self._emitted = self._take_events()
     return taking
 
 
@@ -165,6 +170,10 @@ class VllmBlockPool:
     @property
     def num_blocks(self) -> int:
         return len(self.pool.blocks)
+
+    def _take_events(self) -> list[Any]:
+        """vLLM's KV cache events since the last take: the pool's queue."""
+        return self.pool.take_events()
 
     # ----------------------------------------------------------------- translations
 
@@ -403,12 +412,30 @@ class VllmKVCacheManager(VllmBlockPool):
             parent = self._int_of(hashes[i - 1]) if i else None
             self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
+    def _take_events(self) -> list[Any]:
+        """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
+        KV-cache spec), as vLLM's scheduler takes them."""
+        return self.manager.take_events()
+
+    @_events_taken
+    def reset(self) -> bool:
+        """The manager's reset_prefix_cache(), as vLLM's scheduler resets (its warning on a busy pool
+        kept out of the checker's output)."""
+        logger = logging.getLogger("vllm")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            return self.manager.reset_prefix_cache()
+        finally:
+            logger.setLevel(level)
+
     # ----------------------------------------------------------------- request level
 
     @_events_taken
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
-        """get_computed_blocks of a Request of `tokens`: its hit tokens."""
-        _, hit, _ = self.manager.get_computed_blocks(self._new_request("find_cached_prefix", self._tokens(tokens)))
+        """get_computed_blocks_for_connector of a Request of `tokens`: its hit tokens."""
+        request = self._new_request("find_cached_prefix", self._tokens(tokens))
+        _, hit, _, _ = self.manager.get_computed_blocks_for_connector(request)
         return hit
 
     @_events_taken
@@ -487,7 +514,9 @@ class VllmKVCacheManager(VllmBlockPool):
 # - get(k) -> the worker's output; UnknownKeyError when k is not cached, WrongStateError when
 #   it has no output yet;
 # - release(k) -> `free_encoder_input` of the input that holds k last (a request holding none:
-#   a fresh one, whatever vLLM does with it); True when k left `cached` (it never does);
+#   a fresh one, whatever vLLM does with it), or `free(request)` when vLLM's
+#   `get_cached_input_ids` says it is that request's last cached input (a finished request, as
+#   the scheduler frees it); True when k left `cached` (it never does);
 # - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
 #   freed hashes; clear() -> `reset()`.
 # The snapshot reads vLLM's tables: idle entries in `freeable` order, then the referenced ones;

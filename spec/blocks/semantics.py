@@ -88,9 +88,10 @@ BLOCK_PROFILES: dict[str, Profile] = {
         Profile(
             "vllm-kv-cache-manager",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
-            (*REQUEST_OPERATIONS, "num_free"),
+            (*REQUEST_OPERATIONS, "reset", "num_free"),
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
-            "and its pool's get_num_free_blocks); the pool-level calls are BlockPool's, held by vllm-block-pool",
+            "reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
+            "held by vllm-block-pool",
         ),
     )
 }
