@@ -1,9 +1,12 @@
 """A `cacheproof mutate --json` report made small enough to commit: every field kept, each side's
-`output_tail` emptied (the diffs, statuses, exit codes and seconds stay). The README's table of
+`output_tail` emptied (the diffs, statuses, exit codes and seconds stay), and no path of the
+machine it ran on: `source_path` as the module's file inside its package, the check command's
+interpreter as `python`, the test command as `--tests-as` writes it (the documented form, with
+`$VLLM_SRC` for the scratch folder). The README's table of
 duel results and docs/mutation-duel.md's summary are read against these fixtures
 (model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a duel wrote.
 
-    python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...]
+    python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...] [--tests-as "COMMAND"]
 
 `--rerun`: a later `cacheproof mutate --mutants ...` report of the same module (after a gap was
 closed in the adapter or the spec, only the mutants it could change rerun): each of its mutants
@@ -61,6 +64,16 @@ def trimmed(report: dict) -> dict:
     return report
 
 
+def portable(report: dict, tests_as: str | None) -> dict:
+    """`report` without the paths of the machine it ran on (see the module)."""
+    report["source_path"] = report["module"].replace(".", "/") + ".py"
+    if report.get("check_command"):
+        report["check_command"] = ["python", *report["check_command"][1:]]
+    if tests_as is not None:
+        report["test_command"] = tests_as
+    return report
+
+
 def _read(path: Path) -> dict:
     report = json.loads(path.read_text())
     if report.get("command") != "mutate":
@@ -73,6 +86,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("report", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--rerun", type=Path, action="append", default=[])
+    parser.add_argument("--tests-as", metavar="COMMAND", help="the test command as the report is to record it")
     args = parser.parse_args(argv)
     try:
         report = _read(args.report)
@@ -83,7 +97,7 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as error:
         print(f"duel_fixture: {error}", file=sys.stderr)
         return 2
-    args.out.write_text(json.dumps(trimmed(report), indent=1) + "\n")
+    args.out.write_text(json.dumps(portable(trimmed(report), args.tests_as), indent=1) + "\n")
     return 0
 
 
