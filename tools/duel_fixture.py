@@ -81,12 +81,18 @@ def _read(path: Path) -> dict:
     return report
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python tools/duel_fixture.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("report", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--rerun", type=Path, action="append", default=[])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    parser.add_argument("report", type=Path, help="the duel's `cacheproof mutate --json` report")
+    parser.add_argument("out", type=Path, help="the fixture to write")
+    parser.add_argument("--rerun", type=Path, action="append", default=[],
+                        help="a later report of some of the same mutants, whose sides replace theirs (repeatable)")
     parser.add_argument("--tests-as", metavar="COMMAND", help="the test command as the report is to record it")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/duel_fixture.py")
+    add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         report = _read(args.report)
