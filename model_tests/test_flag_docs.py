@@ -31,7 +31,7 @@ DIAGRAM_ARROW = "-->"
 """A line holding it is a diagram (`READY --acquire READY_HIT--> READY`): its `--word`s are no flags."""
 
 TOOLS = {"tools/mutate.py": "tools.mutate", "tools/prove_mutations.py": "tools.prove_mutations",
-         "tools/search_power.py": "tools.search_power"}
+         "tools/search_power.py": "tools.search_power", "tools/duel_fixture.py": "tools.duel_fixture"}
 """The repository's own tools whose flags the documents name: the script, its module (add_arguments)."""
 
 FOREIGN_FLAGS = {

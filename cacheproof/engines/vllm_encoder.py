@@ -14,7 +14,8 @@ from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, Ent
 
 __all__ = ["MEMBERS", "VllmEncoderCache"]
 
-MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "get_freed_mm_hashes", "reset")
+MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
+           "get_freed_mm_hashes", "reset")
 """The manager's members the adapter calls."""
 
 
@@ -107,7 +108,11 @@ class VllmEncoderCache:
                 request_id = f"unheld-{key!r}"
                 holder = (request_id, len(self._requests.inputs.setdefault(request_id, [(key, 0)])) - 1)
             present = key in self._table("cached")
-            self._call("free_encoder_input", self._request(holder[0]), holder[1])
+            request = self._request(holder[0])
+            if self._call("get_cached_input_ids", request) == {holder[1]}:
+                self._call("free", request)  # the request's last input: it finishes, as the scheduler frees it
+            else:
+                self._call("free_encoder_input", request, holder[1])
             return present and key not in self._table("cached")
 
     def evict(self, nbytes: int) -> list:

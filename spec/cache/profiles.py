@@ -60,6 +60,25 @@ PROFILES: dict[str, Profile] = {
             "vLLM EncoderCacheManager (check_and_update_cache, can_allocate, free_encoder_input, reset)",
             keys="str",  # vLLM keys encoder outputs by mm_hash, a hex digest string
         ),
+        Profile(
+            "vllm-encoder-cache-0.34",
+            Semantics(
+                release_missing="noop",
+                eviction_time="reservation",
+                refresh_on=frozenset({"ready_hit", "reservation_hit", "release"}),
+                acquire_conflict="hit",
+                transient_entries=False,
+                clear_busy="drop",
+                argument_checks="trusted",
+                snapshot_order="idle",
+                abandoned_reservation="kept",
+                commit_size="reserved",
+            ),
+            ("acquire", "commit", "get", "release", "evict", "clear", "contains"),
+            "vLLM 0.34.0 EncoderCacheManager as shipped: vllm-encoder-cache, and an abandoned reservation kept "
+            "in freeable, an output's size never checked",
+            keys="str",
+        ),
     )
 }
 """Every named profile, by name."""

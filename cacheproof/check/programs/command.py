@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
     try:
-        factory = IsolatedProgramFactory(impl, kind.names + kind.views, Watch(args.call_timeout)) if args.isolate \
+        factory = IsolatedProgramFactory(impl, kind.names + kind.compared_views, Watch(args.call_timeout)) if args.isolate \
             else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)

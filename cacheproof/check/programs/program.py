@@ -128,7 +128,7 @@ def run_program(
         call = setup.generator.draw_call(draws, model, plan, setup.misuse)
         calls.append(call)
         seen = record if record is None else _with_case(record, setup.generator.case_of(call))
-        difference = differential_step(model, implementation, call, setup.kind.views, seen,
+        difference = differential_step(model, implementation, call, setup.kind.compared_views, seen,
                                        error_names=setup.kind.error_names, readers=setup.kind.view_readers)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
@@ -157,7 +157,7 @@ def replay_program(
     for step, call in enumerate(calls):
         if on_step is not None:
             on_step(step)
-        difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names,
+        difference = differential_step(model, implementation, call, setup.kind.compared_views, error_names=setup.kind.error_names,
                                        readers=setup.kind.view_readers)
         if difference is not None:
             return step, difference

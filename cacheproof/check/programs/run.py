@@ -207,7 +207,7 @@ def run_program_check(
     watch = Watch(options.call_timeout)
     trail = ProgramTrail()
     watch.last_call = lambda: trail.calls[-1] if trail.calls else None
-    implementations = IsolatedProgramFactory(options.impl, kind.names + kind.views, watch) if options.isolate \
+    implementations = IsolatedProgramFactory(options.impl, kind.names + kind.compared_views, watch) if options.isolate \
         else WatchedFactory(factory, watch)
 
     def counted() -> None:
