@@ -99,9 +99,9 @@ from typing import Any
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
-__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager"]
+__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager", "encoder_cache", "MISSING_VLLM"]
 
-_MISSING = (
+MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
     "`pip install -e '.[engines]'` in a checkout, or build a venv that has it with "
     "`bash tools/engines_venv.sh VENV` (pins in constraints/engines.txt)"
@@ -125,7 +125,7 @@ def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
         from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.request import Request
     except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
     pool = cls(num_blocks, enable_caching=True, hash_block_size=1, enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
@@ -355,7 +355,7 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCa
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.request import Request
     except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
     attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
     config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
     cls = KVCacheManager if manager_class is None else manager_class
@@ -495,62 +495,4 @@ class VllmKVCacheManager(VllmBlockPool):
         return queue, blocks, tuple((request, tuple(sorted(b))) for request, b in sorted(held.items()) if b)
 
 
-# ===================================================================== the encoder cache
-# `encoder_cache(capacity_bytes)`: vLLM's EncoderCacheManager behind the tensor-cache contract.
-#
-#     cacheproof check --impl cacheproof.engines.vllm:encoder_cache
-#
-# Profile `vllm-encoder-cache` (every design choice is there). The manager
-# (`vllm/v1/core/encoder_cache_manager.py`) is the scheduler's bookkeeping, in encoder
-# embeddings (one per byte here); the adapter plays the scheduler and the worker around it:
-# - acquire(k, n) -> a request's input of k, n embeddings (`cacheproof.adapt.Requests`: request
-#   ids shared by several acquires, so one request may hold k twice, vLLM #54284), then
-#   `check_and_update_cache(req, i)` (a hit: READY_HIT when the worker holds k's output, else
-#   RESERVATION_HIT), else `can_allocate(req, i, capacity, 0)` (False: BLOCKED) and
-#   `allocate(req, i)`; the hashes `get_freed_mm_hashes()` names are dropped from the worker;
-# - commit(k, v) -> the worker stores the encoder's output for a scheduled item: UnknownKeyError
-#   when k is not in `cached` (never scheduled), WrongStateError when the output is stored
-#   already; the output's size is not looked at (vLLM does not), nothing is evicted;
-# - get(k) -> the worker's output; UnknownKeyError when k is not cached, WrongStateError when
-#   it has no output yet;
-# - release(k) -> `free_encoder_input` of the input that holds k last (a request holding none:
-#   a fresh one, whatever vLLM does with it), or `free(request)` when vLLM's
-#   `get_cached_input_ids` says it is that request's last cached input (a finished request, as
-#   the scheduler frees it); True when k left `cached` (it never does);
-# - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
-#   freed hashes; clear() -> `reset()`.
-# The snapshot reads vLLM's tables: idle entries in `freeable` order, then the referenced ones;
-# a key's size from `num_embeds_by_hash`, its references from `request_hash_refs` (one per input
-# of a request: the #54284 fix) or, without it, the size of its `cached` set. An abandoned
-# reservation stays (idle, no output) and a commit of another size is stored: the adapter
-# reports what vLLM keeps, and the profile decides.
-
-
-def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: int | None = 2) -> Any:
-    """vLLM's EncoderCacheManager of `capacity_bytes` embeddings as a contract cache; `requests`
-    request ids shared round-robin by the acquires (None: one request per acquire).
-    `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
-    from cacheproof.adapt import require_members
-    from cacheproof.engines.vllm_encoder import MEMBERS, VllmEncoderCache
-
-    if manager_class is None:
-        try:
-            from vllm.v1.core.encoder_cache_manager import EncoderCacheManager as manager_class
-        except ImportError as error:
-            raise ImportError(f"{_MISSING} ({error})") from error
-    require_members(manager_class, MEMBERS)
-    return VllmEncoderCache(manager_class(capacity_bytes), capacity_bytes, requests)
-
-
-
-def _encoder_profile() -> str:
-    """The encoder cache's profile; imports vLLM's module first (5-15 s: vllm.config pulls
-    transformers), before any timed call, so the factory's first call is not a hang."""
-    try:
-        import vllm.v1.core.encoder_cache_manager  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
-    return "vllm-encoder-cache"
-
-
-encoder_cache.profile = _encoder_profile
+from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache
