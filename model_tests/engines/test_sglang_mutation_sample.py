@@ -5,7 +5,6 @@ Skipped without SGLang."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,8 @@ pytest.importorskip(
     reason="SGLang's RadixCache does not import: build the engines venv with `bash tools/engines_venv.sh VENV`",
 )
 
-from cacheproof.cli import main  # noqa: E402
-from model_tests.report_validation import report_errors  # noqa: E402
+from model_tests.mutation_samples import check_fixed_sample  # noqa: E402
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 KILLED = {
     99: "RadixKey.match_at loses its token arrays (t0, t1): every match and insert below the root raises",
     375: "inc_lock_ref no longer adds a newly locked node to protected_size",
@@ -35,18 +32,8 @@ SURVIVING = {
 
 def test_the_fixed_sample_keeps_its_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(REPOSITORY)
-    monkeypatch.setenv("PYTHONPATH", str(REPOSITORY))
-    report_path = tmp_path / "sample.json"
-    numbers = sorted({*KILLED, *SURVIVING})
-    status = main(["mutate", "sglang.srt.mem_cache.radix_cache", "--impl", "cacheproof.engines.sglang:radix_cache",
-                   "--spec", "radix", "--profile", "sglang-radix", "--examples", "30",
-                   "--check-args", "--call-timeout 60", "--mutants", ",".join(map(str, numbers)),
-                   "--workers", "2", "--json", str(report_path)])
-    assert status == 1  # the sampled survivor (without --tests: any survivor)
-    report = json.loads(report_path.read_text())
-    assert report_errors(report) == []
-    fates = {mutant["number"]: mutant["category"] for mutant in report["mutants"]}
-    assert fates == {**dict.fromkeys(KILLED, "killed"), **dict.fromkeys(SURVIVING, "survived")}
-    assert report["mutants_generated"] == 592
-    assert "killed by cacheproof       4" in capsys.readouterr().out
+    check_fixed_sample(
+        "sglang.srt.mem_cache.radix_cache",
+        ["--impl", "cacheproof.engines.sglang:radix_cache", "--spec", "radix", "--profile", "sglang-radix",
+         "--examples", "30", "--check-args", "--call-timeout 60"],
+        KILLED, SURVIVING, 592, tmp_path, monkeypatch, capsys)
