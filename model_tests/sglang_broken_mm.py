@@ -3,7 +3,7 @@ each through `cacheproof.engines.sglang:mm_cache(capacity_bytes, cache_class=...
 
 Each bug is one of the mutants of SGLang 0.5.23's multimodal_cache.py that cacheproof missed in the
 mutation duel before the adapter read through both of SGLang's reads, took `free`'s answer and
-handed out batch slices (docs/mutation-duel.md: #45, #47, #55 and #39). Under the adapter's profile `sglang-mm-cache` the
+handed out batch slices (docs/mutation-duel.md: #45, #47, #55, #50 and #39). Under the adapter's profile `sglang-mm-cache` the
 unmodified class conforms and the checker must find every class here
 (model_tests/engines/test_sglang_mm_cache.py). Importing this module needs SGLang (the engines
 venv, tools/engines_venv.sh).
@@ -40,6 +40,13 @@ class FreeAnswersFalseMultiModal(MultiModalStaticCache):
         return False
 
 
+class FreeAnswersTrueForAbsentMultiModal(MultiModalStaticCache):
+    """`free` of a hash it does not hold answers True (#50), so its caller believes it freed one."""
+
+    def free(self, mm_hash, mm_embedding_allocator):
+        return super().free(mm_hash, mm_embedding_allocator) or mm_hash not in self.mm_cache
+
+
 class KeepsTheBatchMultiModal(MultiModalStaticCache):
     """`set` stores an admitted slice as it is (#39: the clone lost): the entry keeps its whole
     batch alive and `current_size` counts the batch's storage, not the item's bytes."""
@@ -63,7 +70,7 @@ class KeepsTheBatchMultiModal(MultiModalStaticCache):
 
 
 BROKEN_MM_CLASSES = (SingleReadMissesMultiModal, SingleReadKeepsOrderMultiModal, FreeAnswersFalseMultiModal,
-                     KeepsTheBatchMultiModal)
+                     FreeAnswersTrueForAbsentMultiModal, KeepsTheBatchMultiModal)
 
 
 def single_read_misses(capacity_bytes: int) -> SglangMultiModalCache:
@@ -78,10 +85,15 @@ def free_answers_false(capacity_bytes: int) -> SglangMultiModalCache:
     return mm_cache(capacity_bytes, cache_class=FreeAnswersFalseMultiModal)
 
 
+def free_answers_true_for_absent(capacity_bytes: int) -> SglangMultiModalCache:
+    return mm_cache(capacity_bytes, cache_class=FreeAnswersTrueForAbsentMultiModal)
+
+
 def keeps_the_batch(capacity_bytes: int) -> SglangMultiModalCache:
     return mm_cache(capacity_bytes, cache_class=KeepsTheBatchMultiModal)
 
 
 FACTORIES = {"single_read_misses": single_read_misses, "single_read_keeps_order": single_read_keeps_order,
-             "free_answers_false": free_answers_false, "keeps_the_batch": keeps_the_batch}
+             "free_answers_false": free_answers_false, "free_answers_true_for_absent": free_answers_true_for_absent,
+             "keeps_the_batch": keeps_the_batch}
 """Each broken class's factory, by name (`--impl model_tests.sglang_broken_mm:NAME`)."""

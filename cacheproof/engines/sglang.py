@@ -19,8 +19,9 @@ embedding and makes it newest, whatever the new one's size). Translations, call 
   holding it and a second item, as SGLang's encoder hands out slices of one output (so `set`
   clones an admitted slice and counts the item's bytes, not the batch's);
 - `pop(k)` -> the entry read from `mm_cache` (no public read leaves the order alone) and
-  `free(hash, None)`, in one critical section (`Atomic`): the entry's embedding when `free`
-  answers True (it removed one), None when it answers False;
+  `free(hash, None)`, in one critical section (`Atomic`): None when `free` answers False, the
+  entry's embedding when it answers True, and its True as it is when it answers True with no
+  entry to remove (no contract value equals it, so the check reports SGLang's answer);
 - `clear()`, `len()`, `k in cache` -> `clear()`, `len()`, `has(hash)`;
 - snapshot() from `mm_cache` (oldest first); stats() from the class's `current_size` and
   `available_size()` (its entry count), so its byte accounting is checked against its table.
@@ -116,7 +117,9 @@ class SglangMultiModalCache:
             stored = self._hash(key)
             result = engine_member(self.cache, "mm_cache").get(stored)
             freed = engine_call(self.cache, "free", stored, None)
-            return engine_member(result, "embedding") if freed and result is not None else None
+            if not freed:
+                return None
+            return freed if result is None else engine_member(result, "embedding")
 
     def clear(self) -> None:
         with self._atomic:
