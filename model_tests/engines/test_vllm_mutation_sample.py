@@ -5,8 +5,6 @@ Skipped without vLLM."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,8 @@ pytest.importorskip(
     reason="vLLM is not installed: build the engines venv with `bash tools/engines_venv.sh VENV`",
 )
 
-from cacheproof.cli import main  # noqa: E402
-from model_tests.report_validation import report_errors  # noqa: E402
+from model_tests.mutation_samples import check_fixed_sample  # noqa: E402
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 KILLED = {
     1: "BlockHashToBlockMap.__init__ no longer keeps the block list: every lookup raises",
     14: "contain() reads the duplicates map when there is none",
@@ -44,18 +40,8 @@ SURVIVING = {
 
 def test_the_fixed_sample_keeps_its_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(REPOSITORY)
-    monkeypatch.setenv("PYTHONPATH", str(REPOSITORY))
-    report_path = tmp_path / "sample.json"
-    numbers = sorted({*KILLED, *SURVIVING})
-    status = main(["mutate", "vllm.v1.core.block_pool", "--impl", "cacheproof.engines.vllm:block_pool",
-                   "--spec", "blocks", "--profile", "vllm-block-pool", "--examples", "100",
-                   "--check-args", "--call-timeout 60", "--mutants", ",".join(map(str, numbers)),
-                   "--workers", "2", "--json", str(report_path)])
-    assert status == 1  # some sampled mutants survive (without --tests: any survivor)
-    report = json.loads(report_path.read_text())
-    assert report_errors(report) == []
-    fates = {mutant["number"]: mutant["category"] for mutant in report["mutants"]}
-    assert fates == {**dict.fromkeys(KILLED, "killed"), **dict.fromkeys(SURVIVING, "survived")}
-    assert report["mutants_generated"] == 395
-    assert re.search(rf"killed by cacheproof +{len(KILLED)}\n", capsys.readouterr().out)
+    check_fixed_sample(
+        "vllm.v1.core.block_pool",
+        ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool",
+         "--examples", "100", "--check-args", "--call-timeout 60"],
+        KILLED, SURVIVING, 395, tmp_path, monkeypatch, capsys)
