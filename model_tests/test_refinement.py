@@ -108,7 +108,9 @@ def _mutant_spec(old: str, new: str) -> type:
 
 
 MUTANTS = {
-    "commit accepts only values of another size": ("        if size != entry.nbytes:", "        if size == entry.nbytes:"),
+    "commit accepts only values of another size": (
+        "        if size != entry.nbytes and self.semantics", "        if size == entry.nbytes and self.semantics"
+    ),
     "acquire names the hit kind backwards": (
         "Acquired.RESERVATION_HIT if entry.state is RESERVED", "Acquired.RESERVATION_HIT if entry.state is not RESERVED"
     ),
