@@ -157,6 +157,17 @@ def _events_taken(operation: Any) -> Any:
     return taking
 
 
+def _without_warnings(call: Any) -> Any:
+    """`call()` with vLLM's logger raised to ERROR (a busy pool's reset warns; False is the answer)."""
+    logger = logging.getLogger("vllm")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return call()
+    finally:
+        logger.setLevel(level)
+
+
 class VllmBlockPool:
     """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself."""
 
@@ -283,13 +294,7 @@ class VllmBlockPool:
     def reset(self) -> bool:
         """reset_prefix_cache(); its warning on a busy pool (an answer, False, not news) is kept
         out of the checker's output."""
-        logger = logging.getLogger("vllm")
-        level = logger.level
-        logger.setLevel(logging.ERROR)
-        try:
-            return self.pool.reset_prefix_cache()
-        finally:
-            logger.setLevel(level)
+        return _without_warnings(self.pool.reset_prefix_cache)
 
     @_events_taken
     def num_free(self) -> int:
@@ -421,13 +426,7 @@ class VllmKVCacheManager(VllmBlockPool):
     def reset(self) -> bool:
         """The manager's reset_prefix_cache(), as vLLM's scheduler resets (its warning on a busy pool
         kept out of the checker's output)."""
-        logger = logging.getLogger("vllm")
-        level = logger.level
-        logger.setLevel(logging.ERROR)
-        try:
-            return self.manager.reset_prefix_cache()
-        finally:
-            logger.setLevel(level)
+        return _without_warnings(self.manager.reset_prefix_cache)
 
     # ----------------------------------------------------------------- request level
 
