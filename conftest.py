@@ -24,6 +24,10 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[EvictionPlanAfterUnlock]",
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[LostRefcountUpdate]",
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[CommitWithoutRecheck]",
+    "model_tests/test_testing_kit.py::test_pytest_shows_the_snippet_and_the_divergence_only",
     "model_tests/test_cache_program_check.py::test_a_len_that_raises_in_the_child_is_a_counterexample",
     "model_tests/test_cache_program_check.py::test_a_call_raising_system_exit_is_its_outcome_and_diverges",
     "model_tests/test_cache_program_check.py::test_a_deterministic_broken_cache_is_not_called_not_deterministic",
