@@ -33,7 +33,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.cmdline.output_paths import first_problem

@@ -35,7 +35,7 @@ from cacheproof.check.programs.command import misuse_checked
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS, run_program_check
 from cacheproof.contract.outcomes import Divergence
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE
 from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
@@ -161,7 +161,7 @@ def _failure(
     Hypothesis's own report (its rule-by-rule listing of the failing example) is dropped: the
     snippet says the same in the cache's own calls. Its step printing stays on only for a
     verbosity of `verbose` or more, which a user asks for explicitly. Draws depend on the profile's
-    seed alone, not on which modules the suite has loaded (`cacheproof.check.sequential.draws`).
+    seed alone, not on which modules the suite has loaded (`cacheproof.check.seeded_draws`).
     """
     reporter = None if run_settings.verbosity >= Verbosity.verbose else (lambda message: None)
     try:

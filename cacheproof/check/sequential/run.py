@@ -16,7 +16,7 @@ from hypothesis.reporting import with_reporter
 
 from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.calls import Call, to_python
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
 from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
