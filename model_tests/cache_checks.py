@@ -4,12 +4,13 @@ small one), and its counterexamples written and explained as `cacheproof check` 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.command import explained_lines, explanations_of, misuse_checked, snippet_of
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, replay_program
 from cacheproof.check.programs.run import ProgramReport, run_program_check
+from cacheproof.contract.calls import Call
 from cacheproof.contract.steps import StepDifference
 from cacheproof.spec.kinds import get_kind
 
@@ -37,10 +38,10 @@ def explained(example: ProgramCounterexample, semantics: Any = None) -> str:
     return "\n".join(explained_lines(example.difference, explanation))
 
 
-def replayed(factory: Callable[[int], Any], example: ProgramCounterexample,
+def replayed(factory: Callable[[int], Any], size: int, calls: Sequence[Call],
              semantics: Any = None) -> tuple[int, StepDifference] | None:
-    """Where `example`'s calls on a fresh model and `factory(example.size)` first differ (the call's
-    index) and how, by the checker's own step; None if nowhere."""
+    """Where `calls` on a fresh model and `factory(size)` first differ (the call's index) and how,
+    by the checker's own step; None if nowhere."""
     setup = ProgramSetup(KIND, lambda size: KIND.new(size, semantics or CONTRACT), factory, generator_for(KIND.name),
-                         KIND.names, True, len(example.calls))
-    return replay_program(setup, example.size, example.calls)
+                         KIND.names, True, len(calls))
+    return replay_program(setup, size, calls)

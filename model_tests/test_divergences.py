@@ -85,8 +85,8 @@ def test_a_run_goes_on_to_the_second_bug(two_bugs_report):
     assert {kind.split(":")[0] for kind in kinds} >= {"release", "get"}
     assert report.counterexample == report.counterexamples[0]
     for example in report.counterexamples:
-        assert replayed(CacheSpec, example) is None
-        found = replayed(TwoBugs, example)
+        assert replayed(CacheSpec, example.size, example.calls) is None
+        found = replayed(TwoBugs, example.size, example.calls)
         assert found is not None and found[0] == len(example.calls) - 1
         assert program_kind(found[1]) == program_kind(example.difference)
 
