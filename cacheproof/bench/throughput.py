@@ -158,7 +158,7 @@ def report_times(impls: tuple[str, ...], seed: int) -> dict[str, dict]:
             continue
         figures[impl] = {"found": True, "first_failure_seconds": round(report.seconds_to_failure, 3),
                          "first_report_seconds": round(report.first_report_seconds, 3),
-                         "gap_seconds": round(report.first_report_seconds - report.first_failure_seconds, 3),
+                         "gap_seconds": round(report.first_report_seconds - report.seconds_to_failure, 3),
                          "calls": len(report.counterexample.calls)}
     return figures
 
