@@ -4,14 +4,18 @@ small one), and its counterexamples written and explained as `cacheproof check` 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from cacheproof.check.programs.command import explained_lines, explanations_of, misuse_checked, snippet_of
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, replay_program
-from cacheproof.check.programs.run import ProgramReport, run_program_check
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.run import ProgramOptions, ProgramReport, run_program_check, run_program_phases
 from cacheproof.contract.calls import Call
 from cacheproof.contract.steps import StepDifference
+from cacheproof.contract.values import REAL_VALUE_CAPACITY
+from cacheproof.sandbox.factories import capacity_cap_of
 from cacheproof.spec.kinds import get_kind
 
 KIND = get_kind("cache")
@@ -45,3 +49,13 @@ def replayed(factory: Callable[[int], Any], size: int, calls: Sequence[Call],
     setup = ProgramSetup(KIND, lambda size: KIND.new(size, semantics or CONTRACT), factory, generator_for(KIND.name),
                          KIND.names, True, len(calls))
     return replay_program(setup, size, calls)
+
+
+def check_cache_phases(factory: Callable[[int], Any], phases: Sequence[Phase], max_capacity: int | None = None,
+                       **options: Any) -> ProgramReport:
+    """`run_program_phases` of `factory` on `phases` of the tensor cache's scopes, their capacities
+    capped at `max_capacity` (default REAL_VALUE_CAPACITY) when the values the checker makes for the
+    cache hold memory, as `cacheproof check` caps them; `options` are `ProgramOptions`' fields."""
+    cap = capacity_cap_of(factory, max_capacity or REAL_VALUE_CAPACITY)
+    capped = tuple(replace(phase, scope=phase.scope.capped(cap)) for phase in phases)
+    return run_program_phases(KIND, factory, capped, ProgramOptions(**options))

@@ -144,11 +144,12 @@ def active_settings(steps: int = DEFAULT_PROGRAM_STEPS) -> settings:
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _without_shrinking(parent: settings) -> settings:
-    """`parent` without Hypothesis's shrinking and explain phases: the failure reported is shrunk by
-    the checker's shrinker (`shrink_program`), as a `cache_test`'s is, in a fraction of the time."""
+def _program_settings(parent: settings) -> settings:
+    """`parent` as a program test takes it: no deadline and no health check (a whole program is one
+    example), and neither Hypothesis's shrinking nor its explain phase: the failure reported is
+    shrunk by the checker's shrinker (`shrink_program`), as a `cache_test`'s is, in a fraction of the time."""
     kept = tuple(phase for phase in parent.phases if phase not in (Phase.shrink, Phase.explain))
-    return settings(parent, phases=kept)
+    return settings(parent, phases=kept, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _run_quietly(contract: Callable[[Any, int], tuple[Callable[..., None], dict]], scope: CacheScope,
@@ -163,7 +164,7 @@ def _run_quietly(contract: Callable[[Any, int], tuple[Callable[..., None], dict]
     """
     __tracebackhide__ = True  # pytest shows the user's test, not this frame
     function, strategies = contract(scope, run_settings.stateful_step_count)
-    test = _without_shrinking(run_settings)(given(**strategies)(function))
+    test = _program_settings(run_settings)(given(**strategies)(function))
     key_by(test, impl if scope is SMALL else f"{impl}, {scope.name}")
     try:
         with seeded_draws():

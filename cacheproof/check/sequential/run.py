@@ -27,7 +27,6 @@ from cacheproof.sandbox.factories import capacity_cap_of, probe_factory
 from cacheproof.sandbox.isolation import IsolatedFactory
 from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.check.sequential.counterexample import Counterexample, counterexample_from
-from cacheproof.check.sequential.counterexample import counterexample_of  # noqa: F401  (re-exported for the pytest kit)
 from cacheproof.check.sequential.counterexample import interrupted_counterexample, replayed
 from cacheproof.check.sequential.programs import program_test
 from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_ATTEMPTS

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS, size_for
+from cacheproof.check.programs.cache_calls import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 
 __all__ = ["Phase", "Scope", "SMALL", "WIDE", "LONG", "SCOPES", "THOROUGH"]
