@@ -3,8 +3,8 @@
 The returned `unittest.TestCase` runs the program checker of `cache_test` (the spec beside your
 cache, `cacheproof.testing.functions.kind_contract`) as a Hypothesis test, and fails with the shrunk
 counterexample: every difference, why, and a runnable snippet; pytest and unittest collect it like
-any other. Settings come from the
-Hypothesis profile active when the test runs (max_examples, derandomize, database, ...), so
+any other. Settings come from the Hypothesis profile active when the test runs (max_examples,
+derandomize, database, ...; `stateful_step_count` is the calls per program), so
 `--hypothesis-profile`, `settings.load_profile` and Hypothesis's automatic `ci` profile under CI
 all apply. If no profile was loaded (Hypothesis's "default" is active), cacheproof's own profile
 for this environment is used for these tests only (see `cacheproof.settings`). Set the class
@@ -131,10 +131,8 @@ def concurrent_cache_test_case(
 
 
 def active_settings(steps: int = DEFAULT_PROGRAM_STEPS) -> settings:
-    """The active profile (cacheproof's own if none was loaded) with `steps` calls per example.
-
-    Like Hypothesis's own stateful TestCase, there is no deadline and no health check: a whole
-    sequence of calls is one example.
+    """The active profile (cacheproof's own if none was loaded) with `steps` calls per program
+    (`stateful_step_count`). There is no deadline and no health check: a whole program is one example.
     """
     parent = settings.default
     if settings.get_current_profile_name() == "default":
