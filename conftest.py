@@ -80,6 +80,7 @@ SLOW = (
     "model_tests/test_pool_faults.py::test_a_hang_needing_earlier_calls_is_shrunk_to_them",
     "model_tests/test_pool_faults.py::test_a_hanging_view_ends_the_snippet_after_calls_that_return",
     "model_tests/test_scope.py::test_the_wide_scope_finds_each_broken_scope_cache",
+    "model_tests/test_scope.py::test_correct_caches_conform_in_every_scope",
     "model_tests/test_profiles.py::test_cache_test_case_takes_a_profile_and_ops",
     "model_tests/test_adapters.py::test_checker_finds_the_cachetools_release_order",
     "model_tests/test_report_schema.py::test_check_of_the_block_pool_reports_each_divergence_with_its_view_diff",

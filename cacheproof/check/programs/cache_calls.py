@@ -1,5 +1,5 @@
-"""The tensor cache's call generator: calls drawn from the model's state, as the state machine of
-`cacheproof.check.sequential.machine` draws them.
+"""The tensor cache's call generator: calls drawn from the model's state, and its scopes' capacities
+and sizes (`BOUNDARY_CAPACITIES`, `size_for`).
 
 A program starts (`CacheCalls.size`) with its capacity (the small scope: 1..8 bytes half of the
 time, else 1..64; the wide scopes: a quarter each of 1..64, 65..2**20, the 32-bit boundaries and
@@ -39,11 +39,53 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer
-from cacheproof.check.sequential.scope import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS, size_for
 from cacheproof.contract.calls import Call, ValueRecipe, drawn_recipe
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 from cacheproof.spec import EntryState
 from cacheproof.spec.cache.values import element_sizes_dividing
+
+
+BOUNDARY_CAPACITIES = (
+    2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 3 * 2**31, 2**33, 2**33 + 1,
+    3 * 2**32 + 2, 2**40, 2**40 + 1, 2**41,
+)
+"""Capacities on the boundaries of 32-bit counters, signed and unsigned, and far beyond them."""
+
+SIZE_BOUNDARIES = (2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1)
+
+SMALL_SIZE_KINDS = 7
+"""Size kinds 0..6: 1, capacity, capacity - 1, capacity / 2, / 3, / 4, any size up to capacity."""
+
+WIDE_SIZE_KINDS = SMALL_SIZE_KINDS + 6 + len(SIZE_BOUNDARIES)
+
+_FILLING_KINDS = (0, SMALL_SIZE_KINDS + 3, SMALL_SIZE_KINDS + 4, SMALL_SIZE_KINDS + 5)
+"""Sizes that let many entries live at once: 1, capacity // universe size, // 16, 1..4 bytes."""
+
+WIDE_SIZE_PICKS = WIDE_SIZE_KINDS + 4 * len(_FILLING_KINDS)
+"""Kinds drawn in the wide scope: picks past WIDE_SIZE_KINDS repeat the filling kinds, so that
+more than half of the sizes are small and more than 8 entries are live at once."""
+
+
+def size_for(kind: int, raw: int, capacity: int, universe_size: int) -> int:
+    """The size of pick (kind, raw) in a cache of `capacity` bytes with `universe_size` keys, in 1..capacity.
+
+    Kinds 0..6 (the small scope): 1, capacity, capacity - 1, capacity // 2, // 3, // 4, 1 + raw %
+    capacity. Wide kinds 7..12: capacity // 2 + 1, two thirds, capacity // 3 + 1, capacity //
+    universe_size (that many entries fill it), capacity // 16, 1..4 bytes; then `SIZE_BOUNDARIES`;
+    kinds from WIDE_SIZE_KINDS on repeat the filling kinds.
+    """
+    if kind >= WIDE_SIZE_KINDS:
+        kind = _FILLING_KINDS[(kind - WIDE_SIZE_KINDS) % len(_FILLING_KINDS)]
+    if kind < SMALL_SIZE_KINDS:
+        size = (1, capacity, capacity - 1, capacity // 2, capacity // 3, capacity // 4, 1 + raw % capacity)[kind]
+    elif kind < SMALL_SIZE_KINDS + 6:
+        size = (
+            capacity // 2 + 1, capacity - capacity // 3, capacity // 3 + 1, capacity // max(universe_size, 1),
+            capacity // 16, 1 + raw % 4,
+        )[kind - SMALL_SIZE_KINDS]
+    else:
+        size = SIZE_BOUNDARIES[kind - SMALL_SIZE_KINDS - 6]
+    return min(max(size, 1), capacity)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, REAL_VALUE_CAPACITY, CheckInterrupted
 from cacheproof.check.sequential.run import CheckReport, Counterexample, run_check
@@ -22,7 +23,7 @@ from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.explaining.broken import report_breaking_first
 from cacheproof.contract.explaining.shapes import inspection_problem
 from cacheproof.check.report import check_body, conforms_line, counterexample_line, divergence_lines, examples_row
-from cacheproof.check.report import first_ready_line, interrupted_line, sequential_divergence, timing_rows
+from cacheproof.check.report import divergence_fields, first_ready_line, interrupted_line, timing_rows
 from cacheproof.check.concurrent import command as concurrent_command
 from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
@@ -372,3 +373,12 @@ def report_lines(report: CheckReport, impl: str, quiet: bool = False) -> list[st
         title = "cacheproof counterexample" + ("" if count == 1 else f" {number} of {count}")
         lines.append(example.to_python(impl, title))
     return lines
+
+
+def sequential_divergence(example: Counterexample, snippet: str) -> dict[str, Any]:
+    """A tensor cache's counterexample (`check`), with its snippet."""
+    return divergence_fields(
+        example.kind, example.message, example.capacity_bytes, example.calls, example.ending,
+        [difference.text for difference in example.differences], list(example.why),
+        None if example.state_diff is None else example.state_diff.to_json(), snippet,
+    )

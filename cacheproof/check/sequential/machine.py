@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from cacheproof.check.programs.cache_calls import BAD_KINDS, BAD_OPERATIONS, PICKS_PER_KEY, SUITED_PERCENT, bad_call
+from cacheproof.check.programs.cache_calls import BAD_KINDS, BAD_OPERATIONS, PICKS_PER_KEY, SUITED_PERCENT, bad_call, size_for
 from cacheproof.contract.calls import Call, drawn_recipe
 from cacheproof.contract.outcomes import Divergence, step_difference
 from cacheproof.check.sequential.distinct import SearchDone
@@ -34,7 +34,6 @@ from cacheproof.check.sequential.scope import (
     SMALL_KEYS,
     Scope,
     capacities,
-    size_for,
     size_picks,
     universes,
 )
