@@ -32,9 +32,9 @@ from cacheproof.check.phases import Phase
 from cacheproof.check.programs.cache_calls import LONG, LONG_CALLS, SMALL, WIDE
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
-from cacheproof.cmdline.flag_types import any_integer, positive_integer
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, new_spec
@@ -49,7 +49,7 @@ STEPS = 100
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", metavar="N", type=positive_integer, default=100, help="examples per cache and mode (default 100)")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", help="print only the last line (use with --json)", action="store_true")
     parser.add_argument("--scopes-only", action="store_true", help="measure only steps/s per scope")
@@ -99,9 +99,7 @@ def _measure(name: str, mode: str, examples: int, seed: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench cache: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench cache", {"--json": args.json}):
         return 2
     if args.scopes_only:
         return _run_scopes(args)

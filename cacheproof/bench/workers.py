@@ -27,7 +27,7 @@ from cacheproof.check.programs.cache_calls import SMALL, THOROUGH
 from cacheproof.check.programs.run import DEFAULT_STEPS, ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.cmdline.flag_types import any_integer, integer_at_least, positive_integer
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.faults import UsageAbort
@@ -62,9 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench workers: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench workers", {"--json": args.json}):
         return 2
     impls = tuple(args.impl or (THOROUGH_IMPLS if args.thorough else DEFAULT_IMPLS))
     try:
