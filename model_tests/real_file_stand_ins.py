@@ -250,9 +250,9 @@ class EmbeddingResult:
 
 
 class MultiModalStaticCache:
-    """An OrderedDict LRU in bytes. `set` of a present hash makes it newest and answers True; an
-    embedding larger than the whole cache is refused (False) before anything is evicted; otherwise
-    the oldest entries are popped until it fits."""
+    """An OrderedDict LRU in bytes. `set` asserts it is given an EmbeddingResult; `set` of a present
+    hash makes it newest and answers True; an embedding larger than the whole cache is refused
+    (False) before anything is evicted; otherwise the oldest entries are popped until it fits."""
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
@@ -271,6 +271,7 @@ class MultiModalStaticCache:
         return result
 
     def set(self, mm_hash: int, embedding: EmbeddingResult, loc: Any = None) -> bool:
+        assert isinstance(embedding, EmbeddingResult), embedding
         if mm_hash in self.mm_cache:
             self.mm_cache.move_to_end(mm_hash)
             return True
