@@ -15,6 +15,7 @@ from __future__ import annotations
 from sglang.srt.mem_cache.multimodal_cache import EmbeddingResult, MultiModalStaticCache
 
 from cacheproof.engines.sglang import SglangMultiModalCache, mm_cache
+from model_tests.real_file_stand_ins import SetWithoutTypeCheck
 
 
 class SingleReadMissesMultiModal(MultiModalStaticCache):
@@ -70,18 +71,12 @@ class KeepsTheBatchMultiModal(MultiModalStaticCache):
         return True
 
 
-class SetTakesAnyValueMultiModal(MultiModalStaticCache):
+class SetTakesAnyValueMultiModal(SetWithoutTypeCheck, MultiModalStaticCache):
     """`set` without its `assert isinstance(embedding, EmbeddingResult)` (#17): a value that is no
     EmbeddingResult is accepted for a present hash (True) and, for a new one, fails a line later
-    with AttributeError instead of the assertion SGLang's callers are told to expect."""
+    with AttributeError instead of the assertion."""
 
-    def set(self, mm_hash, embedding, loc=None):
-        if mm_hash in self.mm_cache:
-            self.mm_cache.move_to_end(mm_hash)
-            return True
-        if not isinstance(embedding, EmbeddingResult):
-            raise AttributeError(f"{type(embedding).__name__!r} object has no attribute 'embedding'")
-        return super().set(mm_hash, embedding, loc)
+    result_class = EmbeddingResult
 
 
 BROKEN_MM_CLASSES = (SingleReadMissesMultiModal, SingleReadKeepsOrderMultiModal, FreeAnswersFalseMultiModal,

@@ -12,7 +12,6 @@ import pytest
 from cacheproof.cli import main
 from cacheproof.spec import InvalidArgumentError
 from model_tests import real_file_stand_ins as real
-from model_tests.real_file_stand_ins import EmbeddingResult  # the adapter reads it from the module
 
 
 def _plain(signature: inspect.Signature) -> str:
@@ -88,35 +87,13 @@ def test_threads_run_on_the_engine_adapters_without_a_false_alarm(impl):
     assert status == 0, out + err
 
 
-class _SetWithoutTypeCheck(real.MultiModalStaticCache):
-    """SGLang's `set` without its `assert isinstance(embedding, EmbeddingResult)` (mutant #17 of
-    docs/mutation-duel.md): a raw value fails at `.embedding` with AttributeError instead."""
-
-    def set(self, mm_hash, embedding, loc=None):
-        if mm_hash in self.mm_cache:
-            self.mm_cache.move_to_end(mm_hash)
-            return True
-        if not isinstance(embedding, EmbeddingResult):
-            raise AttributeError(f"{type(embedding).__name__!r} object has no attribute 'embedding'")
-        return super().set(mm_hash, embedding, loc)
-
-
-def set_without_type_check(capacity_bytes):
-    from cacheproof.engines.sglang import mm_cache
-
-    return mm_cache(capacity_bytes, cache_class=_SetWithoutTypeCheck)
-
-
-set_without_type_check.profile = "sglang-mm-cache"
-
-
 def test_sglang_s_set_must_assert_its_value_type_and_is_found_without_it():
     stand_in = real.sglang_0_5_23(8)
     with pytest.raises(InvalidArgumentError, match=r"put\(1\): SGLang's set refuses a str, not an EmbeddingResult"):
         stand_in.put(1, "not sizable")
     assert len(stand_in) == 0
-    status, out, _ = run("model_tests.test_engines_stand_ins:set_without_type_check", "--max-divergences", "1")
+    status, out, _ = run("model_tests.real_file_stand_ins:sglang_unchecked_set", "--max-divergences", "1")
     assert status == 1 and "AttributeError" in out, out
-    trusted = run("model_tests.test_engines_stand_ins:set_without_type_check", "--examples", "60",
+    trusted = run("model_tests.real_file_stand_ins:sglang_unchecked_set", "--examples", "60",
                   "--semantics", "argument_checks=trusted")
     assert trusted[0] == 0, trusted[1]  # the misuse is made only where the profile checks a value's type
