@@ -60,6 +60,7 @@ SLOW = (
     "model_tests/engines/test_vllm_encoder_cache.py::test_the_two_choices_are_divergences_under_vllm_encoder_cache",
     "model_tests/engines/test_sglang_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",
     "model_tests/engines/test_sglang_mm_cache.py::test_each_broken_subclass_is_found",
+    "model_tests/test_engines_stand_ins.py::test_sglang_s_set_must_assert_its_value_type_and_is_found_without_it",
     "model_tests/test_mutate.py::test_the_duel_sorts_each_mutant_by_who_kills_it",
     "model_tests/test_mutate.py::test_a_side_failing_on_the_unmutated_module_is_a_usage_error",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",

@@ -175,6 +175,17 @@ def test_trusted_arguments_skip_type_checks():
         CacheSpec(4).reserve("k", 1, retain=1)
 
 
+def test_value_type_checks_refuse_an_unsizable_value_and_trust_the_rest():
+    spec = CacheSpec(4, Semantics(argument_checks="value_type"))
+    with pytest.raises(InvalidArgumentError, match=r"put\(1\): a value of type str has no size"):
+        spec.put(1, "not sizable")
+    assert spec.snapshot() == ()  # refused: nothing changed
+    assert spec.reserve("k", 1, retain=1) is True  # a retain flag that is no bool: trusted
+    with pytest.raises(InvalidArgumentError, match="commit"):
+        spec.commit("k", object())
+    assert spec.commit("k", b"x") == [] and spec.put(2, b"") is True  # an empty value: trusted
+
+
 def test_profiles_and_operations():
     assert {"contract", "trtllm-tensor-lru", "plain-lru", "vllm-encoder-cache"} <= set(PROFILES)
     assert profile_named("plain-lru").operations == ("put", "get", "pop", "clear", "contains")

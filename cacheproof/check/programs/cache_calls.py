@@ -18,7 +18,9 @@ the key picks an acquire takes the most-held entry and a get the READY entry use
 Misuse (in half the programs, one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
 checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
 count, an unhashable key, an unsizable or empty value, a retain flag that is not a bool). Under
-`argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses.
+`argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses;
+under `argument_checks="value_type"` that and a commit or put of a value of no sizable type
+(`misuses`).
 
 `check --exhaustive` enumerates instead of drawing (`CacheCalls.enabled_calls`): every call of
 its scope (`EXHAUSTIVE`, an `ExhaustiveCacheScope`: capacities, keys, sizes 1..capacity, both
@@ -178,6 +180,18 @@ BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large"
 BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
 BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
 _BAD_NUMBERS = {"zero": 0, "negative": -1, "bool": True, "float": 1.0, "none": None, "string": "1"}
+_TRUSTED_MISUSES = (("put", "too_large"),)
+_VALUE_TYPE_MISUSES = _TRUSTED_MISUSES + (("commit", "unsizable_value"), ("put", "unsizable_value"))
+
+
+def misuses(argument_checks: str, bad_kinds: tuple[str, ...] = BAD_KINDS) -> tuple[tuple[str, str], ...]:
+    """The bad calls, as (operation, bad kind), that the checker makes under `argument_checks` (the
+    Semantics field): each of `bad_kinds` on each of `BAD_OPERATIONS` ("checked"); only an oversized
+    put, which the contract refuses whatever the caller ("trusted"); that and a commit or put of a
+    value of no sizable type ("value_type": the cache checks what it stores and trusts the rest)."""
+    if argument_checks == "checked":
+        return tuple((name, kind) for name in BAD_OPERATIONS for kind in bad_kinds)
+    return _VALUE_TYPE_MISUSES if argument_checks == "value_type" else _TRUSTED_MISUSES
 
 
 class CacheCalls:
@@ -235,8 +249,7 @@ class CacheCalls:
         }
         calls = [call for name in operations for call in every.get(name, ())]
         if misuse:
-            trusted = model.semantics.argument_checks == "trusted"
-            bad = [("put", "too_large")] if trusted else [(name, kind) for name in BAD_OPERATIONS for kind in scope.bad_kinds]
+            bad = misuses(model.semantics.argument_checks, scope.bad_kinds)
             calls += [bad_call(name, kind, scope.keys[0], 0, capacity) for name, kind in bad if name in operations]
         return tuple({repr(call): call for call in calls}.values())  # a bad kind some operation does not take repeats a call
 
@@ -392,17 +405,18 @@ _SUITED = {
 
 
 def _bad_call(draws: Draws, s: _State, operations: tuple[str, ...]) -> Call | None:
-    """A call with a bad argument of one of `operations` (None when none of them takes one); under
-    trusted arguments an oversized put, or None without put."""
-    if s.semantics.argument_checks == "trusted":
-        operation, bad = "put", "too_large"
-        if operation not in operations:
-            return None
-    else:
+    """A call with a bad argument of one of `operations` (None when none of them takes one); where
+    arguments are not all checked, one of the `misuses` the semantics still make, or None."""
+    if s.semantics.argument_checks == "checked":
         checked = [name for name in BAD_OPERATIONS if name in operations]
         if not checked:
             return None
         operation, bad = choice(draws, checked), choice(draws, BAD_KINDS)
+    else:
+        made = [pair for pair in misuses(s.semantics.argument_checks) if pair[0] in operations]
+        if not made:
+            return None
+        operation, bad = made[0] if len(made) == 1 else choice(draws, made)
     return bad_call(operation, bad, s.key(draws, s.present()), draws.randrange(256), s.capacity)
 
 
