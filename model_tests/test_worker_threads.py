@@ -86,3 +86,16 @@ def test_a_forked_child_runs_its_work_in_a_worker_of_its_own() -> None:
         child.kill()
     assert child.exitcode == 0
     assert results.get(timeout=5) == "ran in the child"
+
+
+def test_the_refinement_check_forks_beside_an_idle_worker_and_not_beside_a_busy_one(monkeypatch) -> None:
+    from cacheproof.prove.cache import refinement
+
+    idle = supervised(_current_thread, Watch(None))
+    busy = threading.Thread(name=worker_threads.WORKER_NAME)
+    monkeypatch.setattr(refinement.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(refinement.multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn"])
+    monkeypatch.setattr(refinement.threading, "enumerate", lambda: [threading.main_thread(), idle])
+    assert refinement._may_fork()
+    monkeypatch.setattr(refinement.threading, "enumerate", lambda: [threading.main_thread(), idle, busy])
+    assert not refinement._may_fork()
