@@ -31,7 +31,7 @@ class Piece:
     (`error`, any BaseException) and its worker is idle again."""
 
     def __init__(self, work: Callable[[], Any]) -> None:
-        self.work = work
+        self.work: Callable[[], Any] | None = work
         self.done = threading.Event()
         self.result: Any = None
         self.error: BaseException | None = None
