@@ -56,9 +56,10 @@ def folder(tmp_path):
 
 
 def test_a_bad_output_path_is_reported_before_any_work(folder, capsys, monkeypatch):
-    import cacheproof.check.sequential.command as command
+    import cacheproof.check.programs.command as command
 
-    monkeypatch.setattr(command, "run_check", lambda *a, **k: pytest.fail("the run started"))
+    monkeypatch.setattr(command, "load_factory", lambda *a, **k: pytest.fail("the factory was loaded"))
+    monkeypatch.setattr(command, "run_program_phases", lambda *a, **k: pytest.fail("the run started"))
     status, output = run_main(["check", "--max-divergences", "1", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
     assert status == 2
     assert output.strip().count("\n") == 0, "one line naming the path and the problem"
