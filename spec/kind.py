@@ -200,13 +200,17 @@ class ViewReader(NamedTuple):
     read of an implementation named `cache` as a Python expression, with the `imports` it needs
     (what a counterexample's snippet asserts on). `method`: the implementation's method the view
     calls (None: the view's name); an implementation without it is not compared on the view when
-    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise.
+    `answer(result, model)`: where given, how the method's result is read for the comparison (`read`
+    is then the same on the method's result); a result it cannot read (it raises, with a text such as
+    "which has no field capacity_bytes") is an answer of another shape than the contract's."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
     imports: str = ""
     method: str | None = None
     optional: bool = False
+    answer: Callable[[Any, Any], Any] | None = None
 
 
 @dataclass(frozen=True)

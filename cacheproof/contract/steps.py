@@ -13,13 +13,14 @@ Invariants of the model's step are checked by the model itself (`check_invariant
 from __future__ import annotations
 
 import enum
+import re
 import threading
 from types import MappingProxyType
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
-from cacheproof.contract.faults import CONTROL_EXCEPTIONS
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS, UserCodeError, error_text
 from cacheproof.contract.values import values_equal
 from cacheproof.spec.kind import ViewReader, outcome_name
 
@@ -41,7 +42,17 @@ class StepOutcome(NamedTuple):
             return f"crashed with {self.crash}"
         if self.error is not None:
             return f"raised {self.error}"
-        return f"returned {self.result!r}"
+        return f"returned {shown(self.result)}"
+
+
+def shown(result: Any) -> str:
+    """repr(result) without the memory address an object's default repr has ("<Handle object at
+    0x7f...>" shows as "<Handle object>"), so that the same outcome reads the same on every run
+    (a divergence is replayed to see that it repeats)."""
+    return _ADDRESS.sub("", repr(result))
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None) -> StepOutcome:
@@ -87,12 +98,15 @@ def _equal(expected: Any, actual: Any) -> bool:
 
 class StepDifference(NamedTuple):
     """Everything that differs at one call: the outcomes, and each compared view after it, as
-    (view, the spec's answer, the implementation's) for the views that differ."""
+    (view, the spec's answer, the implementation's) for the views that differ; or `user_code`, the
+    implementation's own code failing while the call's values were made ("make_value(5, 1) raised
+    MemoryError: ..."), when neither side could make the call."""
 
     call: Call
     expected: StepOutcome
     actual: StepOutcome
     views: tuple[tuple[str, Any, Any], ...] = ()
+    user_code: str | None = None
 
     @property
     def outcome_differs(self) -> bool:
@@ -105,11 +119,15 @@ class StepDifference(NamedTuple):
     def describe(self) -> str:
         """The call and what differs in one short line: the two outcomes when they differ, then
         the views that differ by name (`contract.explaining.steps` says how each differs, and why)."""
+        if self.user_code is not None:
+            return f"{self.user_code}, making a value for {to_python(self.call)}"
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
         raised = [answer[1:-1] for view, _, answer in self.views if view_failed(view, answer)
-                  and answer != missing_view(view)]
+                  and answer != missing_view(view)]  # "snapshot() raised ...", "stats() returned None, ..."
+        if raised and not parts:  # the user's inspection failed after the call: it first, as docs/contract.md says
+            return f"{'; '.join(raised)}, after {to_python(self.call)}"
         if raised:  # a view that raised says what it raised ("snapshot() raised RuntimeError: ...")
             parts += raised
         elif self.views:
@@ -133,9 +151,18 @@ def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, m
     if method is None or not callable(method):
         return missing_view(view)
     try:
-        return method() if reader is None else reader.read(target, model)
+        if reader is None:
+            return method()
+        if reader.answer is None:
+            return reader.read(target, model)
+        result = method()
     except Exception as error:  # noqa: BLE001 - a view that raises differs
-        return f"<{view}() raised {type(error).__name__}: {error}>"
+        return f"<{view}() raised {type(error).__name__}: {error_text(error)}>"
+    try:
+        return reader.answer(result, model)
+    except Exception as error:  # noqa: BLE001 - an answer of another shape differs (a usage problem: `shapes`)
+        text = repr(result)
+        return f"<{view}() returned {text if len(text) <= 60 else text[:57] + '...'}, {error_text(error)}>"
 
 
 def missing_view(view: str) -> str:
@@ -144,8 +171,10 @@ def missing_view(view: str) -> str:
 
 
 def view_failed(view: str, answer: Any) -> bool:
-    """Whether `answer` is what `view_of` answers for a view the implementation lacks or that raised."""
-    return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised "))
+    """Whether `answer` is what `view_of` answers for a view the implementation lacks, that raised, or
+    whose result its reader cannot read."""
+    return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised ")
+                                        or answer.startswith(f"<{view}() returned "))
 
 
 def differing_views(
@@ -177,13 +206,16 @@ def differential_step(
     """Run `call` on both and compare the outcomes and `views` (`differing_views`, each read as
     `readers` says: the kind's `view_readers`); None when the implementation conforms at it, else
     what differs. The call's value recipes are made by the implementation for both, so that the
-    model holds values equal to the implementation's. `error_names`: the kind's contract errors
+    model holds values equal to the implementation's; its make_value failing is the difference. `error_names`: the kind's contract errors
     (`SpecKind.error_names`). `seen(operation, outcome)` is told the model's outcome
     (`spec.kind.outcome_name`)."""
-    expected = outcome_of(model, call, error_names, values_from=implementation)
-    if seen is not None:
-        seen(call.op, outcome_name(expected.result, expected.error))
-    actual = outcome_of(implementation, call, error_names)
+    try:
+        expected = outcome_of(model, call, error_names, values_from=implementation)
+        if seen is not None:
+            seen(call.op, outcome_name(expected.result, expected.error))
+        actual = outcome_of(implementation, call, error_names)
+    except UserCodeError as error:  # the implementation's make_value failed making the call's value
+        return StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
     answers = {view: view_of(implementation, view, readers, model) for view in views}
     differing = differing_views(model, answers, views, readers)
     if differing or not outcomes_agree(call.op, expected, actual):
@@ -213,7 +245,10 @@ def results_match(operation: str, expected: Any, actual: Any) -> bool:
     """The rule for results, for every kind and every checker (docs/contract.md, How results are
     compared): a stored value by `values_equal`, an enum by name, otherwise the same type and ==."""
     if operation in ("get", "pop"):
-        return values_equal(expected, actual)
+        try:
+            return values_equal(expected, actual)
+        except Exception:  # noqa: BLE001 - a result whose == raises does not match
+            return False
     if isinstance(expected, enum.Enum):
         return _name(actual) == expected.name
     if isinstance(expected, list):

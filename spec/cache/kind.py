@@ -67,15 +67,34 @@ _STATS_VALUES = operator.attrgetter(*STATS_FIELDS)
 
 
 def read_stats(target: Any, model: Any) -> dict[str, Any]:
-    """The compared fields of `target.stats()` (AttributeError naming a field it lacks)."""
-    return dict(zip(STATS_FIELDS, _STATS_VALUES(target.stats())))
+    """The compared fields of `target.stats()` (`stats_answer`)."""
+    return stats_answer(target.stats(), model)
+
+
+def stats_answer(result: Any, model: Any) -> dict[str, Any]:
+    """The compared fields of a stats() result; ValueError naming the first field it lacks."""
+    try:
+        return dict(zip(STATS_FIELDS, _STATS_VALUES(result)))
+    except AttributeError:
+        missing = next(field for field in STATS_FIELDS if not hasattr(result, field))
+        raise ValueError(f"which has no field {missing}") from None
 
 
 def read_snapshot(target: Any, model: Any) -> tuple:
-    """`target.snapshot()` normalized, as much of it as the model's semantics compare."""
+    """`target.snapshot()` normalized, as much of it as the model's semantics compare (`snapshot_answer`)."""
+    return snapshot_answer(target.snapshot(), model)
+
+
+def snapshot_answer(result: Any, model: Any) -> tuple:
+    """A snapshot() result normalized, as much of it as the model's semantics compare; ValueError
+    when it is not a list of entries with the contract's fields."""
     semantics = model.semantics
-    return comparable_snapshot(normalize_snapshot(target.snapshot()), semantics.snapshot_order,
-                               semantics.transient_entries)
+    try:
+        entries = normalize_snapshot(result)
+    except Exception as error:  # noqa: BLE001 - any shape the implementation's snapshot() returns is reported
+        raise ValueError("which is not a list of entries with key, state, refcount, nbytes, retain "
+                         f"({type(error).__name__}: {error})") from None
+    return comparable_snapshot(entries, semantics.snapshot_order, semantics.transient_entries)
 
 
 def snapshot_python(model: Any) -> str:
@@ -90,8 +109,8 @@ _IMPORTS = "from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snap
 CACHE_VIEWS = {
     "len": ViewReader(read_len, lambda model: "len(cache)", method="__len__"),
     "stats": ViewReader(read_stats, lambda model: "{field: getattr(cache.stats(), field) for field in STATS_FIELDS}",
-                        _IMPORTS, optional=True),
-    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True),
+                        _IMPORTS, optional=True, answer=stats_answer),
+    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True, answer=snapshot_answer),
 }
 """The views compared after every call, in order, and how each is read; a cache without stats()
 or snapshot() is compared on the others (docs/contract.md)."""

@@ -29,7 +29,7 @@ from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.explaining.broken import ordered as ordered_breaking_first
-from cacheproof.contract.explaining.shapes import shape_problem
+from cacheproof.contract.explaining.shapes import inspection_problem, shape_problem
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
@@ -158,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
-    problem = shape_problem(kind, impl, [example.difference for example in report.counterexamples])
+    problem = shape_problem(kind, impl, [example.difference for example in report.counterexamples]) or \
+        inspection_problem(impl, [example.message for example in report.counterexamples])
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
@@ -276,11 +277,15 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
 
 def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | None]:
     """Each counterexample's diverging call explained (`contract.explaining.steps`), the values of all
-    of them named alike; None for a hang or a crash, which has no difference to explain."""
-    diverging = [example for example in examples if example.fault is None]
+    of them named alike; None for a hang, a crash or make_value failing, which have no difference to explain."""
+    diverging = [example for example in examples if _explainable(example)]
     explained = iter(explain_all(kind, [diverging_call(kind, example.size, semantics, example.calls, example.difference)
                                         for example in diverging]))
-    return [None if example.fault is not None else next(explained) for example in examples]
+    return [next(explained) if _explainable(example) else None for example in examples]
+
+
+def _explainable(example: ProgramCounterexample) -> bool:
+    return example.fault is None and example.difference.user_code is None
 
 
 def explained_lines(difference, explanation: Explanation) -> list[str]:
@@ -328,7 +333,8 @@ def _print_first(args: argparse.Namespace, kind: SpecKind, impl: str, example: P
                  seconds: float) -> None:
     """The first counterexample's line as soon as it is shrunk, when further divergences are searched
     for; none for a view answered in another shape (a usage problem, said alone at the end)."""
-    if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None:
+    if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None \
+            and inspection_problem(impl, [example.message]) is None:
         print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
 
 
