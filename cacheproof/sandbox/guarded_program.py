@@ -21,6 +21,11 @@ class WatchedImplementation:
         self.__dict__["_target"] = target
         self.__dict__["_watch"] = watch
 
+    @property
+    def described(self) -> str:
+        """What the factory returned, for a usage error: "None", or its class ("a NoEvict")."""
+        return "None" if self._target is None else f"a {type(self._target).__name__}"
+
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._target, name)
         if not callable(attribute):

@@ -33,7 +33,7 @@ from cacheproof.contract.explaining.shapes import inspection_problem, shape_prob
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.contract.snippet import program_snippet, render
+from cacheproof.contract.snippet import failed_inspection, program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
         return 2
     try:
-        missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
+        built, missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
         print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
         return 2
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
         return 2
     if missing:
-        print(lacks_line(kind, impl, missing), file=sys.stderr)
+        print(lacks_line(kind, impl, built, missing), file=sys.stderr)
         return 2
     if args.threads is not None:
         return concurrent_command.run(args, kind, factory, impl, semantics, operations, profile.name,
@@ -214,11 +214,12 @@ PROBE_SIZE = 4
 """The size of the implementation built to see which operations it has before any example runs."""
 
 
-def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> list[str]:
-    """The operations among `operations` that `factory(PROBE_SIZE)` has no method for."""
+def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> tuple[str, list[str]]:
+    """What `factory(PROBE_SIZE)` returned ("a NoEvict", "None": its `described`), and the operations
+    among `operations` that it has no method for."""
     probe = factory(PROBE_SIZE)
-    return [name for name in operations
-            if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
+    return probe.described, [name for name in operations
+                             if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
 
 
 def built_profile(factory) -> str | None:
@@ -238,10 +239,11 @@ def misuse_checked(semantics) -> bool:
     return getattr(semantics, "misuse", "checked") == "checked"
 
 
-def lacks_line(kind: SpecKind, impl: str, missing: list[str]) -> str:
-    """The usage error of an implementation without some of the checked operations."""
-    return (f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
-            "check fewer operations with --ops or a profile that names them (--profile)")
+def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str]) -> str:
+    """The usage error of an implementation without some of the checked operations; `built` is
+    what the factory returned ("a NoEvict", "None")."""
+    return (f"cacheproof check: {impl}({PROBE_SIZE}) returned {built}, which lacks {', '.join(missing)} of the "
+            f"{kind.name} contract; check fewer operations with --ops or a profile that names them (--profile)")
 
 
 def chosen_profile(kind: SpecKind, name: str):
@@ -264,11 +266,12 @@ def chosen_operations(kind: SpecKind, ops: str | None, default: tuple[str, ...])
 
 def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics) -> str:
     """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`).
-    A hang or a crash ends with the call that hangs or kills the process, as the tensor cache's
-    snippet does (`contract.snippet.render`): running it hangs or dies there."""
+    A hang or a crash ends with the call that hangs or kills the process, and an inspection that
+    failed after the last call with that inspection (`contract.snippet.render`): running it hangs,
+    dies or raises there."""
     model = kind.new(example.size, semantics)
     errors = [outcome_of(model, call, kind.error_names).error for call in example.calls]
-    if example.fault is not None:
+    if example.fault is not None or failed_inspection(example.message) is not None:  # it ends with the failing inspection
         return render(impl, example.size, example.calls, example.message, errors, example.ending,
                       title=f"cacheproof counterexample ({kind.name})")
     return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name,
