@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {concurrent_command.refusal(args)}", file=sys.stderr)
         return 2
     watch = Watch(args.call_timeout)
-    probed = factory if args.isolate else WatchedFactory(factory, watch)
+    probed = factory if args.isolate else WatchedFactory(factory, watch, impl)
     try:
         carried = None if args.isolate else factory_profile(factory)  # an adapter's imports its engine here, untimed
         if args.profile is None:
@@ -107,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
     except ChildFailure as failure:
         print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
         return 2
-    except UsageAbort as abort:  # the factory hung
-        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
+    except UsageAbort as abort:  # the factory hung or raised
+        print(abort.said_by("cacheproof check") if abort.message.startswith(impl)
+              else f"cacheproof check: {impl}: {abort.said_by('cacheproof check').partition(': ')[2]}", file=sys.stderr)
         return 2
     if missing:
         print(lacks_line(kind, impl, built, missing), file=sys.stderr)
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed, budget_seconds=args.budget, semantics=semantics, operations=operations,
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
-                call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
+                call_timeout=args.call_timeout, isolate=args.isolate, impl=impl, factory_calls=watch.factory_calls,
                 on_counterexample=lambda example, seconds: _print_first(args, kind, impl, example, seconds),
             )
             if workers > 1:
@@ -185,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
             example = report.counterexample
             trace = spec_trace(example.size, example.calls, semantics, kind=kind.name, profile=profile.name)
             write_atomically(args.trace_out, trace_text(trace))
-    except OutputPathError as error:
+    except OutputPathError as error:  # the disk filled up during the run, say: the verdict is still printed
+        _print(args, report, impl, profile.name, snippets, explanations)
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     _print(args, report, impl, profile.name, snippets, explanations)
