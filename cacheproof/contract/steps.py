@@ -81,12 +81,27 @@ def _users_interrupt(error: BaseException) -> bool:
 
 def outcomes_agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
     """The implementation's outcome `actual` is the model's `expected`, by the one rule
-    (`error_matches`, `results_match`)."""
+    (`error_matches`, `results_match`); a result whose comparison raises does not agree
+    (`comparison_failure` says what it raised)."""
+    return comparison_failure(operation, expected, actual) is None and _agree(operation, expected, actual)
+
+
+def _agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
     if actual.crash is not None:
         return False
     if expected.error is not None:
         return error_matches(expected.error, actual.error_classes)
     return actual.error is None and results_match(operation, expected.result, actual.result)
+
+
+def comparison_failure(operation: str, expected: StepOutcome, actual: StepOutcome) -> str | None:
+    """What comparing `actual` with `expected` raised ("TypeError: a lazy tensor cannot be
+    compared": the implementation's result has an == that raises), None when it did not."""
+    try:
+        _agree(operation, expected, actual)
+    except Exception as error:  # noqa: BLE001 - the implementation's result may fail to compare
+        return f"{type(error).__name__}: {error_text(error)}"
+    return None
 
 
 def _equal(expected: Any, actual: Any) -> bool:
@@ -124,6 +139,9 @@ class StepDifference(NamedTuple):
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
+            failure = comparison_failure(self.call.op, self.expected, self.actual)
+            if failure is not None:
+                parts.append(f"comparing the implementation's outcome with the spec's raised {failure}")
         raised = [answer[1:-1] for view, _, answer in self.views if view_failed(view, answer)
                   and answer != missing_view(view)]  # "snapshot() raised ...", "stats() returned None, ..."
         if raised and not parts:  # the user's inspection failed after the call: it first, as docs/contract.md says
@@ -245,10 +263,7 @@ def results_match(operation: str, expected: Any, actual: Any) -> bool:
     """The rule for results, for every kind and every checker (docs/contract.md, How results are
     compared): a stored value by `values_equal`, an enum by name, otherwise the same type and ==."""
     if operation in ("get", "pop"):
-        try:
-            return values_equal(expected, actual)
-        except Exception:  # noqa: BLE001 - a result whose == raises does not match
-            return False
+        return values_equal(expected, actual)
     if isinstance(expected, enum.Enum):
         return _name(actual) == expected.name
     if isinstance(expected, list):
