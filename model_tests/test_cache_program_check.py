@@ -52,9 +52,9 @@ def test_measures_of_several_runs_merge_to_the_most_reached():
 
 def test_capacities_are_capped_for_a_cache_whose_values_hold_memory():
     watch = Watch(10)
-    assert capacity_cap(BytearrayValueCache, THOROUGH, None, watch) == REAL_VALUE_CAPACITY
-    assert capacity_cap(BytearrayValueCache, THOROUGH, 4096, watch) == 4096
-    assert capacity_cap(CacheSpec, THOROUGH, None, watch) is None, "no make_value: the spec's bytes, no memory to cap"
+    assert capacity_cap(get_kind("cache"), BytearrayValueCache, THOROUGH, None, watch) == REAL_VALUE_CAPACITY
+    assert capacity_cap(get_kind("cache"), BytearrayValueCache, THOROUGH, 4096, watch) == 4096
+    assert capacity_cap(get_kind("cache"), CacheSpec, THOROUGH, None, watch) is None, "no make_value: the spec's bytes, no memory to cap"
     assert scoped(SMALL, None, 4096) == SMALL, "small capacities (64 bytes at most) are never capped"
     report = run_program_phases(KIND, BytearrayValueCache, (Phase(scoped(WIDE, None, 4096), 20, 20, shrink=False),),
                                 ProgramOptions())

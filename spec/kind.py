@@ -263,6 +263,10 @@ class SpecKind:
     `partitioning` says how a concurrent history splits into independent parts (`Partitioning`);
     None: never (the kind's module says why).
 
+    `probe_size` is the size of the implementation `check` builds before any example runs, to see
+    what its factory returns and which operations it has (a usage error names it: "f(64) returned
+    None").
+
     `types` maps each argument domain and each result of the operation table to the Python type
     the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
     them from the table); a kind without it has no generated signatures.
@@ -286,6 +290,7 @@ class SpecKind:
     types: dict[str, str] = field(default_factory=dict)
     view_readers: dict[str, ViewReader] = field(default_factory=dict)
     partitioning: Partitioning | None = None
+    probe_size: int = 4
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
         """`view` of `target` (the model or an implementation) as the differential step compares it:

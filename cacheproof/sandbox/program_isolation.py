@@ -80,7 +80,8 @@ _SPECIAL = {"__len__": lambda target: len(target), "__contains__": lambda target
 
 
 def _serve(connection: Any, impl: str) -> None:
-    """The child: load the factory; then, for each ("new", size, names) request, build a fresh
+    """The child: load the factory when asked ("load", size: within _START_SECONDS, an import of torch
+    included); then, for each ("new", size, names) request (within the call timeout), build a fresh
     implementation, answer which of `names` it has and what it is (`described`), and answer (name, args, kwargs) requests on it, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from cacheproof.sandbox.factories import load_factory
@@ -93,10 +94,17 @@ def _serve(connection: Any, impl: str) -> None:
             request = connection.recv()
         except EOFError:
             return
+        if request[0] == "load":
+            try:
+                factory = factory or load_factory(impl)
+            except BaseException as error:  # reported to the checker, which decides
+                connection.send(("failed", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}"))
+                continue
+            connection.send(("loaded",))
+            continue
         if request[0] == "new":
             made = []
             try:
-                factory = factory or load_factory(impl)
                 target = factory(request[1])
             except BaseException as error:  # reported to the checker, which decides
                 connection.send(("failed", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}"))
@@ -297,7 +305,7 @@ class IsolatedImplementation:
 class IsolatedProgramFactory:
     """`factory(size)` for the checker: a fresh implementation each call, built in the one child
     process of the factory (started again when a call killed it). Each call waits at most
-    `watch.timeout` seconds; a child takes at most _START_SECONDS to load the factory and build."""
+    `watch.timeout` seconds, building one too; a child takes at most _START_SECONDS to load the factory."""
 
     def __init__(self, impl: str, names: tuple[str, ...], watch: Watch) -> None:
         self.impl, self.names, self.watch = impl, names, watch
@@ -307,7 +315,15 @@ class IsolatedProgramFactory:
         if self._child is None or not self._child.alive():
             self.close()
             self._child = _Child(self.impl, self.watch)
-        answer = self._child.request(("new", size, self.names), "starting", (), _START_SECONDS)
+            loaded = self._child.request(("load", size), "starting", (), _START_SECONDS)
+            if loaded[0] != "loaded":
+                raise ChildFailure(loaded[1])
+        try:
+            answer = self._child.request(("new", size, self.names), "factory", (size,), self.watch.timeout)
+        except CacheFault as fault:  # the factory hung or ended the child: no call sequence shows it
+            self.close()
+            said = f"did not return within {self.watch.timeout:g} s" if fault.kind == "hang" else "killed its process"
+            raise ChildFailure(f"{self.impl}({size}) {said}") from None
         if answer[0] != "ready":
             raise ChildFailure(answer[1])
         implementation = IsolatedImplementation(self._child, frozenset(answer[1]))

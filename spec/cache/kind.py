@@ -164,6 +164,7 @@ CACHE_KIND = SpecKind(
     summary="a byte-bounded, ref-counted LRU tensor cache with reservations (docs/contract.md)",
     operations=CACHE_OPERATIONS,
     size_name="capacity_bytes",
+    probe_size=64,
     new=CacheSpec,
     invariants=INVARIANTS,
     profiles=PROFILES,

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         carried = None if args.isolate else factory_profile(factory)  # an adapter's imports its engine here, untimed
         if args.profile is None:
             if carried is None and not args.isolate:
-                carried = supervised(lambda: built_profile(probed), watch)
+                carried = supervised(lambda: built_profile(kind, probed), watch)
             args.profile = carried or kind.default_profile
         profile = chosen_profile(kind, args.profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         built, missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
-        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
     except UsageAbort as abort:  # the factory hung or raised
         print(abort.said_by("cacheproof check") if abort.message.startswith(impl)
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
     args.keys = args.keys or profile.keys
     phases = thorough_phases(kind.name) if args.thorough else (Phase(default_scope(kind.name), args.examples, args.steps),)
     try:
-        cap = capacity_cap(probed, phases, args.max_capacity, watch)
+        cap = capacity_cap(kind, probed, phases, args.max_capacity, watch)
     except ChildFailure as failure:
-        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
     phases = tuple(replace(phase, scope=scoped(phase.scope, args.keys, cap)) for phase in phases)
     workers = args.workers or 1
@@ -202,34 +202,30 @@ def scoped(scope: Any, keys: str | None, cap: int | None) -> Any:
     return scope.capped(cap) if cap is not None and hasattr(scope, "capped") else scope
 
 
-def capacity_cap(factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
+def capacity_cap(kind: SpecKind, factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
     """The byte cap of the sizes the `phases` draw: `asked` (default REAL_VALUE_CAPACITY) when some
     phase's scope can be `capped` and the values the checker makes for the implementation hold memory
     (`contract.values.values_hold_memory`: making them costs time per byte); None otherwise."""
     if not any(hasattr(phase.scope, "capped") for phase in phases):
         return None
-    holds = supervised(lambda: values_hold_memory(factory(PROBE_SIZE)), watch)
+    holds = supervised(lambda: values_hold_memory(factory(kind.probe_size)), watch)
     return (asked or REAL_VALUE_CAPACITY) if holds else None
 
 
-PROBE_SIZE = 4
-"""The size of the implementation built to see which operations it has before any example runs."""
-
-
 def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> tuple[str, list[str]]:
-    """What `factory(PROBE_SIZE)` returned ("a NoEvict", "None": its `described`), and the operations
+    """What `factory(kind.probe_size)` returned ("a NoEvict", "None": its `described`), and the operations
     among `operations` that it has no method for."""
-    probe = factory(PROBE_SIZE)
+    probe = factory(kind.probe_size)
     return probe.described, [name for name in operations
                              if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
 
 
-def built_profile(factory) -> str | None:
-    """The profile an object `factory(PROBE_SIZE)` carries (its `profile` attribute, as an engine
+def built_profile(kind: SpecKind, factory) -> str | None:
+    """The profile an object `factory(kind.probe_size)` carries (its `profile` attribute, as an engine
     adapter's object does), so that a user's wrapper or subclass factory keeps its adapter's
     profile; None when it carries none or cannot be built (the probe that follows reports why)."""
     try:
-        profile = getattr(factory(PROBE_SIZE), "profile", None)
+        profile = getattr(factory(kind.probe_size), "profile", None)
     except Exception:  # noqa: BLE001 - missing_operations builds it again and reports the failure
         return None
     return profile if isinstance(profile, str) else None
@@ -241,10 +237,16 @@ def misuse_checked(semantics) -> bool:
     return getattr(semantics, "misuse", "checked") == "checked"
 
 
+def child_failure_line(impl: str, failure: ChildFailure) -> str:
+    """The usage error of the implementation's child failing before any example ran, naming `impl` once."""
+    said = str(failure)
+    return f"cacheproof check: {said}" if said.startswith(impl) else f"cacheproof check: {impl}: {said}"
+
+
 def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str]) -> str:
     """The usage error of an implementation without some of the checked operations; `built` is
     what the factory returned ("a NoEvict", "None")."""
-    return (f"cacheproof check: {impl}({PROBE_SIZE}) returned {built}, which lacks {', '.join(missing)} of the "
+    return (f"cacheproof check: {impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)} of the "
             f"{kind.name} contract; check fewer operations with --ops or a profile that names them (--profile)")
 
 
