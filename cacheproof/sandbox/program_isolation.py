@@ -32,9 +32,9 @@ import signal
 from types import SimpleNamespace
 from typing import Any
 
-from cacheproof.contract.faults import CacheFault, UserCodeError
+from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError, user_traceback
 from cacheproof.contract.values import value_for, values_equal
-from cacheproof.sandbox.guarded_call import Watch, fault_message
+from cacheproof.sandbox.guarded_call import Watch, fault_message, nth_call
 from cacheproof.spec import errors
 
 _START_SECONDS = 120.0
@@ -106,8 +106,9 @@ def _serve(connection: Any, impl: str) -> None:
             made = []
             try:
                 target = factory(request[1])
-            except BaseException as error:  # reported to the checker, which decides
-                connection.send(("failed", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}"))
+            except BaseException as error:  # reported to the checker, a usage error
+                connection.send(("raised", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}",
+                                 user_traceback(error)))
                 continue
             has = tuple(name for name in request[2] if callable(getattr(target, name, None)))
             connection.send(("ready", has + tuple(_SPECIAL), described(target)))
@@ -224,6 +225,7 @@ class _Child:
     checker's end of its pipe."""
 
     def __init__(self, impl: str, watch: Watch) -> None:
+        self.builds = 0
         context = _context(impl)
         self.connection, child_end = context.Pipe()
         self.process = context.Process(target=_serve, args=(child_end, impl), daemon=True,
@@ -305,7 +307,8 @@ class IsolatedImplementation:
 class IsolatedProgramFactory:
     """`factory(size)` for the checker: a fresh implementation each call, built in the one child
     process of the factory (started again when a call killed it). Each call waits at most
-    `watch.timeout` seconds, building one too; a child takes at most _START_SECONDS to load the factory."""
+    `watch.timeout` seconds, building one too; a child takes at most _START_SECONDS to load the factory.
+    A factory that raises is a usage error (`UsageAbort`, with its call number and the user's traceback)."""
 
     def __init__(self, impl: str, names: tuple[str, ...], watch: Watch) -> None:
         self.impl, self.names, self.watch = impl, names, watch
@@ -318,14 +321,15 @@ class IsolatedProgramFactory:
             loaded = self._child.request(("load", size), "starting", (), _START_SECONDS)
             if loaded[0] != "loaded":
                 raise ChildFailure(loaded[1])
+        self._child.builds += 1  # the factory's calls in this child's process, whose state the factory keeps
         try:
             answer = self._child.request(("new", size, self.names), "factory", (size,), self.watch.timeout)
         except CacheFault as fault:  # the factory hung or ended the child: no call sequence shows it
             self.close()
             said = f"did not return within {self.watch.timeout:g} s" if fault.kind == "hang" else "killed its process"
             raise ChildFailure(f"{self.impl}({size}) {said}") from None
-        if answer[0] != "ready":
-            raise ChildFailure(answer[1])
+        if answer[0] == "raised":  # the factory raised: no call sequence shows it
+            raise UsageAbort(answer[1] + nth_call(self._child.builds), answer[2])
         implementation = IsolatedImplementation(self._child, frozenset(answer[1]))
         implementation.described = answer[2]
         return implementation

@@ -36,7 +36,7 @@ from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import failed_inspection, program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
-from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, load_factory
 from cacheproof.sandbox.guarded_call import Watch, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
@@ -75,16 +75,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
+    watch = Watch(args.call_timeout)
     try:
-        factory = IsolatedProgramFactory(impl, kind.names + kind.views, Watch(args.call_timeout)) if args.isolate \
-            else load_factory(impl)
+        factory = IsolatedProgramFactory(impl, kind.names + kind.views, watch) if args.isolate else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     if args.threads is not None and concurrent_command.refusal(args) is not None:
         print(f"cacheproof check: {concurrent_command.refusal(args)}", file=sys.stderr)
         return 2
-    watch = Watch(args.call_timeout)
     probed = factory if args.isolate else WatchedFactory(factory, watch, impl)
     try:
         carried = None if args.isolate else factory_profile(factory)  # an adapter's imports its engine here, untimed
@@ -99,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {impl}: {error}" if not isinstance(error, InvalidArgumentError)
               else f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    except UsageAbort as abort:  # the factory hung
-        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
+    except UsageAbort as abort:  # the factory hung or raised
+        print(abort_line(impl, abort), file=sys.stderr)
         return 2
     try:
         built, missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
@@ -108,14 +107,15 @@ def run(args: argparse.Namespace) -> int:
         print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
     except UsageAbort as abort:  # the factory hung or raised
-        print(abort.said_by("cacheproof check") if abort.message.startswith(impl)
-              else f"cacheproof check: {impl}: {abort.said_by('cacheproof check').partition(': ')[2]}", file=sys.stderr)
+        print(abort_line(impl, abort), file=sys.stderr)
         return 2
     if missing:
         print(lacks_line(kind, impl, built, missing), file=sys.stderr)
         return 2
     if args.threads is not None:
-        return concurrent_command.run(args, kind, factory, impl, semantics, operations, profile.name,
+        timed = TimedFactory(factory, impl, args.call_timeout)
+        timed.calls = watch.factory_calls  # the probes' builds count: "on its call number 5"
+        return concurrent_command.run(args, kind, timed, impl, semantics, operations, profile.name,
                                       misuse_checked(semantics) and not args.no_bad_arguments)
     try:
         args.database_choice, database = chosen_database(args)
@@ -235,6 +235,13 @@ def misuse_checked(semantics) -> bool:
     """Whether the semantics hold the implementation to rejecting misuse (a kind whose semantics
     have no `misuse` field always do); under "trusted" the checker makes no misuse call."""
     return getattr(semantics, "misuse", "checked") == "checked"
+
+
+def abort_line(impl: str, abort: UsageAbort) -> str:
+    """The usage error of the factory failing before any example ran (with the user's traceback),
+    naming `impl` once."""
+    said = abort.said_by("cacheproof check")
+    return said if abort.message.startswith(impl) else said.replace("cacheproof check: ", f"cacheproof check: {impl}: ", 1)
 
 
 def child_failure_line(impl: str, failure: ChildFailure) -> str:
