@@ -142,10 +142,12 @@ def run(args: argparse.Namespace) -> int:
     done = _Done()
     try:
         with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
+            progress.update(0, 0)  # the search has started: before the first program, which may be slow
             options = ProgramOptions(
                 seed=args.seed, budget_seconds=args.budget, semantics=semantics, operations=operations,
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
+                on_shrink=progress.shrinking,
                 call_timeout=args.call_timeout, isolate=args.isolate, impl=impl, factory_calls=watch.factory_calls,
                 on_counterexample=lambda example, seconds: _print_first(args, kind, impl, example, seconds),
             )
