@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(abort_line(impl, abort), file=sys.stderr)
         return 2
     if missing:
-        print(lacks_line(kind, impl, built, missing), file=sys.stderr)
+        print(lacks_line(kind, impl, built, missing, operations), file=sys.stderr)
         return 2
     if args.threads is not None:
         timed = TimedFactory(factory, impl, args.call_timeout)
@@ -252,11 +252,12 @@ def child_failure_line(impl: str, failure: ChildFailure) -> str:
     return f"cacheproof check: {said}" if said.startswith(impl) else f"cacheproof check: {impl}: {said}"
 
 
-def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str]) -> str:
-    """The usage error of an implementation without some of the checked operations; `built` is
+def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str], operations: tuple[str, ...]) -> str:
+    """The usage error of an implementation without some of the checked `operations`; `built` is
     what the factory returned ("a NoEvict", "None")."""
-    return (f"cacheproof check: {impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)} of the "
-            f"{kind.name} contract; check fewer operations with --ops or a profile that names them (--profile)")
+    needed = (f"a {kind.name} implementation needs every operation of its contract (or check a subset with --ops)"
+              if set(operations) == set(kind.names) else f"the checked operations are --ops {','.join(operations)}")
+    return f"cacheproof check: {impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)}: {needed}"
 
 
 def chosen_profile(kind: SpecKind, name: str):

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     built, missing = missing_operations(kind, WatchedFactory(factory, Watch(None)), operations)
     if missing:
-        print(lacks_line(kind, impl, built, missing), file=sys.stderr)
+        print(lacks_line(kind, impl, built, missing, operations), file=sys.stderr)
         return 2
     setup = ExhaustiveSetup(kind, factory, generator_for(kind.name), scope, operations,
                             misuse_checked(semantics) and not args.no_bad_arguments, args.depth or scope.depth, semantics)
