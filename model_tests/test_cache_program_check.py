@@ -110,3 +110,13 @@ def test_a_view_that_raises_says_what_it_raised():
 def test_a_deterministic_broken_cache_is_not_called_not_deterministic():
     report = run_program_check(KIND, broken_caches.GetTakesReference, generator_for("cache"), examples=200, steps=100)
     assert not report.counterexample.message.startswith("not deterministic")
+
+
+def test_a_program_of_a_wide_capacity_is_tried_at_a_few_smaller_sizes_without_listing_the_others():
+    """--thorough draws capacities to 2**41: the sizes tried while shrinking are seven numbers, not a
+    set of every size below (which took 23 GB before the check was killed)."""
+    from cacheproof.check.programs.program import smaller_sizes
+
+    size = 1 << 41
+    assert smaller_sizes(size) == [1, 2, 3, 4, size // 2, size * 3 // 4, size - 1]
+    assert smaller_sizes(3) == [1, 2] and smaller_sizes(1) == []
