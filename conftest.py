@@ -24,6 +24,10 @@ os.environ["CACHEPROOF_BUDGET"] = "0"
 interactive default's 30 s (cacheproof/cmdline/budget.py); tests of the budget set it themselves."""
 
 SLOW = (
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[EvictionPlanAfterUnlock]",
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[LostRefcountUpdate]",
+    "model_tests/test_concurrent_check.py::test_check_threads_finds_the_race[CommitWithoutRecheck]",
+    "model_tests/test_testing_kit.py::test_pytest_shows_the_snippet_and_the_divergence_only",
     "model_tests/test_cache_program_check.py::test_a_len_that_raises_in_the_child_is_a_counterexample",
     "model_tests/test_cache_program_check.py::test_a_call_raising_system_exit_is_its_outcome_and_diverges",
     "model_tests/test_cache_program_check.py::test_a_deterministic_broken_cache_is_not_called_not_deterministic",
@@ -52,6 +56,10 @@ SLOW = (
     "model_tests/test_prove_radix.py::test_a_spec_whose_split_drops_the_lock_disagrees",
     "model_tests/test_prove_radix.py::test_the_command_exits_0_and_writes_its_report",
     "model_tests/engines/test_vllm_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",
+    "model_tests/engines/test_vllm_encoder_cache.py::test_conforms_under_the_profile_of_vllm_as_shipped",
+    "model_tests/engines/test_vllm_encoder_cache.py::test_the_two_choices_are_divergences_under_vllm_encoder_cache",
+    "model_tests/engines/test_sglang_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",
+    "model_tests/engines/test_sglang_mm_cache.py::test_each_broken_subclass_is_found",
     "model_tests/test_mutate.py::test_the_duel_sorts_each_mutant_by_who_kills_it",
     "model_tests/test_mutate.py::test_a_side_failing_on_the_unmutated_module_is_a_usage_error",
     "model_tests/test_checker_bites.py::test_check_finds_the_bug[CommitEvictsBeforeSizeCheck]",

@@ -168,20 +168,21 @@ def snapshot_from_table(
 def stats_from_snapshot(capacity_bytes: int, snapshot: Iterable[EntryView]) -> CacheStats:
     """The contract's stats() byte counts computed from a snapshot, by the contract's definitions.
 
-    Rule: reserved = RESERVED entries' bytes; pinned = READY entries with refcount > 0; idle =
-    READY with refcount 0; ready = pinned + idle; free = capacity - ready; entries = the count. The
+    Rule: reserved = referenced RESERVED entries' bytes; pinned = READY entries with refcount > 0;
+    idle = entries with refcount 0 (READY, or an abandoned reservation kept under
+    abandoned_reservation="kept"); ready = pinned + idle; free = capacity - ready; entries = the count. The
     counters (hits, misses, ...) are 0: the checker does not compare them. A peer whose own counters
     disagree with its table is then checked only through the table.
     """
     reserved = pinned = idle = entries = 0
     for view in snapshot:
         entries += 1
-        if view.state is EntryState.RESERVED:
-            reserved += view.nbytes
-        elif view.refcount > 0:
-            pinned += view.nbytes
-        else:
+        if view.refcount == 0:
             idle += view.nbytes
+        elif view.state is EntryState.RESERVED:
+            reserved += view.nbytes
+        else:
+            pinned += view.nbytes
     return CacheStats(
         capacity_bytes=capacity_bytes, ready_bytes=pinned + idle, reserved_bytes=reserved, pinned_bytes=pinned,
         idle_bytes=idle, free_bytes=capacity_bytes - pinned - idle, entries=entries,

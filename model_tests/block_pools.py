@@ -8,10 +8,12 @@ one (the class docstring names it); `differential_walk` (model_tests/block_walk.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter, OrderedDict
 
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, chain_hashes
+from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
 
@@ -404,6 +406,87 @@ BROKEN_POOLS = (
     LastInsertedLookupPool,
 )
 """Every broken pool, one bug each."""
+
+
+class EventfulListPool(ListBlockPool):
+    """A correct pool that also announces KV cache events (`events()`, spec/blocks/events.py),
+    recorded where its own steps change a hash: a stored group's parent is the written parent of
+    its first block (none at the pool level), a lost hash is removed, reset clears."""
+
+    def __init__(self, num_blocks: int, block_size: int = BLOCK_SIZE) -> None:
+        super().__init__(num_blocks, block_size)
+        self._depth = 0  # public calls in progress: a call inside a call (allocate_slots' lookup) keeps the events
+        self._fresh_events()
+
+    def _fresh_events(self):
+        self._stored, self._removed, self._cleared = [], [], False
+
+    def _add_hashes(self, ids, values):
+        super()._add_hashes(ids, values)
+        if ids:
+            self._stored.append((self._written.get(ids[0], (None,))[0], tuple(values)))
+
+    def _forget_hash(self, block):
+        if block in self._block_hash:
+            self._removed.append(self._block_hash[block])
+        super()._forget_hash(block)
+
+    def reset(self):
+        done = super().reset()
+        self._cleared = done
+        return done
+
+    def events(self):
+        return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
+
+
+def _one_call(operation):
+    """`operation` of an EventfulListPool: its events are those of this call alone (none if it raises)."""
+    @functools.wraps(operation)
+    def call(self, *args, **kwargs):
+        if not self._depth:
+            self._fresh_events()
+        self._depth += 1
+        try:
+            return operation(self, *args, **kwargs)
+        except Exception:
+            if self._depth == 1:
+                self._fresh_events()
+            raise
+        finally:
+            self._depth -= 1
+    return call
+
+
+for _name in ALL_BLOCK_OPERATIONS:
+    setattr(EventfulListPool, _name, _one_call(getattr(EventfulListPool, _name)))
+
+
+class SilentLazyEvictionPool(EventfulListPool):
+    """Lazy eviction announces nothing: allocate reuses a cached free block, dropping its hash, but
+    emits no removal, so a router's copy of the hash map keeps routing that prefix here after its
+    KV is overwritten. The state is right; only the events are wrong."""
+
+    def _get(self, request, n):
+        removed = list(self._removed)
+        got = super()._get(request, n)
+        self._removed = removed
+        return got
+
+
+class WrongParentPool(EventfulListPool):
+    """A stored group names its own last hash as its parent (vLLM's `num_cached_blocks == 0` test
+    inverted, mutant #93 of block_pool.py): a router chains the new blocks after the wrong prefix."""
+
+    def _add_hashes(self, ids, values):
+        super()._add_hashes(ids, values)
+        if ids:
+            self._stored[-1] = (values[-1], tuple(values))
+
+
+EVENT_BROKEN_POOLS = (SilentLazyEvictionPool, WrongParentPool)
+"""Pools whose state is right and whose KV cache events are wrong, one bug each (only the events
+view can find them)."""
 
 
 class ExitsOnDoubleFreePool(ListBlockPool):

@@ -22,7 +22,7 @@ POOL_REQUESTS = (1, 2, 3)
 MANAGED_REQUESTS = (10, 11, 12)
 HASHES = tuple(range(100, 106))
 VOCABULARY = (1, 2)
-VIEWS = ("hash_map", "tables", "contents")
+VIEWS = ("hash_map", "tables", "contents", "events")
 
 
 class Divergence(NamedTuple):

@@ -41,6 +41,7 @@ SIGNATURES = {
         "has": "(self, mm_hash)",
         "free": "(self, mm_hash, mm_embedding_allocator)",
         "clear": "(self)",
+        "available_size": "(self)",
     },
 }
 """The public methods of each real class, as `inspect.signature` writes them (annotations left out)."""
@@ -308,6 +309,9 @@ class MultiModalStaticCache:
 
     def __len__(self) -> int:
         return len(self.mm_cache)
+
+    def available_size(self) -> int:
+        return len(self)
 
 
 class FlushingMultiModalStaticCache(MultiModalStaticCache):

@@ -22,14 +22,16 @@ from model_tests.forced_interleaving import RacyWindow, counts_completed_calls
 
 KIND = get_kind("blocks")
 BROKEN = ["DoubleFreePool", "HeadFreePool", "StaleHashMapPool", "GapLookupPool", "TouchLeavesQueuedPool",
-          "ResetInUsePool", "CounterDriftPool", "ForwardFreeRequestPool", "LastInsertedLookupPool"]
+          "ResetInUsePool", "CounterDriftPool", "ForwardFreeRequestPool", "LastInsertedLookupPool",
+          "SilentLazyEvictionPool", "WrongParentPool"]
 
 
 def _check(factory, **options):
     return run_program_check(KIND, factory, generator_for("blocks"), **options)
 
 
-@pytest.mark.parametrize("factory", [BlockPoolSpec, block_pools.ListBlockPool], ids=["spec", "list pool"])
+@pytest.mark.parametrize("factory", [BlockPoolSpec, block_pools.ListBlockPool, block_pools.EventfulListPool],
+                         ids=["spec", "list pool", "eventful list pool"])
 def test_correct_pools_conform(factory):
     report = _check(factory, examples=150, seed=0)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
@@ -46,6 +48,14 @@ def test_every_broken_pool_is_found_with_a_snippet_that_fails(name):
     snippet = snippet_of(KIND, f"model_tests.block_pools:{name}", example, None)
     with pytest.raises(Exception):  # an assertion of the spec's outcome, or the pool's own crash at that call
         exec(compile(snippet, "<snippet>", "exec"), {})
+
+
+@pytest.mark.parametrize("name", ["SilentLazyEvictionPool", "WrongParentPool"])
+def test_wrong_events_are_found_in_the_events_view_alone(name):
+    """A pool whose state is right and whose KV cache events are wrong differs in events() only."""
+    report = _check(getattr(block_pools, name), examples=400, seed=0)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
 
 
 def test_the_snippet_of_a_divergence_passes_on_the_correct_pool():

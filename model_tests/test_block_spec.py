@@ -15,7 +15,7 @@ from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.kinds import get_kind, new_spec
-from model_tests.block_pools import BROKEN_POOLS, ListBlockPool
+from model_tests.block_pools import BROKEN_POOLS, EVENT_BROKEN_POOLS, EventfulListPool, ListBlockPool
 from model_tests.block_walk import differential_walk
 
 NONE5 = ((0, None),) * 5
@@ -178,12 +178,46 @@ def test_kind_and_profiles() -> None:
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-kv-cache-manager"}
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
     assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
-    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "num_free")
+    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "reset", "num_free")
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
-    assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip"}
+    assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "hit_events": "stored"}
     assert vllm.operations == POOL_OPERATIONS
     assert not kind.operation("lookup").mutates and kind.operation("free_request").mutates
+
+
+def test_events_of_each_call_worked_by_hand() -> None:
+    """The KV cache events (spec/blocks/events.py) of a hand-worked walk: stored groups with their
+    parent, removals as a sorted multiset, reset's one clear, nothing for a call that raises."""
+    pool = BlockPoolSpec(5, BlockSemantics(hit_events="stored"))
+    assert pool.allocate(1, 2) == (1, 2) and pool.events() == ((), (), False)
+    pool.cache_blocks(1, (2, 1), (8, 8))  # two blocks, one hash: announced twice, in the order given
+    assert pool.events() == (((None, (8, 8)),), (), False)
+    pool.free(1, (1, 2))
+    assert pool.events() == ((), (), False)
+    pool.touch(2, (2,))  # a prefix hit, re-announced under hit_events="stored"
+    assert pool.events() == (((None, (8,)),), (), False)
+    with pytest.raises(WrongStateError):
+        pool.touch(2, (3,))  # free and unhashed: raises, announces nothing
+    assert pool.events() == ((), (), False)
+    pool.free(2, (2,))
+    assert pool.allocate(3, 4) == (3, 4, 1, 2) and pool.events() == ((), (8, 8), False)  # lazy eviction of both
+    pool.free(3, (1, 2, 3, 4))
+    assert pool.reset() is True and pool.events() == ((), (), True)
+    one = block_hash(None, (1, 2))
+    two = block_hash(one, (3, 4))
+    pool.allocate_slots(10, (1, 2, 3, 4, 5))  # blocks (1, 2) and (3, 4) full, (5,) not
+    assert pool.events() == (((None, (one, two)),), (), False)
+    pool.allocate_slots(10, (1, 2, 3, 4, 5, 6))  # block (5, 6) now full: chained after (3, 4)
+    assert pool.events() == (((two, (block_hash(two, (5, 6)),)),), (), False)
+    pool.free_request(10)
+    pool.allocate_slots(11, (1, 2, 3, 4, 9))  # a hit on two blocks, re-announced; nothing new is full
+    assert pool.events() == (((None, (one, two)),), (), False)
+    contract = BlockPoolSpec(3)
+    contract.allocate(1, 1)
+    contract.cache_blocks(1, (1,), (5,))
+    contract.touch(2, (1,))  # the contract's default: a hit announces nothing
+    assert contract.events() == ((), (), False)
 
 
 def test_invariants_bite() -> None:
@@ -231,6 +265,17 @@ def test_spec_imports_only_the_standard_library() -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_random_walk_list_pool_agrees_and_invariants_hold(seed) -> None:
     assert differential_walk(ListBlockPool, seed, 3000) is None
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_walk_eventful_pool_agrees_on_its_events(seed) -> None:
+    assert differential_walk(EventfulListPool, seed, 3000) is None
+
+
+@pytest.mark.parametrize("broken", EVENT_BROKEN_POOLS, ids=lambda cls: cls.__name__)
+def test_random_walk_catches_wrong_events_in_the_events_view_alone(broken) -> None:
+    divergence = differential_walk(broken, 0, 2000)
+    assert divergence is not None and divergence.reason == "events", divergence
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -25,6 +25,8 @@ from cacheproof.contract.calls import Call
 from cacheproof.sandbox.factories import load_factory
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.kinds import get_kind
+from cacheproof.spec.radix.semantics import RadixSemantics
+from cacheproof.spec.radix.tree import RadixCacheSpec
 from model_tests.report_validation import report_errors
 
 
@@ -219,6 +221,23 @@ def test_the_command_prints_the_shortest_counterexample_whose_snippet_fails_and_
     assert len(report["divergences"]) == 1
     assert main(["replay", str(trace_path), "--impl", "model_tests.block_pools:DoubleFreePool"]) == 1
     assert main(["replay", str(trace_path), "--impl", "model_tests.block_pools:ListBlockPool"]) == 0
+
+
+def paged_tree(num_slots: int) -> RadixCacheSpec:
+    """A paged tree that carries its profile, as an engine adapter's object does; the factory carries none."""
+    tree = RadixCacheSpec(num_slots, RadixSemantics(page_size=2))
+    tree.profile = "paged"
+    return tree
+
+
+def test_without_profile_the_search_takes_the_one_the_built_object_carries(tmp_path, capsys):
+    report_path = tmp_path / "report.json"
+    code = main(["check", "--exhaustive", "--spec", "radix", "--depth", "2", "--quiet", "--json", str(report_path),
+                 "--impl", "model_tests.test_exhaustive:paged_tree"])
+    assert code == 0, capsys.readouterr()
+    assert json.loads(report_path.read_text())["profile"] == "paged"
+    assert main(["check", "--exhaustive", "--spec", "radix", "--depth", "2", "--quiet", "--profile", "contract",
+                 "--impl", "model_tests.test_exhaustive:paged_tree"]) == 1
 
 
 def test_the_command_reports_a_clean_search_in_the_schema(tmp_path, capsys):

@@ -31,7 +31,7 @@ DIAGRAM_ARROW = "-->"
 """A line holding it is a diagram (`READY --acquire READY_HIT--> READY`): its `--word`s are no flags."""
 
 TOOLS = {"tools/mutate.py": "tools.mutate", "tools/prove_mutations.py": "tools.prove_mutations",
-         "tools/search_power.py": "tools.search_power"}
+         "tools/search_power.py": "tools.search_power", "tools/duel_fixture.py": "tools.duel_fixture"}
 """The repository's own tools whose flags the documents name: the script, its module (add_arguments)."""
 
 FOREIGN_FLAGS = {
@@ -41,6 +41,9 @@ FOREIGN_FLAGS = {
     "--no-dashboard": "hypothesis fuzz, HypoFuzz's command (docs/scale.md: HypoFuzz campaigns)",
     "--cacheproof-settings": "pytest, cacheproof's own plugin (docs/testing.md; tested in test_pytest_plugin.py)",
     "--noconftest": "pytest, in the engines' own test commands (docs/mutation-duel.md)",
+    "--deselect": "pytest, in SGLang's own test command (docs/mutation-duel.md)",
+    "--import-mode": "pytest, in SGLang's own test command (docs/mutation-duel.md)",
+    "--no-binary": "pip download, looking for SGLang's source distribution (docs/mutation-duel.md)",
 }
 """Flags of other programs that the documents name, and which program."""
 

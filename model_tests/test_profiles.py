@@ -10,6 +10,7 @@ import pytest
 from cacheproof.spec import CacheSpec, ConflictError, InvalidArgumentError, TooLargeError, UnknownKeyError, WrongStateError
 from cacheproof.spec.cache.profiles import PROFILES, check_operations, profile_named
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.cache.types import Acquired, EntryState
 
 
 def keys(spec: CacheSpec) -> list:
@@ -129,6 +130,42 @@ def test_clear_busy_drop():
     spec.clear()
     assert len(spec) == 0 and spec.stats().reserved_bytes == 0
     spec.check_invariants()
+
+
+def test_abandoned_reservation_kept_stays_idle_is_evicted_and_revived():
+    """vLLM's freeable list keeps an item whose output was never stored (abandoned_reservation="kept")."""
+    spec = CacheSpec(4, Semantics(abandoned_reservation="kept", refresh_on=frozenset({"release"})))
+    assert spec.acquire("a", 2) is Acquired.NEW_RESERVATION
+    assert spec.release("a") is False  # kept: not removed
+    (entry,) = spec.snapshot()
+    assert (entry.state, entry.refcount, entry.nbytes) == (EntryState.RESERVED, 0, 2)
+    assert (spec.stats().reserved_bytes, spec.stats().idle_bytes) == (0, 2)
+    spec.check_invariants()  # I3 is waived under kept
+    with pytest.raises(WrongStateError):
+        spec.get("a")  # still no value
+    assert spec.acquire("a", 2) is Acquired.RESERVATION_HIT  # referenced again: its bytes reserved
+    assert (spec.stats().reserved_bytes, spec.stats().idle_bytes) == (2, 0)
+    spec.release("a")
+    assert spec.evict(3) == ["a"]  # evicted like an idle entry
+    assert len(spec) == 0
+    spec.acquire("b", 1)
+    spec.release("b")
+    assert spec.commit("b", b"x") == [] and spec.get("b") == b"x"  # committed while idle: READY, refcount 0
+    assert spec.snapshot()[0].refcount == 0 and spec.stats().idle_bytes == 1
+    removed = CacheSpec(4)
+    removed.acquire("a", 2)
+    assert removed.release("a") is True and len(removed) == 0  # the contract drops it
+
+
+def test_commit_size_reserved_stores_at_the_reserved_size():
+    spec = CacheSpec(4, Semantics(commit_size="reserved"))
+    spec.reserve("k", 2)
+    assert spec.commit("k", b"abc") == []
+    assert spec.snapshot()[0].nbytes == 2 and spec.get("k") == b"abc"
+    checked = CacheSpec(4)
+    checked.reserve("k", 2)
+    with pytest.raises(ConflictError):
+        checked.commit("k", b"abc")
 
 
 def test_trusted_arguments_skip_type_checks():

@@ -59,7 +59,7 @@ SPEC_EDITS = {
     "acquire pins an idle entry when it does not fit": (
         "spec/cache/model.py", "if not rules.reservation_fits(self._bytes, nbytes):", "not ", "", 0, "I1"
     ),
-    "release drops the wrong byte class": ("spec/cache/model.py", "if entry.state is RESERVED:", "is", "is not", 0, "I2"),
+    "release drops the wrong byte class": ("spec/cache/model.py", "elif entry.state is RESERVED:", "is", "is not", 0, "I2"),
 }
 
 

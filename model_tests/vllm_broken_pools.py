@@ -77,9 +77,19 @@ class ResetInUsePool(BlockPool):
         return True
 
 
+class SilentEvictionPool(BlockPool):
+    """Evictions announce nothing: `_maybe_evict_cached_block` drops the hash (lazily in
+    get_new_blocks, or in evict_blocks) but emits no BlockRemoved, so a router reading the KV cache
+    events keeps sending that prefix here after its KV is gone. The pool's state is right; only the
+    events view can find it."""
+
+    def _maybe_evict_cached_block(self, block):
+        return bool(self._remove_cached_block_hashes(block))
+
+
 BROKEN_POOL_CLASSES = (
     HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
-    EvictRequeuesPool, ResetInUsePool,
+    EvictRequeuesPool, ResetInUsePool, SilentEvictionPool,
 )
 """Every broken subclass, one bug each."""
 
@@ -108,9 +118,13 @@ def reset_in_use(num_blocks: int) -> VllmBlockPool:
     return block_pool(num_blocks, pool_class=ResetInUsePool)
 
 
+def silent_eviction(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=SilentEvictionPool)
+
+
 FACTORIES = {
     "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
     "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
-    "evict_requeues": evict_requeues, "reset_in_use": reset_in_use,
+    "evict_requeues": evict_requeues, "reset_in_use": reset_in_use, "silent_eviction": silent_eviction,
 }
 """Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""

@@ -267,6 +267,11 @@ class SpecKind:
     what its factory returns and which operations it has (a usage error names it: "f(64) returned
     None").
 
+    `announcements` names the views that show what the last call announced rather than a state
+    (the block pool's KV cache events): a sequential program, a replay and the monitor compare them
+    after every call, after `views` (`compared_views`); a merge of states never reads them, nor the
+    final state of a concurrent run, where "the last call" has no one order.
+
     `types` maps each argument domain and each result of the operation table to the Python type
     the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
     them from the table); a kind without it has no generated signatures.
@@ -291,6 +296,7 @@ class SpecKind:
     view_readers: dict[str, ViewReader] = field(default_factory=dict)
     partitioning: Partitioning | None = None
     probe_size: int = 4
+    announcements: tuple[str, ...] = ()
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
         """`view` of `target` (the model or an implementation) as the differential step compares it:
@@ -325,6 +331,12 @@ class SpecKind:
         if len(groups) < 2 or not self.partitioning.independent(model, calls):
             return None
         return list(groups.values())
+
+    @cached_property
+    def compared_views(self) -> tuple[str, ...]:
+        """What a sequential differential step compares after every call: the views, then the
+        announcements."""
+        return self.views + self.announcements
 
     @cached_property
     def names(self) -> tuple[str, ...]:

@@ -65,13 +65,17 @@ def invoke(cache: Any, call: Call, values_from: Any = None, capacity_bytes: int 
 
     Value recipes are made by `values_from` (default: `cache` itself), so the spec can be handed
     values equal to those the cache under test gets; a recipe above `capacity_bytes` (default:
-    `cache.capacity_bytes`, if it has one) is never built (see `value_for`).
+    `cache.capacity_bytes`, if it has one) is never built (see `value_for`). A call without a
+    recipe is passed on as it is, its capacity never read.
     """
-    maker = cache if values_from is None else values_from
-    if capacity_bytes is None:
-        capacity_bytes = getattr(cache, "capacity_bytes", None)
-    args = tuple(_concrete(maker, a, capacity_bytes) for a in call.args)
-    kwargs = {name: _concrete(maker, a, capacity_bytes) for name, a in call.kwargs.items()}
+    args, kwargs = call.args, call.kwargs
+    if any(isinstance(a, ValueRecipe) for a in args) or kwargs and any(
+            isinstance(a, ValueRecipe) for a in kwargs.values()):
+        maker = cache if values_from is None else values_from
+        if capacity_bytes is None:
+            capacity_bytes = getattr(cache, "capacity_bytes", None)
+        args = tuple(_concrete(maker, a, capacity_bytes) for a in args)
+        kwargs = {name: _concrete(maker, a, capacity_bytes) for name, a in kwargs.items()}
     if call.op == "contains":
         return args[0] in cache
     return getattr(cache, call.op)(*args, **kwargs)

@@ -12,12 +12,19 @@ embedding and makes it newest, whatever the new one's size). Translations, call 
 - a contract key k <-> the combined hash `combine_hashes([k])` (the class's own static method),
   under which `set` stores and `get([k])` reads;
 - `put(k, v)` -> `set(hash, EmbeddingResult(embedding=tensor))`, its bool as it is;
-- `get(k)` -> `get([k])`'s embedding, or its None;
+- `get(k)` -> SGLang's two reads, call by call in turn: `get([k])` (the multi-item call site's read,
+  odd calls) and `get_single(combine_hashes([k]))` (the single-item call site's read, even calls),
+  its embedding or its None; both make the entry newest, so either one answers a contract `get`;
+- a value from `make_value` is one item of a batch embedding: a view of the first half of a tensor
+  holding it and a second item, as SGLang's encoder hands out slices of one output (so `set`
+  clones an admitted slice and counts the item's bytes, not the batch's);
 - `pop(k)` -> the entry read from `mm_cache` (no public read leaves the order alone) and
-  `free(hash, None)`, in one critical section (`Atomic`); None for an absent hash;
+  `free(hash, None)`, in one critical section (`Atomic`): None when `free` answers False, the
+  entry's embedding when it answers True, and its True as it is when it answers True with no
+  entry to remove (no contract value equals it, so the check reports SGLang's answer);
 - `clear()`, `len()`, `k in cache` -> `clear()`, `len()`, `has(hash)`;
-- snapshot() from `mm_cache` (oldest first); stats() from the class's `current_size`, so its
-  byte accounting is checked against its table.
+- snapshot() from `mm_cache` (oldest first); stats() from the class's `current_size` and
+  `available_size()` (its entry count), so its byte accounting is checked against its table.
 The class keeps no lock (SGLang's scheduler drives it from one thread): the adapter's own lock
 serialises its calls as that thread does. A member it lacks, or a call that does not fit a
 signature, is `cacheproof.adapt.AdapterError`: a usage error (exit 2) naming it.
@@ -39,7 +46,7 @@ _MISSING = (
     "cacheproof.engines.sglang needs SGLang (`pip install sglang`; docs/engines.md says why its module "
     "may not import on a CPU-only machine), or pass cache_class= a class with its API"
 )
-MEMBERS = ("combine_hashes", "get", "set", "has", "free", "clear", "__len__")
+MEMBERS = ("combine_hashes", "get", "get_single", "set", "has", "free", "clear", "__len__", "available_size")
 
 
 def mm_cache(capacity_bytes: int, *, cache_class: Any = None) -> "SglangMultiModalCache":
@@ -75,10 +82,17 @@ class SglangMultiModalCache:
         self.capacity_bytes = capacity_bytes
         self._result = result_class
         self._keys: dict[Any, Hashable] = {}  # combined hash -> contract key, for snapshot()
+        self._reads = 0  # gets so far: odd ones read through get([k]), even ones through get_single
         self._atomic = Atomic(cache)
 
     def make_value(self, nbytes: int, tag: int, element_size: int | None = None) -> Any:
-        return make_tensor(nbytes, tag, element_size)
+        """The recipe's tensor as one item of a batch: a view of the first half of the recipe's
+        tensor followed by a second item (tag + 1), so its storage holds both."""
+        import torch
+
+        item = make_tensor(nbytes, tag, element_size)
+        batch = torch.cat((item, make_tensor(nbytes, tag + 1, element_size).to(item.dtype)))
+        return batch[:item.numel()]
 
     def _hash(self, key: Hashable) -> Any:
         return engine_call(self.cache, "combine_hashes", [key])
@@ -91,17 +105,21 @@ class SglangMultiModalCache:
 
     def get(self, key: Hashable) -> Any:
         with self._atomic:
-            result = engine_call(self.cache, "get", [key])
+            self._reads += 1
+            if self._reads % 2:
+                result = engine_call(self.cache, "get", [key])
+            else:
+                result = engine_call(self.cache, "get_single", self._hash(key))
             return None if result is None else engine_member(result, "embedding")
 
     def pop(self, key: Hashable) -> Any:
         with self._atomic:
             stored = self._hash(key)
             result = engine_member(self.cache, "mm_cache").get(stored)
-            if result is None:
+            freed = engine_call(self.cache, "free", stored, None)
+            if not freed:
                 return None
-            engine_call(self.cache, "free", stored, None)
-            return engine_member(result, "embedding")
+            return freed if result is None else engine_member(result, "embedding")
 
     def clear(self) -> None:
         with self._atomic:
@@ -115,9 +133,10 @@ class SglangMultiModalCache:
             return snapshot_from_table(self._table(), nbytes=lambda result: value_size(result.embedding))
 
     def stats(self) -> CacheStats:
-        """The class's own byte counter (`current_size`) and entry count; every entry idle READY."""
+        """The class's own byte counter (`current_size`) and entry count (`available_size()`);
+        every entry idle READY."""
         with self._atomic:
-            used, entries = engine_member(self.cache, "current_size"), len(self.cache)
+            used, entries = engine_member(self.cache, "current_size"), engine_call(self.cache, "available_size")
         return CacheStats(capacity_bytes=self.capacity_bytes, ready_bytes=used, reserved_bytes=0, pinned_bytes=0,
                           idle_bytes=used, free_bytes=self.capacity_bytes - used, entries=entries)
 

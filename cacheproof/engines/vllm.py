@@ -40,7 +40,17 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
 
 KV cache events are on, as in a deployment whose router reads them: every call runs vLLM's event
 code too (a crash there is the call's), and the events are taken from the queue after each call
-and dropped (the block contract has no event stream; their contents are not checked).
+and read back by the `events()` view (spec/blocks/events.py): each `BlockStored` naming a hash as
+(parent, hashes), each `BlockRemoved`'s hashes, `AllBlocksCleared` as cleared; hashes as ints the
+way the hash map's are. vLLM writes an event's hash in its external form
+(`maybe_convert_block_hash`: by default the BlockHash's bytes read as an unsigned 64-bit int, which
+several BlockHashes may share); the adapter reads it back through a table of the external form of
+every hash it handed vLLM (an external hash it never handed stays as vLLM wrote it, so it differs). A `BlockStored` naming no hash (vLLM emits one when every block
+`cache_full_blocks` was given is the null block) announces nothing and is left out: the one
+translation that drops anything. `touch` plays vLLM's KVCacheManager in `kv_cache_report_mode`
+"full" (profile vllm-block-pool: `hit_events="stored"`): after `touch(blocks)`, when the non-null
+blocks all carry a hash, `emit_cached_block_events(req, len(hit), 1, 0)` over a Request whose
+block hashes are theirs, as `get_computed_blocks` does for a prefix hit.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -49,12 +59,17 @@ snapshot shows both vLLM's count and the record, so the checker sees the disagre
 The request level: `kv_cache_manager(num_blocks)` builds vLLM's own
 `vllm.v1.core.kv_cache_manager.KVCacheManager` (it runs on the CPU: it is bookkeeping over
 `BlockPool`, no tensors) for a `KVCacheConfig` of one full-attention group of block size
-BLOCK_SIZE, and wraps it in `VllmKVCacheManager`, whose pool-level operations are those above
-over the manager's own `block_pool`. Translations:
+BLOCK_SIZE, KV cache events on (its requests in the default `kv_cache_report_mode`, "incremental":
+a prefix hit announces nothing, profile vllm-kv-cache-manager's `hit_events="none"`), and wraps it
+in `VllmKVCacheManager`, whose pool-level operations are those above over the manager's own
+`block_pool`. Translations:
 - a request id r <-> a real `vllm.v1.request.Request` with id `str(r)` whose `block_hasher`
   gives each full block the contract's chained hash (`block_hash`) as a BlockHash;
-- `find_cached_prefix(tokens)` -> `get_computed_blocks(Request(tokens))`'s hit tokens (vLLM caps
-  the hit at num_tokens - 1 itself);
+- `find_cached_prefix(tokens)` -> `get_computed_blocks_for_connector(Request(tokens))`'s hit
+  tokens (vLLM caps the hit at num_tokens - 1 itself): the local lookup a scheduler with a KV
+  connector makes before it asks the connector, which for a model without Mamba layers is
+  `get_computed_blocks`; `allocate_slots` below uses `get_computed_blocks` itself, so both of
+  vLLM's lookups run under the check;
 - `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
   num_new_tokens, num_hit_tokens, hit_blocks)`; later calls -> a Request of the old tokens
   (computed) extended by `append_output_token_ids(new tokens)`, as a running request after a
@@ -64,6 +79,8 @@ over the manager's own `block_pool`. Translations:
   WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
 - `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
   id, so what vLLM does with it is vLLM's answer.
+- `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
+  taken with the manager's `take_events()`, as vLLM's scheduler does both.
 - `tables()` reads `get_block_ids`; the snapshot's holdings add each request's vLLM blocks.
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
@@ -82,9 +99,9 @@ from typing import Any
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
-__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager"]
+__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager", "encoder_cache", "MISSING_VLLM"]
 
-_MISSING = (
+MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
     "`pip install -e '.[engines]'` in a checkout, or build a venv that has it with "
     "`bash tools/engines_venv.sh VENV` (pins in constraints/engines.txt)"
@@ -105,37 +122,50 @@ def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
     try:
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core import block_pool as vllm_block_pool
-        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.request import Request
     except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
     pool = cls(num_blocks, enable_caching=True, hash_block_size=1, enable_kv_cache_events=True)
-    vllm = _VllmNames(BlockHash, get_block_hash, Request, SamplingParams(max_tokens=1))
+    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmBlockPool(pool, vllm)
 
 
 class _VllmNames:
     """The vLLM types and helpers the adapter builds arguments with (imported lazily)."""
 
-    __slots__ = ("block_hash", "get_block_hash", "request", "sampling")
+    __slots__ = ("block_hash", "get_block_hash", "external_hash", "request", "sampling")
 
-    def __init__(self, block_hash: Any, get_block_hash: Any, request: Any, sampling: Any) -> None:
+    def __init__(self, block_hash: Any, get_block_hash: Any, external_hash: Any, request: Any, sampling: Any) -> None:
         self.block_hash = block_hash
         self.get_block_hash = get_block_hash
+        self.external_hash = external_hash
         self.request = request
         self.sampling = sampling
 
 
 def _events_taken(operation: Any) -> Any:
-    """The adapter's `operation`, then vLLM's KV cache event queue emptied (also when it raises)."""
+    """The adapter's `operation`, then vLLM's KV cache event queue taken (also when it raises): the
+    call's events, which `events()` reads back."""
     @functools.wraps(operation)
     def taking(self: "VllmBlockPool", *args: Any, **kwargs: Any) -> Any:
         try:
             return operation(self, *args, **kwargs)
         finally:
-            self.pool.take_events()
+            self._emitted = self._take_events()
     return taking
+
+
+def _without_warnings(call: Any) -> Any:
+    """`call()` with vLLM's logger raised to ERROR (a busy pool's reset warns; False is the answer)."""
+    logger = logging.getLogger("vllm")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return call()
+    finally:
+        logger.setLevel(level)
 
 
 class VllmBlockPool:
@@ -145,10 +175,16 @@ class VllmBlockPool:
         self.pool = pool
         self._vllm = vllm
         self._held: dict[int, list[int]] = {}
+        self._emitted: list[Any] = []  # vLLM's KV cache events of the last call
+        self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
 
     @property
     def num_blocks(self) -> int:
         return len(self.pool.blocks)
+
+    def _take_events(self) -> list[Any]:
+        """vLLM's KV cache events since the last take: the pool's queue."""
+        return self.pool.take_events()
 
     # ----------------------------------------------------------------- translations
 
@@ -164,11 +200,18 @@ class VllmBlockPool:
         """An int hash as vLLM's BlockHash: minimal two's-complement big-endian bytes."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidArgumentError(f"hash {value!r} is not an int, so it has no BlockHash form")
-        return self._vllm.block_hash(value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True))
+        key = self._vllm.block_hash(value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True))
+        self._external[self._vllm.external_hash(key)] = value
+        return key
 
     def _hash_of(self, key: bytes | None) -> int | None:
         """The int of a block's hash key (BlockHash plus group id), None for no hash."""
-        return None if key is None else int.from_bytes(self._vllm.get_block_hash(key), "big", signed=True)
+        return None if key is None else self._int_of(self._vllm.get_block_hash(key))
+
+    @staticmethod
+    def _int_of(value: bytes) -> int:
+        """The int of a BlockHash: its bytes as a signed big-endian int."""
+        return int.from_bytes(value, "big", signed=True)
 
     def _hold(self, request: int, blocks: list[Any]) -> None:
         """Record the holdings vLLM's call made: the null block it passes over (`is_null`) is not held."""
@@ -192,10 +235,18 @@ class VllmBlockPool:
 
     @_events_taken
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
-        """touch(blocks): a prefix hit by `request`."""
+        """touch(blocks): a prefix hit by `request`, re-announced as the manager does in
+        kv_cache_report_mode "full" when every non-null block carries a hash."""
         objects = self._blocks(tuple(blocks))
+        hit = [block for block in objects if not block.is_null]
+        keys = [block.block_hash for block in hit]
         self.pool.touch(objects)
         self._hold(request, objects)
+        if hit and None not in keys:
+            vllm = self._vllm
+            hashes = [vllm.get_block_hash(key) for key in keys]
+            req = vllm.request(str(request), [0] * len(hashes), vllm.sampling, None, block_hashes=hashes)
+            self.pool.emit_cached_block_events(req, len(hit), 1, _GROUP)
 
     @_events_taken
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
@@ -206,6 +257,7 @@ class VllmBlockPool:
         req = vllm.request(str(request), [0] * len(block_hashes), vllm.sampling, None, block_hashes=block_hashes)
         self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP)
 
+    @_events_taken
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
         """get_cached_block for each hash until the first miss."""
         found = []
@@ -242,14 +294,9 @@ class VllmBlockPool:
     def reset(self) -> bool:
         """reset_prefix_cache(); its warning on a busy pool (an answer, False, not news) is kept
         out of the checker's output."""
-        logger = logging.getLogger("vllm")
-        level = logger.level
-        logger.setLevel(logging.ERROR)
-        try:
-            return self.pool.reset_prefix_cache()
-        finally:
-            logger.setLevel(level)
+        return _without_warnings(self.pool.reset_prefix_cache)
 
+    @_events_taken
     def num_free(self) -> int:
         """get_num_free_blocks()."""
         return self.pool.get_num_free_blocks()
@@ -276,6 +323,28 @@ class VllmBlockPool:
         holdings = tuple(sorted((request, tuple(sorted(held))) for request, held in self._held.items() if held))
         return self.free_queue(), blocks, holdings
 
+    def _event_hash(self, value: Any) -> Any:
+        """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it)."""
+        return self._external.get(value, value)
+
+    def events(self) -> tuple[tuple[tuple[int | None, tuple[int, ...]], ...], tuple[int, ...], bool]:
+        """vLLM's KV cache events of the last call as (stored, removed, cleared); an event of
+        another type raises TypeError naming it (the view then differs)."""
+        stored, removed, cleared = [], [], False
+        for event in self._emitted:
+            kind = type(event).__name__
+            if kind == "BlockStored":
+                if event.block_hashes:
+                    parent = None if event.parent_block_hash is None else self._event_hash(event.parent_block_hash)
+                    stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes)))
+            elif kind == "BlockRemoved":
+                removed.extend(self._event_hash(value) for value in event.block_hashes)
+            elif kind == "AllBlocksCleared":
+                cleared = True
+            else:
+                raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
+        return tuple(stored), tuple(sorted(removed)), cleared
+
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCacheManager":
@@ -287,16 +356,17 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCa
         import torch
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core.kv_cache_manager import KVCacheManager
-        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.request import Request
     except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
     attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
     config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
     cls = KVCacheManager if manager_class is None else manager_class
-    manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE)
-    vllm = _VllmNames(BlockHash, get_block_hash, Request, SamplingParams(max_tokens=1))
+    manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
+                  enable_kv_cache_events=True)
+    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmKVCacheManager(manager, vllm)
 
 
@@ -321,10 +391,6 @@ class VllmKVCacheManager(VllmBlockPool):
             parent = block_hash(parent, tuple(tokens[start : start + BLOCK_SIZE]))
             new.append(self._hash(parent))
         return new
-
-    @staticmethod
-    def _int_of(value: bytes) -> int:
-        return int.from_bytes(value, "big", signed=True)
 
     def _new_request(self, request: object, tokens: tuple[int, ...]) -> Any:
         vllm = self._vllm
@@ -351,13 +417,27 @@ class VllmKVCacheManager(VllmBlockPool):
             parent = self._int_of(hashes[i - 1]) if i else None
             self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
+    def _take_events(self) -> list[Any]:
+        """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
+        KV-cache spec), as vLLM's scheduler takes them."""
+        return self.manager.take_events()
+
+    @_events_taken
+    def reset(self) -> bool:
+        """The manager's reset_prefix_cache(), as vLLM's scheduler resets (its warning on a busy pool
+        kept out of the checker's output)."""
+        return _without_warnings(self.manager.reset_prefix_cache)
+
     # ----------------------------------------------------------------- request level
 
+    @_events_taken
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
-        """get_computed_blocks of a Request of `tokens`: its hit tokens."""
-        _, hit, _ = self.manager.get_computed_blocks(self._new_request("find_cached_prefix", self._tokens(tokens)))
+        """get_computed_blocks_for_connector of a Request of `tokens`: its hit tokens."""
+        request = self._new_request("find_cached_prefix", self._tokens(tokens))
+        _, hit, _, _ = self.manager.get_computed_blocks_for_connector(request)
         return hit
 
+    @_events_taken
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
         """get_computed_blocks + allocate_slots (first call), allocate_slots for the new tokens of
         the running request (later calls); the table read back from vLLM, or None."""
@@ -389,6 +469,7 @@ class VllmKVCacheManager(VllmBlockPool):
         self._write(request, first)
         return self._table(request)
 
+    @_events_taken
     def free_request(self, request: int) -> None:
         """free(req); a request vLLM never saw is freed as a fresh Request of that id."""
         req = self._requests.pop(request, None)
@@ -413,60 +494,4 @@ class VllmKVCacheManager(VllmBlockPool):
         return queue, blocks, tuple((request, tuple(sorted(b))) for request, b in sorted(held.items()) if b)
 
 
-# ===================================================================== the encoder cache
-# `encoder_cache(capacity_bytes)`: vLLM's EncoderCacheManager behind the tensor-cache contract.
-#
-#     cacheproof check --impl cacheproof.engines.vllm:encoder_cache
-#
-# Profile `vllm-encoder-cache` (every design choice is there). The manager
-# (`vllm/v1/core/encoder_cache_manager.py`) is the scheduler's bookkeeping, in encoder
-# embeddings (one per byte here); the adapter plays the scheduler and the worker around it:
-# - acquire(k, n) -> a request's input of k, n embeddings (`cacheproof.adapt.Requests`: request
-#   ids shared by several acquires, so one request may hold k twice, vLLM #54284), then
-#   `check_and_update_cache(req, i)` (a hit: READY_HIT when the worker holds k's output, else
-#   RESERVATION_HIT), else `can_allocate(req, i, capacity, 0)` (False: BLOCKED) and
-#   `allocate(req, i)`; the hashes `get_freed_mm_hashes()` names are dropped from the worker;
-# - commit(k, v) -> the worker stores the encoder's output for a scheduled item: UnknownKeyError
-#   when k is not in `cached` (never scheduled), WrongStateError when the output is stored
-#   already; the output's size is not looked at (vLLM does not), nothing is evicted;
-# - get(k) -> the worker's output; UnknownKeyError when k is not cached, WrongStateError when
-#   it has no output yet;
-# - release(k) -> `free_encoder_input` of the input that holds k last (a request holding none:
-#   a fresh one, whatever vLLM does with it); True when k left `cached` (it never does);
-# - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
-#   freed hashes; clear() -> `reset()`.
-# The snapshot reads vLLM's tables: idle entries in `freeable` order, then the referenced ones;
-# a key's size from `num_embeds_by_hash`, its references from `request_hash_refs` (one per input
-# of a request: the #54284 fix) or, without it, the size of its `cached` set. An abandoned
-# reservation stays (idle, no output) and a commit of another size is stored: the adapter
-# reports what vLLM keeps, and the profile decides.
-
-
-def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: int | None = 2) -> Any:
-    """vLLM's EncoderCacheManager of `capacity_bytes` embeddings as a contract cache; `requests`
-    request ids shared round-robin by the acquires (None: one request per acquire).
-    `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
-    from cacheproof.adapt import require_members
-    from cacheproof.engines.vllm_encoder import MEMBERS, VllmEncoderCache
-
-    if manager_class is None:
-        try:
-            from vllm.v1.core.encoder_cache_manager import EncoderCacheManager as manager_class
-        except ImportError as error:
-            raise ImportError(f"{_MISSING} ({error})") from error
-    require_members(manager_class, MEMBERS)
-    return VllmEncoderCache(manager_class(capacity_bytes), capacity_bytes, requests)
-
-
-
-def _encoder_profile() -> str:
-    """The encoder cache's profile; imports vLLM's module first (5-15 s: vllm.config pulls
-    transformers), before any timed call, so the factory's first call is not a hang."""
-    try:
-        import vllm.v1.core.encoder_cache_manager  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{_MISSING} ({error})") from error
-    return "vllm-encoder-cache"
-
-
-encoder_cache.profile = _encoder_profile
+from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, stats_from_snapshot
+from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
 from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
 __all__ = ["MEMBERS", "VllmEncoderCache"]
 
-MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "get_freed_mm_hashes", "reset")
+MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
+           "get_freed_mm_hashes", "reset")
 """The manager's members the adapter calls."""
 
 
@@ -107,7 +108,11 @@ class VllmEncoderCache:
                 request_id = f"unheld-{key!r}"
                 holder = (request_id, len(self._requests.inputs.setdefault(request_id, [(key, 0)])) - 1)
             present = key in self._table("cached")
-            self._call("free_encoder_input", self._request(holder[0]), holder[1])
+            request = self._request(holder[0])
+            if self._call("get_cached_input_ids", request) == {holder[1]}:
+                self._call("free", request)  # the request's last input: it finishes, as the scheduler frees it
+            else:
+                self._call("free_encoder_input", request, holder[1])
             return present and key not in self._table("cached")
 
     def evict(self, nbytes: int) -> list:
@@ -151,3 +156,64 @@ class VllmEncoderCache:
     def __contains__(self, key: object) -> bool:
         with self._atomic:
             return key in self._table("cached")
+
+
+# `encoder_cache(capacity_bytes)`: vLLM's EncoderCacheManager behind the tensor-cache contract.
+#
+#     cacheproof check --impl cacheproof.engines.vllm:encoder_cache
+#
+# Profile `vllm-encoder-cache` (every design choice is there). The manager
+# (`vllm/v1/core/encoder_cache_manager.py`) is the scheduler's bookkeeping, in encoder
+# embeddings (one per byte here); the adapter plays the scheduler and the worker around it:
+# - acquire(k, n) -> a request's input of k, n embeddings (`cacheproof.adapt.Requests`: request
+#   ids shared by several acquires, so one request may hold k twice, vLLM #54284), then
+#   `check_and_update_cache(req, i)` (a hit: READY_HIT when the worker holds k's output, else
+#   RESERVATION_HIT), else `can_allocate(req, i, capacity, 0)` (False: BLOCKED) and
+#   `allocate(req, i)`; the hashes `get_freed_mm_hashes()` names are dropped from the worker;
+# - commit(k, v) -> the worker stores the encoder's output for a scheduled item: UnknownKeyError
+#   when k is not in `cached` (never scheduled), WrongStateError when the output is stored
+#   already; the output's size is not looked at (vLLM does not), nothing is evicted;
+# - get(k) -> the worker's output; UnknownKeyError when k is not cached, WrongStateError when
+#   it has no output yet;
+# - release(k) -> `free_encoder_input` of the input that holds k last (a request holding none:
+#   a fresh one, whatever vLLM does with it), or `free(request)` when vLLM's
+#   `get_cached_input_ids` says it is that request's last cached input (a finished request, as
+#   the scheduler frees it); True when k left `cached` (it never does);
+# - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
+#   freed hashes; clear() -> `reset()`.
+# The snapshot reads vLLM's tables: idle entries in `freeable` order, then the referenced ones;
+# a key's size from `num_embeds_by_hash`, its references from `request_hash_refs` (one per input
+# of a request: the #54284 fix) or, without it, the size of its `cached` set. An abandoned
+# reservation stays (idle, no output) and a commit of another size is stored: the adapter
+# reports what vLLM keeps, and the profile decides.
+
+
+def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: int | None = 2) -> Any:
+    """vLLM's EncoderCacheManager of `capacity_bytes` embeddings as a contract cache; `requests`
+    request ids shared round-robin by the acquires (None: one request per acquire).
+    `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
+    from cacheproof.engines.vllm import MISSING_VLLM
+
+    if manager_class is None:
+        try:
+            from vllm.v1.core.encoder_cache_manager import EncoderCacheManager as manager_class
+        except ImportError as error:
+            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    require_members(manager_class, MEMBERS)
+    return VllmEncoderCache(manager_class(capacity_bytes), capacity_bytes, requests)
+
+
+
+def _encoder_profile() -> str:
+    """The encoder cache's profile; imports vLLM's module first (5-15 s: vllm.config pulls
+    transformers), before any timed call, so the factory's first call is not a hang."""
+    from cacheproof.engines.vllm import MISSING_VLLM
+
+    try:
+        import vllm.v1.core.encoder_cache_manager  # noqa: F401
+    except ImportError as error:
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    return "vllm-encoder-cache"
+
+
+encoder_cache.profile = _encoder_profile

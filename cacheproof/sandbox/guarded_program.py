@@ -9,9 +9,10 @@ hanging is the supervisor's `UsageAbort` (no call sequence reproduces it).
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any, Callable
 
-from cacheproof.contract.faults import CONTROL_EXCEPTIONS, UsageAbort, one_line, user_traceback
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS, StopRequested, UsageAbort, one_line, user_traceback
 from cacheproof.sandbox.guarded_call import Watch, nth_call
 
 
@@ -32,14 +33,15 @@ class WatchedImplementation:
         if not callable(attribute):
             return attribute
         watch = self._watch
-        begin = watch.begin
 
         def watched(*args: Any, **kwargs: Any) -> Any:
-            begin(name, args)
+            if watch.stop_requested:  # `Watch.begin` and `Watch.end` inlined: no further call on every call
+                raise StopRequested()
+            watch.current = (perf_counter(), name, args)
             try:
                 return attribute(*args, **kwargs)
             finally:
-                watch.current = None  # `Watch.end`, without a second method call on every call
+                watch.current = None
 
         watched.__name__ = name
         watched.__wrapped__ = attribute  # its signature is the method's (`value_for` reads make_value's, once per class)

@@ -218,7 +218,8 @@ class MonitoredImplementation(Monitored):
         due = self._unchecked >= self._views_every
         difference = differential_step(
             _Answered(self._spec, call.op, wanted, wanted_error), _Answered(self._target, call.op, result, error),
-            call, self._kind.views if due else (), error_names=self._kind.error_names,
+            call, self._kind.compared_views if due else (), error_names=self._kind.error_names,
+            readers=self._kind.view_readers,
         )
         if wanted_error is not None and not isinstance(wanted_error, CacheError):
             raise wanted_error  # the model itself failed: a bug of cacheproof's, not a divergence

@@ -169,7 +169,8 @@ def _replay_call_by_call(trace: Trace, factory: Callable[[int], Any], impl: str)
     model, implementation = kind.new(trace.size, trace.semantics), factory(trace.size)
     spec_errors: list[str | None] = []
     for step, traced in enumerate(trace.calls, start=1):
-        difference = differential_step(model, implementation, traced.call, kind.views, error_names=kind.error_names)
+        difference = differential_step(model, implementation, traced.call, kind.compared_views, error_names=kind.error_names,
+                                        readers=kind.view_readers)
         if difference is not None:
             calls = [earlier.call for earlier in trace.calls[:step]]
             snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name, kind.view_readers,

@@ -20,6 +20,7 @@ import dataclasses  # noqa: E402
 
 from cacheproof.cli import main  # noqa: E402
 from cacheproof.engines import sglang as engine  # noqa: E402
+from model_tests import sglang_broken_mm  # noqa: E402
 from model_tests.real_file_stand_ins import SIGNATURES  # noqa: E402
 
 BUDGET = 60
@@ -66,3 +67,39 @@ def test_the_one_command_conforms_under_the_adapter_s_profile(capsys):
     status = main(["check", "--impl", "cacheproof.engines.sglang:mm_cache", "--examples", str(BUDGET), "--quiet"])
     captured = capsys.readouterr()
     assert status == 0, captured.out + captured.err
+
+
+def test_a_value_is_one_item_of_a_batch():
+    value = engine.mm_cache(64).make_value(8, 3, 4)
+    assert value.numel() * value.element_size() == 8
+    assert value.untyped_storage().nbytes() == 16  # the batch: this item and one more
+    stored = MultiModalStaticCache(64)
+    assert stored.set(1, EmbeddingResult(embedding=value))
+    assert stored.current_size == 8 and stored.get_single(1).embedding.untyped_storage().nbytes() == 8
+
+
+def test_gets_take_turns_between_sglang_s_two_reads():
+    reads = []
+
+    class Counting(MultiModalStaticCache):
+        def get(self, mm_hashes, combined_hash=None):
+            reads.append("get")
+            return super().get(mm_hashes, combined_hash)
+
+        def get_single(self, mm_hash):
+            reads.append("get_single")
+            return super().get_single(mm_hash)
+
+    cache = engine.mm_cache(16, cache_class=Counting)
+    value = cache.make_value(4, 1)
+    assert cache.put(7, value)
+    assert [cache.get(7).equal(value), cache.get(7).equal(value), cache.get(8)] == [True, True, None]
+    assert reads == ["get", "get_single", "get"]
+
+
+@pytest.mark.parametrize("name", sorted(sglang_broken_mm.FACTORIES))
+def test_each_broken_subclass_is_found(name, capsys):
+    assert type(sglang_broken_mm.FACTORIES[name](8).cache) in sglang_broken_mm.BROKEN_MM_CLASSES
+    status = main(["check", "--impl", f"model_tests.sglang_broken_mm:{name}", "--profile", "sglang-mm-cache",
+                   "--examples", str(BUDGET), "--quiet"])
+    assert status == 1, capsys.readouterr().out

@@ -37,6 +37,13 @@ def test_each_broken_subclass_is_found(name: str) -> None:
     assert found, f"{name} was not found in two seeded runs of 200 programs"
 
 
+def test_silent_eviction_differs_in_the_events_view_alone() -> None:
+    """vLLM's pool with its BlockRemoved events dropped keeps a right state: the events view finds it."""
+    report = check_under_profile("blocks", "vllm-block-pool", vllm_broken_pools.silent_eviction, examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
+
+
 def test_contract_reports_the_double_free_as_a_short_runnable_counterexample() -> None:
     report = run_program_check(KIND, block_pool, generator_for("blocks"), examples=200, operations=("allocate", "free"), max_divergences=3)
     double_frees = [

@@ -33,3 +33,20 @@ def test_a_manager_missing_a_method_is_an_adapter_error_naming_it():
     with pytest.raises(AdapterError, match="free_encoder_input"):
         engine.encoder_cache(8, manager_class=lacking)
     assert engine.encoder_cache(8, manager_class=older).manager is not None
+
+
+def test_conforms_under_the_profile_of_vllm_as_shipped(capsys):
+    """vllm-encoder-cache-0.34 accepts vLLM's two choices (an abandoned reservation kept in
+    `freeable`, an output's size never checked): the unmodified manager conforms."""
+    status = main(["check", "--impl", "cacheproof.engines.vllm:encoder_cache", "--profile", "vllm-encoder-cache-0.34",
+                   "--examples", "100", "--seed", "0", "--call-timeout", "60", "--quiet"])
+    assert status == 0, capsys.readouterr().out
+
+
+def test_the_two_choices_are_divergences_under_vllm_encoder_cache(capsys):
+    """Under vllm-encoder-cache, which does not accept them, each of the two is reported."""
+    status = main(["check", "--impl", "cacheproof.engines.vllm:encoder_cache", "--profile", "vllm-encoder-cache",
+                   "--examples", "100", "--seed", "0", "--call-timeout", "60", "--max-divergences", "2"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "release(" in out and "ConflictError" in out, out

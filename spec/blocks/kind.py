@@ -7,7 +7,7 @@ from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS
 from cacheproof.spec.blocks.operations import BLOCK_OPERATIONS, BLOCK_TYPES
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
-from cacheproof.spec.blocks.views import BLOCK_READINGS, BLOCK_SHAPES, block_step
+from cacheproof.spec.blocks.views import BLOCK_READINGS, BLOCK_SHAPES, BLOCK_VIEW_READERS, block_step
 from cacheproof.spec.kind import SpecKind
 
 BLOCK_KIND = SpecKind(
@@ -20,12 +20,14 @@ BLOCK_KIND = SpecKind(
     invariants=BLOCK_INVARIANTS,
     profiles=BLOCK_PROFILES,
     views=("snapshot", "tables", "contents"),
+    announcements=("events",),  # the KV cache events of the last call (spec/blocks/events.py)
     key_domains=("int",),  # the contract's request ids are ints (docs/decisions.md, Key domains per spec kind)
     keys_are="request ids",
     readings=BLOCK_READINGS,
     judge=block_step,
     types=BLOCK_TYPES,
     shapes=BLOCK_SHAPES,
+    view_readers=BLOCK_VIEW_READERS,
     partitioning=None,  # never per request: the block ids a request gets come from one shared free queue, so even when
     # the free count never limits, two requests' allocations change each other's results (docs/decisions.md)
 )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from cacheproof.spec.blocks.events import announcing
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
 BLOCK_SIZE = 2
@@ -75,10 +76,12 @@ class RequestLevel:
         semantics: the pool's BlockSemantics (free_unknown_request is read here).
     """
 
+    @announcing
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
         """How many leading tokens of `tokens` are cached (a multiple of block_size, < len(tokens))."""
         return len(self._prefix_hit(check_tokens("find_cached_prefix", tokens))) * self.block_size
 
+    @announcing
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
         """Blocks for all of `tokens`: the request's block table, or None (nothing changes)."""
         self._check_request("allocate_slots", request)
@@ -95,6 +98,7 @@ class RequestLevel:
             if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
                 return None
             self._pin(request, hit)
+            self._announce_hit(hit)
             self._tables[request] = list(hit) + self._take(request, need)
             self._cached[request] = len(hit)
             self._tokens[request] = tokens
@@ -114,6 +118,7 @@ class RequestLevel:
         self._write(request, len(old) // self.block_size)
         return tuple(table)
 
+    @announcing
     def free_request(self, request: int) -> None:
         """Free the request's blocks, last block first, and forget the request (a request without
         blocks here: WrongStateError, or nothing under free_unknown_request="noop")."""
@@ -161,5 +166,5 @@ class RequestLevel:
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
         cached = self._cached[request]
         if len(hashes) > cached:
-            self._set_hashes(table[cached : len(hashes)], hashes[cached:])
+            self._set_hashes(table[cached : len(hashes)], hashes[cached:], hashes[cached - 1] if cached else None)
             self._cached[request] = len(hashes)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.spec.blocks import invariants as block_invariants
+from cacheproof.spec.blocks.events import CallEvents, Events, announcing
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
@@ -63,9 +64,11 @@ class BlockPoolSpec(RequestLevel):
         self._tokens: dict[int, tuple[int, ...]] = {}
         self._cached: dict[int, int] = {}
         self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
+        self._events = CallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
     # Operations ---------------------------------------------------------------------------
 
+    @announcing
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
         """Take n blocks from the head of the free queue, ref 1 each, held by `request`."""
         self._check_request("allocate", request)
@@ -79,6 +82,7 @@ class BlockPoolSpec(RequestLevel):
             )
         return tuple(self._take(request, n))
 
+    @announcing
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
         """A prefix hit: ref + 1 each, held by `request`; a block at ref 0 leaves the free queue.
         Only a block in use or carrying a hash may be touched."""
@@ -92,7 +96,9 @@ class BlockPoolSpec(RequestLevel):
                     "so no request can hit it (only a cached or in-use block is touched)"
                 )
         self._pin(request, ids)
+        self._announce_hit(ids)
 
+    @announcing
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """blocks[i] gets hashes[i]; each block must be held by `request`, unhashed and not written
         by the request level. Several blocks may carry one hash."""
@@ -121,13 +127,15 @@ class BlockPoolSpec(RequestLevel):
                     f"cache_blocks(request={request}, block={block}): the block holds tokens written "
                     "at the request level, which alone hashes them"
                 )
-        self._set_hashes([b for b, _ in pairs], [h for _, h in pairs])
+        self._set_hashes([b for b, _ in pairs], [h for _, h in pairs], None)
 
+    @announcing
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
         """The blocks of the longest prefix of `hashes` that is cached, one per hash: the first
         inserted block still carrying it. Read-only."""
         return self._longest_prefix(self._check_hashes("lookup", hashes))
 
+    @announcing
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """ref - 1 each, in the order given, taking one holding of `request` each. The blocks that
         reach 0 in this call join the queue together: the hashed ones at the tail in the order
@@ -145,6 +153,7 @@ class BlockPoolSpec(RequestLevel):
                 )
         self._release(request, ids)
 
+    @announcing
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         """Drop the hashes of the given blocks; they keep their queue place, ref count and holdings
         (an in-use block stays in use, unhashed, as vLLM's evict_blocks). The answer: the given
@@ -155,14 +164,17 @@ class BlockPoolSpec(RequestLevel):
             self._drop_hash(block)
         return dropped
 
+    @announcing
     def reset(self) -> bool:
         """Drop every hash and return True; False, changing nothing, while a block is in use."""
         if any(self._ref):
             return False
         for block in self._hash_order():
-            self._drop_hash(block)
+            self._drop_hash(block, announce=False)
+        self._events.clear()
         return True
 
+    @announcing
     def num_free(self) -> int:
         """The number of free blocks: the free queue's length."""
         return len(self._queue)
@@ -179,6 +191,10 @@ class BlockPoolSpec(RequestLevel):
         blocks = tuple(zip(self._ref, self._hash))
         holdings = tuple((request, tuple(sorted(held))) for request, held in sorted(self._held.items()))
         return tuple(self._queue), blocks, holdings
+
+    def events(self) -> Events:
+        """The KV cache events of the last call: (stored, removed, cleared), spec/blocks/events.py."""
+        return self._events.view()
 
     def hash_map(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(hash, the blocks carrying it, first inserted first), by hash."""
@@ -285,10 +301,19 @@ class BlockPoolSpec(RequestLevel):
             self._ref[block] += 1
             self._held.setdefault(request, []).append(block)
 
-    def _set_hashes(self, blocks: Any, hashes: Any) -> None:
+    def _set_hashes(self, blocks: Any, hashes: Any, parent: int | None) -> None:
+        """blocks[i] gets hashes[i], announced as one stored event after `parent`."""
         for block, value in zip(blocks, hashes):
             self._hash[block] = value
             self._map.setdefault(value, []).append(block)
+        self._events.store(parent, hashes)
+
+    def _announce_hit(self, blocks: Any) -> None:
+        """A prefix hit on `blocks` (the null block left out) re-announces their hashes as stored,
+        with no parent, when the semantics say so (hit_events="stored") and every one carries a hash."""
+        hashes = [self._hash[block] for block in blocks]
+        if self.semantics.hit_events == "stored" and None not in hashes:
+            self._events.store(None, hashes)
 
     def _release(self, request: int, blocks: Any) -> None:
         """ref - 1 each, one holding of `request` each; the blocks reaching 0 join the queue."""
@@ -303,8 +328,12 @@ class BlockPoolSpec(RequestLevel):
             del self._held[request]
         self._queue = head + self._queue + tail
 
-    def _drop_hash(self, block: int) -> None:
+    def _drop_hash(self, block: int, *, announce: bool = True) -> None:
+        """The block loses its hash, announced as removed unless `announce` is False (reset's
+        one cleared event replaces the removals)."""
         value = self._hash[block]
+        if announce:
+            self._events.remove(value)
         self._hash[block] = None
         carriers = self._map[value]
         carriers.remove(block)

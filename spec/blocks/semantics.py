@@ -18,6 +18,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),
     "null_block": ("error", "skip"),
     "free_unknown_request": ("error", "noop"),
+    "hit_events": ("none", "stored"),
 }
 """The valid values of every field."""
 
@@ -42,12 +43,19 @@ class BlockSemantics(OptionSemantics):
       allocated, or freed already) is a WrongStateError ("error"), or does nothing ("noop"). vLLM's
       `KVCacheManager.free` does nothing there: each single-type manager pops the request's blocks
       with an empty default, so a scheduler may free a request it aborted before any allocation.
+    - hit_events: a prefix hit (`touch` of blocks that all carry a hash; `allocate_slots`' cached
+      prefix) announces nothing ("none": it stores no new hash), or re-announces the reused
+      blocks' hashes as one stored event with no parent ("stored"), the KV cache events of
+      spec/blocks/events.py. vLLM emits nothing by default and "stored" for a request whose
+      `kv_cache_report_mode` is "full" (`BlockPool.emit_cached_block_events`, called by
+      `KVCacheManager.get_computed_blocks`), so a router learns which prefixes are in use.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
     misuse: str = "checked"
     null_block: str = "error"
     free_unknown_request: str = "error"
+    hit_events: str = "none"
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -71,17 +79,19 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-block-pool",
-            BlockSemantics(misuse="trusted", null_block="skip"),
+            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored"),
             POOL_OPERATIONS,
             "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
-            "free_blocks, evict_blocks, reset_prefix_cache, get_num_free_blocks)",
+            "free_blocks, evict_blocks, reset_prefix_cache, get_num_free_blocks), KV cache events on, "
+            "a prefix hit re-announced (kv_cache_report_mode full)",
         ),
         Profile(
             "vllm-kv-cache-manager",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
-            (*REQUEST_OPERATIONS, "num_free"),
+            (*REQUEST_OPERATIONS, "reset", "num_free"),
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
-            "and its pool's get_num_free_blocks); the pool-level calls are BlockPool's, held by vllm-block-pool",
+            "reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
+            "held by vllm-block-pool",
         ),
     )
 }

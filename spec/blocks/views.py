@@ -2,7 +2,7 @@
 
 A report shows a view that differs part by part: the free queue, each block's ref count and hash,
 each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
-written block's contents (`contents()`). Each part names the invariants of spec/blocks/invariants.py
+written block's contents (`contents()`), the KV cache events of the last call (`events()`). Each part names the invariants of spec/blocks/invariants.py
 that a difference in it concerns, or the rule of docs/block-pool-contract.md that none states.
 `block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
 invariants judge. `cacheproof.contract.explaining.steps` reads both through the kind
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from cacheproof.spec.blocks.invariants import BlockStep
-from cacheproof.spec.kind import Naming, ViewPart
+from cacheproof.spec.kind import Naming, ViewPart, ViewReader
 
 QUEUE_CONCERNS = ("B1", "B2")
 REF_CONCERNS = ("B1", "B3", "B7")
@@ -24,6 +24,9 @@ CONTENT_CONCERNS = ("B5",)
 
 QUEUE_RULE = ("allocate takes blocks from the head of the free queue; a block reaching ref 0 joins the tail if it "
               "has a hash, the head if not (docs/block-pool-contract.md, Pool level)")
+EVENTS_RULE = ("a call announces exactly how it changed the hash map: each group of blocks that gained hashes "
+               "(with the parent hash), each hash a block lost, or one clear on reset "
+               "(docs/block-pool-contract.md, KV cache events)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings (docs/block-pool-contract.md, Request level)")
 
@@ -76,7 +79,23 @@ def contents_parts(contents: Any, names: Naming) -> Sequence[ViewPart] | None:
     return parts
 
 
-BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts}
+def events_parts(events: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(stored, removed, cleared) as three parts: the stored groups, the removed hashes, the clear."""
+    if not _is_tuple(events, 3) or not _is_tuple(events[0]) or not _is_tuple(events[1]):
+        return None
+    stored = events[0]
+    if not all(_is_tuple(group, 2) and _is_tuple(group[1]) for group in stored):
+        return None
+    groups = [f"{'no parent' if parent is None else 'parent ' + names.hash(parent)}: "
+              f"{', '.join(names.hash(value) for value in hashes)}" for parent, hashes in stored]
+    removed = ", ".join(names.hash(value) for value in events[1])
+    return [ViewPart("stored (KV cache events)", "; ".join(groups) or "none", rule=EVENTS_RULE),
+            ViewPart("removed (KV cache events)", removed or "none", rule=EVENTS_RULE),
+            ViewPart("cleared (KV cache events)", "yes" if events[2] else "no", rule=EVENTS_RULE)]
+
+
+BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts,
+                  "events": events_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
 BLOCK_SHAPES = {
@@ -85,9 +104,17 @@ BLOCK_SHAPES = {
                 "tuple of (request id, tuple of the block ids it holds) pairs, one per request holding blocks",
     "tables": "a tuple of (request id, tuple of block ids in token order) pairs, one per request at the request level",
     "contents": "a tuple of (block id, parent hash or None, tuple of tokens) triples, one per written block",
+    "events": "a tuple (stored, removed, cleared): stored a tuple of (parent hash or None, tuple of hashes) pairs in "
+              "the order announced, removed a sorted tuple of hashes, cleared a bool",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
-`tables_parts` and `contents_parts` read it."""
+`tables_parts`, `contents_parts` and `events_parts` read it."""
+
+BLOCK_VIEW_READERS = {
+    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
+}
+"""The events view is optional (`SpecKind.view_readers`): a pool that announces no KV cache events
+(no `events()`) is compared on the other views. It is an announcement (`SpecKind.announcements`)."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:

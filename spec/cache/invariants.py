@@ -53,7 +53,8 @@ class InvariantViolation(AssertionError):
 
 
 def _reserved_bytes(snapshot: Snapshot) -> int:
-    return sum(e.nbytes for e in snapshot if e.state is EntryState.RESERVED)
+    """The bytes of referenced RESERVED entries (a kept abandoned reservation's bytes are idle)."""
+    return sum(e.nbytes for e in snapshot if e.state is EntryState.RESERVED and e.refcount > 0)
 
 
 def _ready_bytes(snapshot: Snapshot) -> int:
@@ -227,6 +228,8 @@ WAIVERS: tuple[Waiver, ...] = (
         "replaced key is still present)",
     ),
     Waiver("clear_busy", "drop", "I5", "clear drops RESERVED and in-use entries too"),
+    Waiver("abandoned_reservation", "kept", "I3", "an abandoned reservation stays, RESERVED with refcount 0"),
+    Waiver("abandoned_reservation", "kept", "I5", "a kept abandoned reservation is evicted like an idle entry"),
 )
 """Every (option, invariant) pair that does not hold; every other invariant holds under every
 option (docs/invariants.md renders this table with the proofs' verdicts)."""
@@ -253,15 +256,16 @@ def broken_invariants(step: Step, semantics: Semantics = CONTRACT) -> list[Invar
     return [invariant for invariant in invariants_under(semantics) if not invariant.holds(step)]
 
 
-def check_step(step: Step) -> None:
-    """Raise `InvariantViolation` naming the first invariant that `step` breaks."""
-    for invariant in broken_invariants(step):
+def check_step(step: Step, semantics: Semantics = CONTRACT) -> None:
+    """Raise `InvariantViolation` naming the first invariant that `step` breaks (of those that
+    hold under `semantics`)."""
+    for invariant in broken_invariants(step, semantics):
         raise InvariantViolation(
             f"{invariant.name} broken by {step.operation or 'the state'}: {invariant.rule}\n"
             f"  before: {step.before}\n  after:  {step.after}"
         )
 
 
-def check_state(capacity_bytes: int, snapshot: Snapshot) -> None:
-    """Raise `InvariantViolation` if the state breaks I1-I4."""
-    check_step(Step(None, capacity_bytes, snapshot, snapshot, False))
+def check_state(capacity_bytes: int, snapshot: Snapshot, semantics: Semantics = CONTRACT) -> None:
+    """Raise `InvariantViolation` if the state breaks I1-I4 (those that hold under `semantics`)."""
+    check_step(Step(None, capacity_bytes, snapshot, snapshot, False), semantics)

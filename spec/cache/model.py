@@ -113,7 +113,7 @@ class CacheSpec:
                 f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
                 f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
             )
-        idle = steps.is_idle(entry.ready, entry.refcount)
+        idle = _is_idle(entry)
         if idle and not rules.reservation_fits(self._bytes, entry.nbytes):
             self._blocked += 1
             return Acquired.BLOCKED
@@ -123,7 +123,8 @@ class CacheSpec:
         else:
             self._entries[key] = acquired
         if idle:
-            self._bytes = rules.after_pin(self._bytes, entry.nbytes)
+            pin = rules.after_pin if entry.ready else rules.after_revive  # a kept abandoned reservation
+            self._bytes = pin(self._bytes, entry.nbytes)
         self._hits += 1
         return Acquired.RESERVATION_HIT if entry.state is RESERVED else Acquired.READY_HIT
 
@@ -136,10 +137,13 @@ class CacheSpec:
             raise UnknownKeyError(f"commit({key!r}): the key is absent; reserve or acquire it first")
         if entry.state is READY:
             raise WrongStateError(f"commit({key!r}): the entry is already READY")
-        if size != entry.nbytes:
+        if size != entry.nbytes and self.semantics.commit_size == "checked":
             raise ConflictError(
                 f"commit({key!r}): the value has {size} bytes, the reservation {entry.nbytes}"
             )
+        if not steps.is_referenced(entry.refcount):  # a kept abandoned reservation: READY, idle, in its place
+            self._entries[key] = entry.committed(value)
+            return []
         self._move_to_newest(key, entry.committed(value))  # READY but in use: never among the evicted
         if self.semantics.eviction_time == "reservation":
             evicted, evicted_bytes = [], 0  # the reservation made the room already
@@ -203,14 +207,17 @@ class CacheSpec:
         if steps.is_referenced(refcount):
             self._entries[key] = entry.with_refcount(refcount)
             return False
-        removed = steps.removed_at_last_release(entry.ready, entry.retain)
+        kept = entry.state is RESERVED and self.semantics.abandoned_reservation == "kept"
+        removed = steps.removed_at_last_release(entry.ready, entry.retain) and not kept
         if removed:
             del self._entries[key]
-        elif self.semantics.refreshes("release") and entry.ready:
+        elif self.semantics.refreshes("release") and (entry.ready or kept):
             self._move_to_newest(key, entry.with_refcount(refcount))
         else:
             self._entries[key] = entry.with_refcount(refcount)
-        if entry.state is RESERVED:
+        if kept:
+            self._bytes = rules.after_keep_abandoned(self._bytes, entry.nbytes)
+        elif entry.state is RESERVED:
             self._bytes = rules.after_abandon(self._bytes, entry.nbytes)
         else:
             self._bytes = rules.after_last_release(self._bytes, entry.nbytes, entry.retain)
@@ -306,7 +313,7 @@ class CacheSpec:
         counted = _count_bytes(self._capacity, self._entries.values())
         if counted != self._bytes:
             raise invariants.InvariantViolation(f"byte counters {self._bytes} != counted from entries {counted}")
-        invariants.check_state(self._capacity, self.snapshot())
+        invariants.check_state(self._capacity, self.snapshot(), self.semantics)
 
     # Internals ----------------------------------------------------------------------------
 
@@ -361,7 +368,7 @@ class CacheSpec:
         if rules.has_room(self._bytes, incoming):
             return evicted, evicted_bytes
         for key, entry in self._entries.items():  # no copy: the walk stops at the last victim
-            if steps.is_idle(entry.ready, entry.refcount):
+            if _is_idle(entry):
                 evicted.append(key)
                 evicted_bytes += entry.nbytes
                 if rules.has_room(rules.after_evict(self._bytes, evicted_bytes), incoming):
@@ -372,13 +379,19 @@ class CacheSpec:
         return evicted, evicted_bytes
 
 
+def _is_idle(entry: _Entry) -> bool:
+    """An entry eviction may remove: an idle READY entry, or a kept abandoned reservation
+    (RESERVED with refcount 0, only under abandoned_reservation="kept")."""
+    return steps.is_idle(entry.ready, entry.refcount) or (entry.state is RESERVED and not steps.is_referenced(entry.refcount))
+
+
 def _count_bytes(capacity_bytes: int, entries: Iterable[_Entry]) -> rules.Bytes:
     reserved = pinned = idle = 0
     for entry in entries:
-        if entry.state is RESERVED:
-            reserved += entry.nbytes
-        elif entry.refcount > 0:
-            pinned += entry.nbytes
-        else:
+        if entry.refcount == 0:  # idle READY, or a kept abandoned reservation
             idle += entry.nbytes
+        elif entry.state is RESERVED:
+            reserved += entry.nbytes
+        else:
+            pinned += entry.nbytes
     return rules.Bytes(capacity_bytes, reserved, pinned, idle)

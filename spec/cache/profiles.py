@@ -7,12 +7,25 @@ other calls when it is checked under that profile and no `--ops` is given.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.cache.operations import ALL_OPERATIONS
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.kind import Profile
 
-
+_VLLM_ENCODER_CACHE = Semantics(
+    release_missing="noop",
+    eviction_time="reservation",
+    refresh_on=frozenset({"ready_hit", "reservation_hit", "release"}),
+    acquire_conflict="hit",
+    transient_entries=False,
+    clear_busy="drop",
+    argument_checks="trusted",
+    snapshot_order="idle",
+)
+"""vLLM's EncoderCacheManager's design (profile vllm-encoder-cache; vllm-encoder-cache-0.34 adds what 0.34.0 ships)."""
+_VLLM_ENCODER_OPERATIONS = ("acquire", "commit", "get", "release", "evict", "clear", "contains")
 
 PROFILES: dict[str, Profile] = {
     profile.name: profile
@@ -46,19 +59,18 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-encoder-cache",
-            Semantics(
-                release_missing="noop",
-                eviction_time="reservation",
-                refresh_on=frozenset({"ready_hit", "reservation_hit", "release"}),
-                acquire_conflict="hit",
-                transient_entries=False,
-                clear_busy="drop",
-                argument_checks="trusted",
-                snapshot_order="idle",
-            ),
-            ("acquire", "commit", "get", "release", "evict", "clear", "contains"),
+            _VLLM_ENCODER_CACHE,
+            _VLLM_ENCODER_OPERATIONS,
             "vLLM EncoderCacheManager (check_and_update_cache, can_allocate, free_encoder_input, reset)",
             keys="str",  # vLLM keys encoder outputs by mm_hash, a hex digest string
+        ),
+        Profile(
+            "vllm-encoder-cache-0.34",
+            replace(_VLLM_ENCODER_CACHE, abandoned_reservation="kept", commit_size="reserved"),
+            _VLLM_ENCODER_OPERATIONS,
+            "vLLM 0.34.0 EncoderCacheManager as shipped: vllm-encoder-cache, and an abandoned reservation kept "
+            "in freeable, an output's size never checked",
+            keys="str",
         ),
     )
 }

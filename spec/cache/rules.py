@@ -129,6 +129,17 @@ def after_abandon(b: Bytes, nbytes: Any) -> Bytes:
     return Bytes(b.capacity, b.reserved - nbytes, b.pinned, b.idle)
 
 
+def after_keep_abandoned(b: Bytes, nbytes: Any) -> Bytes:
+    """The last reference to a RESERVED entry is released and the entry is kept, idle
+    (abandoned_reservation="kept"): its bytes turn from reserved to idle."""
+    return Bytes(b.capacity, b.reserved - nbytes, b.pinned, b.idle + nbytes)
+
+
+def after_revive(b: Bytes, nbytes: Any) -> Bytes:
+    """A kept idle reservation is acquired again: its bytes turn from idle to reserved."""
+    return Bytes(b.capacity, b.reserved + nbytes, b.pinned, b.idle - nbytes)
+
+
 def after_last_release(b: Bytes, nbytes: Any, retain: Any, logic: Logic = CONCRETE) -> Bytes:
     """The last reference to a READY entry is released: it turns idle if retained, else it is removed."""
     return Bytes(b.capacity, b.reserved, b.pinned - nbytes, b.idle + logic.choose(retain, nbytes, 0))

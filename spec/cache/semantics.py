@@ -31,6 +31,8 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "clear_busy": ("error", "drop"),
     "argument_checks": ("checked", "trusted"),
     "snapshot_order": ("full", "idle", "membership"),
+    "abandoned_reservation": ("removed", "kept"),
+    "commit_size": ("checked", "reserved"),
 }
 """The valid values of every field but `refresh_on`, whose value is a subset of `REFRESHING_CALLS`."""
 
@@ -65,6 +67,16 @@ class Semantics:
       or are the caller's fault, outside the contract ("trusted": the checker never makes them).
     - snapshot_order: which part of snapshot() the checker compares: every entry in order
       ("full"), the order of idle entries and the set of all ("idle"), the set only ("membership").
+    - abandoned_reservation: the last release of a RESERVED entry (no value was committed) removes
+      it and returns True ("removed"), or keeps it as an idle reservation ("kept"): refcount 0, no
+      value, its bytes idle, evicted like an idle READY entry (oldest first) and moved to newest by
+      that release when refresh_on has release; a later acquire is a RESERVATION_HIT that
+      references it again, a commit stores its value (READY, still idle, its place kept), get and
+      pop see a RESERVED entry. vLLM's `free_encoder_input` puts an item in `freeable` whether or
+      not its encoder output was ever stored.
+    - commit_size: a commit whose value's size differs from the reservation's raises
+      ConflictError ("checked"), or is stored at the reserved size ("reserved": vLLM counts an
+      item's embeddings when it schedules it and never looks at the output's size).
     """
 
     put_present: str = "error"
@@ -79,6 +91,8 @@ class Semantics:
     clear_busy: str = "error"
     argument_checks: str = "checked"
     snapshot_order: str = "full"
+    abandoned_reservation: str = "removed"
+    commit_size: str = "checked"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refresh_on", frozenset(self.refresh_on))

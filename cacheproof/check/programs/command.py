@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
     watch = Watch(args.call_timeout)
     try:
-        factory = IsolatedProgramFactory(impl, kind.names + kind.views, watch) if args.isolate else load_factory(impl)
+        factory = IsolatedProgramFactory(impl, kind.names + kind.compared_views, watch) if args.isolate else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2

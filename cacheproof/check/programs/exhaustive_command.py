@@ -1,6 +1,7 @@
 """`cacheproof check --exhaustive [--depth D] [--scope NAME]`, for every spec kind: the breadth-first
 search of `cacheproof.check.programs.exhaustive` over the kind's declared exhaustive scope, with the
-implementation, profile (without --profile: the factory's own `profile`, else the kind's default),
+implementation, profile (without --profile: the factory's own `profile`, else the one the object it
+builds carries, else the kind's default),
 semantics, operations, budget, workers, JSON report and trace of any check.
 
 It ends with "exhaustive: no divergence in S states, C calls, depth D" (complete), the same cut by
@@ -19,8 +20,8 @@ import sys
 
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.programs.command import (
-    DEFAULT_IMPLS, chosen_operations, chosen_profile, lacks_line, explained_lines, explanations_of, misuse_checked,
-    missing_operations, snippet_of,
+    DEFAULT_IMPLS, built_profile, chosen_operations, chosen_profile, lacks_line, explained_lines, explanations_of,
+    misuse_checked, missing_operations, snippet_of,
 )
 from cacheproof.check.programs.exhaustive import SNAPSHOT_CAVEAT, ExhaustiveReport, ExhaustiveSetup, run_exhaustive
 from cacheproof.check.programs.generators import exhaustive_scopes, generator_for
@@ -87,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     impl = DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL) if args.impl == DEFAULT_IMPL else args.impl
     try:
         factory = load_factory(impl)
-        profile = chosen_profile(kind, args.profile or factory_profile(factory) or kind.default_profile)
+        profile = chosen_profile(kind, args.profile or factory_profile(factory) or built_profile(factory)
+                                 or kind.default_profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = chosen_operations(kind, args.ops, profile.operations)
     except (ImportError, AdapterError) as error:  # the factory's own profile could not be read

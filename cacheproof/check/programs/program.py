@@ -124,12 +124,13 @@ def run_program(
     if trail is not None:
         trail.size, trail.calls = size, calls
     model, implementation = setup.new_model(size), setup.factory(size)
+    draw_call, case_of, misuse = setup.generator.draw_call, setup.generator.case_of, setup.misuse
+    views, error_names, readers = setup.kind.compared_views, setup.kind.error_names, setup.kind.view_readers
     for _ in range(setup.steps):
-        call = setup.generator.draw_call(draws, model, plan, setup.misuse)
+        call = draw_call(draws, model, plan, misuse)
         calls.append(call)
-        seen = record if record is None else _with_case(record, setup.generator.case_of(call))
-        difference = differential_step(model, implementation, call, setup.kind.views, seen,
-                                       error_names=setup.kind.error_names, readers=setup.kind.view_readers)
+        seen = record if record is None else _with_case(record, case_of(call))
+        difference = differential_step(model, implementation, call, views, seen, error_names=error_names, readers=readers)
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
         model.check_invariants()
@@ -157,7 +158,7 @@ def replay_program(
     for step, call in enumerate(calls):
         if on_step is not None:
             on_step(step)
-        difference = differential_step(model, implementation, call, setup.kind.views, error_names=setup.kind.error_names,
+        difference = differential_step(model, implementation, call, setup.kind.compared_views, error_names=setup.kind.error_names,
                                        readers=setup.kind.view_readers)
         if difference is not None:
             return step, difference

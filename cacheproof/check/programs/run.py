@@ -210,7 +210,7 @@ def run_program_check(
     watch.factory_calls = options.factory_calls
     trail = ProgramTrail()
     watch.last_call = lambda: trail.calls[-1] if trail.calls else None
-    implementations = IsolatedProgramFactory(options.impl, kind.names + kind.views, watch) if options.isolate \
+    implementations = IsolatedProgramFactory(options.impl, kind.names + kind.compared_views, watch) if options.isolate \
         else WatchedFactory(factory, watch, options.impl or "factory")
 
     def counted() -> None:

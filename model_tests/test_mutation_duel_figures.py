@@ -1,0 +1,112 @@
+"""The figures of the mutation duels (issue 34) are those the duels wrote: every committed duel
+report (model_tests/mutation_duels/*.json, a `cacheproof mutate --json` report trimmed by
+tools/duel_fixture.py) is a valid report whose counts are its mutants' categories, and the README's
+table of results and docs/mutation-duel.md's summary table have one row per report, with its
+counts. A figure edited by hand, or a duel rerun without its report committed, fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from model_tests.report_validation import report_errors
+from tools import duel_fixture
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+FIXTURES = sorted((REPOSITORY / "model_tests" / "mutation_duels").glob("*.json"))
+COLUMNS = ("both", "cacheproof only", "tests only", "neither")
+README_SECTION = "## Against the engines' own tests"
+SUMMARY_SECTION = "## Summary"
+
+
+def _report(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def duel_figures(report: dict) -> tuple[int, ...]:
+    """(mutants run, both, cacheproof only, tests only, neither) of one duel report."""
+    counts = Counter(mutant["category"] for mutant in report["mutants"])
+    return (len(report["mutants"]), *(counts[column] for column in COLUMNS))
+
+
+def table_figures(text: str, section: str) -> dict[str, tuple[int, ...]]:
+    """The first table under the heading `section` of a markdown text, as module -> its last five
+    cells (mutants, both, cacheproof only, tests only, neither), the module the first cell's
+    backquoted name."""
+    start = text.index(section)
+    lines = text[start:].splitlines()[1:]
+    rows, inside = {}, False
+    for line in lines:
+        if line.startswith("#"):
+            break
+        if not line.startswith("|"):
+            if inside:
+                break
+            continue
+        inside = True
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        name = re.fullmatch(r"`([\w.]+)`.*", cells[0])
+        if name is None:  # the header and the rule under it
+            continue
+        rows[name.group(1)] = tuple(int(cell) for cell in cells[-5:])
+    return rows
+
+
+def fixture_figures() -> dict[str, tuple[int, ...]]:
+    return {_report(path)["module"]: duel_figures(_report(path)) for path in FIXTURES}
+
+
+def test_there_is_a_duel_report_per_vllm_module():
+    assert {"vllm.v1.core.block_pool", "vllm.v1.core.kv_cache_manager",
+            "vllm.v1.core.encoder_cache_manager"} <= set(fixture_figures())
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.stem)
+def test_each_duel_report_is_valid_and_counts_its_mutants(path):
+    report = _report(path)
+    assert report_errors(report) == []
+    assert report["test_command"], "a duel has a test command"
+    assert dict(report["counts"]) == dict(zip(COLUMNS, duel_figures(report)[1:]))
+    assert not report["interrupted"]
+
+
+@pytest.mark.parametrize("document, section", [("README.md", README_SECTION),
+                                               ("docs/mutation-duel.md", SUMMARY_SECTION)])
+def test_the_tables_are_the_duel_reports_figures(document, section):
+    assert table_figures((REPOSITORY / document).read_text(), section) == fixture_figures()
+
+
+def test_a_figure_edited_by_hand_is_a_difference():
+    text = (REPOSITORY / "README.md").read_text()
+    module, figures = next(iter(fixture_figures().items()))
+    row = next(line for line in text.splitlines() if line.startswith(f"| `{module}`"))
+    edited = row.rsplit("|", 2)[0] + f"| {figures[-1] + 1} |"
+    assert table_figures(text.replace(row, edited), README_SECTION)[module] != figures
+
+
+def _side(status: str) -> dict:
+    return {"status": status, "exit_code": 0 if status == "survived" else 1, "seconds": 1.0, "output_tail": "x"}
+
+
+def _duel(*mutants: tuple[int, str, str, str]) -> dict:
+    return {"command": "mutate", "module": "m", "source_path": "m.py", "mutants_generated": 9, "test_command": "t",
+            "mutants": [{"number": number, "category": category, "cacheproof": _side(mine), "tests": _side(theirs)}
+                        for number, mine, theirs, category in mutants]}
+
+
+def test_a_rerun_replaces_its_mutants_sides_and_the_counts_follow():
+    report = duel_fixture.merged(_duel((1, "survived", "killed", "tests only"), (2, "killed", "killed", "both")),
+                                 _duel((1, "killed", "killed", "both")))
+    assert [mutant["category"] for mutant in report["mutants"]] == ["both", "both"]
+    assert report["counts"] == {"both": 2, "cacheproof only": 0, "tests only": 0, "neither": 0} and report["ok"]
+    with pytest.raises(ValueError, match="#3"):
+        duel_fixture.merged(_duel((1, "killed", "killed", "both")), _duel((3, "killed", "killed", "both")))
+    other = _duel((1, "killed", "killed", "both"))
+    other["module"] = "n"
+    with pytest.raises(ValueError, match="module"):
+        duel_fixture.merged(_duel((1, "killed", "killed", "both")), other)
+    assert duel_fixture.trimmed(report)["mutants"][0]["cacheproof"]["output_tail"] == ""

@@ -1,0 +1,74 @@
+"""The KV cache events of one call: what a block pool announces to a router about its prefix cache.
+
+A router that places requests by prefix (vLLM's `enable_kv_cache_events`) keeps a copy of the
+pool's hash map from the pool's events, so the events must say exactly how the call changed it:
+
+- stored: one (parent hash or None, hashes) per group of blocks that gained a hash together, the
+  hashes in the order the blocks were given (a chain: each the parent of the next); the parent is
+  the hash of the block before the first in the request's token order, None for the first block of
+  a sequence and for the pool level's `cache_blocks`, whose hashes carry no chain. A group that
+  names no hash (every block given was the null block) announces nothing and is no event.
+- removed: every hash a block lost, once per block that carried it, as a multiset (sorted: the
+  order of removals within one call tells a router nothing).
+- cleared: whether every hash was dropped at once (`reset`); that one event replaces the removals.
+
+`BlockSemantics.hit_events` says whether a prefix hit also re-announces the reused blocks as
+stored (vLLM's `kv_cache_report_mode="full"`). The view `events()` is the events of the last call,
+read after every call; a call that raises announces nothing (B8).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Iterable, TypeVar
+
+Events = tuple[tuple[tuple[int | None, tuple[int, ...]], ...], tuple[int, ...], bool]
+"""The `events()` view: (stored, removed, cleared) as the module docstring defines them."""
+
+NO_EVENTS: Events = ((), (), False)
+"""What a call that changes no hash announces."""
+
+
+class CallEvents:
+    """The events of one call, recorded as its steps change hashes."""
+
+    __slots__ = ("_stored", "_removed", "_cleared")
+
+    def __init__(self) -> None:
+        self._stored: list[tuple[int | None, tuple[int, ...]]] = []
+        self._removed: list[int] = []
+        self._cleared = False
+
+    def store(self, parent: int | None, hashes: Iterable[int]) -> None:
+        """Blocks gained `hashes` together, the first after `parent`; none: no event."""
+        hashes = tuple(hashes)
+        if hashes:
+            self._stored.append((parent, hashes))
+
+    def remove(self, value: int) -> None:
+        """One block lost `value`."""
+        self._removed.append(value)
+
+    def clear(self) -> None:
+        """Every hash was dropped at once."""
+        self._cleared = True
+
+    def view(self) -> Events:
+        return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
+
+
+Operation = TypeVar("Operation", bound=Callable[..., Any])
+
+
+def announcing(operation: Operation) -> Operation:
+    """A spec operation whose call starts a fresh `CallEvents` (`self._events`); when it raises,
+    the events are dropped with it (a call that raises changes nothing, so announces nothing)."""
+    @functools.wraps(operation)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._events = CallEvents()
+        try:
+            return operation(self, *args, **kwargs)
+        except BaseException:
+            self._events = CallEvents()
+            raise
+    return call  # type: ignore[return-value]

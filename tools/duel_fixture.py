@@ -1,0 +1,111 @@
+"""A `cacheproof mutate --json` report made small enough to commit: every field kept, each side's
+`output_tail` emptied (the diffs, statuses, exit codes and seconds stay), and no path of the
+machine it ran on: `source_path` as the module's file inside its package, the check command's
+interpreter as `python`, the test command as `--tests-as` writes it (the documented form, with
+`$VLLM_SRC` for the scratch folder). The README's table of
+duel results and docs/mutation-duel.md's summary are read against these fixtures
+(model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a duel wrote.
+
+    python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...] [--tests-as "COMMAND"]
+
+`--rerun`: a later `cacheproof mutate --mutants ...` report of the same module (after a gap was
+closed in the adapter or the spec, only the mutants it could change rerun): each of its mutants
+replaces that mutant's cacheproof side, and the categories and counts are recomputed by the
+duel's rule (a side kills unless it survived). A rerun that ran the tests too replaces that side as
+well. docs/mutation-duel.md names every rerun mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cacheproof.mutate.duel import BOTH, CACHEPROOF_ONLY, DUEL_CATEGORIES, NEITHER, TESTS_ONLY
+from cacheproof.mutate.sides import SURVIVED
+
+
+def _category(mutant: dict) -> str:
+    cacheproof = mutant["cacheproof"]["status"] != SURVIVED
+    tests = mutant["tests"]["status"] != SURVIVED
+    if cacheproof:
+        return BOTH if tests else CACHEPROOF_ONLY
+    return TESTS_ONLY if tests else NEITHER
+
+
+def merged(report: dict, rerun: dict) -> dict:
+    """`report` with the sides `rerun` ran for its mutants put in; ValueError naming the mismatch
+    when `rerun` is of another module or source, or names a mutant `report` did not run."""
+    for field in ("module", "source_path", "mutants_generated"):
+        if rerun.get(field) != report.get(field):
+            raise ValueError(f"the rerun's {field} is {rerun.get(field)!r}, the report's {report.get(field)!r}")
+    by_number = {mutant["number"]: mutant for mutant in report["mutants"]}
+    for again in rerun["mutants"]:
+        mutant = by_number.get(again["number"])
+        if mutant is None:
+            raise ValueError(f"the rerun's mutant #{again['number']} is not among the report's")
+        mutant["cacheproof"] = again["cacheproof"]
+        if again.get("tests"):
+            mutant["tests"] = again["tests"]
+        mutant["category"] = _category(mutant)
+    report["counts"] = {category: sum(m["category"] == category for m in report["mutants"])
+                        for category in DUEL_CATEGORIES}
+    report["ok"] = report["counts"][TESTS_ONLY] == 0
+    return report
+
+
+def trimmed(report: dict) -> dict:
+    """`report` with every mutant's side outputs emptied."""
+    for mutant in report.get("mutants", []):
+        for side in ("cacheproof", "tests"):
+            if mutant.get(side):
+                mutant[side]["output_tail"] = ""
+    return report
+
+
+def portable(report: dict, tests_as: str | None) -> dict:
+    """`report` without the paths of the machine it ran on (see the module)."""
+    report["source_path"] = report["module"].replace(".", "/") + ".py"
+    if report.get("check_command"):
+        report["check_command"] = ["python", *report["check_command"][1:]]
+    if tests_as is not None:
+        report["test_command"] = tests_as
+    return report
+
+
+def _read(path: Path) -> dict:
+    report = json.loads(path.read_text())
+    if report.get("command") != "mutate":
+        raise ValueError(f"{path} is not a `cacheproof mutate --json` report (command {report.get('command')!r})")
+    return report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    parser.add_argument("report", type=Path, help="the duel's `cacheproof mutate --json` report")
+    parser.add_argument("out", type=Path, help="the fixture to write")
+    parser.add_argument("--rerun", type=Path, action="append", default=[],
+                        help="a later report of some of the same mutants, whose sides replace theirs (repeatable)")
+    parser.add_argument("--tests-as", metavar="COMMAND", help="the test command as the report is to record it")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/duel_fixture.py")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        report = _read(args.report)
+        if not report.get("test_command"):
+            raise ValueError(f"{args.report} has no test command: it is no duel")
+        for path in args.rerun:
+            report = merged(report, _read(path))
+    except (OSError, ValueError) as error:
+        print(f"duel_fixture: {error}", file=sys.stderr)
+        return 2
+    args.out.write_text(json.dumps(portable(trimmed(report), args.tests_as), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
