@@ -22,7 +22,7 @@ from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, UserCodeError, error_text
 from cacheproof.contract.values import values_equal
-from cacheproof.spec.kind import ViewReader, outcome_name
+from cacheproof.spec.kind import LookupRaised, ViewReader, outcome_name
 
 EMPTY: Mapping[str, ViewReader] = MappingProxyType({})
 """No view readers: every view is its method's answer."""
@@ -115,13 +115,15 @@ class StepDifference(NamedTuple):
     """Everything that differs at one call: the outcomes, and each compared view after it, as
     (view, the spec's answer, the implementation's) for the views that differ; or `user_code`, the
     implementation's own code failing while the call's values were made ("make_value(5, 1) raised
-    MemoryError: ..."), when neither side could make the call."""
+    MemoryError: ..."), when neither side could make the call. `unread`: the compared views the
+    implementation lacks (`missing_view`), whose state is therefore unknown."""
 
     call: Call
     expected: StepOutcome
     actual: StepOutcome
     views: tuple[tuple[str, Any, Any], ...] = ()
     user_code: str | None = None
+    unread: tuple[str, ...] = ()
 
     @property
     def outcome_differs(self) -> bool:
@@ -161,9 +163,16 @@ class StepDifference(NamedTuple):
                           for view, expected, actual in self.views]}
 
 
+class FailedView(str):
+    """What `view_of` answers for a view that raised or whose result its reader cannot read: the
+    failure in words between angle brackets ("<snapshot() raised RuntimeError: lost>", "<0 in cache
+    raised RuntimeError: ...>"), which differs from any answer."""
+
+
 def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, model: Any = None) -> Any:
     """`target.view()`, or as `readers[view].read(target, model)` reads it (a kind's `view_readers`), or
-    a text saying it is missing or raised (which differs from any answer)."""
+    a text saying it is missing or failed (`FailedView`; a reader's question that raised,
+    `spec.kind.LookupRaised`, is named as the reader asked it)."""
     reader = readers.get(view)
     method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
     if method is None or not callable(method):
@@ -174,13 +183,15 @@ def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, m
         if reader.answer is None:
             return reader.read(target, model)
         result = method()
+    except LookupRaised as failed:  # the reader's own question raised: named as it was asked
+        return FailedView(f"<{failed.where} raised {type(failed.error).__name__}: {error_text(failed.error)}>")
     except Exception as error:  # noqa: BLE001 - a view that raises differs
-        return f"<{view}() raised {type(error).__name__}: {error_text(error)}>"
+        return FailedView(f"<{view}() raised {type(error).__name__}: {error_text(error)}>")
     try:
         return reader.answer(result, model)
     except Exception as error:  # noqa: BLE001 - an answer of another shape differs (a usage problem: `shapes`)
         text = repr(result)
-        return f"<{view}() returned {text if len(text) <= 60 else text[:57] + '...'}, {error_text(error)}>"
+        return FailedView(f"<{view}() returned {text if len(text) <= 60 else text[:57] + '...'}, {error_text(error)}>")
 
 
 def missing_view(view: str) -> str:
@@ -191,8 +202,7 @@ def missing_view(view: str) -> str:
 def view_failed(view: str, answer: Any) -> bool:
     """Whether `answer` is what `view_of` answers for a view the implementation lacks, that raised, or
     whose result its reader cannot read."""
-    return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised ")
-                                        or answer.startswith(f"<{view}() returned "))
+    return isinstance(answer, FailedView) or isinstance(answer, str) and answer == missing_view(view)
 
 
 def differing_views(
@@ -237,7 +247,8 @@ def differential_step(
     answers = {view: view_of(implementation, view, readers, model) for view in views}
     differing = differing_views(model, answers, views, readers)
     if differing or not outcomes_agree(call.op, expected, actual):
-        return StepDifference(call, expected, actual, differing)
+        unread = tuple(view for view, answer in answers.items() if type(answer) is str and answer == missing_view(view))
+        return StepDifference(call, expected, actual, differing, unread=unread)
     return None
 
 
