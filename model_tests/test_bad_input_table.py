@@ -229,10 +229,8 @@ FAULT_MODES = {
 }
 CHECKED_AS = {
     "LockedMakeValueRaises": "make_value(1, 1) raised MemoryError: cannot allocate 1 bytes, making a value for cache.",
-    "LockedContainsRaises": "in cache: the spec returned True, the implementation crashed with RuntimeError: lookup table corrupted",
 }
-"""`check`'s words where replay's differ: its values are tagged from 1, and `in` is a call of its
-programs, not an inspection after each call (docs/decisions.md)."""
+"""`check`'s words where replay's differ: its values are tagged from 1."""
 USER_CODE_ROWS = [  # the trace's first value has 5 bytes, the checker's first 1
     (FAULT_MODES[mode] + ["--impl", f"{FAULTY}:{name}"],
      message.replace("(1, 0)", "(5, 0)").replace(" 1 bytes", " 5 bytes") if mode == "replay" else CHECKED_AS.get(name, message))
