@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     impl = DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL) if args.impl == DEFAULT_IMPL else args.impl
     try:
         factory = load_factory(impl)
-        profile = chosen_profile(kind, args.profile or factory_profile(factory) or built_profile(factory)
+        profile = chosen_profile(kind, args.profile or factory_profile(factory) or built_profile(kind, factory)
                                  or kind.default_profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = chosen_operations(kind, args.ops, profile.operations)
