@@ -21,7 +21,7 @@ from pathlib import Path
 from cacheproof.settings import scratch_storage
 
 _SUBCOMMANDS = {
-    "check": ("cacheproof.check.sequential.command", "run the differential checker: spec vs an implementation (a cache, a block pool)"),
+    "check": ("cacheproof.check.command", "run the differential checker: spec vs an implementation (a cache, a block pool)"),
     "prove": ("cacheproof.prove.command", "prove with z3 that the spec's model keeps its invariants (not your cache)"),
     "replay": ("cacheproof.trace.replay", "replay a trace against the spec or a cache"),
     "bench": ("cacheproof.bench", "benchmarks that print ratios side by side (cacheproof bench --help lists them)"),

@@ -52,9 +52,9 @@ def test_measures_of_several_runs_merge_to_the_most_reached():
 
 def test_capacities_are_capped_for_a_cache_whose_values_hold_memory():
     watch = Watch(10)
-    assert capacity_cap(BytearrayValueCache, THOROUGH, None, watch) == REAL_VALUE_CAPACITY
-    assert capacity_cap(BytearrayValueCache, THOROUGH, 4096, watch) == 4096
-    assert capacity_cap(CacheSpec, THOROUGH, None, watch) is None, "no make_value: the spec's bytes, no memory to cap"
+    assert capacity_cap(get_kind("cache"), BytearrayValueCache, THOROUGH, None, watch) == REAL_VALUE_CAPACITY
+    assert capacity_cap(get_kind("cache"), BytearrayValueCache, THOROUGH, 4096, watch) == 4096
+    assert capacity_cap(get_kind("cache"), CacheSpec, THOROUGH, None, watch) is None, "no make_value: the spec's bytes, no memory to cap"
     assert scoped(SMALL, None, 4096) == SMALL, "small capacities (64 bytes at most) are never capped"
     report = run_program_phases(KIND, BytearrayValueCache, (Phase(scoped(WIDE, None, 4096), 20, 20, shrink=False),),
                                 ProgramOptions())
@@ -110,3 +110,13 @@ def test_a_view_that_raises_says_what_it_raised():
 def test_a_deterministic_broken_cache_is_not_called_not_deterministic():
     report = run_program_check(KIND, broken_caches.GetTakesReference, generator_for("cache"), examples=200, steps=100)
     assert not report.counterexample.message.startswith("not deterministic")
+
+
+def test_a_program_of_a_wide_capacity_is_tried_at_a_few_smaller_sizes_without_listing_the_others():
+    """--thorough draws capacities to 2**41: the sizes tried while shrinking are seven numbers, not a
+    set of every size below (which took 23 GB before the check was killed)."""
+    from cacheproof.check.programs.program import smaller_sizes
+
+    size = 1 << 41
+    assert smaller_sizes(size) == [1, 2, 3, 4, size // 2, size * 3 // 4, size - 1]
+    assert smaller_sizes(3) == [1, 2] and smaller_sizes(1) == []

@@ -181,7 +181,7 @@ def test_a_kind_that_reads_its_views_gets_them_part_by_part():
     kind = dataclasses.replace(
         _TRIE_KIND, readings={"snapshot": keys},
         invariants=(invariant("T1", "no key is lost", lambda step: set(step[0]) <= set(step[1])),),
-        judge=lambda call, size, before, after, raised, result: (before["snapshot"], after["snapshot"]),
+        judge=lambda call, size, before, after, raised, result, semantics: (before["snapshot"], after["snapshot"]),
     )
     explanation = _trie_explained(kind)
     assert explanation.differences == ("snapshot(), key 'ab': spec present; this implementation absent (concerns T1)",)

@@ -15,11 +15,15 @@ from cacheproof.cli import main
 from cacheproof.contract.calls import from_json, invoke
 from cacheproof.contract.explaining.broken import breaking_first, ordered, report_breaking_first
 from cacheproof.contract.explaining.shapes import shape_problem
-from cacheproof.contract.explaining.steps import Explanation
+from cacheproof.contract.explaining.names import Names
+from cacheproof.contract.explaining.steps import DivergingCall, Explanation, explain
+from cacheproof.contract.steps import StepDifference, StepOutcome, view_of
 from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS, BlockStep
 from cacheproof.spec.blocks.kind import BLOCK_KIND
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.cache.invariants import INVARIANTS, Step
+from cacheproof.spec.cache.kind import CACHE_KIND
+from cacheproof.spec.cache.semantics import CONTRACT, Semantics
 from cacheproof.spec.cache.types import EntryState, EntryView
 from cacheproof.spec.kind import broken_by
 from model_tests.broken_caches import EvictsPinnedEntries, ReleaseOfIdleIsNoop
@@ -142,7 +146,7 @@ def test_a_snapshot_of_another_shape_is_one_usage_problem_naming_the_shape(tmp_p
                    "--max-divergences", "3", "--json", str(report)])
     captured = capsys.readouterr()
     assert status == 2  # as every usage error of `cacheproof check`
-    (line,) = captured.err.strip().splitlines()
+    (line,) = [said for said in captured.err.strip().splitlines() if not said.startswith("check: ")]  # progress aside
     assert line.startswith("cacheproof check: model_tests.block_pools:ListSnapshotPool: snapshot() answered [")
     assert "snapshot() returns a tuple (free queue, blocks, holdings)" in line
     assert "counterexample" not in captured.out and "not reached" not in captured.out
@@ -174,11 +178,51 @@ class _Difference:
     views: tuple
 
 
+class _LostSnapshot:
+    def snapshot(self):
+        raise RuntimeError("lost")
+
+
 def test_a_view_that_raised_or_is_missing_is_no_shape_problem():
     spec = ((1, 2), ((0, None), (0, None), (0, None)), ())
-    raised = _Difference((("snapshot", spec, "<snapshot() raised RuntimeError: lost>"),))
-    missing = _Difference((("tables", ((1, (1,)),), "<no tables()>"),))
+    answers = {view: view_of(_LostSnapshot(), view, BLOCK_KIND.view_readers) for view in ("snapshot", "tables")}
+    assert answers == {"snapshot": "<snapshot() raised RuntimeError: lost>", "tables": "<no tables()>"}
+    raised = _Difference((("snapshot", spec, answers["snapshot"]),))
+    missing = _Difference((("tables", ((1, (1,)),), answers["tables"]),))
     assert shape_problem(BLOCK_KIND, "m:f", [raised, missing, None]) is None  # divergences, as before
     listed = _Difference((("snapshot", spec, [[1, 2], [[0, None]] * 3, []]),))
     problem = shape_problem(BLOCK_KIND, "m:f", [raised, listed])
     assert problem is not None and problem.startswith("m:f: snapshot() answered [[1, 2], ")
+
+
+_PINNED = ("a", "READY", 1, 4, True)
+_IDLE = ("b", "READY", 0, 4, True)
+_ORPHANED = ("r", "RESERVED", 0, 4, True)
+
+
+def _broken_names(semantics, before, after, unread=()):
+    """The invariants named broken at a `put("c", ...)` whose implementation went from the snapshot
+    view `before` to `after` (the spec's after: `before`), under `semantics`."""
+    call = from_json({"op": "put", "args": ["c", 4]})
+    expected = StepOutcome(result=True)
+    difference = StepDifference(call, expected, StepOutcome(result=True), (("snapshot", before, after),), unread=unread)
+    step = DivergingCall(8, difference, {"snapshot": before}, {"snapshot": before}, None, semantics)
+    return [line.split(":")[0] for line in explain(CACHE_KIND, step, Names()).broken]
+
+
+def test_the_tensor_caches_step_is_judged_whole_under_the_contract_and_its_state_alone_otherwise():
+    evicts_pinned = ((_PINNED, _IDLE), (_IDLE, ("c", "READY", 0, 4, True)))
+    assert _broken_names(CONTRACT, *evicts_pinned) == ["your implementation breaks I5"]
+    assert _broken_names(Semantics(snapshot_order="idle"), *evicts_pinned) == []  # I5 is the contract's
+    orphan = ((_IDLE,), (_IDLE, _ORPHANED))
+    assert _broken_names(CONTRACT, *orphan) == ["your implementation breaks I3"]
+    assert _broken_names(Semantics(snapshot_order="idle"), *orphan) == ["your implementation breaks I3"]
+    # a retain flag the semantics do not compare (None) is no transient entry: I4 holds
+    kept = ((), (("b", "READY", 0, 4, None),))
+    assert _broken_names(Semantics(transient_entries=False), *kept) == []
+    assert _broken_names(CONTRACT, (), (("b", "READY", 0, 4, False),)) == ["your implementation breaks I4"]
+
+
+def test_an_implementation_without_the_judged_view_is_not_judged():
+    evicts_pinned = ((_PINNED, _IDLE), (_IDLE, ("c", "READY", 0, 4, True)))
+    assert _broken_names(CONTRACT, *evicts_pinned, unread=("snapshot",)) == []  # its entries are unknown

@@ -7,7 +7,6 @@ the domain too.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 
@@ -16,7 +15,6 @@ import pytest
 from cacheproof.check.concurrent.scenarios import draw_scenario
 from cacheproof.check.programs.generators import default_scope, generator_for
 from cacheproof.spec.kinds import get_kind
-from cacheproof.check.sequential.command import chosen_semantics
 from cacheproof.cli import main
 from cacheproof.contract.keys import KEY_DOMAINS
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
@@ -97,22 +95,19 @@ def test_a_str_keyed_counterexample_prints_runs_and_replays(tmp_path, capsys):
     assert status == 1 and "divergence at step" in replayed
 
 
-def _args(**given) -> argparse.Namespace:
-    fields = {"profile": None, "semantics": "", "ops": None, "keys": None, "isolate": False,
-              "impl": "cacheproof.spec:CacheSpec"}
-    return argparse.Namespace(**{**fields, **given})
+def _key_types(capsys, tmp_path, *arguments: str) -> list[str]:
+    report = tmp_path / "keys.json"
+    status, out, err = _check(capsys, "--impl", "cacheproof.spec:CacheSpec", "--examples", "20", "--json", str(report),
+                              *arguments)
+    assert status in (0, 1), out + err  # the contract's spec diverges from another profile's semantics
+    return json.loads(report.read_text())["scope"]["key_types"]
 
 
-def test_a_profile_names_its_key_domain_and_keys_overrides_it():
-    args = _args(profile="vllm-encoder-cache")
-    chosen_semantics(args)
-    assert args.keys == "str", "vLLM keys its encoder cache by mm_hash strings"
-    args = _args(profile="vllm-encoder-cache", keys="int")
-    chosen_semantics(args)
-    assert args.keys == "int"
-    args = _args()
-    chosen_semantics(args)
-    assert args.keys is None, "the contract's profile: each scope's own keys"
+def test_a_profile_names_its_key_domain_and_keys_overrides_it(capsys, tmp_path):
+    assert _key_types(capsys, tmp_path, "--profile", "vllm-encoder-cache") == ["str"], \
+        "vLLM keys its encoder cache by mm_hash strings"
+    assert _key_types(capsys, tmp_path, "--profile", "vllm-encoder-cache", "--keys", "int") == ["int"]
+    assert _key_types(capsys, tmp_path) == ["int"], "the contract's profile: the small scope's own int keys"
 
 
 @pytest.mark.parametrize("domain", ["str", "bytes", "tuple", "mixed"])

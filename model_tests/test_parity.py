@@ -331,7 +331,7 @@ def test_every_flag_of_check_has_a_row() -> None:
     """A flag added to `cacheproof check` without a row here fails, so that its parity is decided."""
     import argparse
 
-    from cacheproof.check.sequential.command import add_arguments
+    from cacheproof.check.command import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -56,9 +56,10 @@ def folder(tmp_path):
 
 
 def test_a_bad_output_path_is_reported_before_any_work(folder, capsys, monkeypatch):
-    import cacheproof.check.sequential.command as command
+    import cacheproof.check.programs.command as command
 
-    monkeypatch.setattr(command, "run_check", lambda *a, **k: pytest.fail("the run started"))
+    monkeypatch.setattr(command, "load_factory", lambda *a, **k: pytest.fail("the factory was loaded"))
+    monkeypatch.setattr(command, "run_program_phases", lambda *a, **k: pytest.fail("the run started"))
     status, output = run_main(["check", "--max-divergences", "1", "--impl", SPEC, "--json", f"{folder}/missing/r.json"], capsys)
     assert status == 2
     assert output.strip().count("\n") == 0, "one line naming the path and the problem"
@@ -98,18 +99,18 @@ def test_monitor_refuses_an_unwritable_trace_path(tmp_path):
 
 FOUND = [
     ("EvictHangs", "cache.evict(", "did not return within 0.5 s"),
-    ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
-    ("ClearRaisesKeyboardInterrupt", "cache.clear()", "this cache raises KeyboardInterrupt"),
-    ("ReleaseRaisesGeneratorExit", "cache.release(", "this cache raises GeneratorExit: the binding's generator was"),
+    ("PopExits", "cache.pop(", "the implementation crashed with SystemExit: 3"),
+    ("ClearRaisesKeyboardInterrupt", "cache.clear()", "the implementation crashed with KeyboardInterrupt"),
+    ("ReleaseRaisesGeneratorExit", "cache.release(", "the implementation crashed with GeneratorExit: the binding's generator was"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
-    ("MakeValueRaises", "make_value(", "raised MemoryError"),
+    ("MakeValueRaises", "make_value(", "raised MemoryError: cannot allocate 5 bytes, making a value for cache.put("),
     ("StatsRaises", "stats() raised ValueError: pinned counter out of sync, after cache.", ""),
     ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
     ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
     ("SnapshotHangs", "cache.snapshot() did not return within 0.5 s, after cache.", ""),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
     ("ReleaseFlips", "not deterministic: the same ", "cache.release("),
-    ("GetReturnsUncomparable", "cache.get(", "comparing this cache's outcome with the spec's raised TypeError"),
+    ("GetReturnsUncomparable", "cache.get(", "comparing the implementation's outcome with the spec's raised TypeError"),
 ]
 
 
@@ -276,7 +277,7 @@ ISOLATED = [
     ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
     ("PutExitsHard", "cache.put(", "killed the process running the cache (exit status 7)"),
     ("EvictHangs", "cache.evict(", "did not return within 0.5 s (its process was killed)"),
-    ("PopExits", "cache.pop(", "this cache raises SystemExit: 3"),
+    ("PopExits", "cache.pop(", "the implementation crashed with SystemExit: 3"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),

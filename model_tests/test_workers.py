@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from cacheproof.check.sequential.scope import SMALL, THOROUGH, Phase
-from cacheproof.check.sequential.counterexample import Counterexample
-from cacheproof.check.sequential.run import CheckReport
-from cacheproof.check.phases import shares
-from cacheproof.check.sequential.workers import merged
+from cacheproof.check.phases import Phase, shares
+from cacheproof.check.programs.cache_calls import SMALL, THOROUGH
+from cacheproof.check.programs.program import ProgramCounterexample
+from cacheproof.check.programs.run import ProgramOptions, ProgramReport
+from cacheproof.check.programs.workers import merged
+from cacheproof.contract.calls import Call
+from cacheproof.sandbox.fault_search import DIVERGENCE, Failure
+from cacheproof.spec.kinds import get_kind
 from cacheproof.check.workers import Crew
 from cacheproof.cli import main
 from model_tests.ctrl_c import cpu_seconds, interruptible_cacheproof, press_ctrl_c, wait_for
@@ -185,14 +188,16 @@ def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() 
         reader, writer = multiprocessing.Pipe(duplex=False)
         crew.add(index, 10 + index, process, reader)
         writers.append(writer)
-    found = CheckReport(False, 3, 30, 0.1, Counterexample(64, (), "diverges"), first_failure_example=2)
+    example = ProgramCounterexample(64, (Call("get", (1,)),), None, Failure(0, "diverges", DIVERGENCE))
+    found = ProgramReport("cache", examples=3, steps=30, seconds=0.1, first_failure_example=2,
+                          counterexamples=[example])
     writers[0].send(("shrink", 2, 5))
     writers[1].send(("progress", 7, 70))
     writers[0].send(("report", found))
     for writer in writers:
         writer.close()
     crew.listen()
-    report = merged(crew.result(), (Phase(SMALL, 10, 10),))
+    report = merged(get_kind("cache"), crew.result(), ProgramOptions())
     assert processes[1].terminated and not processes[0].terminated
-    assert (report.winner, report.winner_seed, report.counterexample) == (0, 10, found.counterexample)
+    assert (report.workers.winner, report.workers.winner_seed, report.counterexample) == (0, 10, example)
     assert report.examples == 3 and report.first_failure_example == 2

@@ -200,13 +200,28 @@ class ViewReader(NamedTuple):
     read of an implementation named `cache` as a Python expression, with the `imports` it needs
     (what a counterexample's snippet asserts on). `method`: the implementation's method the view
     calls (None: the view's name); an implementation without it is not compared on the view when
-    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise."""
+    it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise.
+    `answer(result, model)`: where given, how the method's result is read for the comparison (`read`
+    is then the same on the method's result); a result it cannot read (it raises, with a text such as
+    "which has no field capacity_bytes") is an answer of another shape than the contract's."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
     imports: str = ""
     method: str | None = None
     optional: bool = False
+    answer: Callable[[Any, Any], Any] | None = None
+
+
+class LookupRaised(Exception):
+    """A view's reader asked the target one question (`0 in cache`: `where`, as Python writes it)
+    and the target raised `error`: a report names that question rather than the view
+    (`contract.steps.view_of`: "0 in cache raised RuntimeError: ...")."""
+
+    def __init__(self, where: str, error: BaseException) -> None:
+        super().__init__(where, error)
+        self.where = where
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -240,8 +255,9 @@ class SpecKind:
     What a difference report needs of the kind (`cacheproof.contract.explaining.steps`; both optional, a
     kind without them gets each differing view whole and the spec's rule for the call):
     `readings` maps a view to its `ViewReading` (its parts, and the invariants each concerns);
-    `judge(call, size, before, after, raised, result)` makes the step its invariants' `holds`
-    judge, from the views (by name) before and after a call of an implementation.
+    `judge(call, size, before, after, raised, result, semantics)` makes the step its invariants'
+    `holds` judge, from the views (by name) before and after a call of an implementation under the
+    spec's `semantics` (a view the implementation lacks is not in them).
     `shapes` says, per view with a reading, the shape of its answer in words: an implementation
     whose answer the reading cannot follow made a usage mistake, reported once with this shape
     (`cacheproof.contract.explaining.shapes`), not a divergence.
@@ -259,10 +275,20 @@ class SpecKind:
     `partitioning` says how a concurrent history splits into independent parts (`Partitioning`);
     None: never (the kind's module says why).
 
+    `probe_size` is the size of the implementation `check` builds before any example runs, to see
+    what its factory returns and which operations it has (a usage error names it: "f(64) returned
+    None").
+
+    `lookups` names the views that ask the implementation about the spec's own state (the tensor
+    cache's `membership`: `key in cache` for each key the spec holds): a sequential program, a
+    replay and the monitor compare them after every call, after `views` (`compared_views`); a merge
+    of states never reads them, nor the final state of a concurrent run, whose spec state is one
+    candidate order's among several.
+
     `announcements` names the views that show what the last call announced rather than a state
     (the block pool's KV cache events): a sequential program, a replay and the monitor compare them
-    after every call, after `views` (`compared_views`); a merge of states never reads them, nor the
-    final state of a concurrent run, where "the last call" has no one order.
+    after every call, after `views` and `lookups` (`compared_views`); a merge of states never reads
+    them, nor the final state of a concurrent run, where "the last call" has no one order.
 
     `types` maps each argument domain and each result of the operation table to the Python type
     the kind's contract document writes in its signatures (`cacheproof.docs.signatures` generates
@@ -287,6 +313,8 @@ class SpecKind:
     types: dict[str, str] = field(default_factory=dict)
     view_readers: dict[str, ViewReader] = field(default_factory=dict)
     partitioning: Partitioning | None = None
+    probe_size: int = 4
+    lookups: tuple[str, ...] = ()
     announcements: tuple[str, ...] = ()
 
     def read_view(self, target: Any, view: str, model: Any) -> Any:
@@ -325,9 +353,9 @@ class SpecKind:
 
     @cached_property
     def compared_views(self) -> tuple[str, ...]:
-        """What a sequential differential step compares after every call: the views, then the
-        announcements."""
-        return self.views + self.announcements
+        """What a sequential differential step compares after every call: the views, the lookups,
+        then the announcements."""
+        return self.views + self.lookups + self.announcements
 
     @cached_property
     def names(self) -> tuple[str, ...]:

@@ -13,15 +13,16 @@ Invariants of the model's step are checked by the model itself (`check_invariant
 from __future__ import annotations
 
 import enum
+import re
 import threading
 from types import MappingProxyType
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from cacheproof.cmdline.reports import plain
 from cacheproof.contract.calls import Call, invoke, to_python
-from cacheproof.contract.faults import CONTROL_EXCEPTIONS
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS, UserCodeError, error_text
 from cacheproof.contract.values import values_equal
-from cacheproof.spec.kind import ViewReader, outcome_name
+from cacheproof.spec.kind import LookupRaised, ViewReader, outcome_name
 
 EMPTY: Mapping[str, ViewReader] = MappingProxyType({})
 """No view readers: every view is its method's answer."""
@@ -41,7 +42,17 @@ class StepOutcome(NamedTuple):
             return f"crashed with {self.crash}"
         if self.error is not None:
             return f"raised {self.error}"
-        return f"returned {self.result!r}"
+        return f"returned {shown(self.result)}"
+
+
+def shown(result: Any) -> str:
+    """repr(result) without the memory address an object's default repr has ("<Handle object at
+    0x7f...>" shows as "<Handle object>"), so that the same outcome reads the same on every run
+    (a divergence is replayed to see that it repeats)."""
+    return _ADDRESS.sub("", repr(result))
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None) -> StepOutcome:
@@ -70,12 +81,27 @@ def _users_interrupt(error: BaseException) -> bool:
 
 def outcomes_agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
     """The implementation's outcome `actual` is the model's `expected`, by the one rule
-    (`error_matches`, `results_match`)."""
+    (`error_matches`, `results_match`); a result whose comparison raises does not agree
+    (`comparison_failure` says what it raised)."""
+    return comparison_failure(operation, expected, actual) is None and _agree(operation, expected, actual)
+
+
+def _agree(operation: str, expected: StepOutcome, actual: StepOutcome) -> bool:
     if actual.crash is not None:
         return False
     if expected.error is not None:
         return error_matches(expected.error, actual.error_classes)
     return actual.error is None and results_match(operation, expected.result, actual.result)
+
+
+def comparison_failure(operation: str, expected: StepOutcome, actual: StepOutcome) -> str | None:
+    """What comparing `actual` with `expected` raised ("TypeError: a lazy tensor cannot be
+    compared": the implementation's result has an == that raises), None when it did not."""
+    try:
+        _agree(operation, expected, actual)
+    except Exception as error:  # noqa: BLE001 - the implementation's result may fail to compare
+        return f"{type(error).__name__}: {error_text(error)}"
+    return None
 
 
 def _equal(expected: Any, actual: Any) -> bool:
@@ -87,12 +113,17 @@ def _equal(expected: Any, actual: Any) -> bool:
 
 class StepDifference(NamedTuple):
     """Everything that differs at one call: the outcomes, and each compared view after it, as
-    (view, the spec's answer, the implementation's) for the views that differ."""
+    (view, the spec's answer, the implementation's) for the views that differ; or `user_code`, the
+    implementation's own code failing while the call's values were made ("make_value(5, 1) raised
+    MemoryError: ..."), when neither side could make the call. `unread`: the compared views the
+    implementation lacks (`missing_view`), whose state is therefore unknown."""
 
     call: Call
     expected: StepOutcome
     actual: StepOutcome
     views: tuple[tuple[str, Any, Any], ...] = ()
+    user_code: str | None = None
+    unread: tuple[str, ...] = ()
 
     @property
     def outcome_differs(self) -> bool:
@@ -105,11 +136,18 @@ class StepDifference(NamedTuple):
     def describe(self) -> str:
         """The call and what differs in one short line: the two outcomes when they differ, then
         the views that differ by name (`contract.explaining.steps` says how each differs, and why)."""
+        if self.user_code is not None:
+            return f"{self.user_code}, making a value for {to_python(self.call)}"
         parts = []
         if self.outcome_differs:
             parts.append(f"the spec {self.expected.describe()}, the implementation {self.actual.describe()}")
+            failure = comparison_failure(self.call.op, self.expected, self.actual)
+            if failure is not None:
+                parts.append(f"comparing the implementation's outcome with the spec's raised {failure}")
         raised = [answer[1:-1] for view, _, answer in self.views if view_failed(view, answer)
-                  and answer != missing_view(view)]
+                  and answer != missing_view(view)]  # "snapshot() raised ...", "stats() returned None, ..."
+        if raised and not parts:  # the user's inspection failed after the call: it first, as docs/contract.md says
+            return f"{'; '.join(raised)}, after {to_python(self.call)}"
         if raised:  # a view that raised says what it raised ("snapshot() raised RuntimeError: ...")
             parts += raised
         elif self.views:
@@ -125,9 +163,16 @@ class StepDifference(NamedTuple):
                           for view, expected, actual in self.views]}
 
 
+class FailedView(str):
+    """What `view_of` answers for a view that raised or whose result its reader cannot read: the
+    failure in words between angle brackets ("<snapshot() raised RuntimeError: lost>", "<0 in cache
+    raised RuntimeError: ...>"), which differs from any answer."""
+
+
 def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, model: Any = None) -> Any:
     """`target.view()`, or as `readers[view].read(target, model)` reads it (a kind's `view_readers`), or
-    a text saying it is missing or raised (which differs from any answer)."""
+    a text saying it is missing or failed (`FailedView`; a reader's question that raised,
+    `spec.kind.LookupRaised`, is named as the reader asked it)."""
     return _answer(target, view, readers.get(view), model)
 
 
@@ -137,9 +182,20 @@ def _answer(target: Any, view: str, reader: ViewReader | None, model: Any) -> An
     if method is None or not callable(method):
         return missing_view(view)
     try:
-        return method() if reader is None else reader.read(target, model)
+        if reader is None:
+            return method()
+        if reader.answer is None:
+            return reader.read(target, model)
+        result = method()
+    except LookupRaised as failed:  # the reader's own question raised: named as it was asked
+        return FailedView(f"<{failed.where} raised {type(failed.error).__name__}: {error_text(failed.error)}>")
     except Exception as error:  # noqa: BLE001 - a view that raises differs
-        return f"<{view}() raised {type(error).__name__}: {error}>"
+        return FailedView(f"<{view}() raised {type(error).__name__}: {error_text(error)}>")
+    try:
+        return reader.answer(result, model)
+    except Exception as error:  # noqa: BLE001 - an answer of another shape differs (a usage problem: `shapes`)
+        text = repr(result)
+        return FailedView(f"<{view}() returned {text if len(text) <= 60 else text[:57] + '...'}, {error_text(error)}>")
 
 
 def missing_view(view: str) -> str:
@@ -148,8 +204,9 @@ def missing_view(view: str) -> str:
 
 
 def view_failed(view: str, answer: Any) -> bool:
-    """Whether `answer` is what `view_of` answers for a view the implementation lacks or that raised."""
-    return isinstance(answer, str) and (answer == missing_view(view) or answer.startswith(f"<{view}() raised "))
+    """Whether `answer` is what `view_of` answers for a view the implementation lacks, that raised, or
+    whose result its reader cannot read."""
+    return isinstance(answer, FailedView) or isinstance(answer, str) and answer == missing_view(view)
 
 
 def differing_views(
@@ -185,22 +242,27 @@ def differential_step(
     """Run `call` on both and compare the outcomes and `views` (`differing_views`, each read as
     `readers` says: the kind's `view_readers`); None when the implementation conforms at it, else
     what differs. The call's value recipes are made by the implementation for both, so that the
-    model holds values equal to the implementation's. `error_names`: the kind's contract errors
+    model holds values equal to the implementation's; its make_value failing is the difference. `error_names`: the kind's contract errors
     (`SpecKind.error_names`). `seen(operation, outcome)` is told the model's outcome
     (`spec.kind.outcome_name`)."""
-    expected = outcome_of(model, call, error_names, values_from=implementation)
-    if seen is not None:
-        seen(call.op, outcome_name(expected.result, expected.error))
-    actual = outcome_of(implementation, call, error_names)
-    differing = ()
+    try:
+        expected = outcome_of(model, call, error_names, values_from=implementation)
+        if seen is not None:
+            seen(call.op, outcome_name(expected.result, expected.error))
+        actual = outcome_of(implementation, call, error_names)
+    except UserCodeError as error:  # the implementation's make_value failed making the call's value
+        return StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
+    differing, unread = (), ()
     for view in views:  # `differing_views` of `view_of`'s answers, read and compared a view at a time
         reader = readers.get(view)
         answer = _answer(implementation, view, reader, model)
+        if type(answer) is str and answer == missing_view(view):
+            unread += (view,)
         wanted = getattr(model, view)() if reader is None else reader.read(model, model)
         if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
             differing += ((view, wanted, answer),)
     if differing or not outcomes_agree(call.op, expected, actual):
-        return StepDifference(call, expected, actual, differing)
+        return StepDifference(call, expected, actual, differing, unread=unread)
     return None
 
 

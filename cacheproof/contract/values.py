@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS, UserCodeError
 from cacheproof.spec.cache.values import ELEMENT_FILL_MODULUS, dtype_name_for, element_sizes_dividing
 
 BYTES_UP_TO = 1 << 16
@@ -74,7 +75,8 @@ def value_for(
     """The value the checker passes to `cache` for the recipe (nbytes, tag, element_size).
 
     Above `capacity_bytes` (default: the cache's `capacity_bytes` attribute, if any) the value is a
-    `storage_free_value`: make_value is never asked for what the spec's size rules refuse.
+    `storage_free_value`: make_value is never asked for what the spec's size rules refuse. The
+    cache's make_value raising is its own code failing outside the call under test: `UserCodeError`.
     """
     if capacity_bytes is None:
         capacity_bytes = getattr(cache, "capacity_bytes", None)
@@ -82,9 +84,14 @@ def value_for(
         return storage_free_value(nbytes, tag, element_size or 1)
     make_value = getattr(cache, "make_value", None)
     if make_value is not None and nbytes > 0:
-        if element_size is not None and _takes_element_size(make_value):
-            return make_value(nbytes, tag, element_size=element_size)
-        return make_value(nbytes, tag)
+        try:
+            if element_size is not None and _takes_element_size(make_value):
+                return make_value(nbytes, tag, element_size=element_size)
+            return make_value(nbytes, tag)
+        except CONTROL_EXCEPTIONS:
+            raise
+        except Exception as error:  # the cache's own code, outside the call under test
+            raise UserCodeError(f"make_value({nbytes}, {tag})", error) from error
     if nbytes > BYTES_UP_TO:
         return storage_free_value(nbytes, tag, element_size or 1)
     if element_size in (None, 1) or nbytes == 0:

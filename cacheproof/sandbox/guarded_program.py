@@ -12,8 +12,8 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any, Callable
 
-from cacheproof.contract.faults import StopRequested
-from cacheproof.sandbox.guarded_call import Watch
+from cacheproof.contract.faults import CONTROL_EXCEPTIONS, StopRequested, UsageAbort, one_line, user_traceback
+from cacheproof.sandbox.guarded_call import Watch, nth_call
 
 
 class WatchedImplementation:
@@ -22,6 +22,11 @@ class WatchedImplementation:
     def __init__(self, target: Any, watch: Watch) -> None:
         self.__dict__["_target"] = target
         self.__dict__["_watch"] = watch
+
+    @property
+    def described(self) -> str:
+        """What the factory returned, for a usage error: "None", or its class ("a NoEvict")."""
+        return "None" if self._target is None else f"a {type(self._target).__name__}"
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._target, name)
@@ -56,19 +61,29 @@ class WatchedImplementation:
 
 
 class WatchedFactory:
-    """`factory(size)` noted on `watch` as "factory"; its result is a `WatchedImplementation`."""
+    """`factory(size)` noted on `watch` as "factory"; its result is a `WatchedImplementation`. A
+    factory that raises is a usage error (`UsageAbort` naming `impl`, which call of it failed and
+    the user's traceback): no call sequence reproduces it."""
 
-    def __init__(self, factory: Callable[[int], Any], watch: Watch) -> None:
+    def __init__(self, factory: Callable[[int], Any], watch: Watch, impl: str = "factory") -> None:
         self.factory = factory
         self.watch = watch
+        self.impl = impl
 
     def __call__(self, size: int) -> WatchedImplementation:
-        self.watch.begin("factory", (size,))
+        watch = self.watch
+        watch.factory_calls += 1
+        watch.begin("factory", (size,))
         try:
             target = self.factory(size)
+        except CONTROL_EXCEPTIONS:
+            raise
+        except Exception as error:
+            raise UsageAbort(f"{self.impl}({size}) raised {one_line(error)}{nth_call(watch.factory_calls)}",
+                             user_traceback(error)) from None
         finally:
-            self.watch.end()
-        return WatchedImplementation(target, self.watch)
+            watch.end()
+        return WatchedImplementation(target, watch)
 
     def close(self) -> None:
         """Nothing to release in-process (`IsolatedProgramFactory.close` ends its child)."""

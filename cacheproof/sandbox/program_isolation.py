@@ -15,7 +15,8 @@ and views it is sent, `len()` and `in` among them. What travels, pickled, is pla
   anything else by its description (a tensor made by no recipe);
 - an error as the names of its class's MRO and its message, coming back as the contract's own class
   when the child raised one (a subclass of a contract error keeps its name and its contract base),
-  as `ChildFailure` otherwise (a crash outcome).
+  as the implementation's make_value failing (`UserCodeError`) when it did, as `ChildFailure`
+  otherwise (a crash outcome).
 A call that kills the child (a segfault, `os._exit`, an out-of-memory kill) or does not answer
 within the watch's call timeout is `CacheFault` ("crash" or "hang", `guarded_call.fault_message`): a
 counterexample that ends at that call, not an outcome. A child that cannot start (the factory
@@ -31,12 +32,17 @@ import signal
 from types import SimpleNamespace
 from typing import Any
 
-from cacheproof.contract.faults import CacheFault
+from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError, user_traceback
 from cacheproof.contract.values import value_for, values_equal
-from cacheproof.sandbox.guarded_call import Watch, fault_message
+from cacheproof.sandbox.guarded_call import Watch, fault_message, nth_call
 from cacheproof.spec import errors
 
 _START_SECONDS = 120.0
+
+
+def described(target: Any) -> str:
+    """What a factory returned, for a usage error: "None", or its class ("a NoEvict")."""
+    return "None" if target is None else f"a {type(target).__name__}"
 
 
 class ChildFailure(Exception):
@@ -74,8 +80,9 @@ _SPECIAL = {"__len__": lambda target: len(target), "__contains__": lambda target
 
 
 def _serve(connection: Any, impl: str) -> None:
-    """The child: load the factory; then, for each ("new", size) request, build a fresh
-    implementation and answer (name, args, kwargs) requests on it, until the pipe closes."""
+    """The child: load the factory when asked ("load", size: within _START_SECONDS, an import of torch
+    included); then, for each ("new", size, names) request (within the call timeout), build a fresh
+    implementation, answer which of `names` it has and what it is (`described`), and answer (name, args, kwargs) requests on it, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from cacheproof.sandbox.factories import load_factory
 
@@ -87,15 +94,24 @@ def _serve(connection: Any, impl: str) -> None:
             request = connection.recv()
         except EOFError:
             return
-        if request[0] == "new":
-            made = []
+        if request[0] == "load":
             try:
                 factory = factory or load_factory(impl)
-                target = factory(request[1])
             except BaseException as error:  # reported to the checker, which decides
                 connection.send(("failed", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}"))
                 continue
-            connection.send(("ready", tuple(name for name in dir(target) if not name.startswith("_")) + tuple(_SPECIAL)))
+            connection.send(("loaded",))
+            continue
+        if request[0] == "new":
+            made = []
+            try:
+                target = factory(request[1])
+            except BaseException as error:  # reported to the checker, a usage error
+                connection.send(("raised", f"{impl}({request[1]}) raised {type(error).__name__}: {_text(error)}",
+                                 user_traceback(error)))
+                continue
+            has = tuple(name for name in request[2] if callable(getattr(target, name, None)))
+            connection.send(("ready", has + tuple(_SPECIAL), described(target)))
             continue
         name, args, kwargs = request
         try:
@@ -174,6 +190,17 @@ def _text(error: BaseException) -> str:
 _OTHER_ERRORS: dict[str, type] = {}
 
 
+class _ChildUserCodeError(UserCodeError):
+    """A `UserCodeError` the child raised (its make_value failed), as its text said it there."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text.partition(" raised ")[0], ChildFailure(text))
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _rebuilt(names: tuple[str, ...], message: str) -> Exception:
     """The contract's class named first in `names`, a contract subclass under that name, or a
     `ChildFailure` under that name (a crash outcome that reads as it did in the child:
@@ -187,6 +214,8 @@ def _rebuilt(names: tuple[str, ...], message: str) -> Exception:
         return type(names[0], (base,), {"__module__": "cacheproof.isolated"})(message)
     if names[0] == ChildFailure.__name__:
         return ChildFailure(message)
+    if names[0] == UserCodeError.__name__:  # the implementation's make_value failed making a call's value
+        return _ChildUserCodeError(message)
     other = _OTHER_ERRORS.setdefault(names[0], type(names[0], (ChildFailure,), {"__module__": "cacheproof.isolated"}))
     return other(message)
 
@@ -196,6 +225,7 @@ class _Child:
     checker's end of its pipe."""
 
     def __init__(self, impl: str, watch: Watch) -> None:
+        self.builds = 0
         context = _context(impl)
         self.connection, child_end = context.Pipe()
         self.process = context.Process(target=_serve, args=(child_end, impl), daemon=True,
@@ -248,6 +278,9 @@ class IsolatedImplementation:
     """The checker's side of one implementation in the child: the methods named in `names` that it
     has, `len()` and `in` send the call and wait for the answer."""
 
+    described = "an implementation"
+    """What the factory returned, as `described` says it in the child ("a NoEvict", "None")."""
+
     def __init__(self, child: _Child, names: frozenset[str]) -> None:
         self._child, self._names = child, names
 
@@ -274,7 +307,8 @@ class IsolatedImplementation:
 class IsolatedProgramFactory:
     """`factory(size)` for the checker: a fresh implementation each call, built in the one child
     process of the factory (started again when a call killed it). Each call waits at most
-    `watch.timeout` seconds; a child takes at most _START_SECONDS to load the factory and build."""
+    `watch.timeout` seconds, building one too; a child takes at most _START_SECONDS to load the factory.
+    A factory that raises is a usage error (`UsageAbort`, with its call number and the user's traceback)."""
 
     def __init__(self, impl: str, names: tuple[str, ...], watch: Watch) -> None:
         self.impl, self.names, self.watch = impl, names, watch
@@ -284,10 +318,21 @@ class IsolatedProgramFactory:
         if self._child is None or not self._child.alive():
             self.close()
             self._child = _Child(self.impl, self.watch)
-        answer = self._child.request(("new", size), "starting", (), _START_SECONDS)
-        if answer[0] != "ready":
-            raise ChildFailure(answer[1])
-        return IsolatedImplementation(self._child, frozenset(self.names) & frozenset(answer[1]) | frozenset(_SPECIAL))
+            loaded = self._child.request(("load", size), "starting", (), _START_SECONDS)
+            if loaded[0] != "loaded":
+                raise ChildFailure(loaded[1])
+        self._child.builds += 1  # the factory's calls in this child's process, whose state the factory keeps
+        try:
+            answer = self._child.request(("new", size, self.names), "factory", (size,), self.watch.timeout)
+        except CacheFault as fault:  # the factory hung or ended the child: no call sequence shows it
+            self.close()
+            said = f"did not return within {self.watch.timeout:g} s" if fault.kind == "hang" else "killed its process"
+            raise ChildFailure(f"{self.impl}({size}) {said}") from None
+        if answer[0] == "raised":  # the factory raised: no call sequence shows it
+            raise UsageAbort(answer[1] + nth_call(self._child.builds), answer[2])
+        implementation = IsolatedImplementation(self._child, frozenset(answer[1]))
+        implementation.described = answer[2]
+        return implementation
 
     def close(self) -> None:
         if self._child is not None:

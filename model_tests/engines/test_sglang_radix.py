@@ -245,7 +245,7 @@ def test_a_wrapper_factory_keeps_the_profile(tmp_path) -> None:
     def wrapper(capacity_tokens: int) -> SglangRadixCache:
         return radix_cache(capacity_tokens, cache_class=sglang_broken_radix.MostRecentFirstRadix)
 
-    assert not hasattr(wrapper, "profile") and built_profile(wrapper) == "sglang-radix"
+    assert not hasattr(wrapper, "profile") and built_profile(get_kind("radix"), wrapper) == "sglang-radix"
     out = tmp_path / "check.json"
     code = main(["check", "--spec", "radix", "--impl", "model_tests.sglang_broken_radix:most_recent_first",
                  "--examples", "40", "--seed", "1", "--quiet", "--json", str(out)])

@@ -117,7 +117,9 @@ BLOCK_VIEW_READERS = {
 (no `events()`) is compared on the other views. It is an announcement (`SpecKind.announcements`)."""
 
 
-def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> BlockStep:
-    """The `BlockStep` of a call (`op`, `args`) from the views before and after it."""
+def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,
+               semantics: Any) -> BlockStep:
+    """The `BlockStep` of a call (`op`, `args`) from the views before and after it; the same
+    invariants are judged under every semantics, which it does not read."""
     return BlockStep(call.op, size, before["snapshot"], after["snapshot"], raised, tuple(call.args), result,
                      None, after.get("contents"))

@@ -4,7 +4,8 @@ its views as the differential step compares them.
 Views: len(), stats() as the contract's byte fields, and snapshot() as (key, state name, refcount,
 nbytes, retain) entries, of which the model's semantics say what counts (`comparable_snapshot`).
 Each reader takes the target (the model or the implementation) and the model, whose semantics
-decide.
+decide. Its lookup, compared after them: `membership`, `key in cache` for each key the model holds
+(`CACHE_LOOKUPS`).
 
 Partitioning (`PER_KEY`, `spec.kind.Partitioning`): when concurrent calls split per key. A keyed
 call (reserve, acquire, commit, put, get, release, pop, `in`) reads and changes only its own key's
@@ -26,8 +27,10 @@ from typing import Any, Hashable, Iterable, Sequence
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS, CACHE_TYPES
 from cacheproof.spec.cache.model import CacheSpec
-from cacheproof.spec.cache.invariants import INVARIANTS
-from cacheproof.spec.kind import Partitioning, SpecKind, ViewReader
+from cacheproof.spec.cache.invariants import INVARIANTS, Step
+from cacheproof.spec.cache.semantics import CONTRACT
+from cacheproof.spec.cache.types import EntryState, EntryView
+from cacheproof.spec.kind import LookupRaised, Partitioning, SpecKind, ViewReader
 from cacheproof.spec.cache.profiles import PROFILES
 
 
@@ -67,15 +70,34 @@ _STATS_VALUES = operator.attrgetter(*STATS_FIELDS)
 
 
 def read_stats(target: Any, model: Any) -> dict[str, Any]:
-    """The compared fields of `target.stats()` (AttributeError naming a field it lacks)."""
-    return dict(zip(STATS_FIELDS, _STATS_VALUES(target.stats())))
+    """The compared fields of `target.stats()` (`stats_answer`)."""
+    return stats_answer(target.stats(), model)
+
+
+def stats_answer(result: Any, model: Any) -> dict[str, Any]:
+    """The compared fields of a stats() result; ValueError naming the first field it lacks."""
+    try:
+        return dict(zip(STATS_FIELDS, _STATS_VALUES(result)))
+    except AttributeError:
+        missing = next(field for field in STATS_FIELDS if not hasattr(result, field))
+        raise ValueError(f"which has no field {missing}") from None
 
 
 def read_snapshot(target: Any, model: Any) -> tuple:
-    """`target.snapshot()` normalized, as much of it as the model's semantics compare."""
+    """`target.snapshot()` normalized, as much of it as the model's semantics compare (`snapshot_answer`)."""
+    return snapshot_answer(target.snapshot(), model)
+
+
+def snapshot_answer(result: Any, model: Any) -> tuple:
+    """A snapshot() result normalized, as much of it as the model's semantics compare; ValueError
+    when it is not a list of entries with the contract's fields."""
     semantics = model.semantics
-    return comparable_snapshot(normalize_snapshot(target.snapshot()), semantics.snapshot_order,
-                               semantics.transient_entries)
+    try:
+        entries = normalize_snapshot(result)
+    except Exception as error:  # noqa: BLE001 - any shape the implementation's snapshot() returns is reported
+        raise ValueError("which is not a list of entries with key, state, refcount, nbytes, retain "
+                         f"({type(error).__name__}: {error})") from None
+    return comparable_snapshot(entries, semantics.snapshot_order, semantics.transient_entries)
 
 
 def snapshot_python(model: Any) -> str:
@@ -85,20 +107,68 @@ def snapshot_python(model: Any) -> str:
             f"{semantics.transient_entries!r})")
 
 
+def read_membership(target: Any, model: Any) -> tuple:
+    """The keys the model holds, oldest first (its `state_key`'s), that `key in target` says `target`
+    holds: for the model itself, every one of them; `LookupRaised` naming the key whose `in` raised.
+    O(entries): one `in` of the implementation per entry."""
+    if target is model:
+        return tuple(key for key, _ in model.state_key())
+    contains = target.__contains__
+    held = []
+    for key, _ in model.state_key():
+        try:
+            found = contains(key)
+        except Exception as error:  # noqa: BLE001 - the implementation's `in` failing is its answer
+            raise LookupRaised(f"{key!r} in cache", error) from None
+        if found:
+            held.append(key)
+    return tuple(held)
+
+
 _IMPORTS = "from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snapshot, normalize_snapshot"
 
 CACHE_VIEWS = {
     "len": ViewReader(read_len, lambda model: "len(cache)", method="__len__"),
     "stats": ViewReader(read_stats, lambda model: "{field: getattr(cache.stats(), field) for field in STATS_FIELDS}",
-                        _IMPORTS, optional=True),
-    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True),
+                        _IMPORTS, optional=True, answer=stats_answer),
+    "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True, answer=snapshot_answer),
 }
 """The views compared after every call, in order, and how each is read; a cache without stats()
 or snapshot() is compared on the others (docs/contract.md)."""
 
+CACHE_LOOKUPS = {
+    "membership": ViewReader(read_membership, lambda model: "tuple(key for key in spec_membership if key in cache)",
+                             method="__contains__", optional=True),
+}
+"""The lookup compared after every call of a sequential check, after the views: `key in cache` for
+each key the spec holds (a cache whose `in` alone is broken shows after the call that breaks it,
+not only at a later `contains` call); a cache without `in` is compared on the views. A snippet
+asserts it against the spec's answer, which it names `spec_membership`."""
+
 
 def _name(state: Any) -> Any:
     return state.name if isinstance(state, enum.Enum) else state
+
+
+def cache_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any, semantics: Any) -> Step:
+    """The `Step` the invariants judge, from an implementation's snapshot views (as `read_snapshot`
+    reads them) before and after `call`; a retain flag the semantics do not compare (None) reads as
+    True, as no entry is transient under them. Under the contract's semantics the whole step is
+    judged; under any other, the state after it alone (no operation, `before` = `after`, nothing
+    raised), so only the state invariants I1-I4 can break: the step invariants I5 and I6 are judged
+    under the contract only (options waive I5, and a snapshot compared in another order than the
+    recency order cannot show what was evicted first)."""
+    entries_after = _entries(after["snapshot"])
+    if semantics != CONTRACT:
+        return Step(None, size, entries_after, entries_after, False)
+    return Step(call.op, size, _entries(before["snapshot"]), entries_after, raised)
+
+
+def _entries(snapshot: Iterable[tuple]) -> tuple[EntryView, ...]:
+    """Normalized entries as `EntryView`s, a state by its `EntryState` (an unknown name stays as written)."""
+    return tuple(EntryView(key, EntryState[state] if state in EntryState.__members__ else state, refcount, nbytes,
+                           True if retain is None else retain)
+                 for key, state, refcount, nbytes, retain in snapshot)
 
 
 _KEYED = frozenset(row.name for row in CACHE_OPERATIONS if row.keyed)
@@ -145,6 +215,7 @@ CACHE_KIND = SpecKind(
     summary="a byte-bounded, ref-counted LRU tensor cache with reservations (docs/contract.md)",
     operations=CACHE_OPERATIONS,
     size_name="capacity_bytes",
+    probe_size=64,
     new=CacheSpec,
     invariants=INVARIANTS,
     profiles=PROFILES,
@@ -153,6 +224,8 @@ CACHE_KIND = SpecKind(
     state_every=None,
     types=CACHE_TYPES,
     views=tuple(CACHE_VIEWS),
-    view_readers=CACHE_VIEWS,
+    lookups=tuple(CACHE_LOOKUPS),
+    view_readers={**CACHE_VIEWS, **CACHE_LOOKUPS},
     partitioning=PER_KEY,
+    judge=cache_step,
 )

@@ -62,7 +62,9 @@ RADIX_SHAPES = {
 """The shape of the view's answer, in words (`SpecKind.shapes`)."""
 
 
-def radix_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any) -> RadixStep:
-    """The `RadixStep` of a call (`op`, `args`) from the views before and after it. The judge is
-    not told the page size, so R4 judges a match there without pages and maximality."""
+def radix_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,
+               semantics: Any) -> RadixStep:
+    """The `RadixStep` of a call (`op`, `args`) from the views before and after it. The judge does
+    not read `semantics`, its page size included, so R4 judges a match there without pages and
+    maximality."""
     return RadixStep(call.op, size, None, before["snapshot"], after["snapshot"], raised, tuple(call.args), result)

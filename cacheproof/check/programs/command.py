@@ -29,14 +29,14 @@ from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.explaining.broken import ordered as ordered_breaking_first
-from cacheproof.contract.explaining.shapes import shape_problem
+from cacheproof.contract.explaining.shapes import inspection_problem, shape_problem
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.contract.snippet import program_snippet, render
+from cacheproof.contract.snippet import failed_inspection, program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
-from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, load_factory
 from cacheproof.sandbox.guarded_call import Watch, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
@@ -75,22 +75,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
     impl = DEFAULT_IMPLS[kind.name] if args.impl == DEFAULT_IMPL else args.impl
+    watch = Watch(args.call_timeout)
     try:
-        factory = IsolatedProgramFactory(impl, kind.names + kind.compared_views, Watch(args.call_timeout)) if args.isolate \
-            else load_factory(impl)
+        factory = IsolatedProgramFactory(impl, kind.names + kind.compared_views, watch) if args.isolate else load_factory(impl)
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     if args.threads is not None and concurrent_command.refusal(args) is not None:
         print(f"cacheproof check: {concurrent_command.refusal(args)}", file=sys.stderr)
         return 2
-    watch = Watch(args.call_timeout)
-    probed = factory if args.isolate else WatchedFactory(factory, watch)
+    probed = factory if args.isolate else WatchedFactory(factory, watch, impl)
     try:
         carried = None if args.isolate else factory_profile(factory)  # an adapter's imports its engine here, untimed
         if args.profile is None:
             if carried is None and not args.isolate:
-                carried = supervised(lambda: built_profile(probed), watch)
+                carried = supervised(lambda: built_profile(kind, probed), watch)
             args.profile = carried or kind.default_profile
         profile = chosen_profile(kind, args.profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
@@ -99,22 +98,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof check: {impl}: {error}" if not isinstance(error, InvalidArgumentError)
               else f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    except UsageAbort as abort:  # the factory hung
-        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
+    except UsageAbort as abort:  # the factory hung or raised
+        print(abort_line(impl, abort), file=sys.stderr)
         return 2
     try:
-        missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
+        built, missing = supervised(lambda: missing_operations(kind, probed, operations), watch)
     except ChildFailure as failure:
-        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
-    except UsageAbort as abort:  # the factory hung
-        print(f"cacheproof check: {impl}: {abort.message}", file=sys.stderr)
+    except AdapterError as error:  # an engine adapter refusing the class it was given, when first built
+        print(f"cacheproof check: {impl}: {error}", file=sys.stderr)
+        return 2
+    except UsageAbort as abort:  # the factory hung or raised
+        print(abort_line(impl, abort), file=sys.stderr)
         return 2
     if missing:
-        print(lacks_line(kind, impl, missing), file=sys.stderr)
+        print(lacks_line(kind, impl, built, missing, operations), file=sys.stderr)
         return 2
     if args.threads is not None:
-        return concurrent_command.run(args, kind, factory, impl, semantics, operations, profile.name,
+        timed = TimedFactory(factory, impl, args.call_timeout)
+        timed.calls = watch.factory_calls  # the probes' builds count: "on its call number 5"
+        return concurrent_command.run(args, kind, timed, impl, semantics, operations, profile.name,
                                       misuse_checked(semantics) and not args.no_bad_arguments)
     try:
         args.database_choice, database = chosen_database(args)
@@ -124,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
     args.keys = args.keys or profile.keys
     phases = thorough_phases(kind.name) if args.thorough else (Phase(default_scope(kind.name), args.examples, args.steps),)
     try:
-        cap = capacity_cap(probed, phases, args.max_capacity, watch)
+        cap = capacity_cap(kind, probed, phases, args.max_capacity, watch)
     except ChildFailure as failure:
-        print(f"cacheproof check: {impl}: {failure}", file=sys.stderr)
+        print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
     phases = tuple(replace(phase, scope=scoped(phase.scope, args.keys, cap)) for phase in phases)
     workers = args.workers or 1
@@ -141,11 +145,13 @@ def run(args: argparse.Namespace) -> int:
     done = _Done()
     try:
         with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
+            progress.update(0, 0)  # the search has started: before the first program, which may be slow
             options = ProgramOptions(
                 seed=args.seed, budget_seconds=args.budget, semantics=semantics, operations=operations,
                 misuse=misuse_checked(semantics) and not args.no_bad_arguments,
                 max_divergences=args.max_divergences, on_example=done.counting(progress.update),
-                call_timeout=args.call_timeout, isolate=args.isolate, impl=impl,
+                on_shrink=progress.shrinking,
+                call_timeout=args.call_timeout, isolate=args.isolate, impl=impl, factory_calls=watch.factory_calls,
                 on_counterexample=lambda example, seconds: _print_first(args, kind, impl, example, seconds),
             )
             if workers > 1:
@@ -158,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return done.interrupted(args, kind, impl, profile.name, semantics, operations)
-    problem = shape_problem(kind, impl, [example.difference for example in report.counterexamples])
+    problem = shape_problem(kind, impl, [example.difference for example in report.counterexamples]) or \
+        inspection_problem(impl, [example.message for example in report.counterexamples])
     if problem is not None:
         print(f"cacheproof check: {problem}", file=sys.stderr)
         return 2
@@ -184,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
             example = report.counterexample
             trace = spec_trace(example.size, example.calls, semantics, kind=kind.name, profile=profile.name)
             write_atomically(args.trace_out, trace_text(trace))
-    except OutputPathError as error:
+    except OutputPathError as error:  # the disk filled up during the run, say: the verdict is still printed
+        _print(args, report, impl, profile.name, snippets, explanations)
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
     _print(args, report, impl, profile.name, snippets, explanations)
@@ -199,33 +207,30 @@ def scoped(scope: Any, keys: str | None, cap: int | None) -> Any:
     return scope.capped(cap) if cap is not None and hasattr(scope, "capped") else scope
 
 
-def capacity_cap(factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
+def capacity_cap(kind: SpecKind, factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
     """The byte cap of the sizes the `phases` draw: `asked` (default REAL_VALUE_CAPACITY) when some
     phase's scope can be `capped` and the values the checker makes for the implementation hold memory
     (`contract.values.values_hold_memory`: making them costs time per byte); None otherwise."""
     if not any(hasattr(phase.scope, "capped") for phase in phases):
         return None
-    holds = supervised(lambda: values_hold_memory(factory(PROBE_SIZE)), watch)
+    holds = supervised(lambda: values_hold_memory(factory(kind.probe_size)), watch)
     return (asked or REAL_VALUE_CAPACITY) if holds else None
 
 
-PROBE_SIZE = 4
-"""The size of the implementation built to see which operations it has before any example runs."""
+def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> tuple[str, list[str]]:
+    """What `factory(kind.probe_size)` returned ("a NoEvict", "None": its `described`), and the operations
+    among `operations` that it has no method for."""
+    probe = factory(kind.probe_size)
+    return probe.described, [name for name in operations
+                             if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
 
 
-def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> list[str]:
-    """The operations among `operations` that `factory(PROBE_SIZE)` has no method for."""
-    probe = factory(PROBE_SIZE)
-    return [name for name in operations
-            if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
-
-
-def built_profile(factory) -> str | None:
-    """The profile an object `factory(PROBE_SIZE)` carries (its `profile` attribute, as an engine
+def built_profile(kind: SpecKind, factory) -> str | None:
+    """The profile an object `factory(kind.probe_size)` carries (its `profile` attribute, as an engine
     adapter's object does), so that a user's wrapper or subclass factory keeps its adapter's
     profile; None when it carries none or cannot be built (the probe that follows reports why)."""
     try:
-        profile = getattr(factory(PROBE_SIZE), "profile", None)
+        profile = getattr(factory(kind.probe_size), "profile", None)
     except Exception:  # noqa: BLE001 - missing_operations builds it again and reports the failure
         return None
     return profile if isinstance(profile, str) else None
@@ -237,10 +242,25 @@ def misuse_checked(semantics) -> bool:
     return getattr(semantics, "misuse", "checked") == "checked"
 
 
-def lacks_line(kind: SpecKind, impl: str, missing: list[str]) -> str:
-    """The usage error of an implementation without some of the checked operations."""
-    return (f"cacheproof check: {impl} lacks {', '.join(missing)} of the {kind.name} contract; "
-            "check fewer operations with --ops or a profile that names them (--profile)")
+def abort_line(impl: str, abort: UsageAbort) -> str:
+    """The usage error of the factory failing before any example ran (with the user's traceback),
+    naming `impl` once."""
+    said = abort.said_by("cacheproof check")
+    return said if abort.message.startswith(impl) else said.replace("cacheproof check: ", f"cacheproof check: {impl}: ", 1)
+
+
+def child_failure_line(impl: str, failure: ChildFailure) -> str:
+    """The usage error of the implementation's child failing before any example ran, naming `impl` once."""
+    said = str(failure)
+    return f"cacheproof check: {said}" if said.startswith(impl) else f"cacheproof check: {impl}: {said}"
+
+
+def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str], operations: tuple[str, ...]) -> str:
+    """The usage error of an implementation without some of the checked `operations`; `built` is
+    what the factory returned ("a NoEvict", "None")."""
+    needed = (f"a {kind.name} implementation needs every operation of its contract (or check a subset with --ops)"
+              if set(operations) == set(kind.names) else f"the checked operations are --ops {','.join(operations)}")
+    return f"cacheproof check: {impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)}: {needed}"
 
 
 def chosen_profile(kind: SpecKind, name: str):
@@ -263,11 +283,12 @@ def chosen_operations(kind: SpecKind, ops: str | None, default: tuple[str, ...])
 
 def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semantics) -> str:
     """The example as runnable Python (the spec's outcome of each earlier call decides its `raises`).
-    A hang or a crash ends with the call that hangs or kills the process, as the tensor cache's
-    snippet does (`contract.snippet.render`): running it hangs or dies there."""
+    A hang or a crash ends with the call that hangs or kills the process, and an inspection that
+    failed after the last call with that inspection (`contract.snippet.render`): running it hangs,
+    dies or raises there."""
     model = kind.new(example.size, semantics)
     errors = [outcome_of(model, call, kind.error_names).error for call in example.calls]
-    if example.fault is not None:
+    if example.fault is not None or failed_inspection(example.message) is not None:  # it ends with the failing inspection
         return render(impl, example.size, example.calls, example.message, errors, example.ending,
                       title=f"cacheproof counterexample ({kind.name})")
     return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name,
@@ -276,11 +297,15 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
 
 def explanations_of(kind: SpecKind, semantics, examples) -> list[Explanation | None]:
     """Each counterexample's diverging call explained (`contract.explaining.steps`), the values of all
-    of them named alike; None for a hang or a crash, which has no difference to explain."""
-    diverging = [example for example in examples if example.fault is None]
+    of them named alike; None for a hang, a crash or make_value failing, which have no difference to explain."""
+    diverging = [example for example in examples if _explainable(example)]
     explained = iter(explain_all(kind, [diverging_call(kind, example.size, semantics, example.calls, example.difference)
                                         for example in diverging]))
-    return [None if example.fault is not None else next(explained) for example in examples]
+    return [next(explained) if _explainable(example) else None for example in examples]
+
+
+def _explainable(example: ProgramCounterexample) -> bool:
+    return example.fault is None and example.difference.user_code is None
 
 
 def explained_lines(difference, explanation: Explanation) -> list[str]:
@@ -328,7 +353,8 @@ def _print_first(args: argparse.Namespace, kind: SpecKind, impl: str, example: P
                  seconds: float) -> None:
     """The first counterexample's line as soon as it is shrunk, when further divergences are searched
     for; none for a view answered in another shape (a usage problem, said alone at the end)."""
-    if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None:
+    if not args.quiet and args.max_divergences > 1 and shape_problem(kind, impl, [example.difference]) is None \
+            and inspection_problem(impl, [example.message]) is None:
         print(first_ready_line(len(example.calls), seconds, example.message), file=sys.stderr, flush=True)
 
 

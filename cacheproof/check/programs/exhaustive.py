@@ -292,8 +292,8 @@ def _expand(setup: ExhaustiveSetup, state: _State, views: tuple[str, ...], copie
             implementation = _implementation_in(setup, state, copies)
         after, twin_after = model.copy(), twin.copy()
         calls += 1
-        difference = differential_step(after, implementation, call, views + kind.announcements, error_names=names,
-                                       readers=kind.view_readers)
+        difference = differential_step(after, implementation, call, views + kind.lookups + kind.announcements,
+                                       error_names=names, readers=kind.view_readers)
         if difference is not None:
             return _Expansion(children, calls, ProgramCounterexample(state.size, state.path + (call,), difference))
         after.check_invariants()

@@ -32,6 +32,8 @@ from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.explaining.shapes import shape_problem
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
+from cacheproof.sandbox.guarded_call import Watch
+from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import get_kind
 
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     impl = DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL) if args.impl == DEFAULT_IMPL else args.impl
     try:
         factory = load_factory(impl)
-        profile = chosen_profile(kind, args.profile or factory_profile(factory) or built_profile(factory)
+        profile = chosen_profile(kind, args.profile or factory_profile(factory) or built_profile(kind, factory)
                                  or kind.default_profile)
         semantics = profile.semantics.with_overrides(args.semantics) if args.semantics else profile.semantics
         operations = chosen_operations(kind, args.ops, profile.operations)
@@ -96,9 +98,9 @@ def run(args: argparse.Namespace) -> int:
     except (InvalidArgumentError, FactoryError) as error:
         print(f"cacheproof check: {error}", file=sys.stderr)
         return 2
-    missing = missing_operations(kind, factory, operations)
+    built, missing = missing_operations(kind, WatchedFactory(factory, Watch(None)), operations)
     if missing:
-        print(lacks_line(kind, impl, missing), file=sys.stderr)
+        print(lacks_line(kind, impl, built, missing, operations), file=sys.stderr)
         return 2
     setup = ExhaustiveSetup(kind, factory, generator_for(kind.name), scope, operations,
                             misuse_checked(semantics) and not args.no_bad_arguments, args.depth or scope.depth, semantics)

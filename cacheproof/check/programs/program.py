@@ -281,7 +281,7 @@ def interrupted_program(
 def smaller_sizes(size: int) -> list[int]:
     """The sizes a diverging program of `size` is tried at, smallest first: 1 to 4, a half, three
     quarters and one less than `size`."""
-    return sorted({1, 2, 3, 4, size // 2, size * 3 // 4, size - 1} & set(range(1, size)))
+    return sorted(smaller for smaller in {1, 2, 3, 4, size // 2, size * 3 // 4, size - 1} if 1 <= smaller < size)
 
 
 def _rescaled(call: Call, size: int, smaller: int) -> Call:

@@ -80,7 +80,8 @@ class ProgramOptions:
     implementations apart: `cacheproof.cmdline.databases.namespaced(database, impl)`). A call that
     does not return within `call_timeout` seconds (None: no limit) is a counterexample; `isolate`
     runs the implementation in a child process built from `impl` ("module:factory"; the factory
-    passed is then unused). With `budget_seconds`, programs are drawn until that time is spent.
+    passed is then unused); `factory_calls`: the calls of the factory made before the run (its
+    probes), so that a factory failing later says which of its calls failed. With `budget_seconds`, programs are drawn until that time is spent.
     `seeded`: each program is drawn from a `random.Random` that Hypothesis seeds, and Hypothesis does
     not shrink it (long programs). `on_shrink(found_at, length)` is told when the first failure (at
     the `found_at`th program) is found, with its length; `on_counterexample(example, seconds)` the
@@ -99,6 +100,7 @@ class ProgramOptions:
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT
     isolate: bool = False
     impl: str = "factory"
+    factory_calls: int = 0
     seeded: bool = False
     on_shrink: Callable[[int | None, int], None] | None = None
     on_counterexample: Callable[[ProgramCounterexample, float], None] | None = None
@@ -205,10 +207,11 @@ def run_program_check(
     shrinking = [False]  # the run has failed: Hypothesis is shrinking, and its programs are not counted
     shrink_attempts = [0]
     watch = Watch(options.call_timeout)
+    watch.factory_calls = options.factory_calls
     trail = ProgramTrail()
     watch.last_call = lambda: trail.calls[-1] if trail.calls else None
     implementations = IsolatedProgramFactory(options.impl, kind.names + kind.compared_views, watch) if options.isolate \
-        else WatchedFactory(factory, watch)
+        else WatchedFactory(factory, watch, options.impl or "factory")
 
     def counted() -> None:
         if not shrinking[0]:

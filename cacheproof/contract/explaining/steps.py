@@ -37,13 +37,15 @@ IMPLEMENTATION = "this implementation"
 @dataclass(frozen=True)
 class DivergingCall:
     """What explaining a difference needs besides it: the spec's views (by name) before and after
-    the call, and the spec's error message when the call raises on it."""
+    the call, the spec's error message when the call raises on it, and the semantics the spec ran
+    under (the kind's judge may judge fewer invariants under some)."""
 
     size: int
     difference: StepDifference
     before: dict[str, Any]
     after: dict[str, Any]
     spec_message: str | None = None
+    semantics: Any = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def diverging_call(kind: SpecKind, size: int, semantics: Any, calls: Sequence[Ca
         invoke(model, calls[-1])
     except Exception as error:  # noqa: BLE001 - the spec's rejection is its rule in words
         message = str(error)
-    return DivergingCall(size, difference, before, _views(kind, model), message)
+    return DivergingCall(size, difference, before, _views(kind, model), message, semantics)
 
 
 def explain_all(kind: SpecKind, steps: Sequence[DivergingCall]) -> list[Explanation]:
@@ -199,14 +201,19 @@ def _spec_rule(kind: SpecKind, step: DivergingCall) -> str | None:
 
 def _broken(kind: SpecKind, step: DivergingCall) -> list[BrokenInvariant]:
     """The invariants the implementation's own step breaks, judged on its views: the spec's before
-    (it agreed there), the spec's after with the answers that differ put in."""
+    (it agreed there), the spec's after with the answers that differ put in; a view the
+    implementation lacks is left out of both (its state there is unknown: a judge that needs it
+    says nothing)."""
     if kind.judge is None or step.difference.actual.crash is not None:
         return []
     difference = step.difference
-    after = {**step.after, **{view: seen for view, _, seen in difference.views}}
+    unread = set(difference.unread)
+    before = {view: answer for view, answer in step.before.items() if view not in unread}
+    after = {view: answer for view, answer in {**step.after, **{view: seen for view, _, seen in difference.views}}.items()
+             if view not in unread}
     try:
-        judged = kind.judge(difference.call, step.size, step.before, after,
-                            difference.actual.error is not None, difference.actual.result)
+        judged = kind.judge(difference.call, step.size, before, after,
+                            difference.actual.error is not None, difference.actual.result, step.semantics)
     except Exception:  # noqa: BLE001 - views the kind cannot judge: nothing is said of them
         return []
     return broken_by(kind.invariants, judged)
