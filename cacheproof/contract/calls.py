@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cacheproof.contract.values import recipe_problem, value_for
+from cacheproof.contract.values import recipe_problem, value_or_user_error
 from cacheproof.spec.cache.values import element_size_for
 
 
@@ -41,8 +41,8 @@ class ValueRecipe(NamedTuple):
         return f"value_for({cache_name}, {self.nbytes}, {self.tag}{size})"
 
     def value(self, cache: Any, capacity_bytes: int | None = None) -> Any:
-        """The value `cache` is given for this recipe (`value_for`)."""
-        return value_for(cache, self.nbytes, self.tag, capacity_bytes, self.element_size)
+        """The value `cache` is given for this recipe (`value_or_user_error`)."""
+        return value_or_user_error(cache, self.nbytes, self.tag, capacity_bytes, self.element_size)
 
 
 def drawn_recipe(nbytes: int, tag: int) -> ValueRecipe:

@@ -173,6 +173,15 @@ def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
 
 
+def _stored_recipe(calls: Sequence[Call], last: Call) -> ValueRecipe | None:
+    """The recipe of the value the last put or commit before `last` stored under `last`'s key (what a
+    get or pop returns, compared by `values_equal` as the checker compares it), or None."""
+    for call in reversed(calls[:-1]):
+        if call.op in ("put", "commit") and call.args[:1] == last.args[:1] and isinstance(call.args[-1], ValueRecipe):
+            return call.args[-1]
+    return None
+
+
 def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Sequence[str | None],
                     difference: Any, kind: str, readers: Mapping[str, ViewReader] | None = None,
                     model: Any = None) -> str:
@@ -180,19 +189,26 @@ def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Se
     call) as Python that fails when run: the calls, those the spec rejects inside `with raises(...)`,
     then the diverging call with the spec's outcome asserted, then each differing view asserted,
     read as the kind's `readers` read it of `model` (a fresh model under the run's semantics), else
-    by its method."""
+    by its method. Where the implementation's make_value failed making the last call's value, the
+    snippet ends making that value, which raises there."""
     module, _, factory = impl.partition(":")
     readers = readers or {}
     body = [_call_line(call, error) for call, error in zip(calls[:-1], spec_errors)]
     last, expected = calls[-1], difference.expected
     marker = f"  # <- {DIVERGES}"
-    if expected.error is not None:
+    recipe = next((argument for argument in last.args if isinstance(argument, ValueRecipe)), None)
+    if difference.user_code is not None and recipe is not None:
+        body.append(f"value = {recipe.python()}  # <- raises: {difference.user_code.partition(' raised ')[0]}, "
+                    f"making the value of {call_format.to_python(last)}")
+    elif expected.error is not None:
         body.append(_call_line(last, expected.error, marker))
     else:
+        stored = _stored_recipe(calls, last) if last.op in ("get", "pop") and expected.result is not None else None
         body += [f"result = {call_format.to_python(last)}{marker}",
-                 f"assert {result_check(last, expected.result)}, f\"spec: {_escaped(repr(expected.result))}; "
+                 f"assert {result_check(last, expected.result, stored)}, f\"spec: {_escaped(repr(expected.result))}; "
                  f"this implementation: {{result!r}}\""]
-    imports = ["from cacheproof.contract.values import raises" + (", value_for" if "value_for(" in "\n".join(body) else "")]
+    used = [name for name in ("value_for", "values_equal") if f"{name}(" in "\n".join(body)]
+    imports = ["from cacheproof.contract.values import " + ", ".join(["raises", *used])]
     for view, expected_view, _ in difference.views:
         reader = readers.get(view)
         seen = f"cache.{view}()" if reader is None else reader.python(model)

@@ -75,8 +75,9 @@ def value_for(
     """The value the checker passes to `cache` for the recipe (nbytes, tag, element_size).
 
     Above `capacity_bytes` (default: the cache's `capacity_bytes` attribute, if any) the value is a
-    `storage_free_value`: make_value is never asked for what the spec's size rules refuse. The
-    cache's make_value raising is its own code failing outside the call under test: `UserCodeError`.
+    `storage_free_value`: make_value is never asked for what the spec's size rules refuse. What the
+    cache's make_value raises is raised as it is (a snippet's line fails with it; the checker makes
+    its values with `value_or_user_error`).
     """
     if capacity_bytes is None:
         capacity_bytes = getattr(cache, "capacity_bytes", None)
@@ -84,14 +85,9 @@ def value_for(
         return storage_free_value(nbytes, tag, element_size or 1)
     make_value = getattr(cache, "make_value", None)
     if make_value is not None and nbytes > 0:
-        try:
-            if element_size is not None and _takes_element_size(make_value):
-                return make_value(nbytes, tag, element_size=element_size)
-            return make_value(nbytes, tag)
-        except CONTROL_EXCEPTIONS:
-            raise
-        except Exception as error:  # the cache's own code, outside the call under test
-            raise UserCodeError(f"make_value({nbytes}, {tag})", error) from error
+        if element_size is not None and _takes_element_size(make_value):
+            return make_value(nbytes, tag, element_size=element_size)
+        return make_value(nbytes, tag)
     if nbytes > BYTES_UP_TO:
         return storage_free_value(nbytes, tag, element_size or 1)
     if element_size in (None, 1) or nbytes == 0:
@@ -101,6 +97,21 @@ def value_for(
     value = numpy.full(nbytes // element_size, element_fill(tag), dtype=_numpy_dtype(element_size, tag))
     value.flags.writeable = False  # as bytes: the caller's value, which a cache copies, never writes
     return value
+
+
+def value_or_user_error(
+    cache: Any, nbytes: int, tag: int, capacity_bytes: int | None = None, element_size: int | None = None
+) -> Any:
+    """`value_for`, as the checker makes a call's value: the cache's make_value raising is its own
+    code failing outside the call under test, `UserCodeError` naming the recipe."""
+    try:
+        return value_for(cache, nbytes, tag, capacity_bytes, element_size)
+    except CONTROL_EXCEPTIONS:
+        raise
+    except Exception as error:
+        if getattr(cache, "make_value", None) is None:
+            raise
+        raise UserCodeError(f"make_value({nbytes}, {tag})", error) from error
 
 
 def element_fill(tag: int) -> int:

@@ -7,7 +7,7 @@ a fresh child costs a fork, not an import of torch) that builds `factory(size)` 
 and views it is sent, `len()` and `in` among them. What travels, pickled, is plain data both ways:
 - values as recipes: the stand-in's `make_value(nbytes, tag, element_size)` returns a `RemoteValue`
   (bytes of the recipe's size, which the spec sizes and stores) and the child makes the real value
-  with the implementation's own `make_value` (`contract.values.value_for`); a result that is (or
+  with the implementation's own `make_value` (`contract.values.value_or_user_error`); a result that is (or
   equals) a value the child made comes back as that value's recipe;
 - other results as they are when they are plain (None, bools, numbers, strings, bytes, the
   checker's own classes), containers element by element, an object of the user's classes as a
@@ -33,7 +33,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError, user_traceback
-from cacheproof.contract.values import value_for, values_equal
+from cacheproof.contract.values import value_or_user_error, values_equal
 from cacheproof.sandbox.guarded_call import Watch, fault_message, nth_call
 from cacheproof.spec import errors
 
@@ -133,7 +133,7 @@ def _made(target: Any, made: list, argument: Any) -> Any:
     if not isinstance(argument, RemoteValue):
         return argument
     nbytes, tag, element_size = argument.recipe
-    value = value_for(target, nbytes, tag, element_size=element_size)
+    value = value_or_user_error(target, nbytes, tag, element_size=element_size)
     made.append((value, argument.recipe))
     return value
 

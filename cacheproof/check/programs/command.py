@@ -44,6 +44,9 @@ from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import get_kind
 
+SNIPPET_TITLE = "# cacheproof counterexample"
+"""How each snippet begins; numbered "1 of 3" when a run prints several."""
+
 DEFAULT_IMPLS = {
     "cache": DEFAULT_IMPL,
     "blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager",
@@ -62,6 +65,7 @@ def refusal(kind: SpecKind, args: argparse.Namespace) -> str | None:
         return (f"--thorough is not for --spec {kind.name}: its call generator declares no wide scope "
                 "(THOROUGH in its module) to search beyond the default one")
     return None
+
 
 
 def run(args: argparse.Namespace) -> int:
@@ -290,7 +294,7 @@ def snippet_of(kind: SpecKind, impl: str, example: ProgramCounterexample, semant
     errors = [outcome_of(model, call, kind.error_names).error for call in example.calls]
     if example.fault is not None or failed_inspection(example.message) is not None:  # it ends with the failing inspection
         return render(impl, example.size, example.calls, example.message, errors, example.ending,
-                      title=f"cacheproof counterexample ({kind.name})")
+                      title=f"{SNIPPET_TITLE[2:]} ({kind.name})")
     return program_snippet(impl, example.size, example.calls, errors[:-1], example.difference, kind.name,
                            kind.view_readers, kind.new(example.size, semantics))
 
@@ -342,8 +346,11 @@ def _print(args: argparse.Namespace, report: ProgramReport, impl: str, profile: 
             for line in explained_lines(example.difference, explanation):
                 print(line)
     if not args.quiet:
-        for snippet in snippets:
-            print(snippet)
+        count = len(snippets)
+        if count > 1:
+            print(f"{count} distinct divergences, each shrunk; their snippets follow")
+        for number, snippet in enumerate(snippets, 1):
+            print(snippet if count == 1 else snippet.replace(SNIPPET_TITLE, f"{SNIPPET_TITLE} {number} of {count}", 1))
     more = more_divergences_line(args, len(report.counterexamples))
     if more is not None:
         print(more, file=sys.stderr)

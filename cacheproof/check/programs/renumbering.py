@@ -7,8 +7,10 @@ of `reserve(4, 4)` and of the value its `commit` stores. Renumbering changes the
 number at one position (a key is the first argument of every call that takes one, a byte count the
 second) in every call, a value recipe's byte count counting as its number. The candidates are 0,
 1, half and one less, smallest first; a candidate is kept only when the program fails the same way
-(the caller's `attempt` says so), so a 0 where 0 is a bad argument (no bytes, the null block) is
-never kept: it fails otherwise, or not at all.
+(the caller's `attempt` says so), so a 0 where the spec refuses 0 (no bytes, the null block) is
+never kept: it fails otherwise, or not at all. A value recipe's byte count is never lowered to 0:
+an empty value is a misuse under every profile, and under one that trusts its callers the spec
+does not refuse it, so a program holding one would lie outside what such callers do.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ def renumbered(attempt: Callable[[list[Call]], Failure | None], calls: Sequence[
     changed = True
     while changed and tried < RENUMBER_ATTEMPTS:
         changed = False
-        for position, number in _numbers(current):
-            for lower in _lower(number):
+        for position, number, recipe in _numbers(current):
+            for lower in _lower(number, recipe):
                 if tried >= RENUMBER_ATTEMPTS:
                     return current
                 tried += 1
@@ -46,11 +48,13 @@ def renumbered(attempt: Callable[[list[Call]], Failure | None], calls: Sequence[
     return current
 
 
-def _numbers(calls: Sequence[Call]) -> list[tuple[int, int]]:
-    """(position, number) of every number of `calls` above 0, the largest first."""
-    found = {(position, number) for call in calls for position, argument in enumerate(call.args)
+def _numbers(calls: Sequence[Call]) -> list[tuple[int, int, bool]]:
+    """(position, number, whether it is a value recipe's byte count) of every number of `calls`
+    above 0, the largest first."""
+    found = {(position, number, isinstance(argument, ValueRecipe)) for call in calls
+             for position, argument in enumerate(call.args)
              if (number := _number_of(argument)) is not None and number > 0}
-    return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+    return sorted(found, key=lambda found: (-found[1], found[0], found[2]))
 
 
 def _number_of(argument: Any) -> int | None:
@@ -61,8 +65,8 @@ def _number_of(argument: Any) -> int | None:
     return None
 
 
-def _lower(number: int) -> list[int]:
-    return sorted({0, 1, number // 2, number - 1} - {number})
+def _lower(number: int, recipe: bool) -> list[int]:
+    return sorted({0, 1, number // 2, number - 1} - {number} - ({0} if recipe else set()))
 
 
 def _renumbered(call: Call, position: int, number: int, lower: int) -> Call:
@@ -71,8 +75,10 @@ def _renumbered(call: Call, position: int, number: int, lower: int) -> Call:
     if position >= len(call.args) or _number_of(call.args[position]) != number:
         return call
     argument = call.args[position]
-    if isinstance(argument, ValueRecipe):  # 0 bytes stay a bad recipe as they are
-        argument = argument._replace(nbytes=0) if lower == 0 else argument.resized(lower)
+    if isinstance(argument, ValueRecipe) and lower == 0:  # no empty value (the module docstring)
+        return call
+    if isinstance(argument, ValueRecipe):
+        argument = argument.resized(lower)
     else:
         argument = lower
     return call._replace(args=call.args[:position] + (argument,) + call.args[position + 1:])
