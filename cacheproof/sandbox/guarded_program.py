@@ -13,6 +13,7 @@ from time import perf_counter
 from typing import Any, Callable
 
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, StopRequested, UsageAbort, one_line, user_traceback
+from cacheproof.extras import MissingExtraError
 from cacheproof.sandbox.guarded_call import Watch, nth_call
 
 
@@ -63,7 +64,8 @@ class WatchedImplementation:
 class WatchedFactory:
     """`factory(size)` noted on `watch` as "factory"; its result is a `WatchedImplementation`. A
     factory that raises is a usage error (`UsageAbort` naming `impl`, which call of it failed and
-    the user's traceback): no call sequence reproduces it."""
+    the user's traceback): no call sequence reproduces it; one that needs an extra this installation
+    lacks raises that `MissingExtraError` as it is (the command names the extra to install)."""
 
     def __init__(self, factory: Callable[[int], Any], watch: Watch, impl: str = "factory") -> None:
         self.factory = factory
@@ -76,7 +78,7 @@ class WatchedFactory:
         watch.begin("factory", (size,))
         try:
             target = self.factory(size)
-        except CONTROL_EXCEPTIONS:
+        except (*CONTROL_EXCEPTIONS, MissingExtraError):
             raise
         except Exception as error:
             raise UsageAbort(f"{self.impl}({size}) raised {one_line(error)}{nth_call(watch.factory_calls)}",
