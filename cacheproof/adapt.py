@@ -282,7 +282,31 @@ def make_tensor(nbytes: int, tag: int, element_size: int | None = None) -> Any:
 # References ---------------------------------------------------------------------------------------
 
 
-class References:
+class _Holders:
+    """The holders of each key, most recent last: `give_back(key)` returns the most recent and forgets
+    it (None when key has none); `forget(key)` drops them all (None: of every key)."""
+
+    def __init__(self) -> None:
+        self._holders: dict[Hashable, list[Any]] = {}
+
+    def give_back(self, key: Hashable) -> Any:
+        holders = self._holders.get(key)
+        if not holders:
+            return None
+        holder = holders.pop()
+        if not holders:
+            del self._holders[key]
+        return holder
+
+    def forget(self, key: Hashable | None = None) -> None:
+        """Drop the holders of key (None: of every key), as when the peer drops the entry."""
+        if key is None:
+            self._holders.clear()
+        else:
+            self._holders.pop(key, None)
+
+
+class References(_Holders):
     """Synthetic holder ids for a peer that counts references as a set of request ids.
 
     Rule: each `take(key)` makes a new id ("req-1", "req-2", ...), never reused, and records it as
@@ -294,7 +318,7 @@ class References:
     def __init__(self, prefix: str = "req-") -> None:
         self._prefix = prefix
         self._made = 0
-        self._holders: dict[Hashable, list[str]] = {}
+        super().__init__()
 
     def take(self, key: Hashable) -> str:
         self._made += 1
@@ -302,27 +326,11 @@ class References:
         self._holders.setdefault(key, []).append(holder)
         return holder
 
-    def give_back(self, key: Hashable) -> str | None:
-        holders = self._holders.get(key)
-        if not holders:
-            return None
-        holder = holders.pop()
-        if not holders:
-            del self._holders[key]
-        return holder
-
     def count(self, key: Hashable) -> int:
         return len(self._holders.get(key, ()))
 
-    def forget(self, key: Hashable | None = None) -> None:
-        """Drop the holders of key (None: of every key), as when the peer drops the entry."""
-        if key is None:
-            self._holders.clear()
-        else:
-            self._holders.pop(key, None)
 
-
-class Requests:
+class Requests(_Holders):
     """Request ids for a peer that counts references per request and per input of a request (vLLM's
     encoder cache: a request's `mm_features[input_id]`), shared by several acquires.
 
@@ -338,7 +346,7 @@ class Requests:
         self._requests, self._prefix = requests, prefix
         self._made = 0
         self.inputs: dict[str, list[tuple[Hashable, int]]] = {}  # request -> its inputs (key, size)
-        self._holders: dict[Hashable, list[tuple[str, int]]] = {}
+        super().__init__()
 
     def take(self, key: Hashable, size: int = 0) -> tuple[str, int]:
         number = self._made if self._requests is None else self._made % self._requests
@@ -350,24 +358,8 @@ class Requests:
         self._holders.setdefault(key, []).append(holder)
         return holder
 
-    def give_back(self, key: Hashable) -> tuple[str, int] | None:
-        holders = self._holders.get(key)
-        if not holders:
-            return None
-        holder = holders.pop()
-        if not holders:
-            del self._holders[key]
-        return holder
-
     def undo(self, key: Hashable) -> None:
         self.give_back(key)
-
-    def forget(self, key: Hashable | None = None) -> None:
-        """Drop the holders of key (None: of every key), as when the peer drops the entry."""
-        if key is None:
-            self._holders.clear()
-        else:
-            self._holders.pop(key, None)
 
 
 # Engines ------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The differential state machine against TensorLRUCache on CUDA (stream-aware), and `cacheproof check`
-with its default factory, which picks CUDA when it is there."""
+"""The differential check (`cache_test_case`: the program checker of every kind) against
+TensorLRUCache on CUDA (stream-aware), and the tensor cache's check with its default factory, which
+picks CUDA when it is there."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import unittest
 
 import torch
 
-from cacheproof.check.sequential.run import run_check
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import run_program_check
 from cacheproof.impl import TensorLRUCache
-from cacheproof.check.sequential.machine import machine_for
+from cacheproof.spec.kinds import get_kind
+from cacheproof.testing import cache_test_case
 
 _NEEDS_CUDA = unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
 
@@ -18,14 +21,14 @@ def _cuda_cache(capacity_bytes: int) -> TensorLRUCache:
     return TensorLRUCache(capacity_bytes, device="cuda", stream_aware=True)
 
 
-TestTensorLRUCacheOnCuda = _NEEDS_CUDA(machine_for(_cuda_cache).TestCase)
+TestTensorLRUCacheOnCuda = _NEEDS_CUDA(cache_test_case(_cuda_cache, name="TensorLRUCacheOnCuda"))
 
 
 @_NEEDS_CUDA
 class TestDefaultCheckOnCuda(unittest.TestCase):
     def test_default_factory_lands_on_cuda_and_conforms(self) -> None:
         self.assertEqual(TensorLRUCache(8).device.type, "cuda")
-        report = run_check(TensorLRUCache, examples=100)
+        report = run_program_check(get_kind("cache"), TensorLRUCache, generator_for("cache"), examples=100)
         self.assertTrue(report.ok, report.counterexample)
 
 

@@ -6,7 +6,9 @@ model_tests/test_engines_stand_ins.py fails when a stand-in drifts from its reco
   (`TensorLRUCache`: acquire, commit, ensure_capacity, release, put, get, pop, clear, stats;
   the private `_CacheEntryState`, the public `CacheAcquireResult`);
 - SGLang 0.5.23 `python/sglang/srt/mem_cache/multimodal_cache.py` (`MultiModalStaticCache`,
-  `EmbeddingResult`), and the earlier `set` whose oversized embedding flushed the cache first:
+  `EmbeddingResult`), the earlier `set` whose oversized embedding flushed the cache first, and a
+  `set` without its type check (`SetWithoutTypeCheck`, also mixed into the real class by
+  model_tests/sglang_broken_mm.py):
   the project's only SGLang stand-in (model_tests/engine_stand_ins.py runs the example adapter
   over these classes; model_tests/engines/test_sglang_mm_cache.py checks `SIGNATURES` against the
   installed class where sglang imports).
@@ -250,9 +252,9 @@ class EmbeddingResult:
 
 
 class MultiModalStaticCache:
-    """An OrderedDict LRU in bytes. `set` of a present hash makes it newest and answers True; an
-    embedding larger than the whole cache is refused (False) before anything is evicted; otherwise
-    the oldest entries are popped until it fits."""
+    """An OrderedDict LRU in bytes. `set` asserts it is given an EmbeddingResult; `set` of a present
+    hash makes it newest and answers True; an embedding larger than the whole cache is refused
+    (False) before anything is evicted; otherwise the oldest entries are popped until it fits."""
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
@@ -271,6 +273,7 @@ class MultiModalStaticCache:
         return result
 
     def set(self, mm_hash: int, embedding: EmbeddingResult, loc: Any = None) -> bool:
+        assert isinstance(embedding, EmbeddingResult), embedding
         if mm_hash in self.mm_cache:
             self.mm_cache.move_to_end(mm_hash)
             return True
@@ -321,6 +324,27 @@ class FlushingMultiModalStaticCache(MultiModalStaticCache):
         return False
 
 
+class SetWithoutTypeCheck:
+    """A mixin over a MultiModalStaticCache whose EmbeddingResult is `result_class`: `set` without
+    its `assert isinstance(embedding, EmbeddingResult)` (mutant #17 of docs/mutation-duel.md). A
+    value that is no EmbeddingResult is accepted for a present hash (True) and, for a new one,
+    fails a line later at `.embedding` with AttributeError instead of the assertion."""
+
+    result_class: type = EmbeddingResult
+
+    def set(self, mm_hash: int, embedding: Any, loc: Any = None) -> bool:
+        if mm_hash in self.mm_cache:
+            self.mm_cache.move_to_end(mm_hash)
+            return True
+        if not isinstance(embedding, self.result_class):
+            raise AttributeError(f"{type(embedding).__name__!r} object has no attribute 'embedding'")
+        return super().set(mm_hash, embedding, loc)
+
+
+class UncheckedSetMultiModalStaticCache(SetWithoutTypeCheck, MultiModalStaticCache):
+    """The stand-in with `set`'s type check removed."""
+
+
 # Factories: the installed adapters over the stand-ins, with their profiles --------------------------
 
 
@@ -345,4 +369,10 @@ def sglang_flushing(capacity_bytes: int) -> Any:
     return mm_cache(capacity_bytes, cache_class=FlushingMultiModalStaticCache)
 
 
-sglang_0_5_23.profile = sglang_flushing.profile = "sglang-mm-cache"
+def sglang_unchecked_set(capacity_bytes: int) -> Any:
+    from cacheproof.engines.sglang import mm_cache
+
+    return mm_cache(capacity_bytes, cache_class=UncheckedSetMultiModalStaticCache)
+
+
+sglang_0_5_23.profile = sglang_flushing.profile = sglang_unchecked_set.profile = "sglang-mm-cache"

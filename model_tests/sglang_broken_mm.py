@@ -3,7 +3,8 @@ each through `cacheproof.engines.sglang:mm_cache(capacity_bytes, cache_class=...
 
 Each bug is one of the mutants of SGLang 0.5.23's multimodal_cache.py that cacheproof missed in the
 mutation duel before the adapter read through both of SGLang's reads, took `free`'s answer and
-handed out batch slices (docs/mutation-duel.md: #45, #47, #55, #50 and #39). Under the adapter's profile `sglang-mm-cache` the
+handed out batch slices (docs/mutation-duel.md: #45, #47, #55, #50 and #39), and before the profile
+checked a stored value's type (#17, argument_checks=value_type). Under the adapter's profile `sglang-mm-cache` the
 unmodified class conforms and the checker must find every class here
 (model_tests/engines/test_sglang_mm_cache.py). Importing this module needs SGLang (the engines
 venv, tools/engines_venv.sh).
@@ -14,6 +15,7 @@ from __future__ import annotations
 from sglang.srt.mem_cache.multimodal_cache import EmbeddingResult, MultiModalStaticCache
 
 from cacheproof.engines.sglang import SglangMultiModalCache, mm_cache
+from model_tests.real_file_stand_ins import SetWithoutTypeCheck
 
 
 class SingleReadMissesMultiModal(MultiModalStaticCache):
@@ -69,8 +71,16 @@ class KeepsTheBatchMultiModal(MultiModalStaticCache):
         return True
 
 
+class SetTakesAnyValueMultiModal(SetWithoutTypeCheck, MultiModalStaticCache):
+    """`set` without its `assert isinstance(embedding, EmbeddingResult)` (#17): a value that is no
+    EmbeddingResult is accepted for a present hash (True) and, for a new one, fails a line later
+    with AttributeError instead of the assertion."""
+
+    result_class = EmbeddingResult
+
+
 BROKEN_MM_CLASSES = (SingleReadMissesMultiModal, SingleReadKeepsOrderMultiModal, FreeAnswersFalseMultiModal,
-                     FreeAnswersTrueForAbsentMultiModal, KeepsTheBatchMultiModal)
+                     FreeAnswersTrueForAbsentMultiModal, KeepsTheBatchMultiModal, SetTakesAnyValueMultiModal)
 
 
 def single_read_misses(capacity_bytes: int) -> SglangMultiModalCache:
@@ -93,7 +103,11 @@ def keeps_the_batch(capacity_bytes: int) -> SglangMultiModalCache:
     return mm_cache(capacity_bytes, cache_class=KeepsTheBatchMultiModal)
 
 
+def set_takes_any_value(capacity_bytes: int) -> SglangMultiModalCache:
+    return mm_cache(capacity_bytes, cache_class=SetTakesAnyValueMultiModal)
+
+
 FACTORIES = {"single_read_misses": single_read_misses, "single_read_keeps_order": single_read_keeps_order,
              "free_answers_false": free_answers_false, "free_answers_true_for_absent": free_answers_true_for_absent,
-             "keeps_the_batch": keeps_the_batch}
+             "keeps_the_batch": keeps_the_batch, "set_takes_any_value": set_takes_any_value}
 """Each broken class's factory, by name (`--impl model_tests.sglang_broken_mm:NAME`)."""

@@ -12,10 +12,10 @@ import pytest
 from cachetools import LRUCache
 
 from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.check.sequential.run import run_check
 from cacheproof.contract.sequence import first_divergence
 from examples import cachetools_reserving_cache, vllm_style_encoder_cache
 from examples.vllm_style_encoder_cache import EncoderCacheManager
+from model_tests.cache_checks import check_cache, replayed
 
 
 def value(nbytes: int, tag: int = 1) -> ValueRecipe:
@@ -124,11 +124,12 @@ def _diverges_as_documented(factory: Any, divergence: Divergence) -> None:
 
 
 def test_checker_finds_the_vllm_style_no_op_release() -> None:
-    report = run_check(vllm_style_encoder_cache.factory, examples=200, seed=0, max_divergences=8)
+    report = check_cache(vllm_style_encoder_cache.factory, examples=200, seed=0, max_divergences=8)
     assert not report.ok
     releases = [example for example in report.counterexamples if [call.op for call in example.calls] == ["release"]]
     assert releases, [example.message for example in report.counterexamples]
-    assert "spec raises UnknownKeyError" in releases[0].message and "this cache returns False" in releases[0].message
+    difference = releases[0].difference
+    assert (difference.expected.error, difference.actual.error, difference.actual.result) == ("UnknownKeyError", None, False)
 
 
 @pytest.mark.parametrize("divergence", VLLM_STYLE_DIVERGENCES, ids=lambda d: d.name)
@@ -165,14 +166,15 @@ def test_vllm_style_manager_slot_counters() -> None:
 
 
 def test_checker_finds_the_cachetools_release_order() -> None:
-    report = run_check(cachetools_reserving_cache.factory, examples=200, seed=0)
+    report = check_cache(cachetools_reserving_cache.factory, examples=200, seed=0)
     assert not report.ok
     example = report.counterexample
     # The documented divergence: the release that makes an entry idle leaves it where the spec does not.
-    assert example.calls[-1].op == "release" and example.message.startswith("snapshot(): spec (")
-    assert first_divergence(cachetools_reserving_cache.factory, example.capacity_bytes, example.calls[:-1]) is None
-    found = first_divergence(cachetools_reserving_cache.factory, example.capacity_bytes, example.calls)
-    assert found is not None and found.step == len(example.calls) - 1
+    assert example.calls[-1].op == "release" and not example.difference.outcome_differs
+    assert [view for view, _, _ in example.difference.views] == ["snapshot"]
+    assert replayed(cachetools_reserving_cache.factory, example.size, example.calls[:-1]) is None
+    found = replayed(cachetools_reserving_cache.factory, example.size, example.calls)
+    assert found is not None and found[0] == len(example.calls) - 1
 
 
 def test_cachetools_release_order_changes_what_is_evicted() -> None:

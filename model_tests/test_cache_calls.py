@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope
+from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope, misuses
 from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, divergence_kind, program_failure
@@ -80,6 +80,19 @@ def test_trusted_arguments_make_no_bad_call_but_an_oversized_put():
     counts = [call.args[1] for call in calls if call.op == "acquire"]
     assert all(type(count) is int and count >= 1 for count in counts)
     assert not any(type(call.args[0]) is list for call in calls if call.args)
+
+
+def test_value_type_checks_make_the_unsizable_value_and_the_oversized_put_alone():
+    profile = profile_named("sglang-mm-cache")
+    assert profile.semantics.argument_checks == "value_type"
+    puts = [call.args[1] for call in _calls(CacheCalls(), 40, profile.semantics, profile.operations) if call.op == "put"]
+    assert "not sizable" in puts  # the misuse SGLang's set asserts against
+    recipes = [value for value in puts if isinstance(value, ValueRecipe)]
+    assert recipes and all(recipe.nbytes >= 1 for recipe in recipes)  # no empty value: trusted
+    assert all(isinstance(value, ValueRecipe) or value == "not sizable" for value in puts)
+    assert misuses("value_type") == (("put", "too_large"), ("commit", "unsizable_value"), ("put", "unsizable_value"))
+    assert misuses("trusted") == (("put", "too_large"),)
+    assert len(misuses("checked")) == len(BAD_KINDS) * 9
 
 
 def test_a_scope_whose_key_counts_do_not_fit_its_pool_is_refused_naming_them():

@@ -7,17 +7,17 @@ import json
 import pytest
 
 from cacheproof.contract import calls as call_format
-from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.spec import CacheSpec
 from model_tests.broken_caches import GetDoesNotPromote, ReleaseOfIdleIsNoop
+from model_tests.cache_checks import check_cache, snippet
 
 BROKEN = "model_tests.broken_caches"
 
 
 def test_spec_conforms_to_itself():
-    report = run_check(CacheSpec, examples=40)
+    report = check_cache(CacheSpec, examples=40)
     assert report.ok
     assert report.counterexample is None
     assert report.steps > 40
@@ -80,16 +80,16 @@ def test_json_counterexample_replays_to_the_same_divergence(tmp_path):
 
 
 def test_printed_snippet_reproduces_the_failure():
-    report = run_check(ReleaseOfIdleIsNoop)
-    snippet = report.counterexample.to_python(f"{BROKEN}:ReleaseOfIdleIsNoop")
+    report = check_cache(ReleaseOfIdleIsNoop)
+    printed = snippet(report.counterexample, f"{BROKEN}:ReleaseOfIdleIsNoop")
     with pytest.raises(AssertionError, match="expected WrongStateError"):
-        exec(compile(snippet, "<counterexample>", "exec"), {})
-    fixed = snippet.replace(f"from {BROKEN} import ReleaseOfIdleIsNoop", "from cacheproof.spec import CacheSpec")
+        exec(compile(printed, "<counterexample>", "exec"), {})
+    fixed = printed.replace(f"from {BROKEN} import ReleaseOfIdleIsNoop", "from cacheproof.spec import CacheSpec")
     exec(compile(fixed, "<counterexample on the spec>", "exec"), {})
 
 
 def test_same_seed_same_run():
-    first = run_check(GetDoesNotPromote, seed=7)
-    second = run_check(GetDoesNotPromote, seed=7)
+    first = check_cache(GetDoesNotPromote, seed=7)
+    second = check_cache(GetDoesNotPromote, seed=7)
     assert first.counterexample == second.counterexample
     assert first.steps == second.steps

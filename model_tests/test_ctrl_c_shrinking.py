@@ -19,15 +19,17 @@ import pytest
 
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure
-from cacheproof.check.programs.run import run_program_check
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.cache_calls import SMALL
+from cacheproof.check.programs.run import ProgramOptions, run_program_check, run_program_phases
 from cacheproof.check.sequential.run import CheckInterrupted, run_check
 from cacheproof.cli import main
-from cacheproof.check.sequential.scope import SMALL, Phase
 from cacheproof.cmdline.progress import PLAIN_LINE_SECONDS, Progress
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.kinds import get_kind
 from model_tests.block_pools import ListBlockPool
 from model_tests.broken_caches import ClearDropsBusyEntries
+from model_tests.cache_checks import KIND as CACHE_KIND, check_cache, snippet
 from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 from model_tests.snippet_runs import assert_fails_where_it_diverges, snippets_in
 
@@ -44,37 +46,53 @@ def ctrl_c_raises():
     signal.signal(signal.SIGINT, previous)
 
 
-def _press_ctrl_c_on_call(number: int):
-    """An `on_shrink` that sends this process a SIGINT on its `number`th call, noting each length."""
-    lengths: list[int] = []
+class InterruptsItsShrinkingCache(ClearDropsBusyEntries):
+    """ClearDropsBusyEntries that presses Ctrl-C (a SIGINT to this process) when the `press_at`th
+    cache is built after its clear dropped a busy entry (its bug): the checker is then shrinking, by
+    Hypothesis or its own. `start_over(press_at)` before each run."""
 
-    def on_shrink(found_at, length):
-        lengths.append(length)
-        if len(lengths) == number:
-            os.kill(os.getpid(), signal.SIGINT)
+    misbehaved = False
+    built_since = 0
+    press_at = 3
 
-    return on_shrink, lengths
+    def __init__(self, capacity_bytes: int) -> None:
+        super().__init__(capacity_bytes)
+        cls = InterruptsItsShrinkingCache
+        if cls.misbehaved:
+            cls.built_since += 1
+            if cls.built_since == cls.press_at:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def clear(self):
+        if any(entry.state.name == "RESERVED" or entry.refcount > 0 for entry in self.snapshot()):
+            InterruptsItsShrinkingCache.misbehaved = True
+        super().clear()
+
+    @classmethod
+    def start_over(cls, press_at: int) -> None:
+        cls.misbehaved, cls.built_since, cls.press_at = False, 0, press_at
 
 
 @pytest.mark.parametrize("hypothesis_shrinks", [True, False], ids=["hypothesis-shrinking", "own-shrinking"])
 def test_ctrl_c_while_shrinking_reports_the_smallest_failing_sequence_so_far(hypothesis_shrinks, ctrl_c_raises):
-    on_shrink, lengths = _press_ctrl_c_on_call(3)
-    report = run_check(ClearDropsBusyEntries, phases=(Phase(SMALL, 200, 100, hypothesis_shrinks),),
-                       on_shrink=on_shrink, max_divergences=8)
-    assert len(lengths) >= 3, "the run never shrank"
+    lengths: list[int] = []
+    InterruptsItsShrinkingCache.start_over(3)
+    report = run_program_phases(CACHE_KIND, InterruptsItsShrinkingCache, (Phase(SMALL, 200, 100, hypothesis_shrinks),),
+                                ProgramOptions(max_divergences=8, on_shrink=lambda found_at, length: lengths.append(length)))
+    assert InterruptsItsShrinkingCache.built_since >= 3, "Ctrl-C was pressed: the run shrank"
     assert not report.ok and report.interrupted and report.shrinking_interrupted
     example = report.counterexamples[-1]
     assert example.message.endswith("(shrinking interrupted)"), example.message
     assert len(example.calls) <= lengths[0], "no longer than the failing sequence shrinking started from"
-    assert example.differences, "replayed: every difference at the diverging call"
-    assert_fails_where_it_diverges(example.to_python(BROKEN))
+    assert example.difference is not None and example.difference.views, "replayed: every difference at the diverging call"
+    assert_fails_where_it_diverges(snippet(example, BROKEN))
 
 
 def test_the_same_run_uninterrupted_shrinks_further_than_the_interrupted_one(ctrl_c_raises):
     """The interrupted report is the sequence shrinking had reached, not a finished shrink."""
-    on_shrink, _ = _press_ctrl_c_on_call(2)
-    interrupted = run_check(ClearDropsBusyEntries, on_shrink=on_shrink).counterexample
-    finished = run_check(ClearDropsBusyEntries).counterexample
+    InterruptsItsShrinkingCache.start_over(2)
+    interrupted = check_cache(InterruptsItsShrinkingCache).counterexample
+    finished = check_cache(ClearDropsBusyEntries).counterexample
     assert len(finished.calls) < len(interrupted.calls)
     assert "shrinking interrupted" not in finished.message
 
@@ -85,16 +103,16 @@ def test_ctrl_c_while_searching_for_further_divergences_reports_those_found(ctrl
     def on_shrink(found_at, length):
         events.append("shrinking")
 
-    def on_example(tally):  # not called while shrinking: after a shrink, the further search
+    def on_example(examples, steps):  # not called while shrinking: after a shrink, the further search
         if events and "pressed" not in events:
             events.append("pressed")
             os.kill(os.getpid(), signal.SIGINT)
 
-    report = run_check(ClearDropsBusyEntries, on_shrink=on_shrink, on_example=on_example, max_divergences=8)
+    report = check_cache(ClearDropsBusyEntries, on_shrink=on_shrink, on_example=on_example, max_divergences=8)
     assert "pressed" in events, "Ctrl-C was pressed once the first divergence was shrunk"
     assert report.interrupted and not report.shrinking_interrupted and not report.ok
     assert "shrinking interrupted" not in report.counterexample.message
-    assert_fails_where_it_diverges(report.counterexample.to_python(BROKEN))
+    assert_fails_where_it_diverges(snippet(report.counterexample, BROKEN))
 
 
 def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises):

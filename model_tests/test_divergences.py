@@ -11,8 +11,7 @@ import pytest
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.differences import CONTAINS, LEN, OUTCOME, SNAPSHOT, STATS, diverging_step
 from cacheproof.contract.explain import explanation
-from cacheproof.check.sequential.run import run_check
-from cacheproof.contract.sequence import first_divergence
+from cacheproof.check.report import program_kind
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS_BY_NAME
@@ -20,6 +19,7 @@ from cacheproof.spec.cache.profiles import profile_named
 from cacheproof.spec.cache.transitions import transition_table
 from model_tests.broken_caches import EvictsPinnedEntries, GetDoesNotPromote, ReleaseOfIdleIsNoop
 from model_tests.broken_profile_caches import OversizedSetEvictsAllCache
+from model_tests.cache_checks import check_cache, replayed, snippet
 from model_tests.snippet_runs import assert_fails_where_it_diverges, on_cache, run_snippet
 
 PLAIN_OPERATIONS = ("put", "get", "pop", "clear", "contains")
@@ -75,44 +75,45 @@ def test_the_why_names_the_spec_rule_of_the_edge_it_took():
 
 @pytest.fixture(scope="module")
 def two_bugs_report():
-    return run_check(TwoBugs, examples=200, steps_per_example=20, max_divergences=4)
+    return check_cache(TwoBugs, examples=200, steps=20, max_divergences=4)
 
 
 def test_a_run_goes_on_to_the_second_bug(two_bugs_report):
     report = two_bugs_report
-    kinds = [example.kind for example in report.counterexamples]
+    kinds = [program_kind(example.difference) for example in report.counterexamples]
     assert len(kinds) == len(set(kinds)) >= 2
     assert {kind.split(":")[0] for kind in kinds} >= {"release", "get"}
     assert report.counterexample == report.counterexamples[0]
     for example in report.counterexamples:
-        assert first_divergence(CacheSpec, example.capacity_bytes, list(example.calls)) is None
-        found = first_divergence(TwoBugs, example.capacity_bytes, list(example.calls))
-        assert found is not None and found.step == len(example.calls) - 1
-        assert diverging_step(TwoBugs, example.capacity_bytes, example.calls).kind == example.kind
+        assert replayed(CacheSpec, example.size, example.calls) is None
+        found = replayed(TwoBugs, example.size, example.calls)
+        assert found is not None and found[0] == len(example.calls) - 1
+        assert program_kind(found[1]) == program_kind(example.difference)
 
 
 def test_every_snippet_of_a_run_fails_where_it_diverges_and_passes_on_the_spec(two_bugs_report):
     for example in two_bugs_report.counterexamples:
-        snippet = example.to_python("model_tests.test_divergences:TwoBugs")
-        assert_fails_where_it_diverges(snippet)
-        assert run_snippet(on_cache(snippet, "cacheproof.spec", "CacheSpec")).returncode == 0
+        printed = snippet(example, "model_tests.test_divergences:TwoBugs")
+        assert_fails_where_it_diverges(printed)
+        assert run_snippet(on_cache(printed, "cacheproof.spec", "CacheSpec")).returncode == 0
 
 
-def test_the_first_divergence_alone_is_the_default_of_run_check():
-    assert len(run_check(TwoBugs, examples=200, steps_per_example=20).counterexamples) == 1
+def test_the_first_divergence_alone_is_the_default_of_the_check():
+    assert len(check_cache(TwoBugs, examples=200, steps=20).counterexamples) == 1
 
 
 def test_sglang_oversized_set_under_its_profile_is_a_state_divergence(capsys):
     profile = profile_named("plain-lru")
-    report = run_check(OversizedSetEvictsAllCache, examples=100, steps_per_example=20, semantics=profile.semantics,
-                       operations=profile.operations, max_divergences=3)
+    report = check_cache(OversizedSetEvictsAllCache, examples=100, steps=20, semantics=profile.semantics,
+                         operations=profile.operations, max_divergences=3)
     example = report.counterexample
-    assert example.calls[-1].op == "put" and example.kind.startswith("put: spec returns False; this cache the same")
-    assert any(d.observation == LEN for d in example.differences)
-    snippet = example.to_python("model_tests.broken_profile_caches:OversizedSetEvictsAllCache")
-    assert "assert len(cache) ==" in snippet and "print(" not in snippet
-    assert_fails_where_it_diverges(snippet)
-    assert run_snippet(on_cache(snippet, "examples.plain_lru_cache", "PlainLRUCache")).returncode == 0
+    assert example.calls[-1].op == "put"
+    assert program_kind(example.difference).startswith("put: spec returns; this implementation the same outcome")
+    assert any(view == "len" for view, _, _ in example.difference.views)
+    printed = snippet(example, "model_tests.broken_profile_caches:OversizedSetEvictsAllCache", profile.semantics)
+    assert "assert len(cache) ==" in printed and "print(" not in printed
+    assert_fails_where_it_diverges(printed)
+    assert run_snippet(on_cache(printed, "examples.plain_lru_cache", "PlainLRUCache")).returncode == 0
 
 
 def test_json_lists_every_counterexample_and_the_table_counts_them(tmp_path, capsys):

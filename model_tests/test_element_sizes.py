@@ -9,7 +9,6 @@ import json
 import numpy
 import pytest
 
-from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call, ValueRecipe, decode_value, drawn_recipe, encode_value
 from cacheproof.contract.values import is_storage_free, storage_free_value, value_for
@@ -17,6 +16,7 @@ from cacheproof.sandbox.fault_search import _simpler
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.format import TraceFormatError, parse_trace, spec_trace, trace_text
 from model_tests.broken_caches import SizesByElementCount
+from model_tests.cache_checks import check_cache
 
 
 def test_a_drawn_recipe_takes_an_element_size_dividing_its_bytes_picked_by_the_tag():
@@ -97,13 +97,13 @@ class RecordsElementSizes(CacheSpec):
 
 def test_a_default_check_hands_a_plain_cache_values_of_every_element_size():
     RecordsElementSizes.seen = set()
-    report = run_check(RecordsElementSizes, examples=60, seed=0)
+    report = check_cache(RecordsElementSizes, examples=60, seed=0)
     assert report.counterexample is None
     assert RecordsElementSizes.seen == {1, 2, 4, 8}
 
 
 def test_a_cache_that_sizes_values_by_element_count_is_found_at_seed_0():
-    report = run_check(SizesByElementCount, examples=200, seed=0)
+    report = check_cache(SizesByElementCount, examples=200, seed=0)
     assert report.counterexample is not None
     recipes = [a for call in report.counterexample.calls for a in call.args if isinstance(a, ValueRecipe)]
     assert any(recipe.element_size > 1 for recipe in recipes), report.counterexample.calls

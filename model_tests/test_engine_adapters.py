@@ -9,18 +9,18 @@ import importlib.util
 
 import pytest
 
-from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.spec.cache.profiles import profile_named
 from model_tests import engine_stand_ins
+from model_tests.cache_checks import check_cache
 
 BUDGET = 40
 
 
 def check(factory, profile: str, operations: tuple[str, ...] | None = None):
     chosen = profile_named(profile)
-    return run_check(factory, examples=BUDGET, seed=0, semantics=chosen.semantics,
-                     operations=operations or chosen.operations)
+    return check_cache(factory, examples=BUDGET, seed=0, semantics=chosen.semantics,
+                       operations=operations or chosen.operations)
 
 
 RESERVING_OPS = ("acquire", "commit", "put", "get", "release", "clear", "contains")
@@ -85,7 +85,7 @@ def test_the_trtllm_adapter_checks_the_class_s_own_byte_counter():
     from examples.trtllm_adapter import TrtllmTensorLRUAdapter
 
     report = check(lambda capacity: TrtllmTensorLRUAdapter(capacity, MiscountsReplacement), "plain-lru")
-    assert report.counterexample is not None and "stats()." in report.counterexample.message
+    assert report.counterexample is not None and "stats" in [view for view, _, _ in report.counterexample.difference.views]
 
 
 def test_vllm_adapter_over_the_stand_in_conforms_to_vllm_encoder_cache():
@@ -96,7 +96,7 @@ def test_vllm_adapter_over_the_stand_in_conforms_to_vllm_encoder_cache():
 def test_sglang_adapter_finds_the_oversized_set_bug_first_and_the_fix_conforms():
     example = check(engine_stand_ins.sglang_stand_in, "sglang-mm-cache").counterexample
     assert example is not None and example.calls[-1].op == "put"
-    assert example.message.startswith("len(): spec 1, this cache 0")
+    assert example.difference.views[0] == ("len", 1, 0), "the first difference: len(), the spec's 1, the cache's 0"
     assert len(example.calls) == 2
     fixed = check(engine_stand_ins.sglang_fixed_stand_in, "sglang-mm-cache")
     assert fixed.ok, fixed.counterexample and fixed.counterexample.message
@@ -112,6 +112,6 @@ def test_under_plain_lru_the_sglang_design_difference_shows_instead():
 def test_trtllm_reserving_adapter_finds_the_put_that_evicts_itself_first_and_the_fix_conforms():
     example = check(engine_stand_ins.trtllm_reserving_stand_in, "trtllm-tensor-lru", RESERVING_OPS).counterexample
     assert example is not None and example.calls[-1].op == "put"
-    assert "spec returns False; this cache returns True" in example.message
+    assert (example.difference.expected.result, example.difference.actual.result) == (False, True), example.message
     fixed = check(engine_stand_ins.trtllm_reserving_fixed_stand_in, "trtllm-tensor-lru", RESERVING_OPS)
     assert fixed.ok, fixed.counterexample and fixed.counterexample.message

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from cacheproof.cli import main
+from cacheproof.spec import InvalidArgumentError
 from model_tests import real_file_stand_ins as real
 
 
@@ -84,3 +85,15 @@ def test_a_class_missing_a_method_exits_2_naming_it():
 def test_threads_run_on_the_engine_adapters_without_a_false_alarm(impl):
     status, out, err = run(impl, "--threads", "3", "--examples", "10")
     assert status == 0, out + err
+
+
+def test_sglang_s_set_must_assert_its_value_type_and_is_found_without_it():
+    stand_in = real.sglang_0_5_23(8)
+    with pytest.raises(InvalidArgumentError, match=r"put\(1\): SGLang's set refuses a str, not an EmbeddingResult"):
+        stand_in.put(1, "not sizable")
+    assert len(stand_in) == 0
+    status, out, _ = run("model_tests.real_file_stand_ins:sglang_unchecked_set", "--max-divergences", "1")
+    assert status == 1 and "AttributeError" in out, out
+    trusted = run("model_tests.real_file_stand_ins:sglang_unchecked_set", "--examples", "60",
+                  "--semantics", "argument_checks=trusted")
+    assert trusted[0] == 0, trusted[1]  # the misuse is made only where the profile checks a value's type

@@ -110,3 +110,19 @@ def test_a_rerun_replaces_its_mutants_sides_and_the_counts_follow():
     with pytest.raises(ValueError, match="module"):
         duel_fixture.merged(_duel((1, "killed", "killed", "both")), other)
     assert duel_fixture.trimmed(report)["mutants"][0]["cacheproof"]["output_tail"] == ""
+
+
+def test_a_rerun_made_elsewhere_merges_into_the_committed_fixture_and_only_for_the_same_mutant():
+    fixture = _duel((1, "survived", "killed", "tests only"))
+    fixture.update(module="pkg.m", source_path="pkg/m.py")
+    fixture["mutants"][0]["diff"] = "-a\n+b\n"
+    rerun = _duel((1, "killed", "killed", "both"))
+    rerun.update(module="pkg.m", source_path="/somewhere/site-packages/pkg/m.py")
+    rerun["mutants"][0]["diff"] = "-a\n+b\n"
+    assert duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)["counts"]["both"] == 1
+    rerun["mutants"][0]["diff"] = "-a\n+c\n"
+    with pytest.raises(ValueError, match="#1 changes other lines"):
+        duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)
+    rerun["source_path"] = "/somewhere/site-packages/pkg/other.py"
+    with pytest.raises(ValueError, match="source_path"):
+        duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)

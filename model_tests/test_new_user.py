@@ -12,8 +12,9 @@ from pathlib import Path
 from cacheproof.spec import CacheSpec
 from hypothesis.configuration import storage_directory
 
-from cacheproof.check.sequential.run import DEFAULT_EXAMPLES, DEFAULT_STEPS_PER_EXAMPLE, run_check
-from cacheproof.cli import main
+from cacheproof.check.programs.run import DEFAULT_EXAMPLES
+from model_tests.cache_checks import check_cache
+from cacheproof.cli import command_parser, main
 from cacheproof.cmdline.budget import DEFAULT_BUDGET_SECONDS
 from cacheproof.docs.command import GENERATED
 from cacheproof.settings import scratch_storage
@@ -101,10 +102,10 @@ def test_quiet_under_threads_prints_only_the_verdict_line(capsys):
 
 
 def test_examples_counts_what_the_flag_asks_for():
-    """Seed 0 draws 31 sequences for 30 examples of 100 steps: Hypothesis abandons one midway."""
-    report = run_check(CacheSpec, examples=30, steps_per_example=100, seed=0)
+    """30 examples are 30 programs run, however many Hypothesis draws."""
+    report = check_cache(CacheSpec, examples=30, steps=100, seed=0)
     assert report.ok and report.examples == 30
-    failing = run_check(ClearDropsBusyEntries, examples=30, steps_per_example=10)
+    failing = check_cache(ClearDropsBusyEntries, examples=30, steps=10)
     assert not failing.ok and 1 <= failing.examples <= 30  # the sequences up to and with the first failure
 
 
@@ -113,7 +114,7 @@ def test_check_help_gives_the_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert f"(default {DEFAULT_EXAMPLES} under CI=true or with --budget 0)" in text
     assert f"(default {DEFAULT_BUDGET_SECONDS:g}, or $CACHEPROOF_BUDGET" in text
-    assert f"(default {DEFAULT_STEPS_PER_EXAMPLE})" in text
+    assert f"(default {command_parser('check').parse_args(['check']).steps})" in text
     assert "--quiet print only the verdict line, without the table and the snippet" in text
 
 

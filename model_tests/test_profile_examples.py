@@ -63,12 +63,12 @@ def test_the_vllm_broken_variant_is_found():
     """(The example itself conforms: model_tests/test_profiles.py.)"""
     profile = ["--profile", "vllm-encoder-cache"]
     assert main(["check", "--max-divergences", "1", "--impl", "model_tests.broken_profile_caches:same_request_twice", *profile, *EXAMPLES]) == 1
-    from cacheproof.check.sequential.run import run_check
     from cacheproof.spec.cache.profiles import profile_named
     from model_tests.broken_profile_caches import same_request_twice
+    from model_tests.cache_checks import check_cache
 
     chosen = profile_named("vllm-encoder-cache")
-    example = run_check(same_request_twice, examples=60, seed=0, semantics=chosen.semantics,
-                        operations=chosen.operations).counterexample
+    example = check_cache(same_request_twice, examples=60, seed=0, semantics=chosen.semantics,
+                          operations=chosen.operations).counterexample
     key = example.calls[-1].args[0]  # the second holder of this key is lost
     assert sum(call.op == "acquire" and call.args[0] == key for call in example.calls) >= 2, example.calls

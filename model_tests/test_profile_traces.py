@@ -14,13 +14,13 @@ from hypothesis import settings
 
 import cacheproof
 from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec, InvalidArgumentError
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.testing import cache_test_case
 from cacheproof.trace.format import TraceFormatError, parse_trace, read_trace, spec_trace, trace_text
 from cacheproof.trace.replay import replay_beside
+from model_tests.cache_checks import check_cache
 from examples.plain_lru_cache import PlainLRUCache
 
 BROKEN = "model_tests.broken_profile_caches:OversizedSetEvictsAllCache"
@@ -181,8 +181,8 @@ acquire(1) the spec's order is 0, 2, 1 and ReferencedFirst's 0, 1, 2."""
 @pytest.mark.parametrize("order, flags_referenced_first, flags_reversed", ORDERS)
 def test_snapshot_levels_in_check(order, flags_referenced_first, flags_reversed):
     semantics = Semantics(snapshot_order=order)
-    assert run_check(ReferencedFirst, examples=30, seed=0, semantics=semantics).ok is not flags_referenced_first
-    assert run_check(Reversed, examples=30, seed=0, semantics=semantics).ok is not flags_reversed
+    assert check_cache(ReferencedFirst, examples=30, seed=0, semantics=semantics).ok is not flags_referenced_first
+    assert check_cache(Reversed, examples=30, seed=0, semantics=semantics).ok is not flags_reversed
 
 
 @pytest.mark.parametrize("order, flags_referenced_first, flags_reversed", ORDERS)

@@ -175,6 +175,17 @@ def test_trusted_arguments_skip_type_checks():
         CacheSpec(4).reserve("k", 1, retain=1)
 
 
+def test_value_type_checks_refuse_an_unsizable_value_and_trust_the_rest():
+    spec = CacheSpec(4, Semantics(argument_checks="value_type"))
+    with pytest.raises(InvalidArgumentError, match=r"put\(1\): a value of type str has no size"):
+        spec.put(1, "not sizable")
+    assert spec.snapshot() == ()  # refused: nothing changed
+    assert spec.reserve("k", 1, retain=1) is True  # a retain flag that is no bool: trusted
+    with pytest.raises(InvalidArgumentError, match="commit"):
+        spec.commit("k", object())
+    assert spec.commit("k", b"x") == [] and spec.put(2, b"") is True  # an empty value: trusted
+
+
 def test_profiles_and_operations():
     assert {"contract", "trtllm-tensor-lru", "plain-lru", "vllm-encoder-cache"} <= set(PROFILES)
     assert profile_named("plain-lru").operations == ("put", "get", "pop", "clear", "contains")
@@ -187,19 +198,19 @@ def test_profiles_and_operations():
 
 # The checker under profiles -----------------------------------------------------------------------
 
-from cacheproof.check.sequential.run import run_check  # noqa: E402
 from cacheproof.cli import main  # noqa: E402
 from examples.plain_lru_cache import PlainLRUCache  # noqa: E402
 from examples.trtllm_tensor_lru_cache import TrtllmTensorLRUCache  # noqa: E402
 from examples.vllm_style_encoder_cache import profile_factory as vllm_profile_factory  # noqa: E402
 from model_tests import broken_profile_caches as broken  # noqa: E402
+from model_tests.cache_checks import check_cache  # noqa: E402
 
 BUDGET = 60
 
 
 def check(factory, profile: str, seed: int = 0):
     chosen = profile_named(profile)
-    return run_check(factory, examples=BUDGET, seed=seed, semantics=chosen.semantics, operations=chosen.operations)
+    return check_cache(factory, examples=BUDGET, seed=seed, semantics=chosen.semantics, operations=chosen.operations)
 
 
 @pytest.mark.parametrize(
@@ -211,19 +222,19 @@ def test_each_example_conforms_to_its_profile_and_not_to_the_contract(factory, p
     report = check(factory, profile)
     assert report.ok, report.counterexample and report.counterexample.message
     if profile != "plain-lru":  # plain-lru lacks reserve...: a usage error under the contract, tested below
-        assert not run_check(factory, examples=BUDGET, seed=0).ok
+        assert not check_cache(factory, examples=BUDGET, seed=0).ok
 
 
 def test_trtllm_put_that_evicts_itself_is_found():
     example = check(broken.PutEvictsItselfCache, "trtllm-tensor-lru").counterexample
     assert example is not None and example.calls[-1].op == "put"
-    assert "spec returns False; this cache returns True" in example.message
+    assert (example.difference.expected.result, example.difference.actual.result) == (False, True), example.message
 
 
 def test_sglang_oversized_set_that_evicts_everything_is_found():
     example = check(broken.OversizedSetEvictsAllCache, "plain-lru").counterexample
     assert example is not None and example.calls[-1].op == "put"
-    assert example.message.startswith("len(): spec")
+    assert example.difference.views[0][0] == "len", example.message
 
 
 def test_a_get_that_does_not_refresh_is_found_by_plain_lru():
@@ -250,7 +261,7 @@ def test_calls_outside_the_subset_are_never_made():
             made.add("clear")
             super().clear()
 
-    report = run_check(Recording, examples=20, seed=1, semantics=profile_named("plain-lru").semantics, operations=("put", "get"))
+    report = check_cache(Recording, examples=20, seed=1, semantics=profile_named("plain-lru").semantics, operations=("put", "get"))
     assert report.ok and made == {"put", "get"}
 
 
@@ -283,8 +294,8 @@ def test_cli_usage_errors(capsys, args, named):
 def test_default_profile_is_unchanged():
     from examples.minimal_cache import MinimalCache
 
-    assert run_check(MinimalCache, examples=BUDGET, seed=0).ok
-    assert run_check(MinimalCache, examples=BUDGET, seed=0, semantics=profile_named("contract").semantics).ok
+    assert check_cache(MinimalCache, examples=BUDGET, seed=0).ok
+    assert check_cache(MinimalCache, examples=BUDGET, seed=0, semantics=profile_named("contract").semantics).ok
 
 
 def test_cache_test_case_takes_a_profile_and_ops():

@@ -1,25 +1,25 @@
-"""Programs drawn whole (check/programs/draws.py, check/sequential/programs.py), the outcome coverage
+"""Programs drawn whole (check/programs/draws.py, the generators' calls), the outcome coverage
 (check/coverage.py), the time budget and the time to the first report."""
 
 from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.programs.draws import SWARM_MOST, ProgramDraws, choice, integer, some, swarm
 from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.cache_calls import SMALL
 from cacheproof.check.programs.run import run_program_check
-from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.check.sequential.programs import Plan, program_operations, run_program
-from cacheproof.check.sequential.run import run_check
-from cacheproof.check.sequential.scope import SMALL
-from cacheproof.spec import EntryState
+from cacheproof.contract.calls import invoke
+from cacheproof.spec import CacheError, EntryState
 from cacheproof.spec.kind import Argument, Operation, outcome_name
 from cacheproof.spec.kinds import get_kind, new_spec
 from model_tests import broken_caches
+from model_tests.cache_checks import check_cache
 
 
 def test_program_draws_read_little_endian_bytes_and_zero_past_the_end():
@@ -65,13 +65,13 @@ def test_outcome_names_follow_the_operation_table():
 
 
 def test_a_default_check_reaches_every_outcome_of_the_contract():
-    report = run_check(new_spec, examples=200, seed=0)
+    report = check_cache(new_spec, examples=200, seed=0)
     assert report.ok
     assert report.coverage.missing() == () and report.coverage.unlisted() == (), report.coverage.summary()
 
 
 def test_coverage_counts_only_the_checked_operations():
-    report = run_check(new_spec, examples=30, seed=0, operations=("reserve", "commit"), bad_arguments=False)
+    report = check_cache(new_spec, examples=30, seed=0, operations=("reserve", "commit"), misuse=False)
     assert {op.name for op in report.coverage.operations} == {"reserve", "commit"}
     assert report.coverage.counts[("reserve", "returns True")] > 0
 
@@ -92,21 +92,21 @@ def test_a_default_block_check_reaches_every_outcome_of_the_block_contract():
 
 
 def _spec_states(plan_operations: tuple[str, ...], keys: int, seed: int, programs: int) -> list:
-    """Every spec snapshot the programs of one plan reach (the generator driven by random.Random)."""
-    tally = Tally()
-    machine = machine_for(new_spec, tally, bad_arguments=False)
+    """Every spec snapshot the programs of one plan reach on a 64-byte spec with `keys` keys (the
+    tensor cache's generator driven by random.Random, no misuse)."""
+    generator = generator_for("cache", replace(SMALL, key_pool=SMALL.key_pool[:keys], min_keys=keys, max_keys=keys))
     rng = random.Random(seed)
     seen = []
     for _ in range(programs):
-        instance = machine()
-        original = instance._step
-
-        def step(call, instance=instance, original=original):
-            original(call)
-            seen.append(instance.spec.snapshot())
-
-        instance._step = step
-        run_program(instance, 64, SMALL.key_pool, Plan(plan_operations, keys), rng, 40)
+        generator.size(rng)
+        generator.keys = generator.scope.key_pool  # every key of the plan, as a swarm plan of `keys` keys has
+        spec = new_spec(64)
+        for _ in range(40):
+            try:
+                invoke(spec, generator.draw_call(rng, spec, plan_operations, False))
+            except CacheError:
+                pass
+            seen.append(spec.snapshot())
     return seen
 
 
@@ -120,25 +120,29 @@ def test_swarm_plans_reach_the_sharing_patterns():
 
 
 def test_the_time_budget_ends_a_conforming_run():
-    report = run_check(new_spec, examples=10**7, seed=0, budget_seconds=1.0)
+    report = check_cache(new_spec, examples=10**7, seed=0, budget_seconds=1.0)
     assert report.ok and 0 < report.examples < 10**7
     assert report.seconds >= 1.0
 
 
 def test_the_first_report_comes_after_the_first_failure_shrunk_before_the_further_search():
     reports = []
-    report = run_check(broken_caches.ReleaseOfIdleIsNoop, seed=0, max_divergences=3,
-                       on_counterexample=lambda example, seconds: reports.append((example, seconds)))
+    report = check_cache(broken_caches.ReleaseOfIdleIsNoop, seed=0, max_divergences=3,
+                         on_counterexample=lambda example, seconds: reports.append((example, seconds)))
     assert not report.ok
     (first, seconds), = reports
     assert first is report.counterexamples[0]
-    assert report.first_failure_seconds <= seconds == report.first_report_seconds <= report.seconds
+    assert report.seconds_to_failure <= seconds == report.first_report_seconds <= report.seconds
     assert len(first.calls) <= 3  # put or commit an entry, release it while idle
 
 
-def test_program_operations_add_bad_arguments_only_when_asked():
-    assert "bad_argument" in program_operations(machine_for(new_spec))
-    assert "bad_argument" not in program_operations(machine_for(new_spec, bad_arguments=False))
+def test_programs_make_bad_arguments_only_when_asked():
+    def bad_calls(misuse: bool) -> int:
+        counts = check_cache(new_spec, examples=50, seed=0, misuse=misuse).coverage.counts
+        return sum(count for (_, outcome), count in counts.items() if outcome == "InvalidArgumentError")
+
+    assert bad_calls(True) > 0
+    assert bad_calls(False) == 0
 
 
 def test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_times(tmp_path, capsys):
@@ -161,7 +165,6 @@ def test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_tim
             rate = row[f"{loop}_steps_per_second"]
             rounding = checked / rate * (0.5 / checked + 0.5 / rate) + 5e-4
             assert row[ratio] == pytest.approx(checked / rate, abs=rounding)
-    assert "state_machine" in figures["throughput"]["cache: spec vs spec"]
     reported = figures["reports"][impl]
     assert reported["found"] and reported["first_failure_seconds"] <= reported["first_report_seconds"]
     assert reported["calls"] <= 3

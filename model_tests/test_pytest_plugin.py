@@ -21,7 +21,7 @@ from cacheproof.spec.kinds import kind_names
 from cacheproof.testing import cache_test
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.testing.functions import CacheDivergence, Program
-from cacheproof.testing.plugin import _key_by
+from cacheproof.testing.plugin import key_by
 
 pytest_plugins = ["pytester"]
 
@@ -188,8 +188,8 @@ def test_a_bad_option_is_refused_when_the_test_is_made(options: dict, named: str
 def test_each_bound_test_has_a_database_key_of_its_own() -> None:
     first, second = cache_test(CacheSpec), cache_test(CacheSpec)
     assert function_digest(first.hypothesis.inner_test) == function_digest(second.hypothesis.inner_test)
-    _key_by(first, "test_users.py::test_a")
-    _key_by(second, "test_users.py::test_b")
+    key_by(first, "test_users.py::test_a")
+    key_by(second, "test_users.py::test_b")
     assert function_digest(first.hypothesis.inner_test) != function_digest(second.hypothesis.inner_test)
 
 

@@ -7,18 +7,18 @@ import json
 
 import pytest
 
-from cacheproof.check.sequential.run import run_check
 from cacheproof.cli import main
 from cacheproof.trace.replay import snapshot_diff
 from cacheproof.trace.format import write_counterexample_trace
 from model_tests.broken_caches import GetDoesNotPromote
+from model_tests.cache_checks import check_cache
 
 HEADER = '{"cacheproof_trace": 1, "version": "0.1.0", "capacity_bytes": 4}'
 
 
 @pytest.fixture(scope="module")
 def counterexample():
-    report = run_check(GetDoesNotPromote, examples=200, seed=0)
+    report = check_cache(GetDoesNotPromote, examples=200, seed=0)
     assert report.counterexample is not None
     return report.counterexample
 

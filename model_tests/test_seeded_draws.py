@@ -3,15 +3,23 @@
 import sys
 import types
 
-from cacheproof.check.sequential.draws import seeded_draws
-from cacheproof.check.sequential.run import run_check
+from cacheproof.check.seeded_draws import seeded_draws
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import BYTES_PER_CALL, run_program_check
 from cacheproof.spec import CacheSpec
+from cacheproof.spec.kinds import get_kind
+
+STEPS = 4
+"""Calls per program: its byte string, STEPS * BYTES_PER_CALL bytes, is short enough (50 bytes at
+most) for Hypothesis to harvest byte strings of its length from a local module's source."""
 
 
 def _module_full_of_constants(tmp_path, name: str) -> types.ModuleType:
-    """A local module (a file outside site-packages) whose source holds many integer constants."""
+    """A local module (a file outside site-packages) whose source holds many integer constants, and
+    byte strings of a program's length (which Hypothesis draws in place of a program's bytes)."""
     path = tmp_path / f"{name}.py"
-    path.write_text("SIZES = [" + ", ".join(str(n) for n in range(3, 4000, 7)) + "]\n")
+    programs = ", ".join(repr(bytes([n]) * (STEPS * BYTES_PER_CALL)) for n in range(1, 200))
+    path.write_text("SIZES = [" + ", ".join(str(n) for n in range(3, 4000, 7)) + "]\n" + f"PROGRAMS = [{programs}]\n")
     module = types.ModuleType(name)
     module.__file__ = str(path)
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
@@ -32,7 +40,8 @@ def _what_was_drawn(seed: int):
                 return recorded
             return attribute
 
-    report = run_check(RecordingSpec, examples=30, seed=seed, call_timeout=None)
+    report = run_program_check(get_kind("cache"), RecordingSpec, generator_for("cache"), examples=100, steps=STEPS,
+                               seed=seed, call_timeout=None)
     assert report.ok and calls
     return calls
 
@@ -59,7 +68,7 @@ def test_the_local_constants_come_back_after_the_block() -> None:
 
 
 def test_the_private_names_seeded_draws_relies_on_still_exist() -> None:
-    """No public Hypothesis API turns local constants off (cacheproof/check/sequential/draws.py); this
+    """No public Hypothesis API turns local constants off (cacheproof/check/seeded_draws.py); this
     fails when a Hypothesis release renames what seeded_draws() replaces."""
     from hypothesis.internal.conjecture import providers
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import cacheproof.impl.lru_entries as lru_entries
-from cacheproof.check.sequential.run import run_check
+from model_tests.cache_checks import check_cache
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec.cache import rules
 from cacheproof.spec import (
@@ -414,11 +414,11 @@ def test_a_bug_in_a_spec_rule_is_a_divergence_not_a_shared_bug(rule: str, monkey
     keeps it from importing the spec's rules, steps and transitions): with one rule of the spec
     broken, the checker finds the real cache disagreeing with the spec, where the spec checked
     against itself (the common mode of a shared rule) finds nothing."""
-    assert run_check(cpu_cache, examples=100, seed=0).ok  # the real rules: they agree
+    assert check_cache(cpu_cache, examples=100, seed=0).ok  # the real rules: they agree
     buggy, _ = RULE_BUGS[rule]
     monkeypatch.setattr(rules, rule, buggy)
-    assert run_check(CacheSpec, examples=100, seed=0).ok  # a bug both sides share is invisible
-    report = run_check(cpu_cache, examples=100, seed=0)
+    assert check_cache(CacheSpec, examples=100, seed=0).ok  # a bug both sides share is invisible
+    report = check_cache(cpu_cache, examples=100, seed=0)
     assert not report.ok
     assert report.counterexample is not None and report.counterexample.calls
 

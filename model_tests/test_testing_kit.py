@@ -146,7 +146,7 @@ def test_pytest_shows_the_snippet_and_the_divergence_only(tmp_path):
     assert "Falsifying example" not in out and "Failing test case" not in out, out
     assert "from model_tests.broken_caches import GetTakesReference as factory" in out
     assert "# <- diverges here" in out
-    assert "model_tests.broken_caches:GetTakesReference diverges from the spec" in out
+    assert "model_tests.broken_caches:GetTakesReference diverges from the cache spec" in out
     assert "TestGetTakesReference" in out
     assert len(lines) < 45, out  # the session header, the divergence and the snippet (one assertion per difference)
 

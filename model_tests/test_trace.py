@@ -7,7 +7,6 @@ import json
 import pytest
 
 from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.check.sequential.run import run_check
 from cacheproof.trace.format import (
     SOME_VALUE,
     DivergentOutcome,
@@ -22,6 +21,7 @@ from cacheproof.trace.format import (
     write_counterexample_trace,
 )
 from model_tests.broken_caches import GetDoesNotPromote
+from model_tests.cache_checks import check_cache
 
 CALLS = [
     Call("acquire", (0, 4), {"retain": False}),
@@ -96,12 +96,12 @@ def test_unreadable_file(tmp_path):
 
 
 def test_counterexample_trace_holds_the_spec_outcomes(tmp_path):
-    report = run_check(GetDoesNotPromote, examples=200, seed=0)
+    report = check_cache(GetDoesNotPromote, examples=200, seed=0)
     assert report.counterexample is not None
     path = tmp_path / "counterexample.jsonl"
     write_counterexample_trace(path, report.counterexample)
     trace = read_trace(path)
-    assert trace.size == report.counterexample.capacity_bytes
+    assert trace.size == report.counterexample.size
     assert [t.call for t in trace.calls] == list(report.counterexample.calls)
     assert trace.calls[-1].call.op == "get"  # GetDoesNotPromote diverges on a get
     assert isinstance(trace.calls[-1].result, ValueRecipe)

@@ -8,6 +8,9 @@ duel results and docs/mutation-duel.md's summary are read against these fixtures
 
     python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...] [--tests-as "COMMAND"]
 
+REPORT may be a committed fixture itself (its source path is compared in the fixture's form), so
+a later rerun is merged into what is committed.
+
 `--rerun`: a later `cacheproof mutate --mutants ...` report of the same module (after a gap was
 closed in the adapter or the spec, only the mutants it could change rerun): each of its mutants
 replaces that mutant's cacheproof side, and the categories and counts are recomputed by the
@@ -34,17 +37,32 @@ def _category(mutant: dict) -> str:
     return TESTS_ONLY if tests else NEITHER
 
 
+def _package_file(report: dict) -> str:
+    """The report's source file from its top package on (`portable`'s form, which a committed
+    fixture already has): the same for a report and its rerun made on other machines."""
+    path = str(report.get("source_path", "")).replace("\\", "/")
+    tail = str(report.get("module", "")).replace(".", "/")
+    for ending in (tail + ".py", tail + "/__init__.py"):
+        if path == ending or path.endswith("/" + ending):
+            return ending
+    return path
+
+
 def merged(report: dict, rerun: dict) -> dict:
-    """`report` with the sides `rerun` ran for its mutants put in; ValueError naming the mismatch
-    when `rerun` is of another module or source, or names a mutant `report` did not run."""
-    for field in ("module", "source_path", "mutants_generated"):
-        if rerun.get(field) != report.get(field):
-            raise ValueError(f"the rerun's {field} is {rerun.get(field)!r}, the report's {report.get(field)!r}")
+    """`report` (a duel's report, or its committed fixture) with the sides `rerun` ran for its
+    mutants put in; ValueError naming the mismatch when `rerun` is of another module or source,
+    or names a mutant `report` did not run or one whose diff is not the report's."""
+    for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
+                         ("mutants_generated", lambda r: r.get("mutants_generated"))):
+        if value(rerun) != value(report):
+            raise ValueError(f"the rerun's {field} is {value(rerun)!r}, the report's {value(report)!r}")
     by_number = {mutant["number"]: mutant for mutant in report["mutants"]}
     for again in rerun["mutants"]:
         mutant = by_number.get(again["number"])
         if mutant is None:
             raise ValueError(f"the rerun's mutant #{again['number']} is not among the report's")
+        if "diff" in again and "diff" in mutant and again["diff"] != mutant["diff"]:
+            raise ValueError(f"the rerun's mutant #{again['number']} changes other lines than the report's")
         mutant["cacheproof"] = again["cacheproof"]
         if again.get("tests"):
             mutant["tests"] = again["tests"]

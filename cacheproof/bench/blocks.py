@@ -11,11 +11,10 @@ benchmark runs: it needs torch, and the flags here are read without it.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 
 DEFAULT_SIZES = "8x64,64x512,256x2048,1024x4096"
@@ -28,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reference-repeats", metavar="N", type=positive_integer, default=3, help="timed repeats of the slow reference and loops"
     )
     parser.add_argument("--sizes", metavar="RxB,...", type=_sizes, default=DEFAULT_SIZES, help="comma-separated REQUESTSxMAX_BLOCKS")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument(
         "--torch-threads", metavar="N",
         type=positive_integer,
@@ -97,9 +96,7 @@ def _print(report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure everything once (block_paths, which needs torch), print the tables, optionally write JSON."""
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench blocks: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench blocks", {"--json": args.json}):
         return 2
     from cacheproof.bench.block_paths import measure
 

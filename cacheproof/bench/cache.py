@@ -1,12 +1,13 @@
 """`cacheproof bench cache`: checker steps per second, side by side in one run, on the same seed.
 
-For the spec and for TensorLRUCache: the bare state machine (no guard: the checker before the
-call timeout existed), the default run (every call guarded, see docs/robustness.md), and
-`--isolate` (the cache in a child process). Ratios are to the bare machine on the spec.
+For the spec and for TensorLRUCache, the checker of every kind (`check.programs.run_program_check`)
+on the tensor cache's kind: bare (no call timeout, so no guard: the checker before the call
+timeout existed), the default run (every call guarded, see docs/robustness.md), and `--isolate`
+(the cache in a child process). Ratios are to the bare checker on the same cache.
 
-Then steps/s per scope (docs/scope.md), side by side: the bare machine on the spec and on
+Then steps/s per scope (docs/scope.md), side by side: the bare checker on the spec and on
 TensorLRUCache on the meta device, in the small, wide and long scopes (the long scope's examples
-are a tenth of --examples: each is a life of hundreds of calls). `--scopes-only` measures only that.
+are a tenth of --examples: each is a life of `LONG_CALLS` calls). `--scopes-only` measures only that.
 
 Then the cache itself against the floor (`--ops-only` measures only that): TensorLRUCache and
 `PlainTensorLRU`, a plain OrderedDict + threading.Lock LRU of tensors with a byte capacity, on
@@ -19,8 +20,6 @@ TensorLRUCache's time per call over the plain LRU's; the targets are 1.5x for pu
 
 from __future__ import annotations
 
-import hypothesis
-
 import argparse
 import sys
 import threading
@@ -29,29 +28,28 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from hypothesis.reporting import with_reporter
-from hypothesis.stateful import run_state_machine_as_test
-
-from cacheproof.cmdline.flag_types import any_integer, positive_integer
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.cache_calls import LONG, LONG_CALLS, SMALL, WIDE
+from cacheproof.check.programs.generators import generator_for
+from cacheproof.check.programs.run import run_program_check
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
-from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, check_settings, run_check
 from cacheproof.cmdline.progress import summary_table
-from cacheproof.check.sequential.scope import LONG, SMALL, WIDE, Phase
-from cacheproof.spec.kinds import new_spec
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, new_spec
 
 
 TARGETS = {"the spec": 3000, "TensorLRUCache (cpu)": 500}
 CACHES = {"the spec": "cacheproof.spec.kinds:new_spec", "TensorLRUCache (cpu)": "cacheproof.bench.cache:tensor_cache_on_cpu"}
-MODES = ("bare machine", "guarded", "isolated")
+MODES = ("bare", "guarded", "isolated")
+STEPS = 100
+"""Calls per program of the small and wide scopes (as `check --thorough`'s)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", metavar="N", type=positive_integer, default=100, help="examples per cache and mode (default 100)")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the figures as JSON")
     parser.add_argument("--quiet", help="print only the last line (use with --json)", action="store_true")
     parser.add_argument("--scopes-only", action="store_true", help="measure only steps/s per scope")
@@ -79,39 +77,29 @@ def tensor_cache_on_meta(capacity_bytes: int):
     return TensorLRUCache(capacity_bytes, device="meta")
 
 
-def bare_machine(
-    factory: Callable[[int], Any], examples: int, seed: int, phase: Phase | None = None
-) -> tuple[bool, int, float]:
-    """The state machine alone, no guard and no supervision: (ok, steps, seconds). `phase`: the scope
-    and steps (default: the small scope, DEFAULT_STEPS_PER_EXAMPLE steps); `examples` are its examples."""
-    phase = phase or Phase(SMALL, examples, DEFAULT_STEPS_PER_EXAMPLE)
-    tally = Tally()
-    machine = machine_for(factory, tally, scope=phase.scope)
-    machine = hypothesis.seed(seed)(machine)
-    started = time.perf_counter()
-    ok = True
-    try:
-        with with_reporter(lambda message: None), seeded_draws():
-            run_state_machine_as_test(machine, settings=check_settings(examples, phase.steps, phase.shrink))
-    except AssertionError:
-        ok = False
-    return ok, tally.steps, time.perf_counter() - started
+def checker_run(factory: Callable[[int], Any], examples: int, seed: int, phase: Phase | None = None,
+                mode: str = "bare", impl: str = "factory") -> tuple[bool, int, float]:
+    """(ok, steps, seconds) of the tensor cache's check of `factory` in `mode`: "bare" (no call
+    timeout, so no guard and no supervision), "guarded" (the default call timeout) or "isolated" (the
+    cache built from `impl` in a child process). `phase`: the scope and steps (default: the small
+    scope, STEPS calls); `examples` are its examples."""
+    phase = phase or Phase(SMALL, examples, STEPS)
+    guard = {"call_timeout": None} if mode == "bare" else {}
+    report = run_program_check(
+        get_kind(DEFAULT_KIND), factory, generator_for(DEFAULT_KIND, phase.scope), examples=examples, steps=phase.steps,
+        seed=seed, seeded=not phase.shrink, isolate=mode == "isolated", impl=impl, **guard,
+    )
+    return report.ok, report.steps, report.seconds
 
 
 def _measure(name: str, mode: str, examples: int, seed: int) -> dict:
     factory = new_spec if name == "the spec" else tensor_cache_on_cpu
-    if mode == "bare machine":
-        ok, steps, seconds = bare_machine(factory, examples, seed)
-    else:
-        report = run_check(factory, examples=examples, seed=seed, impl=CACHES[name], isolate=mode == "isolated")
-        ok, steps, seconds = report.ok, report.steps, report.seconds
+    ok, steps, seconds = checker_run(factory, examples, seed, mode=mode, impl=CACHES[name])
     return {"ok": ok, "steps": steps, "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds, 1)}
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench cache: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench cache", {"--json": args.json}):
         return 2
     if args.scopes_only:
         return _run_scopes(args)
@@ -126,13 +114,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"cacheproof bench cache: {abort.message}", file=sys.stderr)
         return 2
     for name, by_mode in figures.items():
-        bare = by_mode["bare machine"]["steps_per_second"]
+        bare = by_mode["bare"]["steps_per_second"]
         for figure in by_mode.values():
             figure["ratio_to_bare"] = round(figure["steps_per_second"] / bare, 3)
         by_mode["target_steps_per_second"] = TARGETS[name]
     if not args.quiet:
         summary_table(
-            "checker throughput (same seed, same call sequences): steps/s, ratio to the bare machine",
+            "checker throughput (same seed, same call sequences): steps/s, ratio to the bare checker",
             {
                 f"{name} ({mode})": f"{f['steps_per_second']:.0f} steps/s  ({f['ratio_to_bare']:.2f}x bare, "
                 f"{f['steps']} steps, ok={f['ok']})"
@@ -143,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         )
     print("; ".join(
         f"{name}: guarded {by_mode['guarded']['ratio_to_bare']:.2f}x, isolated {by_mode['isolated']['ratio_to_bare']:.2f}x "
-        "the bare machine's steps/s"
+        "the bare checker's steps/s"
         for name, by_mode in figures.items()
     ))
     scoped = _scope_figures(args)
@@ -160,27 +148,27 @@ def run(args: argparse.Namespace) -> int:
 def scope_phases(examples: int) -> tuple[Phase, ...]:
     """The phases of the per-scope figures: `examples` small and wide examples, a tenth as many lives."""
     return (
-        Phase(SMALL, examples, DEFAULT_STEPS_PER_EXAMPLE),
-        Phase(WIDE, examples, DEFAULT_STEPS_PER_EXAMPLE, shrink=False),
-        Phase(LONG, max(1, examples // 10), 30, shrink=False),
+        Phase(SMALL, examples, STEPS),
+        Phase(WIDE, examples, STEPS, shrink=False),
+        Phase(LONG, max(1, examples // 10), LONG_CALLS, shrink=False),
     )
 
 
 def _scope_figures(args: argparse.Namespace) -> dict:
-    """Bare-machine steps/s per cache and scope, printed side by side (ratios to the spec's small scope)."""
+    """Bare checker steps/s per cache and scope, printed side by side (ratios to the spec's small scope)."""
     factories = {"the spec": new_spec, "TensorLRUCache (meta)": tensor_cache_on_meta}
     figures: dict = {}
     for name, factory in factories.items():
         figures[name] = {}
         for phase in scope_phases(args.examples):
-            ok, steps, seconds = bare_machine(factory, phase.examples, args.seed, phase)
+            ok, steps, seconds = checker_run(factory, phase.examples, args.seed, phase)
             figures[name][phase.scope.name] = {
                 "ok": ok, "steps": steps, "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds, 1),
             }
     base = figures["the spec"]["small"]["steps_per_second"]
     if not args.quiet:
         summary_table(
-            "checker throughput per scope (bare machine, same seed): steps/s, ratio to the spec small",
+            "checker throughput per scope (bare checker, same seed): steps/s, ratio to the spec small",
             {
                 f"{name} ({scope})": f"{f['steps_per_second']:.0f} steps/s  ({f['steps_per_second'] / base:.2f}x, "
                 f"{f['steps']} steps, ok={f['ok']})"

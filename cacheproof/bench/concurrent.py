@@ -25,7 +25,7 @@ from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import SHRINK_SECONDS, run_concurrent_check
 from cacheproof.spec.kinds import get_kind
 from cacheproof.cmdline.flag_types import any_integer, non_negative_seconds, positive_integer
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
@@ -128,9 +128,7 @@ def lock_contention(make_cache, *, producers: int, commits: int, nbytes: int) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench concurrent: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench concurrent", {"--json": args.json}):
         return 2
     racy = _racy_module()
     correct = {"TensorLRUCache (cpu)": _tensor_cache}

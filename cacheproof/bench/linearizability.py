@@ -25,7 +25,7 @@ from cacheproof.check.concurrent.linearizability import DEFAULT_SEARCH_SECONDS, 
 from cacheproof.check.concurrent.scenarios import Scenario
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.cmdline.flag_types import any_integer, positive_integer, positive_seconds
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.contract.keys import SMALL_KEYS
@@ -165,9 +165,7 @@ def _as_line(row: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench: {problem}")
+    if refuse_unwritable("bench linearizability", {"--json": args.json}):
         return 2
     rows = [measure(threads, calls, args.overlap, args.budget, args.seed, cache)
             for threads, calls in args.sizes for cache in CACHES]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer, torch_device
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.trace.monitor import monitor
 from cacheproof.cmdline.progress import summary_table
@@ -106,15 +106,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-every", metavar="N", type=positive_integer, default=None,
                         help="also time the monitor comparing stats/snapshot every N calls")
     parser.add_argument("--device", metavar="DEVICE", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the ratio line")
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench monitor: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench monitor", {"--json": args.json}):
         return 2
     try:
         from cacheproof.impl import TensorLRUCache

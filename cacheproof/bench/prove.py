@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 from cacheproof.cmdline.flag_types import positive_integer
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.spec.cache.profiles import PROFILES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
@@ -49,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from cacheproof.prove.cache import aggregate_model, entry_model, liveness  # z3 is loaded only to prove
     from cacheproof.prove.command import prove_all
 
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench prove: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench prove", {"--json": args.json}):
         return 2
     _print(args, f"{'model':<28} {'obligations':>11} {'solver s':>9} {'wall s':>8} {'cpu s':>8}  verdict")
     rows = [_timed("aggregate + liveness", lambda: aggregate_model.prove() + liveness.prove())]

@@ -11,8 +11,7 @@ the kind's built-in implementation.
   checker costs beyond it is Hypothesis's.
 - The checker is `run_program_check` on the same pair, Hypothesis drawing and counting the programs.
 
-The tensor cache's state machine (`check.sequential`: its bare loop and `run_check`) is measured
-beside, for reference. A ratio is the checker's rate over a loop's (1.0: no cost beyond the loop).
+A ratio is the checker's rate over a loop's (1.0: no cost beyond the loop).
 Rates are steps per second of this process's CPU time (`time.process_time`, every thread of it): on
 a shared machine the wall clock also counts the other jobs' turns, and the ratios moved by half
 between runs.
@@ -32,11 +31,6 @@ from cacheproof.check.programs.draws import swarm
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramSetup, run_program
 from cacheproof.check.programs.run import DEFAULT_STEPS, run_program_check
-from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.check.sequential.programs import Plan, program_operations
-from cacheproof.check.sequential.programs import run_program as run_machine_program
-from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE, run_check
-from cacheproof.check.sequential.scope import SMALL
 from cacheproof.cmdline.flag_types import any_integer, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
@@ -127,27 +121,6 @@ def checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: 
     return report.steps, time.process_time() - started
 
 
-def machine_bare_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
-    """The tensor cache's state machine step (`check.sequential`) on programs of its own generator,
-    picked by a `random.Random(seed)`, no Hypothesis."""
-    tally = Tally()
-    machine = machine_for(factory, tally)
-    operations = program_operations(machine)
-    rng = random.Random(seed)
-    started = time.process_time()
-    for _ in range(examples):
-        capacity = rng.randint(1, 8 if rng.random() < 0.5 else 64)  # the small scope's capacities
-        run_machine_program(machine(), capacity, SMALL.key_pool, Plan(operations, SMALL.max_keys), rng,
-                            DEFAULT_STEPS_PER_EXAMPLE)
-    return tally.steps, time.process_time() - started
-
-
-def machine_checker(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
-    started = time.process_time()
-    report = run_check(factory, examples=examples, seed=seed, call_timeout=None)
-    return report.steps, time.process_time() - started
-
-
 PAIRS: dict[str, tuple[str, Callable[[int], Any]]] = {
     "cache: spec vs spec": ("cache", new_spec),
     "cache: spec vs TensorLRUCache (meta)": ("cache", _built_in_cache),
@@ -157,10 +130,6 @@ PAIRS: dict[str, tuple[str, Callable[[int], Any]]] = {
     "radix: spec vs TorchRadixCache": ("radix", _built_in_radix),
 }
 """Each measured pair: its kind and the implementation's factory."""
-
-MACHINE_PAIRS = ("cache: spec vs spec", "cache: spec vs TensorLRUCache (meta)")
-"""The pairs the tensor cache's state machine is measured on too, for reference."""
-
 
 REPORTED_CACHES = tuple(f"model_tests.broken_caches:{name}" for name in (
     "AcquireIgnoresConflicts", "ClearDropsBusyEntries", "CommitEvictsBeforeSizeCheck", "EvictsNewestFirst",
@@ -176,18 +145,20 @@ REPORT_TARGET_SECONDS = 2.0
 
 def report_times(impls: tuple[str, ...], seed: int) -> dict[str, dict]:
     """For each cache: seconds to the first failing example, to the first shrunk counterexample, the
-    gap between them and the counterexample's length (`run_check`, one divergence)."""
+    gap between them and the counterexample's length (`run_program_check` of the tensor cache's
+    kind, one divergence)."""
     from cacheproof.sandbox.factories import load_factory
 
     figures = {}
+    kind = get_kind("cache")
     for impl in impls:
-        report = run_check(load_factory(impl), seed=seed, impl=impl, max_divergences=1)
+        report = run_program_check(kind, load_factory(impl), generator_for(kind.name), seed=seed, impl=impl)
         if report.ok:
             figures[impl] = {"found": False}
             continue
-        figures[impl] = {"found": True, "first_failure_seconds": round(report.first_failure_seconds, 3),
+        figures[impl] = {"found": True, "first_failure_seconds": round(report.seconds_to_failure, 3),
                          "first_report_seconds": round(report.first_report_seconds, 3),
-                         "gap_seconds": round(report.first_report_seconds - report.first_failure_seconds, 3),
+                         "gap_seconds": round(report.first_report_seconds - report.seconds_to_failure, 3),
                          "calls": len(report.counterexample.calls)}
     return figures
 
@@ -205,24 +176,17 @@ def best_rates(measures: dict[str, Measure], kind_name: str, factory: Callable, 
 
 
 LOOPS: dict[str, Measure] = {"minimal_loop": minimal_loop, "bare_loop": bare_loop, "checker": checker}
-MACHINE_LOOPS: dict[str, Measure] = {"minimal_loop": minimal_loop, "bare_loop": machine_bare_loop,
-                                     "checker": machine_checker}
 
 
 def throughput(examples: int, seed: int, repeats: int) -> dict[str, dict]:
     """Steps/s of each pair's minimal loop, bare loop and checker (`best_rates`) and the checker's
-    ratios to the two loops; on `MACHINE_PAIRS` the state machine's bare loop and checker beside
-    (`state_machine`, its minimal loop measured with them)."""
+    ratios to the two loops."""
     figures = {}
     for name, (kind_name, factory) in PAIRS.items():
         rates = best_rates(LOOPS, kind_name, factory, examples, seed, repeats)
         row: dict[str, Any] = {f"{label}_steps_per_second": rate for label, rate in rates.items()}
         row["minimal_ratio"] = round(rates["checker"] / rates["minimal_loop"], 3)
         row["bare_ratio"] = round(rates["checker"] / rates["bare_loop"], 3)
-        if name in MACHINE_PAIRS:
-            machine = best_rates(MACHINE_LOOPS, kind_name, factory, examples, seed, repeats)
-            row["state_machine"] = {f"{label}_steps_per_second": rate for label, rate in machine.items()}
-            row["state_machine"]["minimal_ratio"] = round(machine["checker"] / machine["minimal_loop"], 3)
         figures[name] = row
     return figures
 
@@ -239,13 +203,6 @@ def run(args: argparse.Namespace) -> int:
         {name: f"checker {f['checker_steps_per_second']}  minimal {f['minimal_loop_steps_per_second']}  "
                f"bare {f['bare_loop_steps_per_second']}  minimal-loop ratio {f['minimal_ratio']:.2f}  "
                f"bare-loop ratio {f['bare_ratio']:.2f}" for name, f in figures.items()},
-    )
-    summary_table(
-        "for reference, the tensor cache's state machine (check.sequential): steps/s",
-        {name: f"checker {f['state_machine']['checker_steps_per_second']}  "
-               f"bare {f['state_machine']['bare_loop_steps_per_second']}  "
-               f"minimal-loop ratio {f['state_machine']['minimal_ratio']:.2f}"
-         for name, f in figures.items() if "state_machine" in f},
     )
     reports = report_times(tuple(args.impl or REPORTED_CACHES), args.seed)
     summary_table(

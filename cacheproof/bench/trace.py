@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.cmdline.flag_types import any_integer, positive_integer, torch_device
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer, torch_device
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.record import spec_trace
 from cacheproof.cmdline.progress import summary_table
@@ -174,15 +173,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lengths", metavar="N", type=positive_integer, nargs="+", default=list(DEFAULT_LENGTHS),
                         help="trace lengths in calls (default 1000 10000 100000 1000000)")
     parser.add_argument("--device", metavar="DEVICE", type=torch_device, default="cpu", help="TensorLRUCache device (default cpu)")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench trace: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench trace", {"--json": args.json}):
         return 2
     with tempfile.TemporaryDirectory() as folder:
         rows = [measure(calls, args.seed, args.device, Path(folder)) for calls in sorted(args.lengths)]

@@ -1,9 +1,10 @@
 """`cacheproof bench workers`: time to the first bug at 1 and at N workers, side by side in one run.
 
 For each broken cache (`--impl`, repeatable; default: a few of model_tests/broken_caches.py, so
-the default runs from a clone of cacheproof) and each of `--seeds` seeds: `cacheproof check` as
-one process (`--workers 1`: in this process) and as `--workers N` (N processes, `--examples`
-divided among them), each stopping at its first counterexample; `--thorough` checks as
+the default runs from a clone of cacheproof) and each of `--seeds` seeds: the tensor cache's check
+(`run_program_phases`, the checker of every kind) as one process (`--workers 1`: in this process)
+and as `--workers N` (`run_program_workers`: N processes, `--examples` divided among them), each
+stopping at its first counterexample; `--thorough` checks as
 `check --thorough` does, by default on broken caches only the wide and long scopes find, whose
 searches take seconds where the default caches' take fractions of one. Two times are measured: to the
 failure (the end of the first failing example, before shrinking) and to the report (the
@@ -21,15 +22,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cacheproof.check.sequential.run import CheckOptions, CheckReport, run_check
-from cacheproof.check.sequential.scope import THOROUGH
-from cacheproof.check.sequential.workers import run_workers
+from cacheproof.check.phases import Phase
+from cacheproof.check.programs.cache_calls import SMALL, THOROUGH
+from cacheproof.check.programs.run import DEFAULT_STEPS, ProgramOptions, ProgramReport, run_program_phases
+from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.cmdline.flag_types import any_integer, integer_at_least, positive_integer
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.progress import summary_table
 from cacheproof.cmdline.reports import write_report
 from cacheproof.contract.faults import UsageAbort
-from cacheproof.sandbox.factories import FactoryError, load_factory
+from cacheproof.contract.values import REAL_VALUE_CAPACITY
+from cacheproof.sandbox.factories import FactoryError, capacity_cap_of, load_factory
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 
 DEFAULT_IMPLS = tuple(f"model_tests.broken_caches:{name}" for name in (
     "CommitEvictsBeforeSizeCheck", "EvictsPinnedEntries", "ReleaseOfIdleIsNoop", "RepinsWithoutFitCheck",
@@ -58,9 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof bench workers: {problem}", file=sys.stderr)
+    if refuse_unwritable("bench workers", {"--json": args.json}):
         return 2
     impls = tuple(args.impl or (THOROUGH_IMPLS if args.thorough else DEFAULT_IMPLS))
     try:
@@ -91,17 +93,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _figures(factory, impl: str, args: argparse.Namespace) -> dict:
     """The medians over the seeds of one cache, at 1 worker and at args.workers."""
-    runs: dict[str, list[CheckReport]] = {"one": [], "many": []}
+    runs: dict[str, list[ProgramReport]] = {"one": [], "many": []}
+    kind, phases = get_kind(DEFAULT_KIND), checked_phases(factory, args)
     for seed in range(args.seed, args.seed + args.seeds):
-        options = CheckOptions(examples=args.examples, seed=seed, impl=impl, max_divergences=1,
-                               phases=THOROUGH if args.thorough else None)
+        options = ProgramOptions(seed=seed, impl=impl)
         started = time.perf_counter()
-        runs["one"].append(_timed(run_check(factory, options), started))
+        runs["one"].append(_timed(run_program_phases(kind, factory, phases, options), started))
         started = time.perf_counter()
-        runs["many"].append(_timed(run_workers(options, args.workers), started))
+        runs["many"].append(_timed(run_program_workers(kind, phases, options, args.workers), started))
     figure: dict = {"found": all(not report.ok for reports in runs.values() for report in reports)}
     for name, reports in runs.items():
-        figure[f"{name}_to_failure_seconds"] = _median([report.first_failure_seconds for report in reports])
+        figure[f"{name}_to_failure_seconds"] = _median([report.seconds_to_failure for report in reports])
         figure[f"{name}_to_report_seconds"] = _median([report.seconds for report in reports])
         figure[f"{name}_examples_to_failure"] = _median([report.first_failure_example for report in reports])
     for measure in ("to_failure", "to_report"):
@@ -110,7 +112,17 @@ def _figures(factory, impl: str, args: argparse.Namespace) -> dict:
     return figure
 
 
-def _timed(report: CheckReport, started: float) -> CheckReport:
+def checked_phases(factory, args: argparse.Namespace) -> tuple[Phase, ...]:
+    """The phases each check runs: `THOROUGH` with `--thorough` (capacities capped as `check
+    --thorough` caps them for a cache whose values hold memory), else `--examples` programs of the
+    small scope."""
+    if not args.thorough:
+        return (Phase(SMALL, args.examples, DEFAULT_STEPS),)
+    cap = capacity_cap_of(factory, REAL_VALUE_CAPACITY)
+    return tuple(replace(phase, scope=phase.scope.capped(cap)) for phase in THOROUGH)
+
+
+def _timed(report: ProgramReport, started: float) -> ProgramReport:
     """`report`, its `seconds` the wall time from `started` (a worker run's includes starting the processes)."""
     return replace(report, seconds=time.perf_counter() - started)
 

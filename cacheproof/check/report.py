@@ -16,7 +16,6 @@ from typing import Any, Sequence
 
 from cacheproof.check.concurrent.run import ConcurrentCounterexample
 from cacheproof.check.programs.program import ProgramCounterexample
-from cacheproof.check.sequential.run import Counterexample
 from cacheproof.contract.calls import Call, to_json
 from cacheproof.contract.explaining.broken import named as named_broken, split as split_broken
 from cacheproof.contract.explaining.steps import Explanation
@@ -117,24 +116,15 @@ def ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def sequential_divergence(example: Counterexample, snippet: str) -> dict[str, Any]:
-    """A tensor cache's counterexample (`check`), with its snippet."""
-    return _divergence(
-        example.kind, example.message, example.capacity_bytes, example.calls, example.ending,
-        [difference.text for difference in example.differences], list(example.why),
-        None if example.state_diff is None else example.state_diff.to_json(), snippet,
-    )
-
-
 def program_divergence(example: ProgramCounterexample, snippet: str, explanation: Explanation | None = None) -> dict[str, Any]:
     """Another kind's counterexample (`check --spec KIND`), with its snippet; the differences and
     the state diff (the views that differ after the call; none: only the outcome does) hold the
     values whole, `why` the `explanation` in words (each difference with what it concerns, then
     why). A hang or a crash has no kind, no differences and no state diff (as the tensor cache's)."""
     if example.fault is not None:
-        return _divergence(None, example.message, example.size, example.calls, example.ending, [], [], None, snippet)
+        return divergence_fields(None, example.message, example.size, example.calls, example.ending, [], [], None, snippet)
     difference = example.difference
-    return _divergence(
+    return divergence_fields(
         program_kind(difference), example.message, example.size, example.calls, "diverges here",
         program_differences(difference), [] if explanation is None else list(explanation.lines()),
         difference.view_diff(), snippet,
@@ -144,7 +134,7 @@ def program_divergence(example: ProgramCounterexample, snippet: str, explanation
 def concurrent_divergence(example: ConcurrentCounterexample, kind: SpecKind, impl: str) -> dict[str, Any]:
     """A concurrent counterexample of any kind (`check --threads`), with its script."""
     scenario = example.scenario
-    return _divergence(
+    return divergence_fields(
         NOT_LINEARIZABLE, example.reason, scenario.size, _scenario_calls(scenario.prefix, scenario.threads),
         "is not linearizable", [example.reason], [], None, example.to_python(kind, impl),
         scenario=scenario.to_json(), history=example.history.lines(), recorded_history=example.history.to_json(),
@@ -188,10 +178,12 @@ def program_differences(difference: StepDifference) -> list[str]:
     return lines
 
 
-def _divergence(
+def divergence_fields(
     kind: str | None, message: str, size: int, calls: Sequence[Call], ending: str, differences: list[str],
     why: list[str], state_diff: dict | None, snippet: str | None, **more: Any,
 ) -> dict[str, Any]:
+    """One `divergence` of the report (report-v1.json): its fields as given, the calls as JSON, and
+    the invariants the implementation's own state breaks read out of `why` (`broken_invariants`)."""
     return {
         "kind": kind, "message": message, "size": size, "calls": [to_json(call) for call in calls],
         "ending": ending, "broken_invariants": named_broken(why), "differences": differences, "why": why,

@@ -76,3 +76,8 @@ def torch_device(text: str) -> str:
         reason = " ".join(str(error).split()).split(". ")[0]
         raise argparse.ArgumentTypeError(f"must be a torch device this machine has, got {text!r} ({reason})") from None
     return text
+
+
+def add_seed_flag(parser: argparse.ArgumentParser) -> None:
+    """`--seed N`, as every benchmark takes it: the same seed, the same run (default 0)."""
+    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)

@@ -9,6 +9,7 @@ never leaves half a report.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Mapping
@@ -46,6 +47,15 @@ def first_problem(paths: Mapping[str, str | os.PathLike | None]) -> str | None:
         if problem is not None:
             return f"{flag}: {problem}"
     return None
+
+
+def refuse_unwritable(command: str, paths: Mapping[str, str | os.PathLike | None]) -> bool:
+    """Whether `first_problem(paths)` finds a path that cannot be written; if so, it is printed to
+    stderr as "cacheproof COMMAND: FLAG: problem", and the caller exits 2 before any work."""
+    problem = first_problem(paths)
+    if problem is not None:
+        print(f"cacheproof {command}: {problem}", file=sys.stderr)
+    return problem is not None
 
 
 def check_output_path(path: str | os.PathLike, what: str = "output path") -> None:

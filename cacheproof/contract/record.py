@@ -202,8 +202,9 @@ def spec_trace(
 
 
 def write_counterexample_trace(path: str | Path, counterexample: Any) -> None:
-    """Write a tensor cache checker counterexample (`capacity_bytes`, `calls`) as a trace of the spec's outcomes."""
-    write_trace(path, spec_trace(counterexample.capacity_bytes, counterexample.calls))
+    """Write a tensor cache checker counterexample (`size`, the capacity in bytes, and `calls`: a
+    `check.programs.program.ProgramCounterexample`) as a trace of the spec's outcomes."""
+    write_trace(path, spec_trace(counterexample.size, counterexample.calls))
 
 
 # Writing ------------------------------------------------------------------------------------

@@ -84,9 +84,9 @@ def render(
         imports += ", values_equal"
     lines = [f"# {title}: {message}", imports]
     if any("comparable_snapshot(" in line for line in body):
-        lines.append("from cacheproof.contract.outcomes import comparable_snapshot, normalize_snapshot")
+        lines.append("from cacheproof.spec.cache.kind import comparable_snapshot, normalize_snapshot")
     elif any("normalize_snapshot(" in line for line in body):
-        lines.append("from cacheproof.contract.outcomes import normalize_snapshot")
+        lines.append("from cacheproof.spec.cache.kind import normalize_snapshot")
     lines += [f"from {module} import {factory} as factory", "", f"cache = factory({capacity_bytes})"]
     return "\n".join(lines + body) + "\n"
 

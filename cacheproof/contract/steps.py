@@ -173,7 +173,11 @@ def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, m
     """`target.view()`, or as `readers[view].read(target, model)` reads it (a kind's `view_readers`), or
     a text saying it is missing or failed (`FailedView`; a reader's question that raised,
     `spec.kind.LookupRaised`, is named as the reader asked it)."""
-    reader = readers.get(view)
+    return _answer(target, view, readers.get(view), model)
+
+
+def _answer(target: Any, view: str, reader: ViewReader | None, model: Any) -> Any:
+    """`view_of` with the view's reader (None: none) looked up."""
     method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
     if method is None or not callable(method):
         return missing_view(view)
@@ -218,12 +222,16 @@ def differing_views(
         reader = readers.get(view)
         wanted = getattr(model, view)() if reader is None else reader.read(model, model)
         answer = seen[view]
-        if type(answer) is str and answer == missing_view(view) and (
-                reader is not None and reader.optional or not wanted and view != "snapshot"):
-            continue
-        if answer is not wanted and not _equal(wanted, answer):
+        if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
             differing.append((view, wanted, answer))
     return tuple(differing)
+
+
+def _excused(view: str, reader: ViewReader | None, wanted: Any, answer: Any) -> bool:
+    """Whether an implementation's `answer` that is not the spec's `wanted` is excused: the view is
+    missing and optional, or missing where the spec's answer is empty (`differing_views`)."""
+    return type(answer) is str and answer == missing_view(view) and (
+        reader is not None and reader.optional or not wanted and view != "snapshot")
 
 
 def differential_step(
@@ -244,10 +252,16 @@ def differential_step(
         actual = outcome_of(implementation, call, error_names)
     except UserCodeError as error:  # the implementation's make_value failed making the call's value
         return StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
-    answers = {view: view_of(implementation, view, readers, model) for view in views}
-    differing = differing_views(model, answers, views, readers)
+    differing, unread = (), ()
+    for view in views:  # `differing_views` of `view_of`'s answers, read and compared a view at a time
+        reader = readers.get(view)
+        answer = _answer(implementation, view, reader, model)
+        if type(answer) is str and answer == missing_view(view):
+            unread += (view,)
+        wanted = getattr(model, view)() if reader is None else reader.read(model, model)
+        if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
+            differing += ((view, wanted, answer),)
     if differing or not outcomes_agree(call.op, expected, actual):
-        unread = tuple(view for view, answer in answers.items() if type(answer) is str and answer == missing_view(view))
         return StepDifference(call, expected, actual, differing, unread=unread)
     return None
 

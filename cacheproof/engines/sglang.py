@@ -11,7 +11,10 @@ embedding and makes it newest, whatever the new one's size). Translations, call 
 0.5.23's names):
 - a contract key k <-> the combined hash `combine_hashes([k])` (the class's own static method),
   under which `set` stores and `get([k])` reads;
-- `put(k, v)` -> `set(hash, EmbeddingResult(embedding=tensor))`, its bool as it is;
+- `put(k, v)` -> `set(hash, EmbeddingResult(embedding=tensor))`, its bool as it is; a value of no
+  sizable type (a misuse: nothing to build an EmbeddingResult of) goes to `set` as it is, so SGLang's
+  own type check meets it, and the AssertionError of that check (`assert isinstance(embedding,
+  EmbeddingResult)`) is named the contract's InvalidArgumentError (argument_checks=value_type);
 - `get(k)` -> SGLang's two reads, call by call in turn: `get([k])` (the multi-item call site's read,
   odd calls) and `get_single(combine_hashes([k]))` (the single-item call site's read, even calls),
   its embedding or its None; both make the entry newest, so either one answers a contract `get`;
@@ -36,7 +39,7 @@ from typing import Any, Hashable
 
 from cacheproof.adapt import Atomic, as_tensor, engine_call, engine_member, make_tensor, module_names, require_members
 from cacheproof.adapt import snapshot_from_table
-from cacheproof.spec import CacheStats, EntryView
+from cacheproof.spec import CacheStats, EntryView, InvalidArgumentError
 from cacheproof.engines.sglang_radix import SglangRadixCache, radix_cache
 from cacheproof.spec.cache.values import value_size
 
@@ -101,7 +104,20 @@ class SglangMultiModalCache:
         with self._atomic:
             stored = self._hash(key)
             self._keys.setdefault(stored, key)
+            if value_size(value) is None:
+                return self._set_misused(key, stored, value)
             return engine_call(self.cache, "set", stored, self._result(embedding=as_tensor(value)))
+
+    def _set_misused(self, key: Hashable, stored: Any, value: Any) -> bool:
+        """`set` of a value that is no embedding, handed over as it is: the AssertionError of
+        SGLang's type check is the contract's InvalidArgumentError; anything else passes through."""
+        try:
+            return engine_call(self.cache, "set", stored, value)
+        except AssertionError as error:
+            raise InvalidArgumentError(
+                f"put({key!r}): SGLang's set refuses a {type(value).__name__}, not an EmbeddingResult "
+                f"(AssertionError{': ' + str(error) if str(error) else ''})"
+            ) from error
 
     def get(self, key: Hashable) -> Any:
         with self._atomic:

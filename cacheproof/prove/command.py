@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from cacheproof.cmdline.flag_types import integer_at_least, positive_integer
 from cacheproof.cmdline.kind_words import per_kind
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove import block_ids
 from cacheproof.prove.cache import aggregate_model
@@ -184,9 +184,7 @@ class TargetReport(NamedTuple):
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof prove: {problem}", file=sys.stderr)
+    if refuse_unwritable("prove", {"--json": args.json}):
         return 2
     if args.block_table:
         return block_ids.main(args.json, quiet=args.quiet)

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, NamedTuple
 
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.prove.induction import ProofResult
 from cacheproof.prove.report import PROVES, obligation, prove_body
@@ -103,9 +103,7 @@ class OptionProver(NamedTuple):
 def run_option_kind(args: argparse.Namespace, prover: OptionProver) -> int:
     """Prove every target the flags ask for; exit 0 when each is proved and refined, 1 otherwise,
     2 on a bad flag (printed in one line, nothing proved)."""
-    problem = first_problem({"--json": getattr(args, "json", None)})
-    if problem is not None:
-        print(f"cacheproof prove: {problem}", file=sys.stderr)
+    if refuse_unwritable("prove", {"--json": getattr(args, "json", None)}):
         return 2
     try:
         chosen = option_targets(args, prover.words, prover.profiles, prover.options, prover.contract)

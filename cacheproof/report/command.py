@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
+from cacheproof.cmdline.output_paths import OutputPathError, refuse_unwritable, write_atomically
 from cacheproof.report.inputs import ReportInput, ReportInputError, read_input
 from cacheproof.report.page import render_page
 from cacheproof.report.series import replay_series
@@ -58,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"cacheproof report: the input {str(args.input)!r} already ends in .html, so the page would "
                   "overwrite it; name the page with -o OUT.html (nothing was written)", file=sys.stderr)
             return 2
-    problem = first_problem({"--out": args.out})
-    if problem is not None:
-        print(f"cacheproof report: {problem}", file=sys.stderr)
+    if refuse_unwritable("report", {"--out": args.out}):
         return 2
     try:
         report = read_input(args.input)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
-from cacheproof.contract.outcomes import normalize_snapshot
+from cacheproof.spec.cache.kind import normalize_snapshot
 from cacheproof.contract.steps import StepOutcome, outcome_of
 from cacheproof.spec.kinds import get_kind
 

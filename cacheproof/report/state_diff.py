@@ -25,7 +25,7 @@ from cacheproof.contract.calls import to_python
 from cacheproof.contract.explain import snapshot_diff
 from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.explaining.steps import part_differences
-from cacheproof.contract.outcomes import STATS_FIELDS, normalize_snapshot
+from cacheproof.spec.cache.kind import STATS_FIELDS, normalize_snapshot
 from cacheproof.report.inputs import Case
 from cacheproof.report.series import Series, tupled
 from cacheproof.spec.kind import SpecKind

@@ -9,6 +9,7 @@ import threading
 from typing import Any, Callable
 
 from cacheproof.cmdline.interrupts import raise_swallowed_ctrl_c
+from cacheproof.contract.values import values_hold_memory
 from cacheproof.extras import MissingExtraError
 from cacheproof.spec.cache.operations import ALL_OPERATIONS, METHOD_OPERATIONS
 
@@ -62,6 +63,13 @@ PROBE_CAPACITY_BYTES = 64
 """The capacity of the cache built to check a factory before any example runs."""
 
 REQUIRED_METHODS = METHOD_OPERATIONS
+
+
+def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
+    """None when the values the checker makes for `factory`'s caches hold no memory (it has no
+    make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
+    capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
+    return cap if values_hold_memory(factory(PROBE_CAPACITY_BYTES)) else None
 
 
 def missing_operations(cache: Any) -> list[str]:

@@ -19,7 +19,6 @@ Ctrl-C: the worker is told to stop at its next call (`StopRequested`) and the in
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, TypeVar
 
@@ -28,6 +27,7 @@ from cacheproof.contract.calls import Call, to_python
 from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, CacheFault, StopRequested, UsageAbort, UserCodeError
 from cacheproof.contract.faults import one_line, user_traceback
+from cacheproof.sandbox import worker_threads
 from cacheproof.spec.cache.values import value_size
 
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -188,30 +188,19 @@ def nth_call(calls: int) -> str:
 
 
 def supervised(work: Callable[[], T], watch: Watch, describe_hang: Callable[[str, tuple], str] | None = None) -> T:
-    """Run `work()` in a daemon worker thread and return its result (or raise its exception).
+    """Run `work()` in a daemon worker thread (`worker_threads`: one kept from earlier work when
+    idle) and return its result (or raise its exception).
 
     When the user code running in the worker outlives `watch.timeout`, raise `CacheFault` (kind
     "hang") with `describe_hang(name, args)` (default: `hang_message` without the call), and abandon
     the worker; a hung factory is a `UsageAbort`. The user's Ctrl-C stops the worker at its next
     call and propagates as KeyboardInterrupt.
     """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["result"] = work()
-        except BaseException as error:  # handed to the main thread, which raises it
-            box["error"] = error
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=target, name="cacheproof-checker", daemon=True)
     watch.stop_requested = False
-    worker.start()
+    piece = worker_threads.start(work)
     poll = _POLL_SECONDS if watch.timeout is None else min(_POLL_SECONDS, watch.timeout / 4)
     try:
-        while not done.wait(poll):
+        while not piece.done.wait(poll):
             hung = watch.overdue()
             if hung is not None:
                 watch.stop_requested = True
@@ -222,11 +211,11 @@ def supervised(work: Callable[[], T], watch: Watch, describe_hang: Callable[[str
                 raise CacheFault(message, "hang")
     except KeyboardInterrupt:
         watch.stop_requested = True
-        done.wait(1.0)
+        piece.done.wait(1.0)
         raise
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    if piece.error is not None:
+        raise piece.error
+    return piece.result
 
 
 def hang_message(name: str, args: tuple, timeout: float | None, last_call: Call | None = None) -> str:

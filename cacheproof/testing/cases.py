@@ -1,8 +1,10 @@
 """Check a cache inside your own test suite: `TestMyCache = cache_test_case(MyCache)`.
 
-The returned `unittest.TestCase` runs cacheproof's state machine (the spec beside your cache) as a
-Hypothesis stateful test; pytest and unittest collect it like any other. Settings come from the
-Hypothesis profile active when the test runs (max_examples, derandomize, database, ...), so
+The returned `unittest.TestCase` runs the program checker of `cache_test` (the spec beside your
+cache, `cacheproof.testing.functions.kind_contract`) as a Hypothesis test, and fails with the shrunk
+counterexample: every difference, why, and a runnable snippet; pytest and unittest collect it like
+any other. Settings come from the Hypothesis profile active when the test runs (max_examples,
+derandomize, database, ...; `stateful_step_count` is the calls per program), so
 `--hypothesis-profile`, `settings.load_profile` and Hypothesis's automatic `ci` profile under CI
 all apply. If no profile was loaded (Hypothesis's "default" is active), cacheproof's own profile
 for this environment is used for these tests only (see `cacheproof.settings`). Set the class
@@ -26,72 +28,61 @@ import unittest
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.reporting import with_reporter
-from hypothesis.stateful import run_state_machine_as_test
 
 from cacheproof.check.concurrent.run import DEFAULT_RUNS, run_concurrent_check
 from cacheproof.check.programs.command import misuse_checked
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS, run_program_check
-from cacheproof.contract.outcomes import Divergence
-from cacheproof.check.sequential.draws import seeded_draws
-from cacheproof.check.sequential.machine import Tally, machine_for
-from cacheproof.check.sequential.run import DEFAULT_STEPS_PER_EXAMPLE
-from cacheproof.check.sequential.scope import SMALL, THOROUGH, Scope
+from cacheproof.check.programs.cache_calls import SMALL, THOROUGH, CacheScope
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
-from cacheproof.spec.cache.profiles import DEFAULT_PROFILE, check_operations, profile_named
+from cacheproof.spec.cache.profiles import DEFAULT_PROFILE
 from cacheproof.spec.cache.semantics import Semantics
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
-from cacheproof.testing.failures import explained
-from cacheproof.testing.functions import kind_failure_text, kind_profile
+from cacheproof.testing.functions import failure_is_reported, kind_contract, kind_failure_text, kind_profile
+from cacheproof.testing.plugin import key_by
 from cacheproof.testing.names import cache_name, callers_module, impl_name, unique_name
 
 
 def cache_test_case(
     factory: Callable[[int], Any],
     *,
-    steps: int = DEFAULT_STEPS_PER_EXAMPLE,
+    steps: int = DEFAULT_PROGRAM_STEPS,
     name: str | None = None,
     profile: str = DEFAULT_PROFILE,
     ops: Sequence[str] | None = None,
     semantics: Semantics | None = None,
 ) -> type[unittest.TestCase]:
-    """A TestCase that holds `factory(capacity_bytes)` to the spec; `steps` calls per example.
+    """A TestCase that holds `factory(capacity_bytes)` to the tensor cache's spec; programs of
+    `steps` calls (the settings' `stateful_step_count` when the class attribute `settings` gives one).
 
     `profile` names the semantics (docs/profiles.md; `semantics` overrides it whole); only the
     calls in `ops` (default: the profile's operations) are made. A bad name raises
     InvalidArgumentError here, when the test case is made.
     """
-    chosen = profile_named(profile)
-    semantics = semantics or chosen.semantics
-    operations = chosen.operations if ops is None else check_operations(list(ops))
-    tally = Tally()
+    kind = get_kind(DEFAULT_KIND)
     impl = impl_name(factory)
     name = name or unique_name(cache_name(factory), factory, sys._getframe(1).f_globals)
 
-    def machine(scope: Scope) -> type:
-        # A class name of its own gives each factory (and scope) its own key in Hypothesis's example database.
-        label = impl if scope is SMALL else f"{impl}, {scope.name}"
-        bound = machine_for(factory, tally, semantics=semantics, operations=operations, scope=scope)
-        return type(f"CacheMachine[{label}]", (bound,), {"__module__": __name__})
+    def contract(scope: Any, program_steps: int) -> tuple[Callable[..., None], dict]:
+        return kind_contract(factory, kind, profile=profile, ops=ops, semantics=semantics, steps=program_steps,
+                             impl=impl, failure=AssertionError, reporting=failure_is_reported, scope=scope)
+
+    contract(SMALL, steps)  # a bad profile or operation is refused now
 
     class CacheContractTest(unittest.TestCase):
         settings: settings | None = None
-        scopes: tuple[Scope, ...] | None = None  # None: as the active profile says (`profile_scopes`)
+        scopes: tuple[CacheScope, ...] | None = None  # None: as the active profile says (`profile_scopes`)
         cache_impl = impl  # "module:qualname" of the factory
 
         def __repr__(self) -> str:  # pytest prints it as `self = ...` above a failure
             return f"<{type(self).__qualname__} testing {impl}>"
 
         def runTest(self) -> None:
-            run_settings = type(self).settings or active_settings(steps)
             for scope in type(self).scopes or profile_scopes():
-                failure = _failure(
-                    machine(scope), scope_settings(run_settings, scope), factory, impl, tally, semantics
-                )
-                if failure is not None:
-                    raise AssertionError(failure)
+                _run_quietly(contract, scope, scope_settings(type(self).settings or active_settings(steps), scope), impl)
 
     CacheContractTest.__name__ = CacheContractTest.__qualname__ = f"Test{name}"
     CacheContractTest.__module__ = callers_module()
@@ -139,11 +130,9 @@ def concurrent_cache_test_case(
     return ConcurrentCacheTest
 
 
-def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
-    """The active profile (cacheproof's own if none was loaded) with `steps` calls per example.
-
-    Like Hypothesis's own stateful TestCase, there is no deadline and no health check: a whole
-    sequence of calls is one example.
+def active_settings(steps: int = DEFAULT_PROGRAM_STEPS) -> settings:
+    """The active profile (cacheproof's own if none was loaded) with `steps` calls per program
+    (`stateful_step_count`). There is no deadline and no health check: a whole program is one example.
     """
     parent = settings.default
     if settings.get_current_profile_name() == "default":
@@ -153,30 +142,40 @@ def active_settings(steps: int = DEFAULT_STEPS_PER_EXAMPLE) -> settings:
     return settings(parent, stateful_step_count=steps, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _failure(
-    machine: type, run_settings: settings, factory: Callable[[int], Any], impl: str, tally: Tally, semantics: Semantics
-) -> str | None:
-    """Run the state machine; None if the cache conforms, else the divergence and its snippet.
+def _program_settings(parent: settings) -> settings:
+    """`parent` as a program test takes it: no deadline and no health check (a whole program is one
+    example), and neither Hypothesis's shrinking nor its explain phase: the failure reported is
+    shrunk by the checker's shrinker (`shrink_program`), as a `cache_test`'s is, in a fraction of the time."""
+    kept = tuple(phase for phase in parent.phases if phase not in (Phase.shrink, Phase.explain))
+    return settings(parent, phases=kept, deadline=None, suppress_health_check=list(HealthCheck))
 
-    Hypothesis's own report (its rule-by-rule listing of the failing example) is dropped: the
-    snippet says the same in the cache's own calls. Its step printing stays on only for a
-    verbosity of `verbose` or more, which a user asks for explicitly. Draws depend on the profile's
-    seed alone, not on which modules the suite has loaded (`cacheproof.check.sequential.draws`).
+
+def _run_quietly(contract: Callable[[Any, int], tuple[Callable[..., None], dict]], scope: CacheScope,
+                 run_settings: settings, impl: str) -> None:
+    """Run the `@given` test of `contract(scope, steps)` under `run_settings`, its examples keyed
+    in the database by the implementation and the scope; its failure is raised again as one
+    AssertionError of its text alone (the implementation's own exception chained, when it crashed).
+    Hypothesis's own report (the failing example's picks, a digest) is dropped: the failure says
+    the divergence and carries its shrunk calls as a snippet. Hypothesis's printing stays on only
+    for a verbosity of `verbose` or more, which a user asks for explicitly. Draws depend on the
+    profile's seed alone, not on which modules the suite has loaded (`cacheproof.check.seeded_draws`).
     """
-    reporter = None if run_settings.verbosity >= Verbosity.verbose else (lambda message: None)
+    __tracebackhide__ = True  # pytest shows the user's test, not this frame
+    function, strategies = contract(scope, run_settings.stateful_step_count)
+    test = _program_settings(run_settings)(given(**strategies)(function))
+    key_by(test, impl if scope is SMALL else f"{impl}, {scope.name}")
     try:
         with seeded_draws():
-            if reporter is None:
-                run_state_machine_as_test(machine, settings=run_settings)
+            if run_settings.verbosity >= Verbosity.verbose:
+                test()
             else:
-                with with_reporter(reporter):
-                    run_state_machine_as_test(machine, settings=run_settings)
-    except Divergence as error:
-        return explained(factory, impl, tally.capacity_bytes, tally.calls, str(error), semantics).text
-    return None
+                with with_reporter(lambda message: None):
+                    test()
+    except AssertionError as failure:
+        raise AssertionError(str(failure)) from failure.__cause__
 
 
-def profile_scopes(profile: str | None = None) -> tuple[Scope, ...]:
+def profile_scopes(profile: str | None = None) -> tuple[CacheScope, ...]:
     """The scopes a `cache_test_case` runs under the profile `profile` (default: the active one):
     the small, wide and long scopes under "cacheproof-thorough" (as `cacheproof check --thorough`), else the small one."""
     if profile is None:
@@ -186,17 +185,15 @@ def profile_scopes(profile: str | None = None) -> tuple[Scope, ...]:
     return tuple(phase.scope for phase in THOROUGH) if profile == THOROUGH_SETTINGS else (SMALL,)
 
 
-def scope_settings(parent: settings, scope: Scope) -> settings:
+def scope_settings(parent: settings, scope: CacheScope) -> settings:
     """`parent` as it applies to `scope`: the small scope takes it as it is; the others take the
-    share of examples, and the steps, that `THOROUGH` gives them beside the small scope, and a
-    scope with bursts leaves shrinking to the checker (as `cacheproof check` does)."""
+    share of examples that `THOROUGH` gives them beside the small scope (programs of the same
+    number of calls: a long life of `THOROUGH`'s is longer than one example of Hypothesis holds)."""
     phases = {phase.scope.name: phase for phase in THOROUGH}
     if scope is SMALL or scope.name not in phases:
         return parent
     small, phase = phases[SMALL.name], phases[scope.name]
-    examples = max(1, parent.max_examples * phase.examples // small.examples)
-    kept = tuple(p for p in parent.phases if phase.shrink or p is not Phase.shrink)
-    return settings(parent, max_examples=examples, stateful_step_count=phase.steps, phases=kept)
+    return settings(parent, max_examples=max(1, parent.max_examples * phase.examples // small.examples))
 
 
 def program_test_case(

@@ -40,11 +40,12 @@ from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import generator_for, program_scopes
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, run_program, shrink_program
 from cacheproof.check.programs.run import BYTES_PER_CALL, DEFAULT_STEPS
-from cacheproof.check.sequential.run import REAL_VALUE_CAPACITY, capacity_cap_of
 from cacheproof.contract.calls import invoke
 from cacheproof.contract.faults import with_users_frames_only
 from cacheproof.contract.steps import error_classes, is_contract_error
 from cacheproof.contract.keys import KEY_DOMAINS
+from cacheproof.contract.values import REAL_VALUE_CAPACITY
+from cacheproof.sandbox.factories import capacity_cap_of
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind, kind_names
@@ -113,7 +114,7 @@ def cache_test(
     impl = impl_name(factory)
     contract, strategies = kind_contract(
         factory, kind, profile=profile or kind.default_profile, ops=ops, semantics=semantics,
-        steps=steps or DEFAULT_STEPS, impl=impl, failure=CacheDivergence, reporting=_reporting,
+        steps=steps or DEFAULT_STEPS, impl=impl, failure=CacheDivergence, reporting=failure_is_reported,
         scope=scope or SMALL_SCOPE, keys=keys)
     contract.__name__ = contract.__qualname__ = name or default_test_name(factory)
     contract.__module__ = callers_module()
@@ -133,12 +134,12 @@ def kind_contract(
     impl: str,
     failure: type[AssertionError],
     reporting: Callable[[], bool],
-    scope: str = SMALL_SCOPE,
+    scope: Any = SMALL_SCOPE,
     keys: str | None = None,
 ) -> tuple[Callable[[Program], None], dict[str, st.SearchStrategy]]:
     """The test function holding `factory(size)` to `kind`, and the strategies of its arguments:
     `profile`'s semantics (`semantics` overrides them whole) and operations (`ops` overrides them),
-    up to `steps` calls per program drawn from the kind's scope named `scope`, its keys from the
+    up to `steps` calls per program drawn from the kind's scope named `scope` (or the scope itself), its keys from the
     key domain `keys`; a divergence raises `failure`, explained in full when `reporting()`. A bad
     option raises InvalidArgumentError here."""
     chosen = kind_profile(kind, profile)
@@ -181,11 +182,15 @@ def kind_contract(
     return contract, {"program": programs()}
 
 
-def _scope(kind: SpecKind, name: str, keys: str | None) -> Any:
-    """The scope `name` of `kind`'s generator, drawing its keys from the domain `keys`;
-    InvalidArgumentError naming the scopes, the domains or the kind's domains otherwise."""
+def _scope(kind: SpecKind, name: Any, keys: str | None) -> Any:
+    """The scope `name` of `kind`'s generator (or `name` itself when it is a scope, not a name),
+    drawing its keys from the domain `keys`; InvalidArgumentError naming the scopes, the domains or
+    the kind's domains otherwise."""
     scopes = program_scopes(kind.name)
-    if name not in scopes:
+    if not isinstance(name, str):
+        scopes = {name.name: name}
+        name = name.name
+    elif name not in scopes:
         raise InvalidArgumentError(f"scope {name!r}: the scopes are {', '.join(scopes)}")
     if keys is not None and keys not in KEY_DOMAINS:
         raise InvalidArgumentError(f"keys {keys!r}: the key domains are {', '.join(KEY_DOMAINS)}")
@@ -212,7 +217,7 @@ def bind_test(test: Callable[..., None], name: str) -> None:
         function.__name__ = function.__qualname__ = name
 
 
-def _reporting() -> bool:
+def failure_is_reported() -> bool:
     """Whether a failure now is the one reported: Hypothesis's final replay of the minimal failing
     example, or a call outside Hypothesis's engine (then nothing will shrink it further)."""
     return not currently_in_test_context() or current_build_context().is_final

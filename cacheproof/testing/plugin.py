@@ -59,7 +59,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     from cacheproof.testing.functions import bind_test
 
     bind_test(test, item.name)
-    _key_by(test, item.nodeid)
+    key_by(test, item.nodeid)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -86,7 +86,7 @@ def cacheproof_check(request: pytest.FixtureRequest) -> Callable[..., None]:
 
         test = cache_test(factory, **options)
         bind_test(test, request.node.name)
-        _key_by(test, f"{request.node.nodeid}::{impl_name(factory)}")
+        key_by(test, f"{request.node.nodeid}::{impl_name(factory)}")
         test()
 
     return check
@@ -102,7 +102,7 @@ def _checks_a_cache(item: pytest.Item) -> bool:
     )
 
 
-def _key_by(test: Any, key: str) -> None:
+def key_by(test: Any, key: str) -> None:
     """Key `test`'s examples in Hypothesis's database by `key`. Hypothesis has no public way to do
     this; its pytest plugin (for parametrized tests) and HypoFuzz (for every test) set this attribute
     to the node id, and model_tests/test_pytest_plugin.py fails if a release drops it."""

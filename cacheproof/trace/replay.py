@@ -42,7 +42,7 @@ from cacheproof.sandbox.fault_search import first_failure
 from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
 from cacheproof.cmdline.flag_types import positive_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
-from cacheproof.cmdline.output_paths import first_problem
+from cacheproof.cmdline.output_paths import refuse_unwritable
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
 
@@ -366,9 +366,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = first_problem({"--json": args.json})
-    if problem is not None:
-        print(f"cacheproof replay: {problem}", file=sys.stderr)
+    if refuse_unwritable("replay", {"--json": args.json}):
         return 2
     started = time.perf_counter()
     try:

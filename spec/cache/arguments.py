@@ -67,11 +67,17 @@ def check_evict_nbytes(nbytes: Any, capacity_bytes: int) -> int:
     return nbytes
 
 
-def check_value(operation: str, key: Any, value: Any) -> int:
-    """commit and put: the value is of a sizable type with size >= 1. Returns its size."""
+def check_value_type(operation: str, key: Any, value: Any) -> int:
+    """commit and put: the value is of a sizable type. Returns its size (0 for an empty value)."""
     size = value_size(value)
     if size is None:
         raise InvalidArgumentError(f"{operation}({key!r}): {unsizable_reason(value)}")
+    return size
+
+
+def check_value(operation: str, key: Any, value: Any) -> int:
+    """commit and put: the value is of a sizable type with size >= 1. Returns its size."""
+    size = check_value_type(operation, key, value)
     if size < 1:
         raise InvalidArgumentError(f"{operation}({key!r}): the value is empty (0 bytes); size must be >= 1")
     return size

@@ -343,9 +343,12 @@ class CacheSpec:
         return entry
 
     def _value_size(self, operation: str, key: Hashable, value: Any) -> int:
-        """The value's size; with trusted arguments an unsizable value is the caller's fault (size 0)."""
+        """The value's size; with trusted arguments an unsizable value is the caller's fault (size 0),
+        with argument_checks=value_type only an empty one is."""
         if self.semantics.argument_checks == "checked":
             return arguments.check_value(operation, key, value)
+        if self.semantics.argument_checks == "value_type":
+            return arguments.check_value_type(operation, key, value)
         return arguments.value_size(value) or 0
 
     def _used(self, incoming: int) -> int:

@@ -52,10 +52,11 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "sglang-mm-cache",
-            Semantics(put_present="keep", put_too_large="false", get_missing="none", argument_checks="trusted",
+            Semantics(put_present="keep", put_too_large="false", get_missing="none", argument_checks="value_type",
                       refresh_on=frozenset({"ready_hit", "reservation_hit", "get", "put_hit"})),
             ("put", "get", "pop", "clear", "contains"),
-            "SGLang MultiModalStaticCache (set of a present hash keeps the old embedding, made newest)",
+            "SGLang MultiModalStaticCache (set of a present hash keeps the old embedding, made newest; "
+            "set asserts it is given an EmbeddingResult)",
         ),
         Profile(
             "vllm-encoder-cache",

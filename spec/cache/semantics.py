@@ -29,7 +29,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "acquire_conflict": ("error", "hit"),
     "transient_entries": (True, False),
     "clear_busy": ("error", "drop"),
-    "argument_checks": ("checked", "trusted"),
+    "argument_checks": ("checked", "value_type", "trusted"),
     "snapshot_order": ("full", "idle", "membership"),
     "abandoned_reservation": ("removed", "kept"),
     "commit_size": ("checked", "reserved"),
@@ -64,7 +64,10 @@ class Semantics:
     - clear_busy: clear with reserved or in-use entries raises WrongStateError ("error") or drops
       every entry ("drop"; a later release of a dropped key follows release_missing).
     - argument_checks: wrong types and out-of-range sizes raise InvalidArgumentError ("checked")
-      or are the caller's fault, outside the contract ("trusted": the checker never makes them).
+      or are the caller's fault, outside the contract ("trusted": the checker never makes them);
+      "value_type": only a stored value's type is checked, a commit or put of a value of no
+      sizable type raising InvalidArgumentError, and every other argument (sizes, keys, retain, an
+      empty value) is trusted (SGLang's `set` asserts its argument is an EmbeddingResult).
     - snapshot_order: which part of snapshot() the checker compares: every entry in order
       ("full"), the order of idle entries and the set of all ("idle"), the set only ("membership").
     - abandoned_reservation: the last release of a RESERVED entry (no value was committed) removes

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cacheproof.bench.engines import print_rates
-from cacheproof.cmdline.flag_types import any_integer, positive_integer
+from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer
 from cacheproof.cmdline.output_paths import first_problem
 from cacheproof.cmdline.reports import write_report
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--num-blocks", metavar="N", type=positive_integer, default=4096, help="pool size (at least live x 128 + 1)"
     )
     parser.add_argument("--repeats", metavar="N", type=positive_integer, default=3, help="timed runs per pool (best kept)")
-    parser.add_argument("--seed", metavar="N", help="the random seed: the same seed, the same run (default 0)", type=any_integer, default=0)
+    add_seed_flag(parser)
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     parser.add_argument("--quiet", action="store_true", help="print nothing (use with --json)")
 

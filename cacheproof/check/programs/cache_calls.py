@@ -1,5 +1,5 @@
-"""The tensor cache's call generator: calls drawn from the model's state, as the state machine of
-`cacheproof.check.sequential.machine` draws them.
+"""The tensor cache's call generator: calls drawn from the model's state, and its scopes' capacities
+and sizes (`BOUNDARY_CAPACITIES`, `size_for`).
 
 A program starts (`CacheCalls.size`) with its capacity (the small scope: 1..8 bytes half of the
 time, else 1..64; the wide scopes: a quarter each of 1..64, 65..2**20, the 32-bit boundaries and
@@ -18,7 +18,9 @@ the key picks an acquire takes the most-held entry and a get the READY entry use
 Misuse (in half the programs, one call in `MISUSE_IN`, when misuse is checked): a bad argument of one of the
 checked operations (`BAD_KINDS`: a zero, negative, bool, float, None, string or oversized byte
 count, an unhashable key, an unsizable or empty value, a retain flag that is not a bool). Under
-`argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses.
+`argument_checks="trusted"` the one bad call is an oversized put, which the contract still refuses;
+under `argument_checks="value_type"` that and a commit or put of a value of no sizable type
+(`misuses`).
 
 `check --exhaustive` enumerates instead of drawing (`CacheCalls.enabled_calls`): every call of
 its scope (`EXHAUSTIVE`, an `ExhaustiveCacheScope`: capacities, keys, sizes 1..capacity, both
@@ -39,11 +41,53 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer
-from cacheproof.check.sequential.scope import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS, size_for
 from cacheproof.contract.calls import Call, ValueRecipe, drawn_recipe
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 from cacheproof.spec import EntryState
 from cacheproof.spec.cache.values import element_sizes_dividing
+
+
+BOUNDARY_CAPACITIES = (
+    2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 3 * 2**31, 2**33, 2**33 + 1,
+    3 * 2**32 + 2, 2**40, 2**40 + 1, 2**41,
+)
+"""Capacities on the boundaries of 32-bit counters, signed and unsigned, and far beyond them."""
+
+SIZE_BOUNDARIES = (2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1)
+
+SMALL_SIZE_KINDS = 7
+"""Size kinds 0..6: 1, capacity, capacity - 1, capacity / 2, / 3, / 4, any size up to capacity."""
+
+WIDE_SIZE_KINDS = SMALL_SIZE_KINDS + 6 + len(SIZE_BOUNDARIES)
+
+_FILLING_KINDS = (0, SMALL_SIZE_KINDS + 3, SMALL_SIZE_KINDS + 4, SMALL_SIZE_KINDS + 5)
+"""Sizes that let many entries live at once: 1, capacity // universe size, // 16, 1..4 bytes."""
+
+WIDE_SIZE_PICKS = WIDE_SIZE_KINDS + 4 * len(_FILLING_KINDS)
+"""Kinds drawn in the wide scope: picks past WIDE_SIZE_KINDS repeat the filling kinds, so that
+more than half of the sizes are small and more than 8 entries are live at once."""
+
+
+def size_for(kind: int, raw: int, capacity: int, universe_size: int) -> int:
+    """The size of pick (kind, raw) in a cache of `capacity` bytes with `universe_size` keys, in 1..capacity.
+
+    Kinds 0..6 (the small scope): 1, capacity, capacity - 1, capacity // 2, // 3, // 4, 1 + raw %
+    capacity. Wide kinds 7..12: capacity // 2 + 1, two thirds, capacity // 3 + 1, capacity //
+    universe_size (that many entries fill it), capacity // 16, 1..4 bytes; then `SIZE_BOUNDARIES`;
+    kinds from WIDE_SIZE_KINDS on repeat the filling kinds.
+    """
+    if kind >= WIDE_SIZE_KINDS:
+        kind = _FILLING_KINDS[(kind - WIDE_SIZE_KINDS) % len(_FILLING_KINDS)]
+    if kind < SMALL_SIZE_KINDS:
+        size = (1, capacity, capacity - 1, capacity // 2, capacity // 3, capacity // 4, 1 + raw % capacity)[kind]
+    elif kind < SMALL_SIZE_KINDS + 6:
+        size = (
+            capacity // 2 + 1, capacity - capacity // 3, capacity // 3 + 1, capacity // max(universe_size, 1),
+            capacity // 16, 1 + raw % 4,
+        )[kind - SMALL_SIZE_KINDS]
+    else:
+        size = SIZE_BOUNDARIES[kind - SMALL_SIZE_KINDS - 6]
+    return min(max(size, 1), capacity)
 
 
 @dataclass(frozen=True)
@@ -136,6 +180,18 @@ BAD_NBYTES = ("zero", "negative", "bool", "float", "none", "string", "too_large"
 BAD_KINDS = BAD_NBYTES + ("unhashable_key", "unsizable_value", "empty_value", "bad_retain")
 BAD_OPERATIONS = ("reserve", "acquire", "commit", "put", "evict", "get", "release", "pop", "contains")
 _BAD_NUMBERS = {"zero": 0, "negative": -1, "bool": True, "float": 1.0, "none": None, "string": "1"}
+_TRUSTED_MISUSES = (("put", "too_large"),)
+_VALUE_TYPE_MISUSES = _TRUSTED_MISUSES + (("commit", "unsizable_value"), ("put", "unsizable_value"))
+
+
+def misuses(argument_checks: str, bad_kinds: tuple[str, ...] = BAD_KINDS) -> tuple[tuple[str, str], ...]:
+    """The bad calls, as (operation, bad kind), that the checker makes under `argument_checks` (the
+    Semantics field): each of `bad_kinds` on each of `BAD_OPERATIONS` ("checked"); only an oversized
+    put, which the contract refuses whatever the caller ("trusted"); that and a commit or put of a
+    value of no sizable type ("value_type": the cache checks what it stores and trusts the rest)."""
+    if argument_checks == "checked":
+        return tuple((name, kind) for name in BAD_OPERATIONS for kind in bad_kinds)
+    return _VALUE_TYPE_MISUSES if argument_checks == "value_type" else _TRUSTED_MISUSES
 
 
 class CacheCalls:
@@ -193,8 +249,7 @@ class CacheCalls:
         }
         calls = [call for name in operations for call in every.get(name, ())]
         if misuse:
-            trusted = model.semantics.argument_checks == "trusted"
-            bad = [("put", "too_large")] if trusted else [(name, kind) for name in BAD_OPERATIONS for kind in scope.bad_kinds]
+            bad = misuses(model.semantics.argument_checks, scope.bad_kinds)
             calls += [bad_call(name, kind, scope.keys[0], 0, capacity) for name, kind in bad if name in operations]
         return tuple({repr(call): call for call in calls}.values())  # a bad kind some operation does not take repeats a call
 
@@ -350,17 +405,18 @@ _SUITED = {
 
 
 def _bad_call(draws: Draws, s: _State, operations: tuple[str, ...]) -> Call | None:
-    """A call with a bad argument of one of `operations` (None when none of them takes one); under
-    trusted arguments an oversized put, or None without put."""
-    if s.semantics.argument_checks == "trusted":
-        operation, bad = "put", "too_large"
-        if operation not in operations:
-            return None
-    else:
+    """A call with a bad argument of one of `operations` (None when none of them takes one); where
+    arguments are not all checked, one of the `misuses` the semantics still make, or None."""
+    if s.semantics.argument_checks == "checked":
         checked = [name for name in BAD_OPERATIONS if name in operations]
         if not checked:
             return None
         operation, bad = choice(draws, checked), choice(draws, BAD_KINDS)
+    else:
+        made = [pair for pair in misuses(s.semantics.argument_checks) if pair[0] in operations]
+        if not made:
+            return None
+        operation, bad = made[0] if len(made) == 1 else choice(draws, made)
     return bad_call(operation, bad, s.key(draws, s.present()), draws.randrange(256), s.capacity)
 
 

@@ -46,7 +46,7 @@ from cacheproof.check.workers import WorkersSummary
 from cacheproof.check.programs.program import (
     ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, interrupted_program, run_program, shrink_program,
 )
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.fault_search import Failure, shrink_seconds

@@ -9,7 +9,7 @@ failing sequence (its snippet fails when run), just not minimal, marked "shrinki
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from cacheproof.contract import snippet
 from cacheproof.contract.calls import Call
@@ -89,16 +89,6 @@ def counterexample_from(
         capacity_bytes, tuple(calls), message, names, ending, step.differences,
         explanation(step, capacity_bytes, semantics), state, check, step.kind,
     )
-
-
-def counterexample_of(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], message: str,
-    semantics: Semantics = CONTRACT,
-) -> Counterexample:
-    """The counterexample of `calls` (shrunk, diverging at the last), replayed on `factory` in this
-    thread for every difference, the why and the kind: what the pytest kit reports."""
-    return counterexample_from(capacity_bytes, calls, message, semantics=semantics,
-                               step=diverging_step(factory, capacity_bytes, calls, semantics))
 
 
 def replayed(factory: Any, capacity_bytes: int, calls: Sequence[Call], semantics: Semantics) -> DivergingStep | None:

@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from cacheproof.check.programs.cache_calls import BAD_KINDS, BAD_OPERATIONS, PICKS_PER_KEY, SUITED_PERCENT, bad_call
+from cacheproof.check.programs.cache_calls import (
+    BAD_KINDS, BAD_OPERATIONS, PICKS_PER_KEY, SUITED_PERCENT, bad_call, misuses, size_for,
+)
 from cacheproof.contract.calls import Call, drawn_recipe
 from cacheproof.contract.outcomes import Divergence, step_difference
 from cacheproof.check.sequential.distinct import SearchDone
@@ -34,7 +36,6 @@ from cacheproof.check.sequential.scope import (
     SMALL_KEYS,
     Scope,
     capacities,
-    size_for,
     size_picks,
     universes,
 )
@@ -225,9 +226,12 @@ class CacheMachine(RuleBasedStateMachine):
         self._step(Call("contains", (self._key(pick, self._present()),)))
 
     def do_bad_argument(self, operation, bad, pick, tag) -> None:
-        """Only operations in the subset; with trusted arguments only oversized puts (put_too_large)."""
-        if self.semantics.argument_checks == "trusted":
-            operation, bad = "put", "too_large"  # the one bad call trusted arguments still make
+        """Only operations in the subset; where arguments are not all checked, the drawn pair if the
+        semantics make it (`misuses`), else a put of the drawn bad kind if they make that, else
+        their first (the oversized put)."""
+        made = misuses(self.semantics.argument_checks)
+        if (operation, bad) not in made:
+            operation, bad = ("put", bad) if ("put", bad) in made else made[0]
         if operation not in self.operations:
             return
         key = self._key(pick, self._present())

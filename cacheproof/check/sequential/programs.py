@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from cacheproof.check.programs.draws import ProgramDraws, integer, swarm
 from cacheproof.check.sequential.machine import BAD_KINDS, BAD_OPERATIONS, CacheMachine, PICKS_PER_KEY
-from cacheproof.check.sequential.scope import SMALL_SIZE_KINDS, Phase, Scope, capacities, universes
+from cacheproof.check.programs.cache_calls import SMALL_SIZE_KINDS
+from cacheproof.check.sequential.scope import Phase, Scope, capacities, universes
 
 BYTES_PER_CALL = {True: 8, False: 16}
 """Bytes of the program's byte string per call, by whether the scope is the small one (its sizes

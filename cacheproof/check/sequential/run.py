@@ -16,24 +16,23 @@ from hypothesis.reporting import with_reporter
 
 from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.calls import Call, to_python
-from cacheproof.check.sequential.draws import seeded_draws
+from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.contract.outcomes import Divergence
 from cacheproof.check.sequential.distinct import SEARCH_SECONDS, KnownKinds, SearchDone
 from cacheproof.sandbox.fault_search import DIVERGENCE, HANG, Failure, first_failure, not_deterministic
 from cacheproof.sandbox.fault_search import same_divergence, shrink_failure, shrink_seconds
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, hang_message, supervised
-from cacheproof.sandbox.factories import PROBE_CAPACITY_BYTES, probe_factory
+from cacheproof.sandbox.factories import capacity_cap_of, probe_factory
 from cacheproof.sandbox.isolation import IsolatedFactory
 from cacheproof.check.sequential.machine import Tally, machine_for
 from cacheproof.check.sequential.counterexample import Counterexample, counterexample_from
-from cacheproof.check.sequential.counterexample import counterexample_of  # noqa: F401  (re-exported for the pytest kit)
 from cacheproof.check.sequential.counterexample import interrupted_counterexample, replayed
 from cacheproof.check.sequential.programs import program_test
 from cacheproof.check.programs.run import HYPOTHESIS_SHRINK_ATTEMPTS
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.sequential.scope import SMALL, Phase, with_key_domain
-from cacheproof.contract.values import MAX_VALUE_BYTES, REAL_VALUE_CAPACITY, values_hold_memory  # noqa: F401  (re-exported)
+from cacheproof.contract.values import MAX_VALUE_BYTES, REAL_VALUE_CAPACITY  # noqa: F401  (re-exported)
 
 from cacheproof.spec.cache.operations import CACHE_OPERATIONS
 from cacheproof.spec.cache.profiles import ALL_OPERATIONS
@@ -387,13 +386,6 @@ def _first_failure(tally: Tally, started: float) -> dict[str, Any]:
     at = tally.first_failure_at
     return {"first_failure_example": tally.first_failure_example,
             "first_failure_seconds": None if at is None else at - started}
-
-
-def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
-    """None when the values the checker makes for `factory`'s caches hold no memory (it has no
-    make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
-    capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
-    return cap if values_hold_memory(factory(PROBE_CAPACITY_BYTES)) else None
 
 
 def _shrunk(

@@ -29,30 +29,10 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from cacheproof.check.phases import Phase
+from cacheproof.check.programs.cache_calls import BOUNDARY_CAPACITIES, SMALL_SIZE_KINDS, WIDE_SIZE_PICKS
 from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
 
 __all__ = ["Phase", "Scope", "SMALL", "WIDE", "LONG", "SCOPES", "THOROUGH"]
-
-BOUNDARY_CAPACITIES = (
-    2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1, 3 * 2**31, 2**33, 2**33 + 1,
-    3 * 2**32 + 2, 2**40, 2**40 + 1, 2**41,
-)
-"""Capacities on the boundaries of 32-bit counters, signed and unsigned, and far beyond them."""
-
-SIZE_BOUNDARIES = (2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1, 2**32, 2**32 + 1)
-
-SMALL_SIZE_KINDS = 7
-"""Size kinds 0..6: 1, capacity, capacity - 1, capacity / 2, / 3, / 4, any size up to capacity."""
-
-WIDE_SIZE_KINDS = SMALL_SIZE_KINDS + 6 + len(SIZE_BOUNDARIES)
-
-_FILLING_KINDS = (0, SMALL_SIZE_KINDS + 3, SMALL_SIZE_KINDS + 4, SMALL_SIZE_KINDS + 5)
-"""Sizes that let many entries live at once: 1, capacity // universe size, // 16, 1..4 bytes."""
-
-WIDE_SIZE_PICKS = WIDE_SIZE_KINDS + 4 * len(_FILLING_KINDS)
-"""Kinds drawn in the wide scope: picks past WIDE_SIZE_KINDS repeat the filling kinds, so that
-more than half of the sizes are small and more than 8 entries are live at once."""
-
 
 @dataclass(frozen=True)
 class Scope:
@@ -119,28 +99,6 @@ def size_picks(scope: Scope) -> st.SearchStrategy[tuple[int, int]]:
     if scope.size_kinds == SMALL_SIZE_KINDS:
         return st.tuples(st.integers(0, SMALL_SIZE_KINDS - 1), st.integers(0, 63))
     return st.tuples(st.integers(0, scope.size_kinds - 1), st.integers(0, 2**62))
-
-
-def size_for(kind: int, raw: int, capacity: int, universe_size: int) -> int:
-    """The size of pick (kind, raw) in a cache of `capacity` bytes with `universe_size` keys, in 1..capacity.
-
-    Kinds 0..6 (the small scope): 1, capacity, capacity - 1, capacity // 2, // 3, // 4, 1 + raw %
-    capacity. Wide kinds 7..12: capacity // 2 + 1, two thirds, capacity // 3 + 1, capacity //
-    universe_size (that many entries fill it), capacity // 16, 1..4 bytes; then `SIZE_BOUNDARIES`;
-    kinds from WIDE_SIZE_KINDS on repeat the filling kinds.
-    """
-    if kind >= WIDE_SIZE_KINDS:
-        kind = _FILLING_KINDS[(kind - WIDE_SIZE_KINDS) % len(_FILLING_KINDS)]
-    if kind < SMALL_SIZE_KINDS:
-        size = (1, capacity, capacity - 1, capacity // 2, capacity // 3, capacity // 4, 1 + raw % capacity)[kind]
-    elif kind < SMALL_SIZE_KINDS + 6:
-        size = (
-            capacity // 2 + 1, capacity - capacity // 3, capacity // 3 + 1, capacity // max(universe_size, 1),
-            capacity // 16, 1 + raw % 4,
-        )[kind - SMALL_SIZE_KINDS]
-    else:
-        size = SIZE_BOUNDARIES[kind - SMALL_SIZE_KINDS - 6]
-    return min(max(size, 1), capacity)
 
 
 THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 40, 30, shrink=False))

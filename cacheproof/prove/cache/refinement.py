@@ -38,6 +38,7 @@ import numpy as np
 import z3
 
 from cacheproof.cmdline.interrupts import WATCH_THREAD_NAME
+from cacheproof.sandbox.worker_threads import is_idle_worker
 from cacheproof.contract import calls
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.values import value_for
@@ -428,10 +429,12 @@ class PendingRefinement:
 
 
 def _may_fork() -> bool:
-    """Fork only with more than one CPU and no thread beside the main one but the Ctrl-C watch, which
-    holds no lock while it waits (`cacheproof.cmdline.interrupts`)."""
+    """Fork only with more than one CPU and no thread beside the main one but the Ctrl-C watch and the
+    checker's idle workers, which hold no lock while they wait (`cacheproof.cmdline.interrupts`,
+    `cacheproof.sandbox.worker_threads`)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    alone = all(thread is threading.main_thread() or thread.name == WATCH_THREAD_NAME for thread in threading.enumerate())
+    alone = all(thread is threading.main_thread() or thread.name == WATCH_THREAD_NAME or is_idle_worker(thread)
+                for thread in threading.enumerate())
     return cpus > 1 and "fork" in multiprocessing.get_all_start_methods() and alone
 
 
