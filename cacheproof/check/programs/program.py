@@ -6,7 +6,7 @@ A program is read whole out of its draws (`draws.ProgramDraws`): its swarm of op
 (`draws.swarm`), its size, then each call, drawn by the kind's generator from the model's state.
 After each call the outcomes and the kind's views are compared (`contract.steps.differential_step`)
 and the model's invariants checked; the first difference ends the program. A model that breaks its
-own invariant ends it too (`SpecBroken`): that program is reported, shrunk, as a counterexample
+own invariant ends it too, even at a call that diverges (`SpecBroken`): that program is reported, shrunk, as a counterexample
 saying the spec broke the invariant, a bug of the spec or its profile, not of the implementation. The checker
 (`run.run_program_check`) and the pytest test of every kind (`cacheproof.testing.functions`) run
 programs through here alike.
@@ -155,9 +155,9 @@ def run_program(
         calls.append(call)
         seen = record if record is None else _with_case(record, case_of(call))
         difference = differential_step(model, implementation, call, views, seen, error_names=error_names, readers=readers)
+        checked_model(model, len(calls) - 1, call)  # first: a spec broken at this call judges nothing
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
-        checked_model(model, len(calls) - 1, call)
     return ProgramRun(size, tuple(calls), None)
 
 
@@ -185,9 +185,9 @@ def replay_program(
             on_step(step)
         difference = differential_step(model, implementation, call, setup.kind.compared_views, error_names=setup.kind.error_names,
                                        readers=setup.kind.view_readers)
+        checked_model(model, step, call)
         if difference is not None:
             return step, difference
-        checked_model(model, step, call)
     return None
 
 
@@ -224,11 +224,12 @@ def shrink_program(
 ) -> ProgramCounterexample:
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
-    each candidate replayed supervised by `watch` when given; then, for a divergence, its numbers
+    each candidate replayed supervised by `watch` when given; then, for a divergence or the spec
+    breaking its own invariant, its numbers
     lowered together (`renumbering.renumbered`: keys, byte counts), its size lowered
     (`smaller_sizes`) while it fails the same way, and shrunk and renumbered once more at the smallest; `seconds`
     at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
-    is replayed once more for its difference. `on_smallest(size, calls)` is told the smallest
+    is replayed once more for its difference (a broken spec for its message, at the size reached). `on_smallest(size, calls)` is told the smallest
     failing program so far as shrinking goes (what a Ctrl-C reports: `interrupted_program`)."""
     kind = example.kind_of()
     if example.fault is None:
@@ -243,7 +244,7 @@ def shrink_program(
             if found is None:
                 return None
             failure, difference = found
-            return failure if difference is None or divergence_kind(difference) == kind else None
+            return failure if (divergence_kind(difference) if difference is not None else (failure.kind,)) == kind else None
         return attempt
 
     first = example.fault or Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
@@ -251,7 +252,7 @@ def shrink_program(
     deadline = time.monotonic() + budget
     size = example.size
     calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted)
-    if failure.kind != DIVERGENCE:
+    if failure.kind not in (DIVERGENCE, SPEC_BROKEN):
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
     if not cut_short:
         calls = renumbered(attempt_at(size), calls)
@@ -272,6 +273,8 @@ def shrink_program(
         if not cut_short:
             calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
+    if replayed is not None and replayed[0].kind == SPEC_BROKEN:
+        return ProgramCounterexample(size, tuple(calls), None, replayed[0], cut_short=cut_short)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
