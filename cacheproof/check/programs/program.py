@@ -6,10 +6,10 @@ A program is read whole out of its draws (`draws.ProgramDraws`): its swarm of op
 (`draws.swarm`), its size, then each call, drawn by the kind's generator from the model's state.
 After each call the outcomes and the kind's views are compared (`contract.steps.differential_step`)
 and the model's invariants checked; the first difference ends the program. A model that breaks its
-own invariant ends it too, even at a call that diverges (`SpecBroken`): that program is reported, shrunk, as a counterexample
-saying the spec broke the invariant, a bug of the spec or its profile, not of the implementation. The checker
-(`run.run_program_check`) and the pytest test of every kind (`cacheproof.testing.functions`) run
-programs through here alike.
+own invariant ends it too, even at a call that diverges (`SpecBroken`): that program is reported,
+shrunk, as a counterexample saying the spec broke the invariant, a bug of the spec or its profile,
+not of the implementation. The checker (`run.run_program_check`) and the pytest test of every kind
+(`cacheproof.testing.functions`) run programs through here alike.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
-from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of, not_deterministic
+from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of
+from cacheproof.sandbox.fault_search import not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.spec.kind import SpecKind
@@ -155,7 +156,7 @@ def run_program(
         calls.append(call)
         seen = record if record is None else _with_case(record, case_of(call))
         difference = differential_step(model, implementation, call, views, seen, error_names=error_names, readers=readers)
-        checked_model(model, len(calls) - 1, call)  # first: a spec broken at this call judges nothing
+        checked_model(model, len(calls) - 1, call)  # before the difference: a broken spec judges nothing
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
     return ProgramRun(size, tuple(calls), None)
@@ -225,11 +226,11 @@ def shrink_program(
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
     each candidate replayed supervised by `watch` when given; then, for a divergence or the spec
-    breaking its own invariant, its numbers
-    lowered together (`renumbering.renumbered`: keys, byte counts), its size lowered
-    (`smaller_sizes`) while it fails the same way, and shrunk and renumbered once more at the smallest; `seconds`
-    at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
-    is replayed once more for its difference (a broken spec for its message, at the size reached). `on_smallest(size, calls)` is told the smallest
+    breaking its own invariant, its numbers lowered together (`renumbering.renumbered`: keys, byte
+    counts), its size lowered (`smaller_sizes`) while it fails the same way, and shrunk and
+    renumbered once more at the smallest; `seconds` at most (default `fault_search.shrink_seconds`
+    of the watch's call timeout). A shrunk divergence is replayed once more for its difference (a
+    broken spec for its message at the size reached). `on_smallest(size, calls)` is told the smallest
     failing program so far as shrinking goes (what a Ctrl-C reports: `interrupted_program`)."""
     kind = example.kind_of()
     if example.fault is None:
@@ -244,7 +245,8 @@ def shrink_program(
             if found is None:
                 return None
             failure, difference = found
-            return failure if (divergence_kind(difference) if difference is not None else (failure.kind,)) == kind else None
+            found_kind = (failure.kind,) if difference is None else divergence_kind(difference)
+            return failure if found_kind == kind else None
         return attempt
 
     first = example.fault or Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
