@@ -106,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
     except ChildFailure as failure:
         print(child_failure_line(impl, failure), file=sys.stderr)
         return 2
+    except AdapterError as error:  # an engine adapter refusing the class it was given, when first built
+        print(f"cacheproof check: {impl}: {error}", file=sys.stderr)
+        return 2
     except UsageAbort as abort:  # the factory hung or raised
         print(abort_line(impl, abort), file=sys.stderr)
         return 2
