@@ -15,6 +15,7 @@ from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.cli import main
+from cacheproof.sandbox.fault_search import SPEC_BROKEN
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.kinds import get_kind
 from model_tests import block_pools
@@ -168,3 +169,22 @@ def test_the_built_in_manager_is_linearizable_under_threads():
 
     report = run_concurrent_check(KIND, kv_cache_manager, threads=3, scenarios=60, runs=10, seed=0)
     assert report.ok, report.counterexample.reason
+
+
+def test_a_pool_spec_that_breaks_its_own_invariant_is_a_counterexample_not_an_error(monkeypatch):
+    """The program pipeline of every kind reports the model breaking its own invariant (here its
+    allocate leaving the taken blocks in the free queue) as a shrunk counterexample, not a traceback."""
+    def take_leaving_them_queued(pool, request, n):
+        taken = pool._queue[:n]
+        for block in taken:
+            pool._ref[block] = 1
+        pool._held.setdefault(request, []).extend(taken)
+        return taken
+
+    monkeypatch.setattr(BlockPoolSpec, "_take", take_leaving_them_queued)
+    report = _check(BlockPoolSpec, examples=100, seed=0)
+    example = report.counterexample
+    assert example is not None and example.fault is not None and example.fault.kind == SPEC_BROKEN
+    assert example.message.startswith("the spec broke its own invariant after cache.allocate("), example.message
+    assert "(a bug of the spec or its profile, not of the implementation)" in example.message
+    assert [call.op for call in example.calls] == ["allocate"], example.calls

@@ -1,5 +1,5 @@
 """The tensor cache's call generator (cacheproof.check.programs.cache_calls) in the program pipeline
-that every kind shares (issue 32): it draws what the cache's state machine draws, a conforming
+that every kind shares (issue 32): it draws what the cache's former state machine drew, a conforming
 cache conforms and reaches every outcome, broken caches are found and shrunk, and the shrinking
 lowers the capacity with the byte counts bound to it (issue 35)."""
 

@@ -22,7 +22,6 @@ from cacheproof.check.programs.program import ProgramSetup, divergence_kind, pro
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.cache_calls import SMALL
 from cacheproof.check.programs.run import ProgramOptions, run_program_check, run_program_phases
-from cacheproof.check.sequential.run import CheckInterrupted, run_check
 from cacheproof.cli import main
 from cacheproof.cmdline.progress import PLAIN_LINE_SECONDS, Progress
 from cacheproof.spec import CacheSpec
@@ -115,14 +114,32 @@ def test_ctrl_c_while_searching_for_further_divergences_reports_those_found(ctrl
     assert_fails_where_it_diverges(snippet(report.counterexample, BROKEN))
 
 
-def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises):
-    def on_example(tally):
-        if tally.examples == 2:
+def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises, monkeypatch, tmp_path, capsys):
+    """Through the program pipeline's API (no report: the Ctrl-C propagates) and `cacheproof check`
+    (exit 130, the counts of the examples run, a report whose verdict is null)."""
+    counted: list[int] = []
+
+    def on_example(examples, steps):
+        counted.append(examples)
+        if examples == 2:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(CheckInterrupted) as raised:
-        run_check(CacheSpec, on_example=on_example)
-    assert raised.value.report.interrupted and raised.value.report.counterexample is None
+    with pytest.raises(KeyboardInterrupt):
+        check_cache(CacheSpec, on_example=on_example)
+    assert counted == [1, 2]
+    update = Progress.update
+
+    def update_then_ctrl_c(progress, examples, steps):
+        update(progress, examples, steps)
+        if examples == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(Progress, "update", update_then_ctrl_c)
+    path = tmp_path / "report.json"
+    assert main(["check", "--json", str(path)]) == 130
+    assert "interrupted: 2 examples, " in capsys.readouterr().out
+    report = json.loads(path.read_text())
+    assert report["ok"] is None and report["divergences"] == [] and report["examples"] == 2, report
 
 
 def test_cacheproof_check_interrupted_while_shrinking_exits_1_with_a_failing_snippet(tmp_path):

@@ -15,14 +15,16 @@ from cacheproof.prove.cache import aggregate_model
 from cacheproof.prove.cache import entry_model
 from cacheproof.prove import command as prove
 from cacheproof.cli import main
-from cacheproof.check.sequential.run import run_check
 from cacheproof.prove.cache.counterexample import FROM_OPERATIONS, breaks_invariant
+from cacheproof.contract.calls import invoke
+from cacheproof.sandbox.fault_search import SPEC_BROKEN
 from cacheproof.spec import CacheSpec
 from cacheproof.spec.cache import invariants, rules
 from cacheproof.spec.cache.profiles import PROFILES
 from cacheproof.spec.cache.semantics import OPTIONS, REFRESHING_CALLS, Semantics
 from cacheproof.spec.errors import CacheError
 from cacheproof.spec.cache.types import Acquired, EntryState
+from model_tests.cache_checks import check_cache
 
 SLOTS = 4
 
@@ -124,9 +126,21 @@ def test_weakened_rule_counterexamples_hold_with_the_real_rule(weakened, monkeyp
 
 
 def test_weakened_rule_is_found_by_the_hypothesis_checker(weakened):
-    report = run_check(CacheSpec, examples=300, seed=0)
+    report = check_cache(CacheSpec, examples=300, seed=0)
     assert not report.ok
-    assert report.counterexample is not None and report.counterexample.calls
+    example = report.counterexample
+    assert example.calls and example.fault is not None and example.fault.kind == SPEC_BROKEN
+    assert example.message.startswith("the spec broke its own invariant after ")
+    assert "not of the implementation" in example.message
+    spec = CacheSpec(example.size)
+    with pytest.raises(invariants.InvariantViolation):  # the calls break the weakened spec itself, at the last
+        for call in example.calls:
+            try:
+                invoke(spec, call)
+            except CacheError:
+                pass
+            spec.check_invariants()
+    assert call == example.calls[-1]
 
 
 # The model and the spec agree ---------------------------------------------------------------

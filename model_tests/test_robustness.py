@@ -20,12 +20,12 @@ import pytest
 from cacheproof.cmdline import output_paths
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.record import spec_trace, trace_text
-from cacheproof.check.sequential.run import Counterexample
 from cacheproof.cmdline.output_paths import OutputPathError, write_atomically
 from cacheproof.cli import main
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.monitor import monitor
 from model_tests import faulty_caches
+from model_tests.cache_checks import check_cache, snippet as snippet_of
 from model_tests.ctrl_c import interruptible_cacheproof, press_ctrl_c, wait_for
 
 FAULTY = "model_tests.faulty_caches"
@@ -185,9 +185,9 @@ def test_the_snippet_of_an_exit_exits(capsys):
 
 
 def test_the_snippet_of_a_malformed_result_prints_it():
-    calls = [Call("put", (1, ValueRecipe(1, 0)))]
-    snippet = Counterexample(8, tuple(calls), "stats() returned None, which has no field capacity_bytes, after "
-                             "cache.put(1, value_for(cache, 1, 0))", (None,)).to_python(f"{FAULTY}:StatsReturnsNone")
+    example = check_cache(faulty_caches.StatsReturnsNone, seed=0).counterexample
+    assert example.message.startswith("stats() returned None, which has no field capacity_bytes, after "), example.message
+    snippet = snippet_of(example, f"{FAULTY}:StatsReturnsNone")
     assert snippet.rstrip().endswith("print(cache.stats())  # <- returns what the contract does not allow"), snippet
     run = _run_snippet(snippet, timeout=60)
     assert run.returncode == 0 and run.stdout.strip().splitlines()[-1] == "None", run.stdout + run.stderr
@@ -465,18 +465,17 @@ def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsy
 
 def test_one_child_process_serves_every_example_of_a_run(monkeypatch):
     """--isolate costs a fork per run, not per example or call: every example's cache lives in the same child."""
-    from cacheproof.sandbox import isolation
-    from cacheproof.check.sequential.run import run_check
+    from cacheproof.sandbox import program_isolation
 
     started = []
-    real_child = isolation._Child
+    real_child = program_isolation._Child
 
-    def counting(impl):
+    def counting(impl, watch):
         started.append(impl)
-        return real_child(impl)
+        return real_child(impl, watch)
 
-    monkeypatch.setattr(isolation, "_Child", counting)
-    report = run_check(CacheSpec, examples=8, steps_per_example=10, impl=SPEC, isolate=True)
+    monkeypatch.setattr(program_isolation, "_Child", counting)
+    report = check_cache(None, examples=8, steps=10, impl=SPEC, isolate=True)
     assert report.ok and report.examples >= 8
     assert started == [SPEC]
 

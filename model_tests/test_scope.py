@@ -17,10 +17,7 @@ from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.cache_calls import LONG, LONG_CALLS, SMALL, THOROUGH, WIDE, size_for
 from cacheproof.check.programs.program import ProgramCounterexample
-from cacheproof.check.sequential import scope as sequential_scope
-from cacheproof.check.sequential.run import run_check
 from cacheproof.contract.keys import WIDE_KEYS
-from cacheproof.contract.sequence import first_divergence
 from cacheproof.contract.values import MAX_VALUE_BYTES, REAL_VALUE_CAPACITY, is_storage_free, storage_free_value, value_for, values_equal
 from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
@@ -78,25 +75,28 @@ def test_thorough_mixes_small_wide_and_long_scopes():
 # Proof that it bites ---------------------------------------------------------------------------
 
 NEEDS = {
-    broken.FixedTableOfEight: sequential_scope.Phase(sequential_scope.WIDE, 400, 100, shrink=False),
-    broken.NormalisesKeysWithStr: sequential_scope.Phase(sequential_scope.WIDE, 100, 100, shrink=False),
-    broken.ByteCountersWrapAt32Bits: sequential_scope.Phase(sequential_scope.WIDE, 100, 100, shrink=False),
-    broken.MaintenancePassReorders: sequential_scope.Phase(sequential_scope.LONG, 10, 30, shrink=False),
+    broken.FixedTableOfEight: Phase(WIDE, 400, 100, shrink=False),
+    broken.NormalisesKeysWithStr: Phase(WIDE, 100, 100, shrink=False),
+    broken.ByteCountersWrapAt32Bits: Phase(WIDE, 100, 100, shrink=False),
+    broken.MaintenancePassReorders: Phase(LONG, 4, LONG_CALLS, shrink=False),
 }
-"""Left on the state machine (check/sequential): the program pipeline's shrinker tries smaller
-capacities through `program.smaller_sizes`, which builds `set(range(1, size))`, and a wide scope's
-capacity of up to 2**41 bytes runs it out of memory (a MemoryError, or the process killed)."""
+"""The phase each broken scope cache needs. CALL_TIMEOUT keeps the shrinking of a long life, and of
+a capacity above 2**32 that only lowers by one byte at a time, within 30 s (`shrink_seconds`)."""
+CALL_TIMEOUT = 1.0
+
+
+def _found(cache) -> ProgramCounterexample:
+    report = check_cache_phases(cache, [NEEDS[cache]], seed=0, call_timeout=CALL_TIMEOUT)
+    assert not report.ok
+    return report.counterexample
 
 
 @pytest.mark.parametrize("cache", broken.BROKEN_SCOPE_CACHES, ids=lambda cls: cls.__name__)
 def test_the_wide_scope_finds_each_broken_scope_cache(cache):
-    report = run_check(cache, phases=[NEEDS[cache]], seed=0)
-    assert not report.ok
-    calls = report.counterexample.calls
-    capacity = report.counterexample.capacity_bytes
-    assert first_divergence(CacheSpec, capacity, calls) is None
-    found = first_divergence(cache, capacity, calls)
-    assert found is not None and found.step == len(calls) - 1
+    example = _found(cache)
+    assert replayed(CacheSpec, example.size, example.calls) is None
+    found = replayed(cache, example.size, example.calls)
+    assert found is not None and found[0] == len(example.calls) - 1
 
 
 @pytest.mark.parametrize("cache", broken.BROKEN_SCOPE_CACHES, ids=lambda cls: cls.__name__)
@@ -149,7 +149,7 @@ def test_the_thorough_profile_gives_the_testing_kit_the_same_scopes():
 
     case = cache_test_case(broken.NormalisesKeysWithStr)
     case.settings = settings(max_examples=100, database=None, derandomize=True)
-    case.scopes = (WIDE.capped(2**16),)  # the wide keys; capacities capped: see NEEDS on `smaller_sizes`
+    case.scopes = (WIDE.capped(2**16),)  # the wide keys; capacities capped at 64 KiB, which this bug needs no more than
     result = case().run()
     assert len(result.failures) == 1 and "snapshot(): spec" in result.failures[0][1], result.failures
     assert cache_test_case(broken.NormalisesKeysWithStr, steps=20)().run().wasSuccessful()
@@ -239,9 +239,9 @@ def test_a_huge_trace_holds_recipes_and_replays_without_the_bytes(tmp_path, caps
 
 def test_wide_counterexamples_are_written_as_traces_that_replay(tmp_path, capsys):
     impl = "model_tests.broken_scope_caches:NormalisesKeysWithStr"
-    example = run_check(broken.NormalisesKeysWithStr, phases=[NEEDS[broken.NormalisesKeysWithStr]]).counterexample  # see NEEDS
+    example = _found(broken.NormalisesKeysWithStr)
     path = tmp_path / "c.trace"
-    path.write_text(trace_text(spec_trace(example.capacity_bytes, example.trace_calls())))  # as --trace-out does
+    path.write_text(trace_text(spec_trace(example.size, example.calls)))  # as --trace-out does
     assert main(["replay", str(path)]) == 0
     assert main(["replay", str(path), "--impl", impl]) == 1
 

@@ -1,5 +1,5 @@
-"""The tensor cache's lockstep step, as the state machine (check/sequential), the lockstep replay and
-monitor (trace/lockstep) and `cache_test_case` still take it: run a call on the spec and on a cache,
+"""The tensor cache's lockstep step, as the lockstep replay and monitor (trace/lockstep) and
+`cache_test_case` still take it: run a call on the spec and on a cache,
 compare len, `in`, stats() and snapshot(), and describe the first difference. Outcomes are matched
 by the one rule of every kind (`contract.steps`: `error_matches`, `results_match`); the step of
 every other kind and checker is `contract.steps.differential_step`."""

@@ -32,6 +32,9 @@ HANG = "hang"
 CRASH = "crash"
 NOT_DETERMINISTIC = "not deterministic"
 """A failure the same calls do not repeat on a fresh implementation (`not_deterministic`)."""
+SPEC_BROKEN = "spec broke an invariant"
+"""The spec's own state broke one of its kind's named invariants after the call: a bug of the spec
+or of its profile, not of the implementation (`check.programs.program.SpecBroken`)."""
 
 SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
@@ -56,6 +59,8 @@ def ending_of(failure: Failure) -> str:
     """What the last call of a sequence failing like `failure` does, as the snippet marks it."""
     if failure.kind in (DIVERGENCE, NOT_DETERMINISTIC):
         return DIVERGES
+    if failure.kind == SPEC_BROKEN:
+        return "the spec breaks its own invariant here"
     return "does not return" if failure.kind == HANG else "kills the process"
 
 
@@ -126,7 +131,7 @@ def shrink_failure(
         if simplified != current:
             current = simplified  # a simpler argument may leave a call that does nothing (free(1, ())): drop calls again
             continue
-        if best.kind != DIVERGENCE:  # a hang or a crash costs a call timeout per attempt: no swaps
+        if best.kind in (HANG, CRASH):  # each costs a call timeout per attempt: no swaps
             return current, best, False
         shorter, best, cut_short = _swap_for_shorter(attempt, current, best, deadline, on_attempt, same_failure, swaps)
         if cut_short or shorter == current:

@@ -30,7 +30,7 @@ retain flags, a value of each element size per size, a few bad arguments) from e
 The scopes are data (`SCOPES`, `THOROUGH`, docs/scope.md): the small scope every check draws from,
 and for `--thorough` the wide scope (programs of 100 calls on up to 16 keys of mixed types,
 capacities to 2**41) and the long one (the same, in lives of `LONG_CALLS` calls, drawn from a
-seeded `random.Random`, where the state machine made bursts of calls).
+seeded `random.Random`, as the removed state machine of check/sequential made bursts of calls).
 """
 
 from __future__ import annotations

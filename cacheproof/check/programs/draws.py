@@ -3,7 +3,7 @@
 - `ProgramDraws`: a byte string Hypothesis drew whole, read in order (the checker's programs);
 - `DataDraws`: `st.data()` inside a running Hypothesis example, one draw per pick (the concurrent
   scenarios, whose threads interleave draws with runs);
-- `random.Random`: the bare loop of the benches, and the state machine's bursts.
+- `random.Random`: the bare loop of the benches, and the long lives of `--thorough` (a seeded phase).
 
 The helpers below (`choice`, `integer`, `coin`, `some`) turn picks into values the same way for
 every source, so a generator written against them runs under all three.

@@ -5,9 +5,11 @@ its call: `program_failure`) and shrunk (`shrink_program`).
 A program is read whole out of its draws (`draws.ProgramDraws`): its swarm of operations
 (`draws.swarm`), its size, then each call, drawn by the kind's generator from the model's state.
 After each call the outcomes and the kind's views are compared (`contract.steps.differential_step`)
-and the model's invariants checked; the first difference ends the program. The checker
-(`run.run_program_check`) and the pytest test of every kind (`cacheproof.testing.functions`) run
-programs through here alike.
+and the model's invariants checked; the first difference ends the program. A model that breaks its
+own invariant ends it too, even at a call that diverges (`SpecBroken`): that program is reported,
+shrunk, as a counterexample saying the spec broke the invariant, a bug of the spec or its profile,
+not of the implementation. The checker (`run.run_program_check`) and the pytest test of every kind
+(`cacheproof.testing.functions`) run programs through here alike.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import Any, Callable, Sequence
 from cacheproof.check.programs.draws import Draws, swarm
 from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.programs.renumbering import renumbered
-from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
-from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, Failure, ending_of, not_deterministic
+from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of
+from cacheproof.sandbox.fault_search import not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.spec.kind import SpecKind
@@ -37,10 +40,31 @@ NONDETERMINISM_REPLAYS = 4
 each is reported as not deterministic (`unrepeated`), unshrunk."""
 
 
+class SpecBroken(Exception):
+    """The model broke one of its kind's invariants (`SpecKind` models' `check_invariants` raised
+    their `InvariantViolation`) after the call at index `step`: the spec, or the profile it runs
+    under, is wrong, whatever the implementation does."""
+
+    def __init__(self, step: int, call: Call, violation: AssertionError) -> None:
+        rule = (str(violation).splitlines() or [type(violation).__name__])[0]
+        super().__init__(f"the spec broke its own invariant after {to_python(call)}: {rule} "
+                         "(a bug of the spec or its profile, not of the implementation)")
+        self.step = step
+
+
+def checked_model(model: Any, step: int, call: Call) -> None:
+    """Check `model`'s invariants after the call `call` at index `step`; SpecBroken if one breaks."""
+    try:
+        model.check_invariants()
+    except AssertionError as violation:
+        raise SpecBroken(step, call, violation) from violation
+
+
 @dataclass(frozen=True)
 class ProgramCounterexample:
     """A program that fails at its last call: it diverges there (`difference`), or, with `fault`,
-    that call hangs or kills the process running the implementation (`difference` is then None).
+    that call hangs or kills the process running the implementation, or the spec breaks its own
+    invariant after it (`SPEC_BROKEN`; `difference` is then None).
     `cut_short`: its shrinking ran out of time, `interrupted`: the user's Ctrl-C stopped it, so it
     may not be the smallest."""
 
@@ -117,7 +141,8 @@ def run_program(
 ) -> ProgramRun:
     """Draw one program from `draws` and run it to its end or its first difference; `record(operation,
     outcome)` is told each call's outcome on the model, and the call's case (the generator's
-    `case_of`) when it returns; `trail` follows the program as it goes."""
+    `case_of`) when it returns; `trail` follows the program as it goes. SpecBroken when the model
+    breaks its own invariant (the program so far is `trail`'s)."""
     plan = swarm(draws, setup.operations)
     size = setup.generator.size(draws)
     calls: list[Call] = []
@@ -131,9 +156,9 @@ def run_program(
         calls.append(call)
         seen = record if record is None else _with_case(record, case_of(call))
         difference = differential_step(model, implementation, call, views, seen, error_names=error_names, readers=readers)
+        checked_model(model, len(calls) - 1, call)  # before the difference: a broken spec judges nothing
         if difference is not None:
             return ProgramRun(size, tuple(calls), difference)
-        model.check_invariants()
     return ProgramRun(size, tuple(calls), None)
 
 
@@ -153,16 +178,17 @@ def replay_program(
     setup: ProgramSetup, size: int, calls: Sequence[Call], on_step: Callable[[int], None] | None = None,
 ) -> tuple[int, StepDifference] | None:
     """Where `calls` on a fresh model and implementation of `size` first differ, and how; None if
-    nowhere. `on_step(index)` is told each call's index before it runs."""
+    nowhere. `on_step(index)` is told each call's index before it runs; SpecBroken when the model
+    breaks its own invariant."""
     model, implementation = setup.new_model(size), setup.factory(size)
     for step, call in enumerate(calls):
         if on_step is not None:
             on_step(step)
         difference = differential_step(model, implementation, call, setup.kind.compared_views, error_names=setup.kind.error_names,
                                        readers=setup.kind.view_readers)
+        checked_model(model, step, call)
         if difference is not None:
             return step, difference
-        model.check_invariants()
     return None
 
 
@@ -171,20 +197,23 @@ def program_failure(
 ) -> tuple[Failure, StepDifference | None] | None:
     """How `calls` fail on a fresh model and implementation of `size`: the failure and, for a
     divergence, its difference; None if they do not. Supervised by `watch` when given, so that a
-    call that hangs or kills its process is a failure of that kind at that call."""
+    call that hangs or kills its process is a failure of that kind at that call; a model that
+    breaks its own invariant is a SPEC_BROKEN failure at the call after which it broke."""
     at = [0]
 
     def replay() -> tuple[int, StepDifference] | None:
         return replay_program(setup, size, calls, lambda step: at.__setitem__(0, step))
 
-    if watch is None:
-        found = replay()
-    else:
-        watch.last_call = lambda: calls[at[0]] if calls else None
-        try:
+    try:
+        if watch is None:
+            found = replay()
+        else:
+            watch.last_call = lambda: calls[at[0]] if calls else None
             found = supervised(replay, watch, lambda name, args: hang_message(name, args, watch.timeout, calls[at[0]]))
-        except CacheFault as fault:
-            return Failure(at[0], fault.message, fault.kind), None
+    except CacheFault as fault:
+        return Failure(at[0], fault.message, fault.kind), None
+    except SpecBroken as broken:
+        return Failure(broken.step, str(broken), SPEC_BROKEN), None
     if found is None:
         return None
     return Failure(found[0], found[1].describe(), DIVERGENCE), found[1]
@@ -196,11 +225,12 @@ def shrink_program(
 ) -> ProgramCounterexample:
     """`example` with every call dropped, and every argument simplified, that its failure (a
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
-    each candidate replayed supervised by `watch` when given; then, for a divergence, its numbers
-    lowered together (`renumbering.renumbered`: keys, byte counts), its size lowered
-    (`smaller_sizes`) while it fails the same way, and shrunk and renumbered once more at the smallest; `seconds`
-    at most (default `fault_search.shrink_seconds` of the watch's call timeout). A shrunk divergence
-    is replayed once more for its difference. `on_smallest(size, calls)` is told the smallest
+    each candidate replayed supervised by `watch` when given; then, for a divergence or the spec
+    breaking its own invariant, its numbers lowered together (`renumbering.renumbered`: keys, byte
+    counts), its size lowered (`smaller_sizes`) while it fails the same way, and shrunk and
+    renumbered once more at the smallest; `seconds` at most (default `fault_search.shrink_seconds`
+    of the watch's call timeout). A shrunk divergence is replayed once more for its difference (a
+    broken spec for its message at the size reached). `on_smallest(size, calls)` is told the smallest
     failing program so far as shrinking goes (what a Ctrl-C reports: `interrupted_program`)."""
     kind = example.kind_of()
     if example.fault is None:
@@ -215,7 +245,8 @@ def shrink_program(
             if found is None:
                 return None
             failure, difference = found
-            return failure if difference is None or divergence_kind(difference) == kind else None
+            found_kind = (failure.kind,) if difference is None else divergence_kind(difference)
+            return failure if found_kind == kind else None
         return attempt
 
     first = example.fault or Failure(len(example.calls) - 1, example.difference.describe(), DIVERGENCE)
@@ -223,7 +254,7 @@ def shrink_program(
     deadline = time.monotonic() + budget
     size = example.size
     calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted)
-    if failure.kind != DIVERGENCE:
+    if failure.kind not in (DIVERGENCE, SPEC_BROKEN):
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
     if not cut_short:
         calls = renumbered(attempt_at(size), calls)
@@ -244,6 +275,8 @@ def shrink_program(
         if not cut_short:
             calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
+    if replayed is not None and replayed[0].kind == SPEC_BROKEN:
+        return ProgramCounterexample(size, tuple(calls), None, replayed[0], cut_short=cut_short)
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
@@ -44,12 +44,13 @@ from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import CallGenerator, generator_for
 from cacheproof.check.workers import WorkersSummary
 from cacheproof.check.programs.program import (
-    ProgramCounterexample, ProgramSetup, ProgramTrail, divergence_kind, interrupted_program, run_program, shrink_program,
+    ProgramCounterexample, ProgramSetup, ProgramTrail, SpecBroken, divergence_kind, interrupted_program, run_program,
+    shrink_program,
 )
 from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.cmdline.databases import RunStop, namespaced
 from cacheproof.contract.faults import CacheFault
-from cacheproof.sandbox.fault_search import Failure, shrink_seconds
+from cacheproof.sandbox.fault_search import SPEC_BROKEN, Failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, Watch, hang_message, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory
 from cacheproof.sandbox.program_isolation import IsolatedProgramFactory
@@ -243,8 +244,12 @@ def run_program_check(
         run_one(random.Random(blob) if options.seeded else ProgramDraws(blob))
 
     def run_one(draws: Any) -> None:
-        """One program; its divergence, unless of a kind already reported, fails the example."""
-        program = run_program(setup, draws, report.coverage.record, trail)
+        """One program; its divergence, unless of a kind already reported, fails the example, and
+        so does the spec breaking its own invariant."""
+        try:
+            program = run_program(setup, draws, report.coverage.record, trail)
+        except SpecBroken as broken:
+            spec_broke(broken)
         report.steps += len(program.calls)
         if not shrinking[0]:
             report.largest_size = max(report.largest_size, program.size)
@@ -260,6 +265,17 @@ def run_program_check(
             raise ProgramDivergence(program.difference.describe())
         if options.on_example is not None and not shrinking[0]:
             options.on_example(report.examples, report.steps)
+
+    def spec_broke(broken: SpecBroken) -> NoReturn:
+        """Fail the example with the program so far, which ends where the spec broke its invariant."""
+        calls = tuple(trail.calls[: broken.step + 1])
+        report.steps += len(calls)
+        counted()
+        if not last or len(calls) < len(last[0].calls):
+            last[:] = [ProgramCounterexample(trail.size, calls, None, Failure(broken.step, str(broken), SPEC_BROKEN))]
+        note_failure(len(calls))
+        shrinking[0] = True
+        raise ProgramDivergence(str(broken))
 
     def note_failure(length: int) -> None:
         if report.seconds_to_failure is None:
