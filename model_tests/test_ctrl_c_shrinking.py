@@ -126,7 +126,7 @@ def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises, monkeypat
 
     with pytest.raises(KeyboardInterrupt):
         check_cache(CacheSpec, on_example=on_example)
-    assert counted == [1, 2]
+    assert counted[:2] == [1, 2]  # the search runs in a worker thread: it may have begun one more example
     update = Progress.update
 
     def update_then_ctrl_c(progress, examples, steps):
