@@ -29,6 +29,7 @@ import dataclasses
 import enum
 import multiprocessing
 import signal
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -233,6 +234,7 @@ class _Child:
         self.process.start()
         child_end.close()
         self.watch = watch
+        self._closing = threading.Lock()
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -263,7 +265,11 @@ class _Child:
         return CacheFault(fault_message(what, args, said, self.watch.last_call()), kind)
 
     def close(self) -> None:
-        end_child(self.process, self.connection)
+        """End the child and close the pipe, once: the search's worker thread (a call that failed)
+        and the main thread (a Ctrl-C's clean-up) may both close it; the second waits for the first,
+        which would otherwise close the descriptor under it (EBADF)."""
+        with self._closing:
+            end_child(self.process, self.connection)
 
 
 def end_child(process: Any, connection: Any) -> None:
