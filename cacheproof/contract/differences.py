@@ -130,11 +130,11 @@ def diverging_step(
     if not step.differences:
         return None
     if step.expected.error is None and step.call.op in ("get", "pop") and step.expected.result is not None:
-        return replace(step, stored_recipe=_recipe_of(step.expected.result, calls[:-1], cache))
+        return replace(step, stored_recipe=recipe_of(step.expected.result, calls[:-1], cache))
     return step
 
 
-def _recipe_of(value: Any, calls: Sequence[Call], cache: Any) -> ValueRecipe | None:
+def recipe_of(value: Any, calls: Sequence[Call], cache: Any) -> ValueRecipe | None:
     """The recipe, among those `calls` store (latest first), whose value for `cache` equals `value`."""
     for call in reversed(calls):
         if call.op in ("commit", "put") and len(call.args) == 2 and isinstance(call.args[1], ValueRecipe):

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.spec.kind import ViewReader
-from cacheproof.contract.differences import CONTAINS, INSPECTION, LEN, OUTCOME, SNAPSHOT, STATS, Difference
+from cacheproof.contract.differences import CONTAINS, INSPECTION, LEN, OUTCOME, SNAPSHOT, STATS, Difference, recipe_of
 
 DIVERGES = "diverges here"
 
@@ -173,15 +173,6 @@ def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("{", "{{").replace("}", "}}")
 
 
-def _stored_recipe(calls: Sequence[Call], last: Call) -> ValueRecipe | None:
-    """The recipe of the value the last put or commit before `last` stored under `last`'s key (what a
-    get or pop returns, compared by `values_equal` as the checker compares it), or None."""
-    for call in reversed(calls[:-1]):
-        if call.op in ("put", "commit") and call.args[:1] == last.args[:1] and isinstance(call.args[-1], ValueRecipe):
-            return call.args[-1]
-    return None
-
-
 def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Sequence[str | None],
                     difference: Any, kind: str, readers: Mapping[str, ViewReader] | None = None,
                     model: Any = None) -> str:
@@ -203,7 +194,8 @@ def program_snippet(impl: str, size: int, calls: Sequence[Call], spec_errors: Se
     elif expected.error is not None:
         body.append(_call_line(last, expected.error, marker))
     else:
-        stored = _stored_recipe(calls, last) if last.op in ("get", "pop") and expected.result is not None else None
+        stored = recipe_of(expected.result, calls[:-1], model) \
+            if last.op in ("get", "pop") and expected.result is not None and model is not None else None
         body += [f"result = {call_format.to_python(last)}{marker}",
                  f"assert {result_check(last, expected.result, stored)}, f\"spec: {_escaped(repr(expected.result))}; "
                  f"this implementation: {{result!r}}\""]
