@@ -182,6 +182,15 @@ class MakeValueRaises(CacheSpec):
         return bytes([tag % 256]) * nbytes
 
 
+class MakeValueHangs(CacheSpec):
+    """make_value of more than 4 bytes never returns (the probe's value before any example, too)."""
+
+    def make_value(self, nbytes, tag):
+        if nbytes > 4:
+            _NEVER.wait(600)
+        return bytes([tag % 256]) * nbytes
+
+
 class ReleaseFlips(CacheSpec):
     """Every other release of the process returns the wrong answer (a race-dependent result)."""
 
@@ -244,6 +253,15 @@ class LockedContainsRaises(LockedCacheSpec):
         if super().__len__():
             raise RuntimeError("lookup table corrupted")
         return super().__contains__(key)
+
+
+class LockedMakeValueHangs(LockedCacheSpec):
+    """The locked spec whose make_value of more than 4 bytes never returns."""
+
+    def make_value(self, nbytes, tag):
+        if nbytes > 4:
+            _NEVER.wait(600)
+        return bytes([tag % 256]) * nbytes
 
 
 class LockedMakeValueRaises(LockedCacheSpec):

@@ -104,6 +104,7 @@ FOUND = [
     ("ReleaseRaisesGeneratorExit", "cache.release(", "the implementation crashed with GeneratorExit: the binding's generator was"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(", "raised MemoryError: cannot allocate 5 bytes, making a value for cache.put("),
+    ("MakeValueHangs", "cache.make_value(5, ", "did not return within 0.5 s, making a value for cache."),
     ("StatsRaises", "stats() raised ValueError: pinned counter out of sync, after cache.", ""),
     ("LenRaises", "len() raised OverflowError: entry count overflowed, after cache.", ""),
     ("ContainsRaises", "0 in cache raised RuntimeError: lookup table corrupted, after cache.", ""),
@@ -280,6 +281,8 @@ ISOLATED = [
     ("PopExits", "cache.pop(", "the implementation crashed with SystemExit: 3"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator, after cache.", ""),
     ("MakeValueRaises", "make_value(5, ", "raised MemoryError: cannot allocate 5 bytes, making a value for"),
+    # the parent sees the child's line of the snippet hang, not which of make_value and the call it was in
+    ("MakeValueHangs", "cache.put(", "did not return within 0.5 s (its process was killed)"),
     ("SnapshotRaisesUnprintable", "snapshot() raised _Unprintable: <its str() raised ValueError>, after cache.", ""),
 ]
 
@@ -461,6 +464,20 @@ def test_check_threads_bounds_each_thread_by_the_call_timeout(monkeypatch, capsy
     assert status == 1, output
     assert seen["timeout"] == 0.3
     assert "never returned from cache.release(" in output and "a deadlock" in output
+
+
+@pytest.mark.parametrize("threads", [None, "2"])
+def test_a_make_value_that_hangs_is_a_counterexample_within_the_call_timeout(threads, capsys):
+    """Before any example (the capacity probe makes a value) and under --threads (the scenario's values
+    are made before its prefix) alike, a make_value that never returns is reported, within the call
+    timeout per attempt, naming make_value; it was an internal traceback and a run that never ended."""
+    argv = ["check", "--impl", f"{FAULTY}:LockedMakeValueHangs", "--call-timeout", "0.5", "--examples", "20",
+            "--max-divergences", "1", "--quiet"] + ([] if threads is None else ["--threads", threads])
+    status, output = run_main(argv, capsys)
+    assert status == 1, output
+    assert_no_internal_traceback(output)
+    assert re.search(r"cache\.make_value\(\d+, \d+\) (did not return within 0\.5 s, making a value for cache\.|"
+                     r"never returned while the scenario's values were made)", output), output
 
 
 def test_one_child_process_serves_every_example_of_a_run(monkeypatch):

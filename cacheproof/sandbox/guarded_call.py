@@ -227,7 +227,8 @@ def hang_message(name: str, args: tuple, timeout: float | None, last_call: Call 
 def fault_message(name: str, args: tuple, what: str, last_call: Call | None = None) -> str:
     """"<user code> <what>": the user code written as the call of the sequence (`last_call`) when it
     is that call, else by name with short arguments and the call it followed ("snapshot() did not
-    return within 10 s, after cache.put(1, ...)")."""
+    return within 10 s, after cache.put(1, ...)"), or for make_value the call whose value it was making
+    ("cache.make_value(1, 1) did not return within 10 s, making a value for cache.put(1, ...)")."""
     if last_call is not None and (name == last_call.op or (name, last_call.op) == ("__contains__", "contains")):
         return f"{to_python(last_call)} {what}"
     if name == "factory":
@@ -238,7 +239,8 @@ def fault_message(name: str, args: tuple, what: str, last_call: Call | None = No
         code = "len(cache)"
     else:
         code = f"cache.{name}({', '.join(map(short_argument, args))})"
-    after = "" if last_call is None else f", after {to_python(last_call)}"
+    when = "making a value for" if name == "make_value" else "after"
+    after = "" if last_call is None else f", {when} {to_python(last_call)}"
     return f"{code} {what}{after}"
 
 

@@ -7,7 +7,9 @@ global order (a shared counter, taken just before the call starts and just after
 After the threads join, the final views: every view of the kind (`SpecKind.views`), each read as
 the kind's `view_readers` say (`contract.steps.view_of`), the same views the sequential check
 compares after every call. A thread still running after the timeout (DEFAULT_TIMEOUT, or
-`--call-timeout`) is recorded as stuck, and so is a prefix call or a view that never returns.
+`--call-timeout`) is recorded as stuck, and so is a prefix call or a view that never returns, and
+the making of a value the scenario's calls pass (`History.stuck_making`), which gets a timeout of
+its own before the prefix starts.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class History:
     final: dict[str, Any] | None
     stuck: tuple[int, ...] = ()  # threads that had not returned at the timeout
     prefix_stuck: bool = False  # the prefix call after the recorded ones never returned (no thread ran)
+    stuck_making: str | None = None  # the make_value that never returned, before any call ("cache.make_value(5, 1)")
     final_error: str | None = None
     values: dict[ValueRecipe, Any] = field(default_factory=dict)  # each recipe's value, as the implementation makes it
 
@@ -81,6 +84,7 @@ class History:
             "final": None if self.final is None else {view: plain(answer) for view, answer in self.final.items()},
             "stuck": list(self.stuck),
             "prefix_stuck": self.prefix_stuck,
+            "stuck_making": self.stuck_making,
         }
 
     def lines(self) -> list[str]:
@@ -100,19 +104,26 @@ class Recorder:
     """Collects a scenario's outcomes while it runs. Safe to call from the scenario's threads:
     it only appends to lists and draws from one counter, both atomic in CPython.
 
-    Every value a call passes is made by the implementation before the scenario starts
-    (`with_values`), outside the calls' timeout: making a value is not a call of the contract, and
-    the first one may import the implementation's tensor library."""
+    Every value a call passes is made by the implementation (`make_values`) before the prefix
+    starts, within a timeout of its own: making a value is not a call of the contract, and the first
+    one may import the implementation's tensor library. `making` is the recipe being made."""
 
-    def __init__(self, kind: SpecKind, scenario: Scenario, implementation: Any) -> None:
+    def __init__(self, kind: SpecKind, scenario: Scenario) -> None:
         self.kind, self.scenario = kind, scenario
         self._clock = itertools.count()
         self._prefix: list[StepOutcome] = []
         self._events: list[Event] = []
         self._invoked: dict[tuple[int, int], int] = {}  # (thread, index) -> invocation, kept for stuck calls
         self.values: dict[ValueRecipe, Any] = {}
-        self._prefix_calls = tuple(self._made(implementation, call) for call in scenario.prefix)
-        self._thread_calls = tuple(tuple(self._made(implementation, call) for call in calls) for calls in scenario.threads)
+        self.making: ValueRecipe | None = None
+        self._prefix_calls: tuple[Call, ...] = ()
+        self._thread_calls: tuple[tuple[Call, ...], ...] = ()
+
+    def make_values(self, implementation: Any) -> None:
+        """Make every value the scenario's calls pass, as `implementation` makes it."""
+        self._prefix_calls = tuple(self._made(implementation, call) for call in self.scenario.prefix)
+        self._thread_calls = tuple(tuple(self._made(implementation, call) for call in calls)
+                                   for calls in self.scenario.threads)
 
     def _made(self, implementation: Any, call: Call) -> Call:
         """`call` with each value recipe made by `implementation` (a fresh value per call, as the
@@ -121,10 +132,13 @@ class Recorder:
         def made(argument: Any) -> Any:
             if not isinstance(argument, ValueRecipe):
                 return argument
+            self.making = argument
             try:
                 value = argument.value(implementation)
             except Exception:  # noqa: BLE001 - the call makes it again and records the failure
                 return argument
+            finally:
+                self.making = None
             self.values.setdefault(argument, value)
             return value
         return Call(call.op, tuple(made(a) for a in call.args), {name: made(a) for name, a in call.kwargs.items()})
@@ -153,6 +167,9 @@ class Recorder:
                timeout: float = DEFAULT_TIMEOUT) -> History:
         """The history, with the final views (none if a call is stuck: the implementation is still in use)."""
         prefix = tuple(self._prefix)
+        making = self.making
+        if making is not None:
+            return History((), (), None, (), stuck_making=f"cache.make_value({making.nbytes}, {making.tag})")
         if prefix_stuck:
             return History(prefix, (), None, (), prefix_stuck=True)
         events = list(self._events)
@@ -175,9 +192,18 @@ def run_scenario(kind: SpecKind, factory: Callable[[int], Any], scenario: Scenar
     list on a barrier, join, read the views. Call with the switch interval already lowered (see
     `fast_switching`) to meet many interleavings."""
     implementation = factory(scenario.size)
-    recorder = Recorder(kind, scenario, implementation)
-    prefix = threading.Thread(target=recorder.run_prefix, args=(implementation,), daemon=True)
+    recorder = Recorder(kind, scenario)
+    values_made = threading.Event()
+
+    def values_then_prefix() -> None:
+        recorder.make_values(implementation)
+        values_made.set()
+        recorder.run_prefix(implementation)
+
+    prefix = threading.Thread(target=values_then_prefix, daemon=True)
     prefix.start()
+    if not values_made.wait(timeout):
+        return recorder.finish(implementation)
     prefix.join(timeout)
     if prefix.is_alive():
         return recorder.finish(implementation, prefix_stuck=True)

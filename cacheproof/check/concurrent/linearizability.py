@@ -53,7 +53,9 @@ def check_history(kind: SpecKind, scenario: Scenario, history: History,
     respect to the kind's spec; see the module doc."""
     calls = sum(len(calls) for calls in scenario.threads)
     complete = len(history.events) == calls or (history.stuck and len(history.events) < calls)
-    if history.prefix_stuck:
+    if history.stuck_making is not None:
+        complete = not history.prefix and not history.events
+    elif history.prefix_stuck:
         complete = len(history.prefix) < len(scenario.prefix) and not history.events
     elif len(history.prefix) != len(scenario.prefix):
         complete = False
@@ -93,6 +95,9 @@ def check_history(kind: SpecKind, scenario: Scenario, history: History,
 
 
 def _failure_without_search(scenario: Scenario, history: History) -> str | None:
+    if history.stuck_making is not None:
+        return (f"{history.stuck_making} never returned while the scenario's values were made, before any call "
+                "(making a value for a call of the scenario)")
     if history.prefix_stuck:
         position = len(history.prefix)
         return (f"prefix call {position + 1}, {to_python(scenario.prefix[position])}, never returned "

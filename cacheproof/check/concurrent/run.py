@@ -167,7 +167,7 @@ def _shape(history: History) -> Hashable | None:
     if "..." in text:
         return None
     return (text, tuple((e.thread, e.index, e.responded is None) for e in events), precedence,
-            history.stuck, history.prefix_stuck, history.final_error)
+            history.stuck, history.prefix_stuck, history.stuck_making, history.final_error)
 
 
 def run_concurrent_check(

@@ -32,7 +32,7 @@ from cacheproof.contract.explaining.broken import ordered as ordered_breaking_fi
 from cacheproof.contract.explaining.shapes import inspection_problem, shape_problem
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
-from cacheproof.contract.faults import UsageAbort
+from cacheproof.contract.faults import CacheFault, UsageAbort
 from cacheproof.contract.snippet import failed_inspection, program_snippet, render
 from cacheproof.contract.steps import outcome_of
 from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
@@ -214,10 +214,14 @@ def scoped(scope: Any, keys: str | None, cap: int | None) -> Any:
 def capacity_cap(kind: SpecKind, factory, phases: tuple[Phase, ...], asked: int | None, watch: Watch) -> int | None:
     """The byte cap of the sizes the `phases` draw: `asked` (default REAL_VALUE_CAPACITY) when some
     phase's scope can be `capped` and the values the checker makes for the implementation hold memory
-    (`contract.values.values_hold_memory`: making them costs time per byte); None otherwise."""
+    (`contract.values.values_hold_memory`: making them costs time per byte), or when making the probe's
+    value hangs (as when it raises, the check's own calls then find and report it); None otherwise."""
     if not any(hasattr(phase.scope, "capped") for phase in phases):
         return None
-    holds = supervised(lambda: values_hold_memory(factory(kind.probe_size)), watch)
+    try:
+        holds = supervised(lambda: values_hold_memory(factory(kind.probe_size)), watch)
+    except CacheFault:  # make_value did not return: a counterexample's call will show it
+        holds = True
     return (asked or REAL_VALUE_CAPACITY) if holds else None
 
 
