@@ -24,7 +24,7 @@ def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
     with pytest.raises(DivergenceError) as raised:
         cache.release("a")  # idle entry: the spec raises WrongStateError, this cache returns False
     error = raised.value
-    assert "WrongStateError" in error.message and "returns False" in error.message
+    assert "the spec raised WrongStateError, the implementation returned False" in error.message
     # the bad call is recorded with the spec's outcome, and the cache's own as `observed`
     assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", None, "WrongStateError")]
     assert error.trace.calls[1].observed == DivergentOutcome(False, None, error.message)
@@ -35,7 +35,9 @@ def test_state_divergence_raises_at_the_bad_call_when_checked_every_call():
     cache = monitor(GetDoesNotPromote(8), state_every=1)
     cache.put(0, b"a")
     cache.put(1, b"b")
-    with pytest.raises(DivergenceError, match=r"after cache.get\(0\): snapshot\(\)") as raised:
+    with pytest.raises(DivergenceError, match=r"cache.get\(0\): snapshot\(\) differs from the spec's \(call 3 of the "
+                       r"trace\)\n  snapshot\(\): spec \(\(1, 'READY', .*\(0, 'READY', .*\)\); this implementation "
+                       r"\(\(0, 'READY', .*\(1, 'READY', .*\)\)") as raised:
         cache.get(0)
     assert len(raised.value.trace.calls) == 3
 
@@ -97,7 +99,7 @@ def test_logged_trace_replays(tmp_path, capsys):
 def test_monitor_refuses_a_non_empty_cache_or_bad_period():
     cache = CacheSpec(8)
     cache.put(0, b"a")
-    with pytest.raises(ValueError, match="already holds 1 entries"):
+    with pytest.raises(ValueError, match=r"the target's len\(\) is 1, a fresh cache spec's 0; monitor it from fresh"):
         monitor(cache)
     with pytest.raises(ValueError, match="state_every"):
         monitor(CacheSpec(8), state_every=0)
