@@ -222,10 +222,7 @@ class MonitoredImplementation(Monitored):
         with self._lock:
             if self._diverged:
                 return
-            views = self._kind.views + self._kind.lookups
-            readers = self._kind.view_readers
-            seen = {view: view_of(self._target, view, readers, self._spec) for view in views}
-            differing = differing_views(self._spec, seen, views, readers)
+            differing, _ = self._differing_views(self._kind.views + self._kind.lookups)
             unchecked, self._unchecked = self._unchecked, 0
             if differing:
                 listed = "; ".join(f"{view}(): spec {_short(wanted)}, this implementation {_short(answer)}"
@@ -311,17 +308,24 @@ class MonitoredImplementation(Monitored):
         """Everything that differs at `call`: the outcomes by the one rule (or the stored value's
         digest), and, when `due`, the kind's compared views; None when nothing does."""
         expected, actual = self._outcome(wanted, wanted_error), self._outcome(result, error)
-        views, unread = (), ()
-        if due:
-            compared = self._kind.compared_views
-            readers = self._kind.view_readers
-            seen = {view: view_of(self._target, view, readers, self._spec) for view in compared}
-            unread = tuple(view for view in compared if seen[view] == missing_view(view))
-            views = differing_views(self._spec, seen, compared, readers)
+        views, unread = self._differing_views(self._kind.compared_views) if due else ((), ())
         step = StepDifference(call, expected, actual, views, unread=unread)
         if value_difference is None and not views and outcomes_agree(call.op, expected, actual):
             return None
         return _Difference(step, value_difference)
+
+    def _differing_views(self, views: tuple[str, ...]) -> tuple[tuple[tuple[str, Any, Any], ...], tuple[str, ...]]:
+        """(view, the spec's answer, the implementation's) for each of `views` that differs
+        (`contract.steps.differing_views`), and the views the implementation lacks. A view read
+        from its method's answer (`ViewReader.answer`: the tensor cache's stats and snapshot)
+        matches at once when both methods answer equal values of one type: only the others are
+        read, which for a snapshot is most of the compare's cost."""
+        readers = self._kind.view_readers
+        target, spec = self._target, self._spec
+        read = tuple(view for view in views if not _same_answer(target, spec, readers.get(view), view))
+        seen = {view: view_of(target, view, readers, spec) for view in read}
+        unread = tuple(view for view in read if seen[view] == missing_view(view))
+        return differing_views(spec, seen, read, readers), unread
 
     def _outcome(self, result: Any, error: BaseException | None) -> StepOutcome:
         """A call's outcome as `contract.steps` compares outcomes (`outcome_of`'s rule)."""
@@ -372,6 +376,19 @@ def _agree(wanted: Any, wanted_error: BaseException | None, result: Any, error: 
     try:
         return result is wanted or type(result) is type(wanted) and (result == wanted) is True
     except Exception:  # noqa: BLE001 - a result whose == raises is looked at closer
+        return False
+
+
+def _same_answer(target: Any, spec: Any, reader: Any, view: str) -> bool:
+    """Whether `view`, read by `reader` from its method's answer, has the same answer of the same
+    type on both (then its readings are equal); False means "read it", never "it differs"."""
+    if reader is None or reader.answer is None:
+        return False
+    method = reader.method or view
+    try:
+        answer, wanted = getattr(target, method)(), getattr(spec, method)()
+        return type(answer) is type(wanted) and (answer == wanted) is True
+    except Exception:  # noqa: BLE001 - a view that raises or fails to compare is read, and so reported
         return False
 
 
