@@ -300,8 +300,9 @@ class MonitoredImplementation(Monitored):
             if self._log is not None:
                 self._log_call(_traced(record))
             return
-        message = self._message(difference, unchecked)
-        self._diverge(message, _traced(record)._replace(observed=self._observed(shape, result, error, message)))
+        why = difference.describe()
+        self._diverge(self._message(difference, why, unchecked),
+                      _traced(record)._replace(observed=self._observed(shape, result, error, why)))
 
     def _difference(self, call: Call, wanted: Any, wanted_error: BaseException | None, result: Any,
                     error: BaseException | None, due: bool, value_difference: str | None) -> "_Difference | None":
@@ -336,15 +337,14 @@ class MonitoredImplementation(Monitored):
             return StepOutcome(error=type(error).__name__, error_classes=classes)
         return StepOutcome(crash=f"{type(error).__name__}: {error}")
 
-    def _message(self, difference: "_Difference", unchecked: int) -> str:
-        """What the `DivergenceError` says: the call and what differs (`StepDifference.describe`),
-        where in the trace; then how many calls ago the views last matched, or, when they matched
-        at the call before, every difference and why."""
+    def _message(self, difference: "_Difference", why: str, unchecked: int) -> str:
+        """What the `DivergenceError` says: `why` (the call and what differs), where in the trace;
+        then how many calls ago the views last matched, or, when they matched at the call before,
+        every difference and why."""
         step = difference.step
-        where = f" (call {len(self._calls) + 1} of the trace)"
+        message = f"{why} (call {len(self._calls) + 1} of the trace)"
         if difference.value is not None:
-            return f"{to_python(step.call)}: {difference.value}{where}"
-        message = step.describe() + where
+            return message
         if step.views and unchecked > 1:
             return (message + f"; the views last matched {unchecked} calls earlier: replay the trace with --impl "
                     "to find the call")
@@ -354,7 +354,7 @@ class MonitoredImplementation(Monitored):
 
     def _observed(self, shape: _Shape, result: Any, error: BaseException | None, why: str) -> DivergentOutcome:
         """The implementation's outcome at the diverging call, as the trace records it, with `why`
-        (the monitor's message)."""
+        (what differs, in one line: `_Difference.describe`)."""
         if error is not None:
             return DivergentOutcome(error=error_name(error, self._kind.error_names), why=why)
         return DivergentOutcome(SOME_VALUE if shape.returns_value else recorded_result(result), why=why)
@@ -365,6 +365,13 @@ class _Difference(NamedTuple):
 
     step: StepDifference
     value: str | None
+
+    def describe(self) -> str:
+        """The call and what differs, in one line, as `cacheproof check` writes a difference
+        (`StepDifference.describe`; a stored value by its digests)."""
+        if self.value is not None:
+            return f"{to_python(self.step.call)}: {self.value}"
+        return self.step.describe()
 
 
 def _agree(wanted: Any, wanted_error: BaseException | None, result: Any, error: BaseException | None) -> bool:
