@@ -194,6 +194,17 @@ def test_monitor_with_views_every_k_finds_the_difference_later_and_says_so():
         pool.num_free()
 
 
+def test_check_state_and_cache_are_every_kinds():
+    pool = monitor(HeadFreePool(4), kind="blocks", state_every=100)
+    assert pool.cache is pool.target
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (1,), (5,))
+    pool.free(1, (1,))  # hashed block 1 joins the head of the queue: the snapshot differs, not compared yet
+    with pytest.raises(DivergenceError, match=r"^check_state\(\) after call 3 of the trace: snapshot\(\): spec "
+                       r".*; the views last matched 3 calls earlier: replay the trace with --impl"):
+        pool.check_state()
+
+
 @settings(max_examples=3, deadline=None, database=None, derandomize=True)
 @given(st.data())
 def test_monitor_lets_a_correct_pool_run_and_passes_other_attributes_through(data):

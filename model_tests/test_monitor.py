@@ -54,6 +54,19 @@ def test_default_state_check_finds_it_within_the_period():
             assert 0 in cache
 
 
+def test_the_default_period_grows_with_the_entries():
+    # ten entries: the state is compared every max(16, 2 x 10) = 20 calls, the first time at call 20
+    cache = monitor(GetDoesNotPromote(16))
+    for key in range(10):
+        cache.put(key, b"a")
+    cache.get(0)  # call 11 diverges in recency only
+    for call in range(12, 20):
+        assert 1 in cache
+    with pytest.raises(DivergenceError, match=r"snapshot\(\) differs from the spec's \(call 20 of the trace\); the "
+                       r"views last matched 20 calls earlier"):
+        assert 1 in cache
+
+
 def test_conforming_cache_passes_silently_and_errors_reach_the_caller():
     cache = monitor(TensorLRUCache(64, device="cpu"), state_every=1)
     value = torch.arange(4, dtype=torch.int32)

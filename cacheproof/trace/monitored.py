@@ -81,6 +81,11 @@ class Monitored:
         return self._target
 
     @property
+    def cache(self) -> Any:
+        """The monitored implementation itself (`target`), by the name the tensor cache's monitor gave it."""
+        return self._target
+
+    @property
     def trace(self) -> Trace:
         """The calls since the model was last in a fresh state, with the spec's outcomes."""
         with self._lock:
@@ -185,6 +190,7 @@ class MonitoredImplementation(Monitored):
                                          tuple(i for i, a in enumerate(row.positional) if a.domain == "value"),
                                          row.returns_value, row.form == "contains")
                         for row in kind.operations if row.name in operations}
+        self._contains = next((name for name, shape in self._shapes.items() if shape.contains), None)
         for row in kind.operations:
             if row.name in operations and row.form == "method":
                 self.__dict__[row.name] = self._operation(row.name)
@@ -205,10 +211,9 @@ class MonitoredImplementation(Monitored):
         return getattr(self.__dict__["_target"], name)
 
     def __contains__(self, item: object) -> Any:
-        contains = next((name for name, shape in self._shapes.items() if shape.contains), None)
-        if contains is None:
+        if self._contains is None:
             return item in self._target
-        return self._checked(contains, (item,), {})
+        return self._checked(self._contains, (item,), {})
 
     def __len__(self) -> int:
         return len(self._target)
