@@ -80,10 +80,7 @@ class Monitored:
         """The monitored implementation itself."""
         return self._target
 
-    @property
-    def cache(self) -> Any:
-        """The monitored implementation itself (`target`), by the name the tensor cache's monitor gave it."""
-        return self._target
+    cache = target  # the same, by the name the tensor cache's monitor gave it
 
     @property
     def trace(self) -> Trace:
