@@ -196,7 +196,7 @@ def test_monitor_with_views_every_k_finds_the_difference_later_and_says_so():
 
 def test_check_state_and_cache_are_every_kinds():
     pool = monitor(HeadFreePool(4), kind="blocks", state_every=100)
-    assert pool.cache is pool.target
+    assert pool.cache is pool.target and bool(pool)  # a pool has no len(): the monitor is true, as the pool is
     pool.allocate(1, 2)
     pool.cache_blocks(1, (1,), (5,))
     pool.free(1, (1,))  # hashed block 1 joins the head of the queue: the snapshot differs, not compared yet

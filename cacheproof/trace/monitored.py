@@ -141,6 +141,7 @@ class _Shape(NamedTuple):
     """What the hot path reads of one operation's table row, read once."""
 
     positional: int
+    names: tuple[str, ...]  # the positional arguments' names, in order
     keywords: frozenset[str]
     values: tuple[int, ...]  # positions of the arguments of the domain "value"
     returns_value: bool
@@ -161,7 +162,8 @@ class MonitoredImplementation(Monitored):
       trace in memory may restart). With k > 1 a view difference is found up to k - 1 calls late:
       the message says how many calls ago the views last matched, and `cacheproof replay TRACE
       --impl ...`, which compares every call, names the call.
-    - A call whose arguments do not fit the operation table goes to the implementation alone.
+    - A call whose arguments do not fit the operation table goes to the implementation alone (a
+      positional argument passed by name fits: it is passed by position to both).
     - The trace in memory restarts whenever the views were compared, matched, and the model is in a
       fresh model's state (nothing before it can matter). A value is recorded by its size and
       element size (`ValueRecipe(size, 0, e)`), a stored value returned as `{"value": true}`: the
@@ -183,7 +185,7 @@ class MonitoredImplementation(Monitored):
         self._unchecked = 0
         self._calls: list[tuple] = []  # (op, recorded args, kwargs, spec's result, error name): `_traced`
         self._held = HeldValues()
-        self._shapes = {row.name: _Shape(len(row.positional), row.keywords,
+        self._shapes = {row.name: _Shape(len(row.positional), tuple(a.name for a in row.positional), row.keywords,
                                          tuple(i for i, a in enumerate(row.positional) if a.domain == "value"),
                                          row.returns_value, row.form == "contains")
                         for row in kind.operations if row.name in operations}
@@ -215,6 +217,9 @@ class MonitoredImplementation(Monitored):
     def __len__(self) -> int:
         return len(self._target)
 
+    def __bool__(self) -> bool:
+        return bool(self._target)
+
     def __repr__(self) -> str:
         return f"monitor({self._target!r}, kind={self._kind.name!r})"
 
@@ -239,7 +244,10 @@ class MonitoredImplementation(Monitored):
         """Call the implementation, then the model; compare and record. The hot path."""
         shape = self._shapes[op]
         if len(args) != shape.positional or kwargs and not shape.keywords.issuperset(kwargs):
-            return invoke(self._target, Call(op, args, kwargs))
+            bound = _bound(shape, args, kwargs)
+            if bound is None:
+                return invoke(self._target, Call(op, args, kwargs))
+            args, kwargs = bound
         with self._lock:
             try:
                 result = args[0] in self._target if shape.contains else getattr(self._target, op)(*args, **kwargs)
@@ -386,6 +394,18 @@ def _agree(wanted: Any, wanted_error: BaseException | None, result: Any, error: 
         return result is wanted or type(result) is type(wanted) and (result == wanted) is True
     except Exception:  # noqa: BLE001 - a result whose == raises is looked at closer
         return False
+
+
+def _bound(shape: _Shape, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """A call's arguments as the table writes them, where it passes some positional ones by name
+    (`put(key, value=v)`): (args, kwargs); None when they do not fit the table."""
+    missing = shape.names[len(args):]
+    if len(args) > shape.positional or not all(name in kwargs for name in missing):
+        return None
+    rest = {name: value for name, value in kwargs.items() if name not in missing}
+    if not shape.keywords.issuperset(rest):
+        return None
+    return args + tuple(kwargs[name] for name in missing), rest
 
 
 def _same_answer(target: Any, spec: Any, reader: Any, view: str) -> bool:
