@@ -19,7 +19,7 @@ from cacheproof.spec.blocks.kind import BLOCK_KIND
 from cacheproof.spec.blocks.semantics import BlockSemantics
 from cacheproof.spec.errors import CacheError, InvalidArgumentError
 from cacheproof.trace.monitor import DivergenceError, monitor
-from cacheproof.contract.record import TracedCall, spec_trace, trace_text, write_trace
+from cacheproof.contract.record import DivergentOutcome, TracedCall, spec_trace, trace_text, write_trace
 from cacheproof.trace.format import TraceFormatError, parse_trace, read_trace
 from model_tests.block_pools import DoubleFreePool, HeadFreePool, ListBlockPool
 
@@ -166,7 +166,9 @@ def test_monitor_raises_at_the_double_free_and_its_log_replays(tmp_path, capsys)
     assert any(line.startswith("  the spec's rule for free: ") and "double free" in line for line in explained)
     assert pool.free(1, (1,)) is None  # after the divergence, calls are only forwarded
     pool.close()
-    assert main(["replay", str(log), "--quiet"]) == 0
+    assert read_trace(log).calls[-1].observed == DivergentOutcome(None, None, first.removesuffix(" (call 1 of the trace)"))
+    assert main(["replay", str(log)]) == 1  # the spec alone: the recorded divergence is reported
+    assert "recorded by the monitor" in capsys.readouterr().out
     assert main(["replay", str(log), "--quiet", "--impl", "model_tests.block_pools:DoubleFreePool"]) == 1
     assert "divergence at step 3 of 3 (trace line 4): cache.free(1, (1,))" in capsys.readouterr().out
 
@@ -190,6 +192,17 @@ def test_monitor_with_views_every_k_finds_the_difference_later_and_says_so():
     pool.free(1, (1,))  # the third call: views not compared yet
     with pytest.raises(DivergenceError, match="the views last matched 4 calls earlier"):
         pool.num_free()
+
+
+def test_check_state_and_cache_are_every_kinds():
+    pool = monitor(HeadFreePool(4), kind="blocks", state_every=100)
+    assert pool.cache is pool.target and bool(pool)  # a pool has no len(): the monitor is true, as the pool is
+    pool.allocate(1, 2)
+    pool.cache_blocks(1, (1,), (5,))
+    pool.free(1, (1,))  # hashed block 1 joins the head of the queue: the snapshot differs, not compared yet
+    with pytest.raises(DivergenceError, match=r"^check_state\(\) after call 3 of the trace: snapshot\(\): spec "
+                       r".*; the views last matched 3 calls earlier: replay the trace with --impl"):
+        pool.check_state()
 
 
 @settings(max_examples=3, deadline=None, database=None, derandomize=True)

@@ -24,10 +24,12 @@ def test_outcome_divergence_raises_at_the_bad_call_with_the_trace():
     with pytest.raises(DivergenceError) as raised:
         cache.release("a")  # idle entry: the spec raises WrongStateError, this cache returns False
     error = raised.value
-    assert "WrongStateError" in error.message and "returns False" in error.message
+    assert "the spec raised WrongStateError, the implementation returned False" in error.message
     # the bad call is recorded with the spec's outcome, and the cache's own as `observed`
     assert [(t.call.op, t.result, t.error) for t in error.trace.calls] == [("put", True, None), ("release", None, "WrongStateError")]
-    assert error.trace.calls[1].observed == DivergentOutcome(False, None, error.message)
+    why = "cache.release('a'): the spec raised WrongStateError, the implementation returned False"
+    assert error.message.startswith(why + " (call 2 of the trace)")
+    assert error.trace.calls[1].observed == DivergentOutcome(False, None, why)
     assert error.trace.calls[0].call.args == ("a", (2, 0, 1))  # the value recorded by size, bytes: 1 byte per element
 
 
@@ -35,7 +37,9 @@ def test_state_divergence_raises_at_the_bad_call_when_checked_every_call():
     cache = monitor(GetDoesNotPromote(8), state_every=1)
     cache.put(0, b"a")
     cache.put(1, b"b")
-    with pytest.raises(DivergenceError, match=r"after cache.get\(0\): snapshot\(\)") as raised:
+    with pytest.raises(DivergenceError, match=r"cache.get\(0\): snapshot\(\) differs from the spec's \(call 3 of the "
+                       r"trace\)\n  snapshot\(\): spec \(\(1, 'READY', .*\(0, 'READY', .*\)\); this implementation "
+                       r"\(\(0, 'READY', .*\(1, 'READY', .*\)\)") as raised:
         cache.get(0)
     assert len(raised.value.trace.calls) == 3
 
@@ -48,6 +52,19 @@ def test_default_state_check_finds_it_within_the_period():
     with pytest.raises(DivergenceError, match="replay the trace with --impl"):
         for _ in range(16):
             assert 0 in cache
+
+
+def test_the_default_period_grows_with_the_entries():
+    # ten entries: the state is compared every max(16, 2 x 10) = 20 calls, the first time at call 20
+    cache = monitor(GetDoesNotPromote(16))
+    for key in range(10):
+        cache.put(key, b"a")
+    cache.get(0)  # call 11 diverges in recency only
+    for call in range(12, 20):
+        assert 1 in cache
+    with pytest.raises(DivergenceError, match=r"snapshot\(\) differs from the spec's \(call 20 of the trace\); the "
+                       r"views last matched 20 calls earlier"):
+        assert 1 in cache
 
 
 def test_conforming_cache_passes_silently_and_errors_reach_the_caller():
@@ -97,7 +114,7 @@ def test_logged_trace_replays(tmp_path, capsys):
 def test_monitor_refuses_a_non_empty_cache_or_bad_period():
     cache = CacheSpec(8)
     cache.put(0, b"a")
-    with pytest.raises(ValueError, match="already holds 1 entries"):
+    with pytest.raises(ValueError, match=r"the target's len\(\) is 1, a fresh cache spec's 0; monitor it from fresh"):
         monitor(cache)
     with pytest.raises(ValueError, match="state_every"):
         monitor(CacheSpec(8), state_every=0)

@@ -94,8 +94,9 @@ def test_digests_of_keys_that_left_are_dropped():
         m.put(key, bytes([key % 256]) * 4)
         if key % 2:
             m.pop(key)
-    held = m._held._digests  # noqa: SLF001  (the bound is the point of the test)
-    assert len(held) <= 2 * len(m) + 64
+    held = m._held  # noqa: SLF001  (the bound is the point of the test)
+    # keys leave by pop and by eviction (64 bytes hold 16 entries): one digest per value the spec holds
+    assert 0 < len(m) <= 16 and len(held) == len(m)
     assert bytes(m.get(1998).numpy()) == bytes([1998 % 256]) * 4
 
 
@@ -117,3 +118,13 @@ def test_a_meta_tensor_of_another_shape_is_caught():
     assert digest(torch.empty(8, dtype=torch.int16, device="meta")) != digest(
         torch.empty(8, dtype=torch.float16, device="meta")
     )
+
+
+def test_a_value_passed_by_name_is_checked_and_recorded_by_its_size():
+    m = monitor(TensorLRUCache(64, device="cpu"))
+    m.put("a", value=torch.zeros(4, dtype=torch.int16))
+    m.acquire(key="b", nbytes=2)
+    m.commit("b", value=bytes(2))
+    assert [(t.call.op, t.call.args) for t in m.trace.calls] == [("put", ("a", (8, 0, 2))), ("acquire", ("b", 2)),
+                                                                 ("commit", ("b", (2, 0, 1)))]
+    assert torch.equal(m.get("a"), torch.zeros(4, dtype=torch.int16))

@@ -155,7 +155,9 @@ def test_a_block_pool_trace_from_the_monitor_draws_free_blocks(tmp_path):
     report = read_input(path)
     assert report.kind == "blocks" and len(report.cases[0].calls) == 2
     page = page_of(report)
-    assert 'data-figure="free"' in page and "Only the spec's side is known" in page
+    # the monitor records the pool's own outcome at the diverging call, as it does for every kind
+    assert 'data-figure="free"' in page and "the monitored cache diverges at call 2" in page
+    assert report.cases[0].observed == "the monitored cache returns None"
     assert "<code>cacheproof prove --spec blocks</code> proves them" in page  # the kind's own prove command
 
 

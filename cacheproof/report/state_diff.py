@@ -5,7 +5,8 @@ the input says: the versioned report's structured `state_diff`, its difference t
 `contract.differences` and `check.report.program_differences` write: "len(): spec 1, this cache 2",
 "cache.get(1): spec returns None; this cache raises KeyError", and the unversioned block report's
 "snapshot() is A, the spec's B"), or a monitor's
-`observed` outcome. An observation the input does not mention is "= spec" when the input lists
+`observed` outcome (its text as every kind's: "cache.get(1): the spec returned None, the
+implementation raised KeyError"). An observation the input does not mention is "= spec" when the input lists
 every difference at the call (a check report does), else unknown. Another kind's view that differs
 is listed part by part, as `cacheproof check` explains it (`contract.explaining.steps.part_differences`
 over the kind's readings: the pool's free queue, each block's ref count and hash, each request's
@@ -100,7 +101,10 @@ def _cache_rows(case: Case, series: Series) -> tuple[Row, ...]:
     outcome, state, unparsed = None, {}, []
     for text in case.differences:
         match = _CACHE_TEXT.match(text)
-        if match is None:
+        generic = _PROGRAM_OUTCOME.match(text.removeprefix(outcome_subject + ": ")) if match is None else None
+        if generic is not None and text.startswith(outcome_subject + ": "):  # the monitor's text, as every kind's
+            outcome = (generic["spec"], generic["cache"])
+        elif match is None:
             unparsed.append(text)
         elif match["sep"] == ";" and match["subject"] == outcome_subject:
             outcome = (match["spec"], match["cache"])

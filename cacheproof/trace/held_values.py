@@ -1,89 +1,112 @@
-"""What the spec beside a monitored cache holds of each value: its size, and a digest of its bytes
-as they were when the cache was given it.
+"""What the model beside a monitored implementation holds of each value it is given: a storage-free
+stand-in of the value's size that carries the digest of the value's bytes as they were at the call.
 
-A cache is obliged to return from get/pop the value as it was at commit/put, not as the caller's
-object is now: engines reuse their buffers. So the spec is given, for a value the contract accepts,
-a storage-free stand-in of the same size (`storage_free_value`: the lifecycle depends on sizes
-only), and the monitor keeps per key the BLAKE2b-128 digest of the value's bytes at call time. A
-get/pop result matches when its bytes have that digest, whatever form the cache keeps them in
-(bytes stored as a uint8 tensor, say). A value the contract refuses goes to the spec as it is, so
-the spec refuses it with the same error.
+An argument whose operation-table domain is "value" (`spec.kind.Argument.domain`; the tensor
+cache's commit/put) is what an implementation is obliged to give back, as it was at the call, from
+an operation whose result is the stored value (`spec.kind.STORED_VALUE`; get/pop); the caller's
+object is not: engines reuse their buffers. So the model is given, for a value the sizing rule
+accepts (`spec.cache.values.value_size`, >= 1 byte), a stand-in of the same size (the lifecycle
+reads sizes only): a read-only, storage-free view of its own (`storage_free_value`), whose BLAKE2b-128
+digest of the value's bytes is held here while the model holds the stand-in. When the model returns
+a stand-in, the implementation's result matches when its bytes have that digest, whatever form it
+keeps them in (bytes stored as a uint8 tensor, say). A value the sizing rule refuses goes to the
+model as it is, so the model refuses it with the implementation's error. No rule names an operation
+or a kind: which stand-in the model gives back decides which digest is compared (a put the model
+answers without storing, as under `put_present=keep`, leaves the earlier stand-in in place).
 
-A meta tensor (a cache on the meta device) holds no bytes: it matches when its size is the stored
-value's. A storage-free broadcast view above 64 MiB is digested by its description (dtype, shape,
-repeated byte), so a 2**40-byte value costs nothing to note.
+A meta tensor (an implementation on the meta device) holds no bytes: it matches when its size is
+the stand-in's. A storage-free broadcast view above 64 MiB is digested by its description (dtype,
+shape, repeated element), so a 2**40-byte value costs nothing to note.
 
-Cost: one digest of the value's bytes per successful commit/put and per get/pop (a tensor on a
-device is copied to the host for it), and 16 bytes per key instead of the caller's object: the
-spec no longer keeps the callers' values alive. Digests of keys that left the cache are dropped
-once they outnumber the entries, so memory stays O(entries).
+Cost: one digest of the value's bytes per value handed over and per stored value returned (a tensor
+on a device is copied to the host for it), and per held stand-in one view, one weak reference and
+16 bytes, dropped when the model drops the stand-in: memory is O(the values the model holds), and
+no caller's value is kept alive.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sys
-from typing import Any, Hashable
+import weakref
+from typing import Any
 
-from cacheproof.contract.calls import Call, to_python
+from cacheproof.contract.calls import ValueRecipe
 from cacheproof.contract.values import MAX_VALUE_BYTES, is_storage_free, storage_free_value
-from cacheproof.spec import CacheError
-from cacheproof.spec.cache import arguments
-from cacheproof.spec.cache.values import value_size
-from cacheproof.spec.kind import Model
+from cacheproof.spec.cache.values import element_sizes_dividing, value_size
 
-STORING_OPERATIONS = ("commit", "put")
-_STALE_SLACK = 64
 _STAND_IN_SIZES = 4096
-"""Stand-ins are shared per size (the spec only sizes and returns them); at most this many kept."""
+"""Stand-ins are views of one read-only base per size; at most this many bases kept."""
 
 
 class HeldValues:
-    """The digests of the values stored under each key, as the spec beside a cache sees them."""
+    """The stand-ins the model holds, each with the digest of the value it stands for."""
 
     def __init__(self) -> None:
-        self._digests: dict[Hashable, bytes] = {}
-        self._stand_ins: dict[int, Any] = {}  # size -> one read-only stand-in, shared
+        self._digests: dict[int, tuple[weakref.ref, bytes | None]] = {}  # id(stand-in) -> (ref, digest)
+        self._bases: dict[int, Any] = {}  # size -> a read-only storage-free base, shared by its views
 
-    def spec_arguments(self, op: str, args: tuple) -> tuple:
-        """The arguments to give the spec: a commit/put value the contract accepts becomes a stand-in."""
-        if op not in STORING_OPERATIONS or len(args) != 2:
-            return args
-        try:
-            size = arguments.check_value(op, args[0], args[1])
-        except CacheError:
-            return args
-        stand_in = self._stand_ins.get(size)
-        if stand_in is None:
-            if len(self._stand_ins) >= _STAND_IN_SIZES:
-                self._stand_ins.clear()
-            stand_in = self._stand_ins[size] = storage_free_value(size)
-        return (args[0], stand_in)
+    def __len__(self) -> int:
+        """How many stand-ins (and digests) are held: those the model still holds."""
+        return len(self._digests)
 
-    def note(self, op: str, args: tuple, stored: bool, spec: Model) -> None:
-        """After the spec's call: remember the digest of a value it stored (`stored`)."""
-        if op not in STORING_OPERATIONS or not stored:
-            return
-        self._digests[args[0]] = digest(args[1])
-        if len(self._digests) > 2 * len(spec) + _STALE_SLACK:
-            self._digests = {key: value for key, value in self._digests.items() if key in spec}
+    def hand_over(self, value: Any) -> tuple[Any, Any]:
+        """(what the model is given for `value`, what the trace records of it): a stand-in holding
+        the value's digest, and `ValueRecipe(size, 0, element size)`, for a value of >= 1 byte; the
+        value itself for the model when the sizing rule refuses it (recorded as its size, or as it
+        is when it has none)."""
+        size = value_size(value)
+        if size is None:
+            return value, value
+        recorded = ValueRecipe(size, 0, _element_size(value, size))
+        if size < 1:
+            return value, recorded
+        base = self._bases.get(size)
+        if base is None:
+            if len(self._bases) >= _STAND_IN_SIZES:
+                self._bases.clear()
+            base = self._bases[size] = storage_free_value(size)
+        stand_in = base.view()
+        key = id(stand_in)
+        digests = self._digests
+        digests[key] = (weakref.ref(stand_in, lambda _, key=key: digests.pop(key, None)), digest(value))
+        return stand_in, recorded
 
-    def difference(self, call: Call, result: Any, stand_in: Any = None) -> str | None:
-        """None if the value a get/pop returned has the bytes stored under its key, else why not.
+    def holds(self, stand_in: Any) -> bool:
+        """Whether `stand_in` (what the model returned) is one of the stand-ins handed over."""
+        held = self._digests.get(id(stand_in))
+        return held is not None and held[0]() is stand_in
 
-        A meta tensor holds no bytes to compare: it matches when its size is that of the spec's
-        `stand_in` for the stored value (a meta-device cache keeps sizes only).
-        """
-        if _is_meta_tensor(result) and stand_in is not None and value_size(result) == value_size(stand_in):
+    def difference(self, result: Any, stand_in: Any) -> str | None:
+        """None if `result` has the bytes of the value `stand_in` (a held stand-in) stands for, else
+        why not. A meta tensor holds no bytes to compare: it matches when its size is the
+        stand-in's (a meta-device implementation keeps sizes only)."""
+        if _is_meta_tensor(result) and value_size(result) == value_size(stand_in):
             return None
-        expected = self._digests.get(call.args[0])
+        expected = self._digests[id(stand_in)][1]
         actual = digest(result)
         if actual is not None and actual == expected:
             return None
-        return (
-            f"{to_python(call)}: spec returns the value as it was stored (digest "
-            f"{_hex(expected)}); this cache returns {_describe(result)} (digest {_hex(actual)})"
-        )
+        return (f"spec returns the value as it was stored (digest {_hex(expected)}); this implementation "
+                f"returns {_describe(result)} (digest {_hex(actual)})")
+
+
+class StoredValue:
+    """The model's result where it returned a stand-in, as a message shows it: the value stored
+    (its size), never the stand-in's repeated element."""
+
+    def __init__(self, stand_in: Any) -> None:
+        self.nbytes = value_size(stand_in)
+
+    def __repr__(self) -> str:
+        return f"<the value stored, {self.nbytes} bytes>"
+
+
+def _element_size(value: Any, size: int) -> int:
+    """Bytes per element of a sized value (`itemsize` of an array or tensor; 1 for bytes, and for
+    an element size no recipe has)."""
+    itemsize = getattr(value, "itemsize", 1)
+    return itemsize if type(itemsize) is int and itemsize in element_sizes_dividing(size) else 1
 
 
 def digest(value: Any) -> bytes | None:

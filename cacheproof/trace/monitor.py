@@ -1,12 +1,9 @@
 """`monitor(target)`: run the spec beside a live implementation of any spec kind and raise
 `DivergenceError` at the first mismatch (docs/traces.md, The runtime monitor; docs/block-traces.md).
 
-One entry for every kind. It reads the kind's `SpecKind` (its size name, profiles, operations) and
-makes the monitor its `state_every` asks for: `MonitoredCache` (`trace.lockstep_monitor`; None, the
-tensor cache's: outcome and len after every call, stats and snapshot every max(16, 2 x entries)
-calls, values by digest) or `MonitoredImplementation` (`trace.monitored`; an int, the block pool's and
-any new kind's default: outcome and the kind's views call by call). Both share one shell (lock, trace
-file, trace in memory, the stop at the first divergence: `trace.monitored.Monitored`).
+One entry and one monitor for every kind (`trace.monitored.MonitoredImplementation`): it reads the
+kind's `SpecKind` (its size name, profiles, operations, views, `state_every`) and nothing else.
+`MonitoredCache`, the name the tensor cache's monitor had, is the same class.
 """
 
 from __future__ import annotations
@@ -18,8 +15,11 @@ from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import KindSemantics, SpecKind
 from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 from cacheproof.trace.format import checked_operations
-from cacheproof.trace.lockstep_monitor import MonitoredCache
+from cacheproof.contract.steps import view_failed, view_of
 from cacheproof.trace.monitored import DivergenceError, Monitored, MonitoredImplementation
+
+MonitoredCache = MonitoredImplementation
+"""The tensor cache's monitor by its former name (`cacheproof.MonitoredCache`): the one monitor."""
 
 __all__ = ["DivergenceError", "Monitored", "MonitoredCache", "MonitoredImplementation", "monitor"]
 
@@ -63,18 +63,16 @@ def monitor(
     if state_every is not None and (type(state_every) is not int or state_every < 1):
         raise ValueError(f"monitor: state_every must be an int >= 1 or None, got {state_every!r}")
     size = _size(target, spec_kind, size, capacity_bytes)
-    if spec_kind.state_every is None:
-        if len(target):
-            raise ValueError(f"monitor: the cache already holds {len(target)} entries; monitor it from empty")
-        return MonitoredCache(target, spec_kind, size, profile=profile, semantics=spec_semantics,
-                              operations=operations, trace_path=trace_path, state_every=state_every)
     fresh = spec_kind.new(size, spec_semantics)
     for view in spec_kind.views:
-        if callable(getattr(target, view, None)) and getattr(target, view)() != getattr(fresh, view)():
-            raise ValueError(f"monitor: the target's {view}() is not a fresh {kind} spec's; monitor it from fresh")
+        answer = view_of(target, view, spec_kind.view_readers, fresh)
+        wanted = spec_kind.read_view(fresh, view, fresh)
+        if not view_failed(view, answer) and answer != wanted:
+            raise ValueError(f"monitor: the target's {view}() is {answer!r}, a fresh {kind} spec's {wanted!r}; "
+                             "monitor it from fresh")
     return MonitoredImplementation(target, spec_kind, size, profile=profile, semantics=spec_semantics,
                                    operations=operations, trace_path=trace_path,
-                                   views_every=state_every or spec_kind.state_every)
+                                   state_every=spec_kind.state_every if state_every is None else state_every)
 
 
 def _size(target: Any, kind: SpecKind, size: int | None, capacity_bytes: int | None) -> int:
