@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cacheproof.cli import main
-from cacheproof.trace.replay import snapshot_diff
+from cacheproof.report.state_diff import snapshot_diff
 from cacheproof.trace.format import write_counterexample_trace
 from model_tests.broken_caches import GetDoesNotPromote
 from model_tests.cache_checks import check_cache
@@ -41,7 +41,9 @@ def test_broken_cache_diverges_at_the_counterexample_step(tmp_path, counterexamp
     assert report["divergence"]["step"] == steps  # the counterexample diverges at its last call
     assert report["divergence"]["line"] == steps + 1
     assert report["divergence"]["call"]["op"] == "get"
-    assert report["divergence"]["state_diff"]["spec_order"] != report["divergence"]["state_diff"]["cache_order"]
+    (snapshots,) = report["divergence"]["state_diff"]["views"]  # the same entries in another recency order
+    assert snapshots["view"] == "snapshot" and snapshots["spec"] != snapshots["implementation"]
+    assert sorted(snapshots["spec"]) == sorted(snapshots["implementation"])
     assert f"divergence at step {steps} of {steps}" in capsys.readouterr().out
 
 
@@ -61,7 +63,7 @@ def test_a_wrong_recorded_result_is_a_divergence(tmp_path, capsys):
     assert main(["replay", str(path), "--json", str(tmp_path / "r.json")]) == 1
     divergence = json.loads((tmp_path / "r.json").read_text())["divergence"]
     assert (divergence["step"], divergence["line"]) == (2, 3)
-    assert divergence["expected"] == "spec returns False"
+    assert divergence["expected"] == "spec returned False"
     assert divergence["actual"] == "recorded returns True"
     # the same claim against a conforming cache: it matches the spec, so it is the recording that differs
     assert main(["replay", str(path), "--impl", "cacheproof.spec:CacheSpec", "--json", str(tmp_path / "r.json")]) == 1
@@ -81,8 +83,8 @@ def test_outcome_divergence_of_a_cache(tmp_path, capsys):
     assert main(["replay", str(path), "--impl", "model_tests.broken_caches:ReleaseOfIdleIsNoop"]) == 1
     out = capsys.readouterr().out
     assert "divergence at step 2 of 2 (trace line 3): cache.release(0)" in out
-    assert "expected: spec raises WrongStateError" in out
-    assert "actual:   cache returns False" in out
+    assert "expected: spec raised WrongStateError" in out
+    assert "actual:   implementation returned False" in out
 
 
 def test_malformed_or_missing_trace_is_a_usage_error(tmp_path, capsys):

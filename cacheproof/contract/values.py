@@ -217,3 +217,4 @@ def raises(error_name: str) -> Iterator[None]:
             raise
     else:
         raise AssertionError(f"expected {error_name}, nothing was raised")
+

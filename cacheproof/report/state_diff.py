@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cacheproof.contract.calls import to_python
-from cacheproof.contract.explain import snapshot_diff
 from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.explaining.steps import part_differences
 from cacheproof.spec.cache.kind import STATS_FIELDS, normalize_snapshot
@@ -47,6 +46,39 @@ _LISTED_VIEW = re.compile(r"^(?P<view>\w+)\(\): the spec's (?P<spec>.*), the imp
 """Another kind's differences one a line (`check.report.program_differences`, the versioned report)."""
 
 STATS_MEANINGS = {"pinned_bytes": "in use", "ready_bytes": "in use + idle"}
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Normalized tensor cache entries (key, state, refcount, nbytes, retain) that differ between the
+    spec's snapshot and the cache's, as a report's older replays and difference texts give them."""
+
+    only_in_spec: tuple
+    only_in_cache: tuple
+    differing: tuple  # (spec entry, cache entry) pairs of the same key
+    spec_order: tuple  # keys oldest first, set only when the recency orders differ
+    cache_order: tuple
+
+    @property
+    def empty(self) -> bool:
+        return not (self.only_in_spec or self.only_in_cache or self.differing or self.spec_order)
+
+
+def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
+    """Entries only in one snapshot, entries of a key that differ, and both recency orders if they differ."""
+    spec_by_key = {e[0]: e for e in spec_entries}
+    cache_by_key = {e[0]: e for e in cache_entries}
+    common = [key for key in spec_by_key if key in cache_by_key]
+    spec_order = tuple(key for key in spec_by_key if key in cache_by_key)
+    cache_order = tuple(key for key in cache_by_key if key in spec_by_key)
+    orders_differ = spec_order != cache_order
+    return SnapshotDiff(
+        tuple(e for key, e in spec_by_key.items() if key not in cache_by_key),
+        tuple(e for key, e in cache_by_key.items() if key not in spec_by_key),
+        tuple((spec_by_key[k], cache_by_key[k]) for k in common if spec_by_key[k] != cache_by_key[k]),
+        tuple(e[0] for e in spec_entries) if orders_differ else (),
+        tuple(e[0] for e in cache_entries) if orders_differ else (),
+    )
 
 
 class Row(NamedTuple):
