@@ -2,7 +2,7 @@
 
 The spec's side is the replayed spec (`series.Series.state`, `outcomes`). The cache's side is what
 the input says: the versioned report's structured `state_diff`, its difference texts (the forms
-`contract.differences` and `check.report.program_differences` write: "len(): spec 1, this cache 2",
+the tensor cache's checker and replay wrote before every kind's ran the program pipeline, and `check.report.program_differences` writes: "len(): spec 1, this cache 2",
 "cache.get(1): spec returns None; this cache raises KeyError", and the unversioned block report's
 "snapshot() is A, the spec's B"), or a monitor's
 `observed` outcome. An observation the input does not mention is "= spec" when the input lists

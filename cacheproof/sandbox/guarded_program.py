@@ -2,8 +2,7 @@
 such as `snapshot()`) and the factory are noted on a `guarded_call.Watch` before they run, so that
 `guarded_call.supervised` sees a call that outlives the call timeout and reports it as a hang.
 
-Unlike the tensor cache's `GuardedCache`, nothing is translated: whatever a call raises passes
-through unchanged, and the differential step (`cacheproof.contract.steps`) judges it. The factory
+Nothing is translated: whatever a call raises passes through unchanged, and the differential step (`cacheproof.contract.steps`) judges it. The factory
 hanging is the supervisor's `UsageAbort` (no call sequence reproduces it).
 """
 
