@@ -8,8 +8,11 @@ import json
 import pytest
 
 from cacheproof.cli import main
+from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.report.state_diff import snapshot_diff
-from cacheproof.trace.format import write_counterexample_trace
+from cacheproof.spec import CacheSpec
+from cacheproof.trace.format import spec_trace, write_counterexample_trace
+from cacheproof.trace.replay import replay_against_spec
 from model_tests.broken_caches import GetDoesNotPromote
 from model_tests.cache_checks import check_cache
 
@@ -105,3 +108,14 @@ def test_snapshot_diff_lists_each_kind_of_difference():
     assert diff.differing == (((2, "READY", 1, 2, True), (2, "READY", 0, 2, True)),)
     assert (diff.spec_order, diff.cache_order) == ((1, 2, 3), (2, 1, 4))
     assert snapshot_diff(spec, spec).empty
+
+
+def test_a_spec_raising_an_error_outside_its_contract_is_a_bug_of_the_spec_and_propagates(monkeypatch):
+    trace = spec_trace(8, [Call("put", (1, ValueRecipe(1, 0))), Call("get", (1,))])
+
+    def broken_get(self, key):
+        raise ZeroDivisionError("a bug of the spec")
+
+    monkeypatch.setattr(CacheSpec, "get", broken_get)
+    with pytest.raises(ZeroDivisionError, match="a bug of the spec"):
+        replay_against_spec(trace)

@@ -15,7 +15,7 @@ from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.format import parse_trace, spec_trace, trace_text, write_trace
-from cacheproof.trace.replay import replay_beside, replay_against_spec
+from cacheproof.trace.replay import SNIPPET_CALLS, replay_beside, replay_against_spec
 from model_tests.broken_caches import GetDoesNotPromote
 
 
@@ -91,6 +91,12 @@ def test_a_state_divergence_between_full_checks_is_traced_to_its_call():
     assert snapshots["view"] == "snapshot"
     assert snapshots["spec"][-1][0] == 0 and snapshots["implementation"][0][0] == 0
     assert divergence.snippet is not None and divergence.explanation
+
+
+def test_a_divergence_after_the_snippets_calls_is_explained_without_a_snippet():
+    calls = distinct_puts(SNIPPET_CALLS + 100) + [Call("get", (0,))]
+    divergence = replay_beside(spec_trace(4 * len(calls), calls), GetDoesNotPromote)
+    assert divergence.step == len(calls) and divergence.snippet is None and divergence.explanation
 
 
 class SnapshotCountingCache(TensorLRUCache):

@@ -50,7 +50,7 @@ from cacheproof.contract.steps import StepDifference, StepOutcome, differential_
 from cacheproof.contract.steps import outcomes_agree, step_outcomes, view_differences
 from cacheproof.contract.values import values_equal
 from cacheproof.sandbox.factories import FactoryError, load_factory
-from cacheproof.sandbox.fault_search import first_failure
+from cacheproof.sandbox.fault_search import DIVERGENCE, first_failure
 from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, Watch, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory, missing_operations
 from cacheproof.spec.cache.values import value_size
@@ -396,6 +396,8 @@ def _guarded_replay(trace: Trace, factory: Callable[[int], Any], args: argparse.
         return ReplayDivergence(len(trace.calls), trace.calls[-1].call, IMPLEMENTATION, "the same run twice",
                                 "a hang once, then none", "not deterministic: the replay hung once, then did not")
     call = trace.calls[failure.step].call
+    if failure.kind == DIVERGENCE:  # a difference the periodic comparison had not reached before the hang
+        return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, None, None, failure.message)
     return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, "the call returns", failure.message, failure.message)
 
 
