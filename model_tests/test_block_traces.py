@@ -98,6 +98,19 @@ def test_a_call_that_hangs_is_a_divergence_at_that_call_under_the_call_timeout(t
     assert divergence["message"] == "cache.lookup((7,)) did not return within 0.5 s"
 
 
+class NoLookupPool(ListBlockPool):
+    """A pool without `lookup`, which the trace calls."""
+
+    lookup = None
+
+
+def test_an_implementation_without_an_operation_of_the_trace_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, spec_trace(4, CALLS, kind="blocks"))
+    assert main(["replay", str(path), "--impl", "model_tests.test_block_traces:NoLookupPool"]) == 2
+    assert "returned a NoLookupPool, which lacks lookup" in capsys.readouterr().err
+
+
 def test_check_trace_out_then_replay_impl_reports_the_divergence_with_a_failing_snippet(tmp_path, capsys):
     path = tmp_path / "double-free.jsonl"
     impl = "model_tests.block_pools:DoubleFreePool"
