@@ -169,10 +169,11 @@ def replay_beside(trace: Trace, factory: Callable[[int], Any], impl: str = "MODU
             difference = StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
             return _implementation_divergence(trace, calls[:step], spec_errors, difference, impl)
         spec_errors.append(expected.error)
-        compared = kind.compared_views if step - matched >= due or step == len(calls) else kind.announcements
+        whole = step - matched >= due or step == len(calls)  # the whole state compared after this call
+        compared = kind.compared_views if whole else kind.announcements
         differing, unread = view_differences(model, implementation, compared, readers) if compared else ((), ())
         if differing or not outcomes_agree(call.op, expected, actual):
-            if compared is not kind.compared_views:
+            if not whole:
                 differing, unread = view_differences(model, implementation, kind.compared_views, readers)
             difference = StepDifference(call, expected, actual, differing, unread=unread)
             return _earliest(trace, factory, calls, matched, step, difference, spec_errors, impl)
@@ -180,7 +181,7 @@ def replay_beside(trace: Trace, factory: Callable[[int], Any], impl: str = "MODU
         if mismatch is not None:
             return ReplayDivergence(step, call, RECORDING, f"spec {expected.describe()}",
                                     f"recorded {traced.describe()}", mismatch)
-        if compared is kind.compared_views:
+        if whole:
             matched, due = step, state_period(kind, model)
     return None
 
