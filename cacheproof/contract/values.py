@@ -217,4 +217,3 @@ def raises(error_name: str) -> Iterator[None]:
             raise
     else:
         raise AssertionError(f"expected {error_name}, nothing was raised")
-
