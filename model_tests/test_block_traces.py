@@ -83,9 +83,32 @@ def test_an_edited_outcome_is_reported_at_its_line(tmp_path, capsys):
     assert main(["replay", str(path), "--json", str(report)]) == 1
     out = capsys.readouterr().out
     assert "divergence at step 5 of 7 (trace line 6): cache.num_free()" in out
-    assert "recorded returns 2; replayed returns 3" in out
+    assert "recorded returns 2; the spec returned 3" in out
     divergence = json.loads(report.read_text())["divergence"]
     assert (divergence["step"], divergence["line"], divergence["against"]) == (5, 6, "recording")
+
+
+def test_a_call_that_hangs_is_a_divergence_at_that_call_under_the_call_timeout(tmp_path, capsys):
+    path, report = tmp_path / "trace.jsonl", tmp_path / "report.json"
+    write_trace(path, spec_trace(4, CALLS, kind="blocks"))
+    assert main(["replay", str(path), "--impl", "model_tests.faulty_pools:LookupHangs", "--call-timeout", "0.5",
+                 "--json", str(report)]) == 1
+    assert "divergence at step 3 of 7 (trace line 4): cache.lookup((7,))" in capsys.readouterr().out
+    divergence = json.loads(report.read_text())["divergence"]
+    assert divergence["message"] == "cache.lookup((7,)) did not return within 0.5 s"
+
+
+class NoLookupPool(ListBlockPool):
+    """A pool without `lookup`, which the trace calls."""
+
+    lookup = None
+
+
+def test_an_implementation_without_an_operation_of_the_trace_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "trace.jsonl"
+    write_trace(path, spec_trace(4, CALLS, kind="blocks"))
+    assert main(["replay", str(path), "--impl", "model_tests.test_block_traces:NoLookupPool"]) == 2
+    assert "returned a NoLookupPool, which lacks lookup" in capsys.readouterr().err
 
 
 def test_check_trace_out_then_replay_impl_reports_the_divergence_with_a_failing_snippet(tmp_path, capsys):

@@ -42,7 +42,7 @@ def test_check_finds_the_bug(broken, tmp_path, capsys):
     assert first_divergence(CacheSpec, capacity, calls) is None
     divergence = first_divergence(broken, capacity, calls)
     assert divergence is not None and divergence.step == len(calls) - 1
-    _, _, cache_side = divergence.message.partition("this cache raises ")
-    assert not cache_side or cache_side.split(":")[0] in CONTRACT_ERRORS, (
+    cache_side = divergence.difference.actual
+    assert cache_side.crash is None and (cache_side.error is None or cache_side.error in CONTRACT_ERRORS), (
         f"the broken cache must be caught by its bug, not by an unrelated crash: {divergence.message}"
     )

@@ -8,15 +8,16 @@ import json
 
 import pytest
 
-from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.contract.differences import CONTAINS, LEN, OUTCOME, SNAPSHOT, STATS, diverging_step
-from cacheproof.contract.explain import explanation
+from cacheproof.contract.calls import Call, ValueRecipe, invoke
+from cacheproof.contract.explaining.steps import diverging_call, explain_all
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.check.report import program_kind
 from cacheproof.cli import main
-from cacheproof.spec import CacheSpec
+from cacheproof.spec import CacheError, CacheSpec
 from cacheproof.spec.cache.invariants import INVARIANTS_BY_NAME
 from cacheproof.spec.cache.profiles import profile_named
-from cacheproof.spec.cache.transitions import transition_table
+from cacheproof.spec.cache.semantics import CONTRACT
+from cacheproof.spec.kinds import get_kind
 from model_tests.broken_caches import EvictsPinnedEntries, GetDoesNotPromote, ReleaseOfIdleIsNoop
 from model_tests.broken_profile_caches import OversizedSetEvictsAllCache
 from model_tests.cache_checks import check_cache, replayed, snippet
@@ -33,44 +34,62 @@ def _value(nbytes: int) -> ValueRecipe:
     return ValueRecipe(nbytes, 0)
 
 
+def _explained(factory, size: int, calls: list[Call]):
+    """The difference at the last of `calls` (it must be the first that diverges) and its explanation,
+    as check and replay give them (`contract.sequence.first_divergence`, `contract.explaining.steps`)."""
+    found = first_divergence(factory, size, calls)
+    assert found is not None and found.step == len(calls) - 1
+    kind = get_kind("cache")
+    (explained,) = explain_all(kind, [diverging_call(kind, size, CONTRACT, calls, found.difference)])
+    return found.difference, explained.lines()
+
+
+def _views(difference) -> dict:
+    return {view: (spec, implementation) for view, spec, implementation in difference.views}
+
+
 def test_an_oversized_put_that_evicts_everything_shows_the_result_and_the_state():
     calls = [Call("put", (0, _value(1))), Call("put", (1, _value(1))), Call("put", (2, _value(3)))]
-    step = diverging_step(OversizedSetEvictsAllCache, 2, calls)
-    observations = [difference.observation for difference in step.differences]
-    assert observations[0] == OUTCOME, "the result difference comes first, as the checker compares"
-    assert "TooLargeError" in step.differences[0].text and "returns False" in step.differences[0].text
-    assert LEN in observations, "the entries it evicted on the way are reported too"
-    length = next(d for d in step.differences if d.observation == LEN)
-    assert (length.expected, length.text) == (2, "len(): spec 2, this cache 0")
-    assert {d.subject for d in step.differences if d.observation == CONTAINS} == {0, 1}
+    difference, lines = _explained(OversizedSetEvictsAllCache, 2, calls)
+    assert lines[0] == "outcome: spec raised TooLargeError; this implementation returned False", \
+        "the result difference comes first, as the checker compares"
+    views = _views(difference)
+    assert views["len"] == (2, 0), "the entries it evicted on the way are reported too"
+    assert views["membership"] == ((0, 1), ())
 
 
 def test_every_state_difference_of_an_eviction_of_an_entry_in_use():
     calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, _value(1))), Call("put", (1, _value(1))),
              Call("evict", (1,))]
-    step = diverging_step(EvictsPinnedEntries, 2, calls)
-    observations = {difference.observation for difference in step.differences}
-    assert {OUTCOME, CONTAINS, STATS, SNAPSHOT} <= observations
-    assert {d.subject for d in step.differences if d.observation == STATS} == {"pinned_bytes", "idle_bytes"}
+    difference, _ = _explained(EvictsPinnedEntries, 2, calls)
+    assert difference.outcome_differs
+    views = _views(difference)
+    assert {"stats", "snapshot", "membership"} <= set(views)
+    spec_stats, cache_stats = views["stats"]
+    assert {field for field in spec_stats if spec_stats[field] != cache_stats[field]} == {"pinned_bytes", "idle_bytes"}
 
 
 def test_the_why_names_the_broken_invariant_and_the_snapshot_diff():
     calls = [Call("reserve", (0, 1), {"retain": False}), Call("commit", (0, _value(1))), Call("put", (1, _value(1))),
              Call("evict", (1,))]
-    lines = explanation(diverging_step(EvictsPinnedEntries, 2, calls), 2)
-    why = "\n".join(lines)
-    assert "only in spec:  (0, 'READY', 1, 1, False)" in why and "only in cache: (1, 'READY', 0, 1, True)" in why
+    _, lines = _explained(EvictsPinnedEntries, 2, calls)
+    # the spec keeps key 0 (in use), the cache evicted it and kept idle key 1
+    assert "snapshot(): spec ((0, 'READY', 1, 1, False),); this implementation ((1, 'READY', 0, 1, True),)" in lines
     # first the invariant the cache's own step breaks, with its witness: key 0 (in use) went, idle key 1 stayed
     assert lines[0] == "your implementation breaks I5: evict evicted key 0, in use (refcount 1)"
     assert f"I5: {INVARIANTS_BY_NAME['I5'].rule}" in lines, "the rule text is the invariant table's"
 
 
-def test_the_why_names_the_spec_rule_of_the_edge_it_took():
+def test_the_why_names_the_spec_rule_of_the_call():
     calls = [Call("put", (0, _value(1))), Call("release", (0,))]
-    why = explanation(diverging_step(ReleaseOfIdleIsNoop, 1, calls), 1)
-    edge = next(t for t in transition_table() if (t.source.name, t.operation) == ("READY_IDLE", "release"))
-    assert why == (f"the spec's rule for release of a READY_IDLE key: {edge.guard.words}: raises WrongStateError "
-                   "(docs/lifecycle.md)",), "no snapshot diff (the states agree) and no invariant the cache breaks"
+    _, lines = _explained(ReleaseOfIdleIsNoop, 1, calls)
+    spec = CacheSpec(1)
+    invoke(spec, calls[0])
+    with pytest.raises(CacheError) as refused:
+        invoke(spec, calls[1])
+    assert lines == ("outcome: spec raised WrongStateError; this implementation returned False",
+                     f"the spec's rule for release: {refused.value}"), \
+        "the spec's own rule in its words; no state difference (the states agree) and no invariant the cache breaks"
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +180,9 @@ def test_replay_leads_with_the_difference_when_the_outcomes_agree(tmp_path, caps
     assert main(["replay", str(path), "--impl", "model_tests.broken_caches:GetDoesNotPromote"]) == 1
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("divergence at step 3"))
-    assert lines[start + 1].startswith("  difference: snapshot()")
-    assert lines[start + 2].startswith("  outcome:  the same")
+    assert lines[start + 1] == "  difference: cache.get(0): snapshot() differs from the spec's"
+    assert "  outcome:  the same (spec returned b'\\x00'; implementation returned b'\\x00'); the state differs" in lines
     assert not any("why:" in line for line in lines)
-    assert any("recency order (oldest first): spec [1, 0], cache [0, 1]" in line for line in lines)
+    # every difference and why: the spec's recency order has 0 newest (the get), the cache's kept it oldest
+    assert ("    snapshot(): spec ((1, 'READY', 0, 1, True), (0, 'READY', 0, 1, True)); this implementation "
+            "((0, 'READY', 0, 1, True), (1, 'READY', 0, 1, True))") in lines

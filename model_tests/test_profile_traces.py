@@ -82,7 +82,7 @@ def test_monitor_trace_under_a_profile_replays_with_no_flags(tmp_path, capsys):
     assert main(["replay", str(path), "--quiet"]) == 0
     assert main(["replay", str(path), "--impl", PLAIN, "--quiet"]) == 0
     assert main(["replay", str(path), "--profile", "contract"]) == 1
-    assert "recorded returns True; replayed raises WrongStateError" in capsys.readouterr().out
+    assert "recorded returns True; the spec raised WrongStateError" in capsys.readouterr().out
 
 
 def test_monitor_semantics_override_and_ops():

@@ -8,8 +8,11 @@ import json
 import pytest
 
 from cacheproof.cli import main
-from cacheproof.trace.replay import snapshot_diff
-from cacheproof.trace.format import write_counterexample_trace
+from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.report.state_diff import snapshot_diff
+from cacheproof.spec import CacheSpec
+from cacheproof.trace.format import spec_trace, write_counterexample_trace
+from cacheproof.trace.replay import replay_against_spec
 from model_tests.broken_caches import GetDoesNotPromote
 from model_tests.cache_checks import check_cache
 
@@ -41,7 +44,9 @@ def test_broken_cache_diverges_at_the_counterexample_step(tmp_path, counterexamp
     assert report["divergence"]["step"] == steps  # the counterexample diverges at its last call
     assert report["divergence"]["line"] == steps + 1
     assert report["divergence"]["call"]["op"] == "get"
-    assert report["divergence"]["state_diff"]["spec_order"] != report["divergence"]["state_diff"]["cache_order"]
+    (snapshots,) = report["divergence"]["state_diff"]["views"]  # the same entries in another recency order
+    assert snapshots["view"] == "snapshot" and snapshots["spec"] != snapshots["implementation"]
+    assert sorted(snapshots["spec"]) == sorted(snapshots["implementation"])
     assert f"divergence at step {steps} of {steps}" in capsys.readouterr().out
 
 
@@ -61,7 +66,7 @@ def test_a_wrong_recorded_result_is_a_divergence(tmp_path, capsys):
     assert main(["replay", str(path), "--json", str(tmp_path / "r.json")]) == 1
     divergence = json.loads((tmp_path / "r.json").read_text())["divergence"]
     assert (divergence["step"], divergence["line"]) == (2, 3)
-    assert divergence["expected"] == "spec returns False"
+    assert divergence["expected"] == "spec returned False"
     assert divergence["actual"] == "recorded returns True"
     # the same claim against a conforming cache: it matches the spec, so it is the recording that differs
     assert main(["replay", str(path), "--impl", "cacheproof.spec:CacheSpec", "--json", str(tmp_path / "r.json")]) == 1
@@ -81,8 +86,8 @@ def test_outcome_divergence_of_a_cache(tmp_path, capsys):
     assert main(["replay", str(path), "--impl", "model_tests.broken_caches:ReleaseOfIdleIsNoop"]) == 1
     out = capsys.readouterr().out
     assert "divergence at step 2 of 2 (trace line 3): cache.release(0)" in out
-    assert "expected: spec raises WrongStateError" in out
-    assert "actual:   cache returns False" in out
+    assert "expected: spec raised WrongStateError" in out
+    assert "actual:   implementation returned False" in out
 
 
 def test_malformed_or_missing_trace_is_a_usage_error(tmp_path, capsys):
@@ -103,3 +108,14 @@ def test_snapshot_diff_lists_each_kind_of_difference():
     assert diff.differing == (((2, "READY", 1, 2, True), (2, "READY", 0, 2, True)),)
     assert (diff.spec_order, diff.cache_order) == ((1, 2, 3), (2, 1, 4))
     assert snapshot_diff(spec, spec).empty
+
+
+def test_a_spec_raising_an_error_outside_its_contract_is_a_bug_of_the_spec_and_propagates(monkeypatch):
+    trace = spec_trace(8, [Call("put", (1, ValueRecipe(1, 0))), Call("get", (1,))])
+
+    def broken_get(self, key):
+        raise ZeroDivisionError("a bug of the spec")
+
+    monkeypatch.setattr(CacheSpec, "get", broken_get)
+    with pytest.raises(ZeroDivisionError, match="a bug of the spec"):
+        replay_against_spec(trace)

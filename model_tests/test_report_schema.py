@@ -196,7 +196,9 @@ def test_replay_of_both_trace_kinds(tmp_path: Path, cache_trace: Path, block_tra
     assert clean["ok"] is True and clean["divergence"] is None and clean["spec"] == "cache"
     diverging = _report(["replay", str(cache_trace), "--impl", CLEAR, "--quiet"], tmp_path / "2.json", 1)
     assert diverging["divergence"]["call"]["op"] == "clear"
-    assert diverging["divergence"]["state_diff"]["only_in_spec"]
+    views = {view["view"]: view for view in diverging["divergence"]["state_diff"]["views"]}
+    assert views["snapshot"]["spec"] and not views["snapshot"]["implementation"], "the clear emptied the cache"
+    assert diverging["divergence"]["snippet"] and diverging["divergence"]["cache_snapshot"] is None
     program = _report(["replay", str(block_trace), "--quiet"], tmp_path / "3.json", 0)
     assert program["spec"] == "blocks"
     against = _report(["replay", str(block_trace), "--impl", DOUBLE_FREE, "--quiet"], tmp_path / "4.json", 1)

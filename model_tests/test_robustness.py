@@ -235,7 +235,7 @@ def test_replay_reports_a_hang_as_a_divergence(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("GetReturnsUncomparable", "cache.get(1): comparing this cache's outcome with the spec's raised TypeError"),
+    ("GetReturnsUncomparable", "comparing the implementation's outcome with the spec's raised TypeError"),
     ("SnapshotRaises", "snapshot() raised RuntimeError: snapshot lost its iterator"),
 ])
 def test_replay_reports_the_users_code_failing_as_a_divergence(name, message, tmp_path, capsys):

@@ -23,8 +23,6 @@ import pytest
 
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.sequence import first_divergence
-from cacheproof.contract.steps import differential_step
-from cacheproof.spec.kinds import get_kind
 from examples.minimal_cache import MinimalCache
 from model_tests.block_pools import ListBlockPool
 from model_tests.broken_sharing_caches import BROKEN_SHARING_CACHES
@@ -96,12 +94,8 @@ def test_each_broken_cache_diverges_at_the_last_call_of_its_documented_sequence(
 
 
 def _first_difference(factory, blocks: int, calls: list[Call]) -> int | None:
-    kind = get_kind("blocks")
-    model, pool = kind.new(blocks), factory(blocks)
-    for step, call in enumerate(calls):
-        if differential_step(model, pool, call, kind.views, error_names=kind.error_names) is not None:
-            return step
-    return None
+    found = first_divergence(factory, blocks, calls, kind="blocks")
+    return None if found is None else found.step
 
 
 @pytest.mark.parametrize("pool", BROKEN_SHARING_POOLS, ids=lambda cls: cls.__name__)

@@ -15,7 +15,7 @@ from cacheproof.cli import main
 from cacheproof.impl import TensorLRUCache
 from cacheproof.spec import CacheSpec
 from cacheproof.trace.format import parse_trace, spec_trace, trace_text, write_trace
-from cacheproof.trace.replay import replay_beside, replay_against_spec
+from cacheproof.trace.replay import SNIPPET_CALLS, replay_beside, replay_against_spec
 from model_tests.broken_caches import GetDoesNotPromote
 
 
@@ -87,8 +87,35 @@ def test_a_state_divergence_between_full_checks_is_traced_to_its_call():
     divergence = replay_beside(spec_trace(4 * 400, calls), GetDoesNotPromote)
     assert divergence is not None
     assert (divergence.step, divergence.call) == (301, Call("get", (0,)))
-    diff = divergence.snapshot_diff()
-    assert diff.spec_order[-1] == 0 and diff.cache_order[0] == 0
+    (snapshots,) = divergence.state_diff["views"]  # the get's differential step with every view: only the order differs
+    assert snapshots["view"] == "snapshot"
+    assert snapshots["spec"][-1][0] == 0 and snapshots["implementation"][0][0] == 0
+    assert divergence.snippet is not None and divergence.explanation
+
+
+def test_a_divergence_after_the_snippets_calls_is_explained_without_a_snippet():
+    calls = distinct_puts(SNIPPET_CALLS + 100) + [Call("get", (0,))]
+    divergence = replay_beside(spec_trace(4 * len(calls), calls), GetDoesNotPromote)
+    assert divergence.step == len(calls) and divergence.snippet is None and divergence.explanation
+
+
+class SnapshotCountingCache(TensorLRUCache):
+    """TensorLRUCache that counts the calls of its snapshot(), the whole state's O(entries) view."""
+
+    snapshots = 0
+
+    def snapshot(self):
+        SnapshotCountingCache.snapshots += 1
+        return super().snapshot()
+
+
+def test_replay_with_impl_compares_the_whole_state_periodically_not_after_every_call():
+    # 1000 puts, the entries growing to 1000: compared after 16 calls, then every 2 x entries calls
+    # (16, 48, 144, 432) and after the last (1000), one snapshot() each; after every call it would be 1000
+    trace = spec_trace(4 * 1000, distinct_puts(1000))
+    SnapshotCountingCache.snapshots = 0
+    assert replay_beside(trace, lambda capacity: SnapshotCountingCache(capacity, device="cpu")) is None
+    assert SnapshotCountingCache.snapshots == 5
 
 
 def test_an_outcome_divergence_after_an_unseen_state_divergence_reports_the_earlier_call():

@@ -268,9 +268,9 @@ class SpecKind:
 
     `state_every` says how many calls apart a differential replay (`cacheproof replay --impl`) and
     the runtime monitor compare the whole state by default: 1, after every call, with the kind's
-    `views` (a view is cheap); None, every max(16, 2 x entries) calls (the tensor cache, whose full
-    check, len, `in`, stats and snapshot, costs O(entries)), the call that broke the state then
-    found by bisection (`cacheproof.trace.lockstep`).
+    `views` (a view is cheap); None, every max(16, 2 x entries) calls, entries being `len(model)`
+    (the tensor cache, whose views cost O(entries); a kind choosing None gives its model an O(1)
+    `__len__`), the call that broke the state then found by bisection (`cacheproof.trace.replay`).
 
     `partitioning` says how a concurrent history splits into independent parts (`Partitioning`);
     None: never (the kind's module says why).

@@ -143,7 +143,7 @@ def concurrent_divergence(example: ConcurrentCounterexample, kind: SpecKind, imp
 
 def program_kind(difference: StepDifference) -> str:
     """What makes a divergence of another kind another bug: the operation, both outcomes' categories,
-    the views that differ (the words of `cacheproof.contract.differences.kind_of`)."""
+    the views that differ."""
     def category(outcome: Any) -> str:
         if outcome.crash is not None:
             return "crashes"

@@ -10,9 +10,9 @@ to themselves. A recipe is a size, never the bytes.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
-from cacheproof.contract.values import recipe_problem, value_or_user_error
+from cacheproof.contract.values import recipe_problem, value_or_user_error, values_equal
 from cacheproof.spec.cache.values import element_size_for
 
 
@@ -145,3 +145,14 @@ def _python(value: Any, cache_name: str) -> str:
     if isinstance(value, ValueRecipe):
         return value.python(cache_name)
     return repr(value)
+
+
+def recipe_of(value: Any, calls: Sequence[Call], target: Any) -> ValueRecipe | None:
+    """The recipe, among those `calls` store (commit and put, latest first), whose value made for
+    `target` equals `value` (the value a get or pop returned: which stored recipe it is)."""
+    for call in reversed(calls):
+        if call.op in ("commit", "put") and len(call.args) == 2 and isinstance(call.args[1], ValueRecipe):
+            recipe = call.args[1]
+            if values_equal(value, recipe.value(target)):
+                return recipe
+    return None

@@ -1,5 +1,9 @@
-"""Replay a call sequence on the spec and a cache and find the first divergence (shrinking is
-`cacheproof.sandbox.fault_search.shrink_failure`, the one shrinker)."""
+"""Replay a call sequence of any spec kind on a fresh model and a fresh implementation and find the
+first divergence (shrinking is `cacheproof.sandbox.fault_search.shrink_failure`, the one shrinker).
+
+After every call the outcomes and every view the kind compares (`SpecKind.compared_views`) are
+compared by the one differential step (`contract.steps.differential_step`), as `check` compares them.
+"""
 
 from __future__ import annotations
 
@@ -7,78 +11,53 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call
-from cacheproof.contract.outcomes import normalize_snapshot, step_difference
-from cacheproof.contract.keys import KEY_DOMAINS, SMALL_KEYS, WIDE_KEYS
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics
-from cacheproof.spec.kinds import new_spec
+from cacheproof.contract.steps import StepDifference, differential_step
+from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.kinds import DEFAULT_KIND, get_kind
 
 
 @dataclass(frozen=True)
 class SequenceDivergence:
-    """Where a replayed sequence first disagrees with the spec."""
+    """Where a replayed sequence first disagrees with the spec: the call at index `step`, and
+    everything that differs there."""
 
     step: int  # index into the calls
     call: Call
-    message: str
-    spec_snapshot: tuple  # normalized, after the call
-    cache_snapshot: tuple | None  # normalized, or None if the cache has no snapshot()
+    difference: StepDifference
+
+    @property
+    def message(self) -> str:
+        """The difference in one line (`StepDifference.describe`)."""
+        return self.difference.describe()
 
 
 def first_divergence(
     factory: Callable[[int], Any],
-    capacity_bytes: int,
+    size: int,
     calls: Sequence[Call],
     on_step: Callable[[int], None] | None = None,
-    semantics: Semantics = CONTRACT,
+    semantics: Any = None,
+    kind: SpecKind | str = DEFAULT_KIND,
+    *,
+    model: Any = None,
+    after_call: Callable[[Any, int, Call], None] | None = None,
 ) -> SequenceDivergence | None:
-    """Run `calls` on a fresh spec and a fresh `factory(capacity_bytes)`; the first difference, or None.
+    """Run `calls` on a fresh model of `kind` (`kind.new(size, semantics)`, default semantics when
+    None; or `model`, fresh, when given) and a fresh `factory(size)`; the first difference, or None.
 
-    `on_step(index)` is told the index of each call before it is made. After every call `in` is
-    compared over `compared_keys(calls)` (the calls' own keys, the scopes' pools and every key
-    domain's), so a replay sees what the run saw whatever the example's key universe was.
-    """
-    spec = new_spec(capacity_bytes, semantics)
-    cache = factory(capacity_bytes)
-    keys = compared_keys(calls)
+    `on_step(index)` is told the index of each call before it is made; `after_call(model, index,
+    call)` after it, before its difference is returned (a check of the model's own invariants)."""
+    kind = get_kind(kind) if isinstance(kind, str) else kind
+    if model is None:
+        model = kind.new(size) if semantics is None else kind.new(size, semantics)
+    implementation = factory(size)
+    views, error_names, readers = kind.compared_views, kind.error_names, kind.view_readers
     for index, call in enumerate(calls):
         if on_step is not None:
             on_step(index)
-        message = step_difference(spec, cache, call, keys)
-        if message is not None:
-            return SequenceDivergence(index, call, message, normalize_snapshot(spec.snapshot()), _snapshot_of(cache))
+        difference = differential_step(model, implementation, call, views, error_names=error_names, readers=readers)
+        if after_call is not None:
+            after_call(model, index, call)
+        if difference is not None:
+            return SequenceDivergence(index, call, difference)
     return None
-
-
-def _snapshot_of(cache: Any) -> tuple | None:
-    """The cache's normalized snapshot; None when it has none or its snapshot() fails."""
-    if not hasattr(cache, "snapshot"):
-        return None
-    try:
-        return normalize_snapshot(cache.snapshot())
-    except Exception:  # the divergence is reported all the same
-        return None
-
-
-def compared_keys(calls: Sequence[Call]) -> tuple:
-    """The keys whose `in` a replay compares after every call: the checker's key universes (the
-    scopes' pools, and the keys of `KEY_DOMAINS` of the types the calls name) and every hashable key
-    the calls name, each once."""
-    named = tuple(hashable_keys(calls))
-    types = {type(key) for key in named}
-    domains = tuple(key for pool in KEY_DOMAINS.values() for key in pool if type(key) in types)
-    return tuple(dict.fromkeys(SMALL_KEYS + WIDE_KEYS + domains + named))
-
-
-def hashable_keys(calls: Sequence[Call]):
-    """The hashable keys the calls name, each once, in order of first use."""
-    seen = set()
-    for call in calls:
-        if call.args and call.op not in ("evict",):
-            key = call.args[0]
-            try:
-                if key not in seen:
-                    seen.add(key)
-                    yield key
-            except TypeError:
-                continue
-

@@ -1,12 +1,11 @@
 """A counterexample as Python that fails when run, at the observation where the checker saw it.
 
-The snippet builds the cache, makes each call (those the spec expects to raise inside
-`with raises("ErrorName"):`), and ends with the diverging call followed by one assertion per
-difference, in the order the checker compares (docs/contract.md, Conformance): the result against
-the spec's, len(), `in`, each stats() field, the snapshot. Each assertion names the spec's value,
-so the first one that fails is the first difference the checker saw. A call that hangs or kills
-the process ends the snippet as it is (running it hangs or dies there); an inspection that raises
-is called last, and raises.
+The snippet builds the implementation, makes each call (those the spec expects to raise inside
+`with raises("ErrorName"):`), and ends with the diverging call: for a divergence (`program_snippet`)
+the spec's outcome asserted, then one assertion per view that differs, each naming the spec's
+answer, so the first one that fails is the first difference the checker saw. A call that hangs or
+kills the process ends the snippet as it is (`render`: running it hangs or dies there); an
+inspection that raises is called last, and raises.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import re
 from typing import Any, Mapping, Sequence
 
 from cacheproof.contract import calls as call_format
-from cacheproof.contract.calls import Call, ValueRecipe
+from cacheproof.contract.calls import Call, ValueRecipe, recipe_of
 from cacheproof.spec.kind import ViewReader
-from cacheproof.contract.differences import CONTAINS, INSPECTION, LEN, OUTCOME, SNAPSHOT, STATS, Difference, recipe_of
 
 DIVERGES = "diverges here"
 
@@ -68,8 +66,6 @@ def render(
     message: str,
     spec_errors: Sequence[str | None] = (),
     ending: str = DIVERGES,
-    differences: Sequence[Difference] = (),
-    result_condition: str | None = None,
     title: str = "cacheproof counterexample",
 ) -> str:
     """The snippet for `calls` on `factory(capacity_bytes)` from `impl` ("module:factory")."""
@@ -78,7 +74,7 @@ def render(
     errors = list(spec_errors) or [None] * len(calls)
     for call, error in zip(calls[:-1], errors):
         body.append(_call_line(call, error))
-    body.extend(_ending(calls[-1], errors[-1], message, ending, differences, result_condition))
+    body.extend(_ending(calls[-1], errors[-1], message, ending))
     imports = "from cacheproof.contract.values import raises, value_for"
     if "values_equal(" in "\n".join(body):
         imports += ", values_equal"
@@ -98,74 +94,22 @@ def _call_line(call: Call, error: str | None, marker: str = "") -> str:
     return f"{line}{marker}"
 
 
-def _ending(call: Call, error: str | None, message: str, ending: str, differences: Sequence[Difference],
-            condition: str | None) -> list[str]:
-    """The diverging call and what follows it: an inspection that failed first is made again last
-    (`failed_inspection`); a hang, a crash, or a divergence whose differences are unknown ends with
-    the call itself; otherwise the assertions."""
+def _ending(call: Call, error: str | None, message: str, ending: str) -> list[str]:
+    """The failing call and what follows it: an inspection that failed first is made again last
+    (`failed_inspection`); otherwise the call itself, marked (running it hangs, dies or diverges
+    there), and for a divergence of `key in cache` that membership printed beside the spec's answer."""
     marker = f"  # <- {ending}"
     failed = failed_inspection(message)
     if failed is not None:
         code, what = failed
         last = _call_line(call, error) if error is not None else f"print({call_format.to_python(call)})"
         return [last, f"{code}  # <- {what}"]
-    inspection = next((d for d in differences if d.observation == INSPECTION), None)
-    if ending != DIVERGES or not differences:
-        printed = f"print({call_format.to_python(call)}){marker}"
-        lines = [_call_line(call, error, marker) if error is not None else printed]
-        membership = MEMBERSHIP.match(message)
-        if membership is not None:
-            lines.append(f"print({membership.group(1)} in cache)  # <- the spec says {membership.group(2)}")
-        return lines
-    outcome = next((d for d in differences if d.observation == OUTCOME), None)
-    if error is not None:
-        lines = [_call_line(call, error, marker)]
-    elif outcome is not None and condition is not None:
-        lines = [f"result = {call_format.to_python(call)}{marker}",
-                 f"assert {condition}, f\"spec {_escaped(outcome.subject)}; this cache returned {{result!r}}\""]
-    else:
-        lines = [f"{call_format.to_python(call)}{marker}"]
-    for difference in differences:
-        if difference.observation == INSPECTION:
-            break
-        lines.extend(_state_assertion(difference))
-    if inspection is not None:
-        lines.append(f"{_inspection_code(inspection.subject, call)}  # <- raises")
+    printed = f"print({call_format.to_python(call)}){marker}"
+    lines = [_call_line(call, error, marker) if error is not None else printed]
+    membership = MEMBERSHIP.match(message)
+    if membership is not None:
+        lines.append(f"print({membership.group(1)} in cache)  # <- the spec says {membership.group(2)}")
     return lines
-
-
-def _state_assertion(difference: Difference) -> list[str]:
-    expected = difference.expected
-    if difference.observation == LEN:
-        return [f"assert len(cache) == {expected!r}, f\"spec: len(cache) == {expected!r}; this cache: {{len(cache)}}\""]
-    if difference.observation == CONTAINS:
-        key = difference.subject
-        return [f"assert ({key!r} in cache) is {expected!r}, f\"spec: {_escaped(repr(key))} in cache is {expected!r}\""]
-    if difference.observation == STATS:
-        field = difference.subject
-        return [f"assert cache.stats().{field} == {expected!r}, "
-                f"f\"spec: stats().{field} == {expected!r}; this cache: {{cache.stats().{field}}}\""]
-    if difference.observation == SNAPSHOT:
-        order, retain_flags = difference.subject
-        seen = "normalize_snapshot(cache.snapshot())"
-        if order != "full" or not retain_flags:
-            seen = f"comparable_snapshot({seen}, {order!r}, {retain_flags!r})"
-        return [
-            f"spec_snapshot = {expected!r}  # (key, state, refcount, nbytes, retain), oldest first",
-            f"assert {seen} == spec_snapshot, f\"spec: {{spec_snapshot}}; this cache: {{{seen}}}\"",
-        ]
-    return []
-
-
-def _inspection_code(subject: str, call: Call) -> str:
-    if subject == LEN:
-        return "len(cache)"
-    if subject == STATS:
-        return "cache.stats()"
-    if subject == CONTAINS:
-        key = call.args[0] if call.args and call.op not in ("evict",) else 0
-        return f"{key!r} in cache"
-    return "cache.snapshot()"
 
 
 def _escaped(text: str) -> str:

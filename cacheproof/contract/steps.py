@@ -55,10 +55,12 @@ def shown(result: Any) -> str:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None) -> StepOutcome:
+def outcome_of(target: Any, call: Call, error_names: Collection[str], values_from: Any = None, *,
+               spec: bool = False) -> StepOutcome:
     """Run `call` on `target` and say what it did (see `StepOutcome`); an error is a contract error
     when a class of its MRO is named in `error_names` (`is_contract_error`). The call's
-    value recipes are made by `values_from` (default: `target`; `contract.calls.invoke`)."""
+    value recipes are made by `values_from` (default: `target`; `contract.calls.invoke`). With
+    `spec`, `target` is a spec: any other error it raises is a bug of the spec and propagates."""
     try:
         return StepOutcome(result=invoke(target, call, values_from))
     except CONTROL_EXCEPTIONS:
@@ -69,6 +71,8 @@ def outcome_of(target: Any, call: Call, error_names: Collection[str], values_fro
         classes = error_classes(error)
         if is_contract_error(classes, error_names):
             return StepOutcome(error=type(error).__name__, error_classes=classes)
+        if spec:
+            raise
         return StepOutcome(crash=f"{type(error).__name__}: {error}")
 
 
@@ -217,14 +221,15 @@ def differing_views(
     view the implementation lacks counts only while the spec's answer is not empty (a pool-level
     implementation shows no request tables), except `snapshot`, which every implementation has, and
     never where its reader is `optional`."""
-    differing = []
-    for view in views:
-        reader = readers.get(view)
-        wanted = getattr(model, view)() if reader is None else reader.read(model, model)
-        answer = seen[view]
-        if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
-            differing.append((view, wanted, answer))
-    return tuple(differing)
+    return tuple(found for view in views if (found := _difference(model, view, readers.get(view), seen[view])) is not None)
+
+
+def _difference(model: Any, view: str, reader: ViewReader | None, answer: Any) -> tuple[str, Any, Any] | None:
+    """(view, the spec's answer, the implementation's `answer`) when they differ (`differing_views`), else None."""
+    wanted = getattr(model, view)() if reader is None else reader.read(model, model)
+    if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
+        return view, wanted, answer
+    return None
 
 
 def _excused(view: str, reader: ViewReader | None, wanted: Any, answer: Any) -> bool:
@@ -239,31 +244,50 @@ def differential_step(
     seen: Callable[[str, str], None] | None = None, *, error_names: Collection[str],
     readers: Mapping[str, ViewReader] = EMPTY,
 ) -> StepDifference | None:
-    """Run `call` on both and compare the outcomes and `views` (`differing_views`, each read as
+    """Run `call` on both and compare the outcomes and `views` (`view_differences`, each read as
     `readers` says: the kind's `view_readers`); None when the implementation conforms at it, else
     what differs. The call's value recipes are made by the implementation for both, so that the
     model holds values equal to the implementation's; its make_value failing is the difference. `error_names`: the kind's contract errors
     (`SpecKind.error_names`). `seen(operation, outcome)` is told the model's outcome
     (`spec.kind.outcome_name`)."""
     try:
-        expected = outcome_of(model, call, error_names, values_from=implementation)
-        if seen is not None:
-            seen(call.op, outcome_name(expected.result, expected.error))
-        actual = outcome_of(implementation, call, error_names)
+        expected, actual = step_outcomes(model, implementation, call, error_names, seen)
     except UserCodeError as error:  # the implementation's make_value failed making the call's value
         return StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
+    differing, unread = view_differences(model, implementation, views, readers)
+    if differing or not outcomes_agree(call.op, expected, actual):
+        return StepDifference(call, expected, actual, differing, unread=unread)
+    return None
+
+
+def step_outcomes(
+    model: Any, implementation: Any, call: Call, error_names: Collection[str],
+    seen: Callable[[str, str], None] | None = None,
+) -> tuple[StepOutcome, StepOutcome]:
+    """The model's and the implementation's outcomes of `call` (`outcome_of`), the call's values made
+    by the implementation for both; `seen` as `differential_step` says. `UserCodeError` when the
+    implementation's make_value fails making a value of the call."""
+    expected = outcome_of(model, call, error_names, values_from=implementation)
+    if seen is not None:
+        seen(call.op, outcome_name(expected.result, expected.error))
+    return expected, outcome_of(implementation, call, error_names)
+
+
+def view_differences(
+    model: Any, implementation: Any, views: tuple[str, ...], readers: Mapping[str, ViewReader] = EMPTY,
+) -> tuple[tuple[tuple[str, Any, Any], ...], tuple[str, ...]]:
+    """(the views that differ, as `differing_views` lists them, the views the implementation lacks):
+    `views` read now on both (`view_of`), a view at a time."""
     differing, unread = (), ()
-    for view in views:  # `differing_views` of `view_of`'s answers, read and compared a view at a time
+    for view in views:
         reader = readers.get(view)
         answer = _answer(implementation, view, reader, model)
         if type(answer) is str and answer == missing_view(view):
             unread += (view,)
-        wanted = getattr(model, view)() if reader is None else reader.read(model, model)
-        if answer is not wanted and not _equal(wanted, answer) and not _excused(view, reader, wanted, answer):
-            differing += ((view, wanted, answer),)
-    if differing or not outcomes_agree(call.op, expected, actual):
-        return StepDifference(call, expected, actual, differing, unread=unread)
-    return None
+        found = _difference(model, view, reader, answer)
+        if found is not None:
+            differing += (found,)
+    return differing, unread
 
 
 def error_classes(error: BaseException) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 The spec's side is the replayed spec (`series.Series.state`, `outcomes`). The cache's side is what
 the input says: the versioned report's structured `state_diff`, its difference texts (the forms
-`contract.differences` and `check.report.program_differences` write: "len(): spec 1, this cache 2",
+the tensor cache's checker and replay wrote before every kind's ran the program pipeline, and `check.report.program_differences` writes: "len(): spec 1, this cache 2",
 "cache.get(1): spec returns None; this cache raises KeyError", and the unversioned block report's
 "snapshot() is A, the spec's B"), or a monitor's
 `observed` outcome (its text as every kind's: "cache.get(1): the spec returned None, the
@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cacheproof.contract.calls import to_python
-from cacheproof.contract.explain import snapshot_diff
 from cacheproof.contract.explaining.names import Names
 from cacheproof.contract.explaining.steps import part_differences
 from cacheproof.spec.cache.kind import STATS_FIELDS, normalize_snapshot
@@ -48,6 +47,39 @@ _LISTED_VIEW = re.compile(r"^(?P<view>\w+)\(\): the spec's (?P<spec>.*), the imp
 """Another kind's differences one a line (`check.report.program_differences`, the versioned report)."""
 
 STATS_MEANINGS = {"pinned_bytes": "in use", "ready_bytes": "in use + idle"}
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Normalized tensor cache entries (key, state, refcount, nbytes, retain) that differ between the
+    spec's snapshot and the cache's, as a report's older replays and difference texts give them."""
+
+    only_in_spec: tuple
+    only_in_cache: tuple
+    differing: tuple  # (spec entry, cache entry) pairs of the same key
+    spec_order: tuple  # keys oldest first, set only when the recency orders differ
+    cache_order: tuple
+
+    @property
+    def empty(self) -> bool:
+        return not (self.only_in_spec or self.only_in_cache or self.differing or self.spec_order)
+
+
+def snapshot_diff(spec_entries: tuple, cache_entries: tuple) -> SnapshotDiff:
+    """Entries only in one snapshot, entries of a key that differ, and both recency orders if they differ."""
+    spec_by_key = {e[0]: e for e in spec_entries}
+    cache_by_key = {e[0]: e for e in cache_entries}
+    common = [key for key in spec_by_key if key in cache_by_key]
+    spec_order = tuple(key for key in spec_by_key if key in cache_by_key)
+    cache_order = tuple(key for key in cache_by_key if key in spec_by_key)
+    orders_differ = spec_order != cache_order
+    return SnapshotDiff(
+        tuple(e for key, e in spec_by_key.items() if key not in cache_by_key),
+        tuple(e for key, e in cache_by_key.items() if key not in spec_by_key),
+        tuple((spec_by_key[k], cache_by_key[k]) for k in common if spec_by_key[k] != cache_by_key[k]),
+        tuple(e[0] for e in spec_entries) if orders_differ else (),
+        tuple(e[0] for e in cache_entries) if orders_differ else (),
+    )
 
 
 class Row(NamedTuple):

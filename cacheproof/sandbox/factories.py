@@ -11,7 +11,6 @@ from typing import Any, Callable
 from cacheproof.cmdline.interrupts import raise_swallowed_ctrl_c
 from cacheproof.contract.values import values_hold_memory
 from cacheproof.extras import MissingExtraError
-from cacheproof.spec.cache.operations import ALL_OPERATIONS, METHOD_OPERATIONS
 
 DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
 
@@ -60,60 +59,13 @@ def load_factory(spec: str) -> Callable[[int], Any]:
 
 
 PROBE_CAPACITY_BYTES = 64
-"""The capacity of the cache built to check a factory before any example runs."""
-
-REQUIRED_METHODS = METHOD_OPERATIONS
-
+"""The capacity of the cache built to see whether its values hold memory (`capacity_cap_of`)."""
 
 def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
     """None when the values the checker makes for `factory`'s caches hold no memory (it has no
     make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
     capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
     return cap if values_hold_memory(factory(PROBE_CAPACITY_BYTES)) else None
-
-
-def missing_operations(cache: Any) -> list[str]:
-    """The operations the checker calls that `cache` lacks (methods, `len()` and `in`)."""
-    missing = [name for name in REQUIRED_METHODS if not callable(getattr(cache, name, None))]
-    kind = type(cache)
-    if not hasattr(kind, "__len__"):
-        missing.append("len()")
-    if not (hasattr(kind, "__contains__") or hasattr(kind, "__iter__")):
-        missing.append("`in` (__contains__)")
-    return missing
-
-
-def probe_factory(factory: Callable[[int], Any], impl: str, operations: tuple[str, ...] | None = None) -> None:
-    """Build one cache of PROBE_CAPACITY_BYTES and check it has every checked operation
-    (`operations`, a subset as --ops gives; None: all of them; len() is always needed).
-
-    `factory` is the guarded factory of the run (its failures are already usage errors); a cache
-    that lacks operations is one too: `UsageAbort` naming them, before any example runs.
-    """
-    from cacheproof.contract.faults import UsageAbort
-
-    cache = factory(PROBE_CAPACITY_BYTES)
-    target = getattr(cache, "target", cache)
-    missing = getattr(cache, "lacking", None)  # an isolated cache's, found in its process
-    missing = missing_operations(target) if missing is None else missing
-    if operations is not None:
-        missing = [name for name in missing if _checked(name, operations)]
-    type_name = getattr(cache, "type_name", type(target).__name__)
-    if missing:
-        raise UsageAbort(
-            f"{impl}({PROBE_CAPACITY_BYTES}) returned a {type_name}, which lacks {', '.join(missing)}: "
-            + ("a cache needs every operation of docs/contract.md (or check a subset with --ops)"
-             if operations is None or set(operations) == set(ALL_OPERATIONS)
-             else f"the checked operations are --ops {','.join(operations)}")
-        )
-
-
-def _checked(name: str, operations: tuple[str, ...]) -> bool:
-    """Whether a missing method `name` (as missing_operations names it) is needed by the subset:
-    len() and `in` always are (the state comparison uses them), a method when its operation is in it."""
-    if name == "len()" or name.startswith("`in`"):
-        return True
-    return name in operations
 
 
 class TimedFactory:

@@ -20,12 +20,12 @@ import time
 from typing import Any, Callable, NamedTuple, Sequence
 
 from cacheproof.contract.calls import Call, ValueRecipe
-from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.contract.snippet import DIVERGES
-from cacheproof.spec.cache.semantics import CONTRACT, Semantics
+from cacheproof.spec.kind import SpecKind
+from cacheproof.spec.kinds import DEFAULT_KIND
 
 DIVERGENCE = "divergence"
 HANG = "hang"
@@ -70,12 +70,13 @@ def shrink_seconds(call_timeout: float | None) -> float:
 
 
 def first_failure(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], watch: Watch,
-    semantics: Semantics = CONTRACT,
+    factory: Callable[[int], Any], size: int, calls: Sequence[Call], watch: Watch, semantics: Any = None,
+    kind: SpecKind | str = DEFAULT_KIND,
 ) -> Failure | None:
-    """Replay `calls` on `factory(capacity_bytes)` beside the spec, supervised: the first failure, or None.
+    """Replay `calls` on `factory(size)` beside a fresh model of `kind` (`contract.sequence.first_divergence`),
+    supervised: the first failure (a divergence, or a call that hangs or kills its process), or None.
 
-    `factory` is a `GuardedFactory` or an `IsolatedFactory`; its `for_attempt()` serves this replay
+    `factory` is a `WatchedFactory` or an isolated one; its `for_attempt()` serves this replay
     alone (under isolation, a fresh child process).
     """
     progress = [0]
@@ -89,7 +90,7 @@ def first_failure(
     attempt = factory.for_attempt()
     watch.last_call = lambda: calls[progress[0]] if calls else None
     try:
-        found = supervised(lambda: first_divergence(attempt, capacity_bytes, calls, on_step, semantics), watch, describe_hang)
+        found = supervised(lambda: first_divergence(attempt, size, calls, on_step, semantics, kind), watch, describe_hang)
     except CacheFault as fault:
         return Failure(progress[0], fault.message, fault.kind)
     finally:
@@ -115,7 +116,7 @@ def shrink_failure(
     during shrinking reports (the KeyboardInterrupt propagates). A simpler argument is kept only
     when the failing call's operation is unchanged and `same_failure(smallest, candidate, its
     failure)`, if given, says the candidate fails as the smallest failing sequence so far does
-    (`same_divergence`).
+    (a divergence of the same kind).
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
@@ -263,46 +264,6 @@ def _simplify_arguments(
                 else:
                     break  # no simpler one fails alike
     return current, best, False
-
-
-def divergence_kind_at(
-    factory: Callable[[int], Any], capacity_bytes: int, calls: Sequence[Call], semantics: Semantics = CONTRACT,
-) -> str | None:
-    """The kind (`contract.differences.kind_of`) of the divergence at the last of `calls`, replayed on
-    a fresh cache (`factory.for_attempt()`, closed after, when the factory is a guarded or isolated
-    one); None if it does not diverge there."""
-    attempt = factory.for_attempt() if hasattr(factory, "for_attempt") else factory
-    try:
-        step = diverging_step(attempt, capacity_bytes, calls, semantics)
-    finally:
-        getattr(attempt, "close", lambda: None)()
-    return None if step is None else step.kind
-
-
-def same_divergence(
-    factory: Callable[[int], Any], capacity_bytes: int, watch: Watch | None = None, semantics: Semantics = CONTRACT,
-) -> Callable[[list[Call], list[Call], Failure], bool]:
-    """`shrink_failure`'s `same_failure` for a cache: a candidate diverges in the kind the smallest
-    failing sequence does (`contract.differences.kind_of`: the operation, the spec's outcome, the
-    cache's), each replayed on a fresh cache (`factory.for_attempt()` when it has one), supervised by
-    `watch` when given. A hang or a crash has no kind beyond itself."""
-    def kind_at(calls: Sequence[Call]) -> str | None:
-        replay = lambda: divergence_kind_at(factory, capacity_bytes, calls, semantics)  # noqa: E731
-        try:
-            return replay() if watch is None else supervised(replay, watch)
-        except CacheFault:
-            return None
-
-    smallest: list[Any] = [None, None]  # the smallest sequence whose kind was found, and its kind
-
-    def same(reference: list[Call], candidate: list[Call], found: Failure) -> bool:
-        if found.kind != DIVERGENCE:
-            return True
-        if smallest[0] is not reference:
-            smallest[:] = [reference, kind_at(reference)]
-        return smallest[1] is not None and kind_at(candidate) == smallest[1]
-
-    return same
 
 
 def _simpler(argument: Any) -> list[Any]:

@@ -1,9 +1,9 @@
 """Run the cache under test so that whatever it does (hang, raise anything, exit) the checker goes on.
 
 The checker's work (Hypothesis, the spec, shrinking) runs in a daemon worker thread, and the main
-thread supervises it (`supervised`). Every piece of the user's code goes through a `GuardedCache`
-(or `GuardedFactory`), which notes on a shared `Watch` what is running and since when: two
-attribute writes per call, no thread hand-off. The main thread wakes a few times a second; when
+thread supervises it (`supervised`). Every piece of the user's code goes through a
+`guarded_program.WatchedImplementation` (or `WatchedFactory`), which notes on a shared `Watch` what
+is running and since when: two attribute writes per call, no thread hand-off. The main thread wakes a few times a second; when
 the user code running now has run longer than the call timeout, it raises `CacheFault` ("cache.
 evict(1) did not return within 10 s") and abandons the worker thread.
 
@@ -22,11 +22,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, TypeVar
 
-from cacheproof.adapt import AdapterError
 from cacheproof.contract.calls import Call, to_python
-from cacheproof.spec.cache.operations import ALL_OPERATIONS as OPERATIONS
-from cacheproof.contract.faults import CONTROL_EXCEPTIONS, CacheFault, StopRequested, UsageAbort, UserCodeError
-from cacheproof.contract.faults import one_line, user_traceback
+from cacheproof.contract.faults import CacheFault, StopRequested, UsageAbort
 from cacheproof.sandbox import worker_threads
 from cacheproof.spec.cache.values import value_size
 
@@ -34,7 +31,6 @@ DEFAULT_CALL_TIMEOUT = 10.0
 """Seconds a single call to the user's code may take before it is reported as hung."""
 
 _POLL_SECONDS = 0.05
-_CALLED_OPERATIONS = frozenset(OPERATIONS) | {"__contains__"}
 
 T = TypeVar("T")
 
@@ -63,123 +59,6 @@ class Watch:
         if current is None or self.timeout is None:
             return None
         return current if time.perf_counter() - current[0] > self.timeout else None
-
-
-class GuardedCache:
-    """The cache under test, with every method noted on the watch and its errors told apart.
-
-    An operation's errors (any BaseException: SystemExit, KeyboardInterrupt, GeneratorExit...) are
-    its outcome and pass through unchanged; errors of anything else (make_value, snapshot, stats,
-    len, `in`) are the user's code failing outside the call under test and become `UserCodeError`
-    (`run_call` turns an `in` error back into the outcome when `in` is the call under test).
-    """
-
-    def __init__(self, cache: Any, watch: Watch) -> None:
-        self.__dict__["_cache"] = cache
-        self.__dict__["_watch"] = watch
-
-    @property
-    def target(self) -> Any:
-        """The cache itself."""
-        return self._cache
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._cache, name)
-        if not callable(attribute):
-            return attribute
-        guarded = _guarded(name, attribute, self._watch)
-        self.__dict__[name] = guarded
-        return guarded
-
-    def __len__(self) -> int:
-        watch = self._watch
-        watch.begin("len", ())
-        try:
-            return len(self._cache)
-        except CONTROL_EXCEPTIONS:
-            raise
-        except AdapterError as error:
-            raise UsageAbort(f"adapter error: {error}", user_traceback(error)) from None
-        except BaseException as error:
-            raise UserCodeError("len()", error) from error
-        finally:
-            watch.end()
-
-    def __contains__(self, key: Any) -> bool:
-        watch = self._watch
-        watch.begin("__contains__", (key,))
-        try:
-            return key in self._cache
-        except CONTROL_EXCEPTIONS:
-            raise
-        except AdapterError as error:
-            raise UsageAbort(f"adapter error: {error}", user_traceback(error)) from None
-        except BaseException as error:  # the outcome of a `contains` call; else an inspection failing
-            raise UserCodeError(contains_code(key), error) from error
-        finally:
-            watch.end()
-
-
-def _guarded(name: str, method: Callable, watch: Watch) -> Callable:
-    operation = name in _CALLED_OPERATIONS
-
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        watch.begin(name, args)
-        try:
-            return method(*args, **kwargs)
-        except CONTROL_EXCEPTIONS:
-            raise
-        except AdapterError as error:  # the adapter's expectation of the engine, not the cache's outcome
-            raise UsageAbort(f"adapter error in {name}(): {error}", user_traceback(error)) from None
-        except BaseException as error:
-            if operation:
-                raise
-            raise UserCodeError(f"{name}({', '.join(map(short_argument, args))})", error) from error
-        finally:
-            watch.end()
-
-    guarded.__name__ = name
-    guarded.__wrapped__ = method  # its signature is the method's (`value_for` reads make_value's)
-    return guarded
-
-
-class GuardedFactory:
-    """`factory(capacity)` noted on the watch; its result is a `GuardedCache`.
-
-    A factory that raises, hangs or returns None is a usage error (`UsageAbort`, exit 2): it is not
-    a call sequence and cannot be shrunk. `impl` names it in messages.
-    """
-
-    def __init__(self, factory: Callable[[int], Any], watch: Watch, impl: str = "factory") -> None:
-        self.factory = factory
-        self.watch = watch
-        self.impl = impl
-
-    def for_attempt(self) -> "GuardedFactory":
-        """The factory for one replay attempt while shrinking: this one (a fresh cache each call)."""
-        return self
-
-    def close(self) -> None:
-        """Nothing to release in-process."""
-
-    def __call__(self, capacity_bytes: int) -> GuardedCache:
-        watch = self.watch
-        watch.factory_calls += 1
-        watch.begin("factory", (capacity_bytes,))
-        try:
-            cache = self.factory(capacity_bytes)
-        except CONTROL_EXCEPTIONS:
-            raise
-        except BaseException as error:
-            raise UsageAbort(
-                f"{self.impl}({capacity_bytes}) raised {one_line(error)}{nth_call(watch.factory_calls)}",
-                user_traceback(error),
-            ) from None
-        finally:
-            watch.end()
-        if cache is None:
-            raise UsageAbort(f"{self.impl}({capacity_bytes}) returned None{nth_call(watch.factory_calls)}")
-        return GuardedCache(cache, watch)
 
 
 def nth_call(calls: int) -> str:

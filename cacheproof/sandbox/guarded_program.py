@@ -2,8 +2,7 @@
 such as `snapshot()`) and the factory are noted on a `guarded_call.Watch` before they run, so that
 `guarded_call.supervised` sees a call that outlives the call timeout and reports it as a hang.
 
-Unlike the tensor cache's `GuardedCache`, nothing is translated: whatever a call raises passes
-through unchanged, and the differential step (`cacheproof.contract.steps`) judges it. The factory
+Nothing is translated: whatever a call raises passes through unchanged, and the differential step (`cacheproof.contract.steps`) judges it. The factory
 hanging is the supervisor's `UsageAbort` (no call sequence reproduces it).
 """
 
@@ -15,6 +14,7 @@ from typing import Any, Callable
 from cacheproof.contract.faults import CONTROL_EXCEPTIONS, StopRequested, UsageAbort, one_line, user_traceback
 from cacheproof.extras import MissingExtraError
 from cacheproof.sandbox.guarded_call import Watch, nth_call
+from cacheproof.spec.kind import SpecKind
 
 
 class WatchedImplementation:
@@ -87,5 +87,18 @@ class WatchedFactory:
             watch.end()
         return WatchedImplementation(target, watch)
 
+    def for_attempt(self) -> "WatchedFactory":
+        """The factory for one replay of a sequence (`fault_search.first_failure`): this one, a fresh
+        implementation each call."""
+        return self
+
     def close(self) -> None:
         """Nothing to release in-process (`IsolatedProgramFactory.close` ends its child)."""
+
+
+def missing_operations(kind: SpecKind, factory: Callable[[int], Any], operations: tuple[str, ...]) -> tuple[str, list[str]]:
+    """What `factory(kind.probe_size)` returned ("a NoEvict", "None": its `described`), and the operations
+    among `operations` that it has no method for."""
+    probe = factory(kind.probe_size)
+    return probe.described, [name for name in operations
+                             if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]

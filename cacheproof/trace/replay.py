@@ -2,17 +2,24 @@
 first divergence.
 
 A trace is a claim about what happened. Without --impl the claim is checked against the spec: every
-recorded outcome must be the one a fresh model of the header's kind, size and semantics gives. With
---impl the implementation runs beside a second model and its outcomes must also match the recorded
-ones; how often the whole state is compared is the kind's `SpecKind.state_every`:
+recorded outcome must be the one a fresh model of the header's kind, size and semantics gives
+(`contract.steps.outcome_of`; a spec raising an error outside its contract is a bug of the spec and
+propagates). With --impl the implementation runs beside a model, one replay for every kind
+(`replay_beside`): after every call the two outcomes are compared by the one rule
+(`contract.steps.step_outcomes`, `outcomes_agree`), and so is the recorded outcome with the spec's;
+the kind's views (`SpecKind.compared_views`) are compared every `state_every` calls and after the
+last one (`SpecKind.state_every`: 1 for the block pool, so after every call; None for the tensor
+cache: every max(16, 2 x entries) calls, entries being `len(model)`, so a comparison that costs
+O(entries) is paid O(1) amortized per call), and the kind's `announcements` after every call.
 
-- 1 (the block pool, and any kind by default): the outcome and every view of the kind after every
-  call (`contract.steps.differential_step`), the divergence reported with every difference and
-  why (`contract.explaining.steps`, as `check` prints them) and a runnable snippet
-  (`contract.snippet.program_snippet`). O(calls x views).
-- None (the tensor cache): `lockstep`: outcomes, len and `in` after every call, stats, snapshot
-  and the spec's invariants every max(16, 2 x entries) calls, the call that broke the state located
-  by bisection; each call guarded by --call-timeout. O(1) amortized per call.
+When a comparison fails, the calls since the last one that agreed are searched by bisection for the
+first after which the views differ (a fresh model and implementation re-run from empty to each
+midpoint: both are deterministic from empty), and that call's differential step with every view
+(`contract.steps.differential_step`) is the divergence: every difference and why
+(`contract.explaining.steps`, as `check` prints them) and a runnable snippet
+(`contract.snippet.program_snippet`). The calls are guarded by --call-timeout for every kind
+(`sandbox.guarded_program`): a call that hangs is a divergence at that call
+(`sandbox.fault_search.first_failure`).
 
 `against` says who disagrees: "recording" (the spec does not give the recorded outcome),
 "implementation" (the implementation does not give the spec's), "observed" (replayed on the spec
@@ -29,28 +36,27 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
-from cacheproof.contract.outcomes import Outcome, normalize_snapshot, outcome_difference
-from cacheproof.contract.steps import error_classes, error_matches
-from cacheproof.contract.outcomes import run_spec_call
-from cacheproof.contract.explain import SnapshotDiff, snapshot_diff
-from cacheproof.contract.explaining.steps import diverging_call, explain_all
-from cacheproof.contract.snippet import program_snippet
-from cacheproof.contract.steps import differential_step
-from cacheproof.sandbox.factories import FactoryError, load_factory, probe_factory
-from cacheproof.sandbox.fault_search import first_failure
-from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
 from cacheproof.cmdline.flag_types import positive_seconds
-from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, GuardedFactory, Watch, supervised
 from cacheproof.cmdline.output_paths import refuse_unwritable
-from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.progress import summary_table
-
+from cacheproof.cmdline.reports import write_report
+from cacheproof.contract.calls import Call, ValueRecipe, to_json, to_python
+from cacheproof.contract.explaining.broken import named as named_broken
+from cacheproof.contract.explaining.steps import diverging_call, explain_all
+from cacheproof.contract.faults import CacheFault, UsageAbort, UserCodeError
+from cacheproof.contract.record import HEADER_LINES, recorded_result
+from cacheproof.contract.snippet import program_snippet
+from cacheproof.contract.steps import StepDifference, StepOutcome, differential_step, error_matches, outcome_of
+from cacheproof.contract.steps import outcomes_agree, step_outcomes, view_differences
+from cacheproof.contract.values import values_equal
+from cacheproof.sandbox.factories import FactoryError, load_factory
+from cacheproof.sandbox.fault_search import DIVERGENCE, first_failure
+from cacheproof.sandbox.guarded_call import DEFAULT_CALL_TIMEOUT, Watch, supervised
+from cacheproof.sandbox.guarded_program import WatchedFactory, missing_operations
+from cacheproof.spec.cache.values import value_size
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
 from cacheproof.spec.overrides import written_differences
-from cacheproof.spec.cache.values import value_size
-from cacheproof.trace.lockstep import Lockstep, first_state_divergence
 from cacheproof.trace.format import (
     SOME_VALUE,
     Trace,
@@ -60,23 +66,27 @@ from cacheproof.trace.format import (
     read_trace,
     recorded_calls,
 )
-from cacheproof.contract.explaining.broken import named as named_broken
-from cacheproof.contract.record import HEADER_LINES, recorded_result
-from cacheproof.contract.values import values_equal
 
 RECORDING = "recording"
 IMPLEMENTATION = "implementation"
 OBSERVED = "observed"
+
+STATE_EVERY_MINIMUM = 16
+STATE_EVERY_PER_ENTRY = 2
+"""A kind whose `state_every` is None has its views compared every max(16, 2 x len(model)) calls."""
+
+SNIPPET_CALLS = 500
+"""A divergence at a later call has no snippet: the trace and `cacheproof replay` reproduce it (a
+snippet of thousands of calls is no reading)."""
 
 
 @dataclass(frozen=True)
 class ReplayDivergence:
     """The first call whose outcome or state disagrees; `against` says who disagrees (see the
     module docstring). `expected` and `actual` are the two outcomes in words (None when only a
-    message says them); the snapshots are the tensor cache's, normalized (None for other kinds);
-    `snippet` reproduces an implementation's divergence found call by call, `state_diff` says which
-    of the kind's views differ after it, and `explanation` says every difference and why
-    (`contract.explaining.steps`, as `check` prints them)."""
+    message says them); for an implementation's divergence, `snippet` reproduces it (None after
+    SNIPPET_CALLS calls), `state_diff` says which of the kind's views differ after it, and
+    `explanation` says every difference and why (`contract.explaining.steps`, as `check` prints them)."""
 
     step: int  # 1-based call number
     call: Call
@@ -84,24 +94,18 @@ class ReplayDivergence:
     expected: str | None
     actual: str | None
     message: str
-    spec_snapshot: tuple | None = None
-    cache_snapshot: tuple | None = None
     snippet: str | None = None
     state_diff: dict | None = None
-    explanation: tuple[str, ...] = ()  # call by call, with the implementation: every difference and why, in words
+    explanation: tuple[str, ...] = ()  # with the implementation: every difference and why, in words
 
     @property
     def line(self) -> int:
         """The line of the trace file that holds the call."""
         return self.step + HEADER_LINES
 
-    def snapshot_diff(self) -> SnapshotDiff | None:
-        if self.cache_snapshot is None or self.spec_snapshot is None:
-            return None
-        return snapshot_diff(self.spec_snapshot, self.cache_snapshot)
-
     def to_json(self) -> dict:
-        diff = self.snapshot_diff()
+        """The divergence of the JSON report; `spec_snapshot` and `cache_snapshot` are null for every
+        kind (the views that differ are in `state_diff`; docs/decisions.md, One replay for every kind)."""
         return {
             "step": self.step,
             "line": self.line,
@@ -111,22 +115,12 @@ class ReplayDivergence:
             "actual": self.actual,
             "message": self.message,
             "snippet": self.snippet,
-            "state_diff": self.state_diff if diff is None else diff.to_json(),
-            "spec_snapshot": None if self.spec_snapshot is None else [list(e) for e in self.spec_snapshot],
-            "cache_snapshot": None if self.cache_snapshot is None else [list(e) for e in self.cache_snapshot],
+            "state_diff": self.state_diff,
+            "spec_snapshot": None,
+            "cache_snapshot": None,
             "broken_invariants": named_broken(self.explanation),
             "why": list(self.explanation),
         }
-
-
-def _compared_in_lockstep(kind: SpecKind) -> bool:
-    """Whether `kind` compares its whole state periodically, in lockstep (`SpecKind.state_every` None)."""
-    return kind.state_every is None
-
-
-def _spec_state(kind: SpecKind, spec: Any) -> tuple | None:
-    """The spec's normalized snapshot where the lockstep compares snapshots, else None."""
-    return normalize_snapshot(spec.snapshot()) if _compared_in_lockstep(kind) else None
 
 
 def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
@@ -134,133 +128,125 @@ def replay_against_spec(trace: Trace) -> ReplayDivergence | None:
     call a monitor marked as diverging; None when there is neither."""
     kind = trace.spec_kind
     spec = kind.new(trace.size, trace.semantics)
-    for index, traced in enumerate(trace.calls):
-        outcome = run_spec_call(spec, traced.call)
+    for step, traced in enumerate(trace.calls, start=1):
+        outcome = outcome_of(spec, traced.call, kind.error_names, spec=True)
         difference = recorded_difference(traced, outcome, spec)
         if difference is not None:
-            return ReplayDivergence(
-                index + 1, traced.call, RECORDING, f"spec {outcome.describe()}", f"recorded {traced.describe()}",
-                difference, _spec_state(kind, spec),
-            )
+            return ReplayDivergence(step, traced.call, RECORDING, f"spec {outcome.describe()}",
+                                    f"recorded {traced.describe()}", difference)
         if traced.observed is not None:
             return ReplayDivergence(
-                index + 1, traced.call, OBSERVED, f"spec {outcome.describe()}",
+                step, traced.call, OBSERVED, f"spec {outcome.describe()}",
                 f"the monitored cache {traced.observed.describe()}",
                 f"{traced.observed.why} (recorded by the monitor; replay with --impl to run the cache)",
-                _spec_state(kind, spec),
             )
     return None
+
+
+def state_period(kind: SpecKind, model: Any) -> int:
+    """How many calls after the last comparison of the views the next one comes: the kind's
+    `state_every`, or where that is None, max(STATE_EVERY_MINIMUM, STATE_EVERY_PER_ENTRY x
+    len(model)) (the entries the model holds now, O(1) to read)."""
+    every = kind.state_every
+    return every if every is not None else max(STATE_EVERY_MINIMUM, STATE_EVERY_PER_ENTRY * len(model))
 
 
 def replay_beside(trace: Trace, factory: Callable[[int], Any], impl: str = "MODULE:FACTORY") -> ReplayDivergence | None:
-    """The first call where `factory(size)` disagrees with the spec or the recording, or None; the
-    state compared as the kind's `state_every` says (the module docstring). `impl` names the
-    factory in a snippet."""
-    if _compared_in_lockstep(trace.spec_kind):
-        return _replay_in_lockstep(trace, factory)
-    return _replay_call_by_call(trace, factory, impl)
-
-
-def _replay_call_by_call(trace: Trace, factory: Callable[[int], Any], impl: str) -> ReplayDivergence | None:
-    """Every call on a model and the implementation (outcome and every view), and on a second model
-    against the recording; at one call the implementation is checked first."""
+    """The first call where `factory(size)` disagrees with the spec, or the spec with the recording,
+    or None: the outcomes after every call, the views as the kind's `state_every` says (the module
+    docstring). `impl` names the factory in a snippet."""
     kind = trace.spec_kind
-    spec = kind.new(trace.size, trace.semantics)
-    model, implementation = kind.new(trace.size, trace.semantics), factory(trace.size)
-    spec_errors: list[str | None] = []
-    for step, traced in enumerate(trace.calls, start=1):
-        difference = differential_step(model, implementation, traced.call, kind.compared_views, error_names=kind.error_names,
-                                        readers=kind.view_readers)
-        if difference is not None:
-            calls = [earlier.call for earlier in trace.calls[:step]]
-            snippet = program_snippet(impl, trace.size, calls, spec_errors, difference, kind.name, kind.view_readers,
-                                      kind.new(trace.size, trace.semantics))
-            (explained,) = explain_all(kind, [diverging_call(kind, trace.size, trace.semantics, calls, difference)])
-            return ReplayDivergence(step, traced.call, IMPLEMENTATION, f"spec {difference.expected.describe()}",
-                                    f"implementation {difference.actual.describe()}", difference.describe(),
-                                    snippet=snippet, state_diff=difference.view_diff(),
-                                    explanation=explained.lines())
-        outcome = run_spec_call(spec, traced.call)
-        mismatch = recorded_difference(traced, outcome, spec)
-        if mismatch is not None:
-            return ReplayDivergence(step, traced.call, RECORDING, f"spec {outcome.describe()}",
-                                    f"recorded {traced.describe()}", mismatch)
-        spec_errors.append(None if outcome.error is None else type(outcome.error).__name__)
-    return None
-
-
-def _replay_in_lockstep(trace: Trace, factory: Callable[[int], Any]) -> ReplayDivergence | None:
-    """The first call where `factory(capacity)` disagrees with the spec or with the recording, or None.
-
-    One pass, O(1) amortized per call (see `cacheproof.trace.lockstep`): outcomes and the recording
-    after every call, the whole state periodically and at the end; a state difference is traced
-    back to the call after which it first appears.
-    """
     calls = recorded_calls(trace)
-    lockstep = Lockstep(factory, trace.size, trace.semantics)
-    for traced in trace.calls:
+    model, implementation = kind.new(trace.size, trace.semantics), factory(trace.size)
+    error_names, readers = kind.error_names, kind.view_readers
+    spec_errors: list[str | None] = []  # the spec's error of each call made, for the snippet's `raises`
+    matched, due = 0, state_period(kind, model)  # calls made when the views last agreed; calls until the next comparison
+    for step, traced in enumerate(trace.calls, start=1):
+        call = traced.call
         try:
-            expected, actual = lockstep.step(traced.call)
-        except UserCodeError as error:  # the cache's make_value failed making the call's value
-            message = f"{error}, making a value for {to_python(traced.call)}"
-            return ReplayDivergence(lockstep.steps + 1, traced.call, IMPLEMENTATION, "the call is made", message, message, (), None)
-        found = _step_divergence(lockstep, traced, expected, actual)
-        if found is not None:
-            return _earliest(lockstep, calls, found)
-    if lockstep.steps > lockstep.matched_at:
-        difference = lockstep.full_difference()
-        if difference is not None:
-            found = ReplayDivergence(
-                lockstep.steps, calls[-1], IMPLEMENTATION, "spec state", "cache state", difference, *lockstep.snapshots()
-            )
-            return _earliest(lockstep, calls, found)
+            expected, actual = step_outcomes(model, implementation, call, error_names)
+        except UserCodeError as error:  # the implementation's make_value failed making the call's value
+            difference = StepDifference(call, StepOutcome(), StepOutcome(), user_code=str(error))
+            return _implementation_divergence(trace, calls[:step], spec_errors, difference, impl)
+        spec_errors.append(expected.error)
+        whole = step - matched >= due or step == len(calls)  # the whole state compared after this call
+        compared = kind.compared_views if whole else kind.announcements
+        differing, unread = view_differences(model, implementation, compared, readers) if compared else ((), ())
+        if differing or not outcomes_agree(call.op, expected, actual):
+            if not whole:
+                differing, unread = view_differences(model, implementation, kind.compared_views, readers)
+            difference = StepDifference(call, expected, actual, differing, unread=unread)
+            return _earliest(trace, factory, calls, matched, step, difference, spec_errors, impl)
+        mismatch = recorded_difference(traced, expected, implementation)
+        if mismatch is not None:
+            return ReplayDivergence(step, call, RECORDING, f"spec {expected.describe()}",
+                                    f"recorded {traced.describe()}", mismatch)
+        if whole:
+            matched, due = step, state_period(kind, model)
     return None
 
 
-def _step_divergence(lockstep: Lockstep, traced: TracedCall, expected: Outcome, actual: Outcome) -> ReplayDivergence | None:
-    """This step's outcome against the spec, then against the recording, then the quick state check."""
-    step, call = lockstep.steps, traced.call
-    difference = outcome_difference(call, expected, actual)
-    if difference is not None:
-        return _beside_spec(step, call, expected, actual, difference, lockstep)
-    difference = recorded_difference(traced, actual, lockstep.cache)
-    if difference is not None:
-        return ReplayDivergence(
-            step, call, RECORDING, f"recorded {traced.describe()}", f"cache {actual.describe()}", difference,
-            *lockstep.snapshots(),
-        )
-    difference = lockstep.quick_difference(call)
-    if difference is not None:
-        return _beside_spec(step, call, expected, actual, difference, lockstep)
-    return None
+def _earliest(trace: Trace, factory: Callable[[int], Any], calls: Sequence[Call], matched: int, step: int,
+              difference: StepDifference, spec_errors: list[str | None], impl: str) -> ReplayDivergence:
+    """The divergence `difference` at call `step`, unless the state already differed after an earlier
+    call that no comparison had looked at yet (the views agreed after call `matched`): then that call,
+    located by bisection, with its differential step re-run with every view."""
+    kind = trace.spec_kind
+    if step - matched > 1 and _state_differs(trace, factory, calls[:step]):
+        low, high = matched, step
+        while high - low > 1:
+            middle = (low + high) // 2
+            if _state_differs(trace, factory, calls[:middle]):
+                high = middle
+            else:
+                low = middle
+        if high < step:
+            model, implementation = _replayed(trace, factory, calls[:high - 1])
+            earlier = differential_step(model, implementation, calls[high - 1], kind.compared_views,
+                                        error_names=kind.error_names, readers=kind.view_readers)
+            if earlier is not None:  # None: a re-run that does not part there (not deterministic); the later one stands
+                step, difference = high, earlier
+    return _implementation_divergence(trace, calls[:step], spec_errors, difference, impl)
 
 
-def _beside_spec(
-    step: int, call: Call, expected: Outcome, actual: Outcome, difference: str, lockstep: Lockstep
-) -> ReplayDivergence:
-    return ReplayDivergence(
-        step, call, IMPLEMENTATION, f"spec {expected.describe()}", f"cache {actual.describe()}", difference, *lockstep.snapshots()
-    )
+def _replayed(trace: Trace, factory: Callable[[int], Any], calls: Sequence[Call]) -> tuple[Any, Any]:
+    """A fresh model and `factory(size)` after `calls` (their outcomes not compared)."""
+    kind = trace.spec_kind
+    model, implementation = kind.new(trace.size, trace.semantics), factory(trace.size)
+    for call in calls:
+        step_outcomes(model, implementation, call, kind.error_names)
+    return model, implementation
 
 
-def _earliest(lockstep: Lockstep, calls: Sequence[Call], found: ReplayDivergence) -> ReplayDivergence:
-    """`found` (at the lockstep's last call), unless the state already differed after an earlier call
-    that no full check had looked at yet: then that call, located by re-running, is the divergence."""
-    if lockstep.steps - lockstep.matched_at <= 1 or lockstep.full_difference() is None:
-        return found
-    state = first_state_divergence(
-        lockstep.factory, lockstep.capacity_bytes, calls, lockstep.matched_at, lockstep.steps, lockstep.semantics
-    )
-    if state is None or state.step == found.step:
-        return found
-    return ReplayDivergence(
-        state.step, calls[state.step - 1], IMPLEMENTATION, f"spec {state.expected.describe()}",
-        f"cache {state.actual.describe()}", state.message, state.spec_snapshot, state.cache_snapshot,
-    )
+def _state_differs(trace: Trace, factory: Callable[[int], Any], calls: Sequence[Call]) -> bool:
+    """Whether a fresh model and implementation differ in their state (the kind's `views` and
+    `lookups`: what a call leaves, not what it announced) after `calls`."""
+    kind = trace.spec_kind
+    model, implementation = _replayed(trace, factory, calls)
+    return bool(view_differences(model, implementation, kind.views + kind.lookups, kind.view_readers)[0])
 
 
-def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> str | None:
-    """Why `outcome` (of running the call on `target`) is not the recorded one, or None.
+def _implementation_divergence(trace: Trace, calls: Sequence[Call], spec_errors: Sequence[str | None],
+                               difference: StepDifference, impl: str) -> ReplayDivergence:
+    """The implementation's divergence at the last of `calls`: every difference and why, and (within
+    SNIPPET_CALLS calls) the snippet."""
+    kind = trace.spec_kind
+    snippet = None
+    if len(calls) <= SNIPPET_CALLS:
+        snippet = program_snippet(impl, trace.size, calls, spec_errors[:len(calls) - 1], difference, kind.name,
+                                  kind.view_readers, kind.new(trace.size, trace.semantics))
+    (explained,) = explain_all(kind, [diverging_call(kind, trace.size, trace.semantics, calls, difference)])
+    if difference.user_code is not None:
+        expected, actual = "the call is made", difference.describe()
+    else:
+        expected, actual = f"spec {difference.expected.describe()}", f"implementation {difference.actual.describe()}"
+    return ReplayDivergence(len(calls), calls[-1], IMPLEMENTATION, expected, actual, difference.describe(),
+                            snippet=snippet, state_diff=difference.view_diff(), explanation=explained.lines())
+
+
+def recorded_difference(traced: TracedCall, outcome: StepOutcome, target: Any) -> str | None:
+    """Why `outcome` (of running the call on `target`, `contract.steps.outcome_of`) is not the
+    recorded one, or None.
 
     Errors match by name anywhere in the raised class's MRO; an `Acquired` by name; lists in order;
     a recorded value recipe is made for `target` and compared with `values_equal`.
@@ -268,12 +254,12 @@ def recorded_difference(traced: TracedCall, outcome: Outcome, target: Any) -> st
     call = traced.call
     try:
         if traced.error is not None:
-            if outcome.error is not None and error_matches(traced.error, error_classes(outcome.error)):
+            if outcome.error is not None and error_matches(traced.error, outcome.error_classes):
                 return None
-        elif outcome.error is None and _result_matches(traced.result, outcome.result, target):
+        elif outcome.error is None and outcome.crash is None and _result_matches(traced.result, outcome.result, target):
             return None
-        return f"{to_python(call)}: recorded {traced.describe()}; replayed {outcome.describe()}"
-    except Exception as error:  # the cache's result or error object may fail to compare or print
+        return f"{to_python(call)}: recorded {traced.describe()}; the spec {outcome.describe()}"
+    except Exception as error:  # the implementation's result may fail to compare or print
         return f"{to_python(call)}: comparing the replayed outcome with the recording raised {type(error).__name__}: {error}"
 
 
@@ -371,16 +357,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         trace = checked_under(read_trace(args.trace), args.profile, args.semantics, args.ops)
-        if not _compared_in_lockstep(trace.spec_kind) and args.call_timeout != DEFAULT_CALL_TIMEOUT:
-            raise InvalidArgumentError(f"--call-timeout: the calls of a {trace.kind} trace are not guarded yet "
-                                       "(docs/block-traces.md)")
         factory = None if args.impl is None else load_factory(args.impl)
-        if factory is None:
-            divergence = replay_against_spec(trace)
-        elif _compared_in_lockstep(trace.spec_kind):
-            divergence = _guarded_replay(trace, factory, args)
-        else:
-            divergence = replay_beside(trace, factory, args.impl)
+        divergence = replay_against_spec(trace) if factory is None else _guarded_replay(trace, factory, args)
     except (TraceFormatError, FactoryError, InvalidArgumentError) as error:
         print(f"cacheproof replay: {error}", file=sys.stderr)
         return 2
@@ -400,19 +378,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _guarded_replay(trace: Trace, factory: Callable[[int], Any], args: argparse.Namespace) -> ReplayDivergence | None:
-    """`replay_beside` in lockstep with the cache guarded (docs/robustness.md): a call that hangs is a divergence."""
+    """`replay_beside` with the implementation guarded by --call-timeout (docs/robustness.md): a call
+    that hangs is a divergence at that call, found by replaying the calls once more
+    (`fault_search.first_failure`). An implementation without an operation the trace calls is a
+    usage error, before any call."""
+    kind = trace.spec_kind
     watch = Watch(args.call_timeout)
-    guarded = GuardedFactory(factory, watch, args.impl)
-    supervised(lambda: probe_factory(guarded, args.impl, trace.operations), watch)
+    guarded = WatchedFactory(factory, watch, args.impl)
+    built, missing = supervised(lambda: missing_operations(kind, guarded, trace.operations), watch)
+    if missing:
+        raise UsageAbort(f"{args.impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)}: the "
+                         f"trace's operations are --ops {','.join(trace.operations)}")
     try:
         return supervised(lambda: replay_beside(trace, guarded, args.impl), watch)
     except CacheFault:
-        failure = first_failure(guarded, trace.size, recorded_calls(trace), watch, trace.semantics)
+        failure = first_failure(guarded, trace.size, recorded_calls(trace), watch, trace.semantics, kind)
     if failure is None:
         return ReplayDivergence(len(trace.calls), trace.calls[-1].call, IMPLEMENTATION, "the same run twice",
-                                "a hang once, then none", "not deterministic: the replay hung once, then did not", (), None)
+                                "a hang once, then none", "not deterministic: the replay hung once, then did not")
     call = trace.calls[failure.step].call
-    return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, "the call returns", failure.message, failure.message, (), None)
+    if failure.kind == DIVERGENCE:  # a difference the periodic comparison had not reached before the hang
+        return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, None, None, failure.message)
+    return ReplayDivergence(failure.step + 1, call, IMPLEMENTATION, "the call returns", failure.message, failure.message)
 
 
 def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
@@ -443,9 +430,8 @@ def _print_report(args: argparse.Namespace, report: ReplayReport) -> None:
 
 
 def divergence_lines(divergence: ReplayDivergence) -> list[str]:
-    """The divergence for a reader, the difference first: what differs (and, found call by call,
-    every difference and why), then the two outcomes (or that they agree, when only the state
-    differs), then the snapshot diff."""
+    """The divergence for a reader, the difference first: what differs (and, with the implementation,
+    every difference and why), then the two outcomes, or that they agree when only the state differs."""
     lines = [f"difference: {divergence.message}"]
     lines += [f"  {line}" for line in divergence.explanation]
     expected, actual = divergence.expected, divergence.actual
@@ -455,13 +441,4 @@ def divergence_lines(divergence: ReplayDivergence) -> list[str]:
         lines.append(f"outcome:  the same ({expected}; {actual}); the state differs")
     else:
         lines += [f"expected: {expected}", f"actual:   {actual}"]
-    diff = divergence.snapshot_diff()
-    if diff is None and divergence.spec_snapshot is not None:
-        lines.append(f"spec snapshot after the call: {divergence.spec_snapshot}")
-    elif diff is None:
-        pass
-    elif diff.empty:
-        lines.append("snapshots agree")
-    else:
-        lines += diff.lines()
     return lines

@@ -38,7 +38,7 @@ from cacheproof.contract.steps import outcome_of
 from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, load_factory
 from cacheproof.sandbox.guarded_call import Watch, supervised
-from cacheproof.sandbox.guarded_program import WatchedFactory
+from cacheproof.sandbox.guarded_program import WatchedFactory, missing_operations
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import SpecKind
@@ -223,14 +223,6 @@ def capacity_cap(kind: SpecKind, factory, phases: tuple[Phase, ...], asked: int 
     except CacheFault:  # make_value did not return: a counterexample's call will show it
         holds = True
     return (asked or REAL_VALUE_CAPACITY) if holds else None
-
-
-def missing_operations(kind: SpecKind, factory, operations: tuple[str, ...]) -> tuple[str, list[str]]:
-    """What `factory(kind.probe_size)` returned ("a NoEvict", "None": its `described`), and the operations
-    among `operations` that it has no method for."""
-    probe = factory(kind.probe_size)
-    return probe.described, [name for name in operations
-                             if kind.operation(name).form == "method" and not callable(getattr(probe, name, None))]
 
 
 def built_profile(kind: SpecKind, factory) -> str | None:

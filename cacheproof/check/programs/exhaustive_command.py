@@ -21,7 +21,7 @@ import sys
 from cacheproof.adapt import AdapterError, factory_profile
 from cacheproof.check.programs.command import (
     DEFAULT_IMPLS, built_profile, chosen_operations, chosen_profile, lacks_line, explained_lines, explanations_of,
-    misuse_checked, missing_operations, snippet_of,
+    misuse_checked, snippet_of,
 )
 from cacheproof.check.programs.exhaustive import SNAPSHOT_CAVEAT, ExhaustiveReport, ExhaustiveSetup, run_exhaustive
 from cacheproof.check.programs.generators import exhaustive_scopes, generator_for
@@ -33,7 +33,7 @@ from cacheproof.contract.explaining.shapes import shape_problem
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, load_factory
 from cacheproof.sandbox.guarded_call import Watch
-from cacheproof.sandbox.guarded_program import WatchedFactory
+from cacheproof.sandbox.guarded_program import WatchedFactory, missing_operations
 from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kinds import get_kind
 

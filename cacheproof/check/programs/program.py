@@ -23,6 +23,7 @@ from cacheproof.check.programs.generators import CallGenerator
 from cacheproof.check.programs.renumbering import renumbered
 from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.contract.faults import CacheFault
+from cacheproof.contract.sequence import first_divergence
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.contract.steps import StepDifference, differential_step
 from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of
@@ -180,16 +181,9 @@ def replay_program(
     """Where `calls` on a fresh model and implementation of `size` first differ, and how; None if
     nowhere. `on_step(index)` is told each call's index before it runs; SpecBroken when the model
     breaks its own invariant."""
-    model, implementation = setup.new_model(size), setup.factory(size)
-    for step, call in enumerate(calls):
-        if on_step is not None:
-            on_step(step)
-        difference = differential_step(model, implementation, call, setup.kind.compared_views, error_names=setup.kind.error_names,
-                                       readers=setup.kind.view_readers)
-        checked_model(model, step, call)
-        if difference is not None:
-            return step, difference
-    return None
+    found = first_divergence(setup.factory, size, calls, on_step, kind=setup.kind, model=setup.new_model(size),
+                             after_call=checked_model)
+    return None if found is None else (found.step, found.difference)
 
 
 def program_failure(

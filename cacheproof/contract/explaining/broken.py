@@ -1,8 +1,7 @@
 """The invariants an implementation's own state breaks, as every report of every kind says them.
 
 At a divergence the kind's invariants are judged on the implementation's own views (its snapshot
-after the call; `contract.explaining.steps` for the kinds with a `SpecKind.judge`,
-`contract.explain` for the tensor cache), and each one broken is said first, before how the
+after the call; `contract.explaining.steps`, for the kinds with a `SpecKind.judge`), and each one broken is said first, before how the
 implementation differs from the spec, with its witness: "your implementation breaks B7: block 1
 has ref 0 while request 2 holds it". A report carries these lines in its `why`; `named` reads them
 back for the JSON report and the HTML page, and `breaking_first` puts the divergences that leave
