@@ -102,10 +102,40 @@ SWALLOWING_MODULE = (
 
 
 def test_a_ctrl_c_swallowed_while_the_factory_loads_still_ends_the_check(tmp_path):
-    """Loading the factory is followed by `raise_swallowed_ctrl_c`: the check does not start."""
+    """Loading the factory holds a Ctrl-C (`ctrl_c_held`) and raises it after: the check does not start."""
     (tmp_path / "swallowing.py").write_text(SWALLOWING_MODULE)
     done = subprocess.run(interruptible_cacheproof("check", "--impl", "swallowing:MinimalCache", "--examples", "20"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 130 and "interrupted" in done.stderr, (done.returncode, done.stdout, done.stderr)
     assert "conforms" not in done.stdout and "not answered" not in done.stderr, (done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("under_ctrl_c_raises", [False, True])
+def test_a_ctrl_c_while_the_factory_imports_is_raised_after_the_import(under_ctrl_c_raises, monkeypatch):
+    """A KeyboardInterrupt raised inside torch's import aborts the process (its pybind11 module start
+    throws a C++ exception that nothing catches: exit -6, found by a CI run under load); so the
+    import runs to its end and the Ctrl-C is raised after it, under Python's handler and the
+    command's alike. The signal is sent from inside the import, so its moment is forced."""
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from cacheproof.cmdline.interrupts import ctrl_c_raises
+    from cacheproof.sandbox import factories
+
+    finished = []
+
+    def importing(name):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100000):  # Python code runs on: an unheld Ctrl-C is raised here
+            pass
+        finished.append(name)
+        return SimpleNamespace(factory=lambda size: None)
+
+    monkeypatch.setattr(factories.importlib, "import_module", importing)
+    with ctrl_c_raises() if under_ctrl_c_raises else nullcontext():
+        with pytest.raises(KeyboardInterrupt):
+            factories.load_factory("anywhere:factory")
+        assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    assert finished == ["anywhere"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -60,12 +60,33 @@ def _interrupt(number: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def raise_swallowed_ctrl_c() -> None:
-    """Raise KeyboardInterrupt again if this command's Ctrl-C was raised and the code runs on as if it
-    had not been: called after code known to clear errors it did not raise (torch's C-level start
-    clears a KeyboardInterrupt that lands in its import of numpy, and the import succeeds)."""
-    if _raised_at:
-        raise KeyboardInterrupt
+@contextmanager
+def ctrl_c_held() -> Iterator[None]:
+    """Within the block a Ctrl-C is held, not raised, and raised as KeyboardInterrupt when the block
+    ends: for code that cannot take an exception at every moment. A C++ extension's module start
+    cannot: torch's pybind11 modules abort the whole process ("terminate called after throwing an
+    instance of 'pybind11::error_already_set'") when a KeyboardInterrupt is raised inside them, and
+    torch's C-level start clears one that lands in its import of numpy, so the import succeeds and
+    the Ctrl-C is lost. Only in the main thread, under Python's own handler or `ctrl_c_raises`';
+    elsewhere the block runs as it is. The watch thread counts its grace from the Ctrl-C all the
+    same, so a block that never ends is still ended."""
+    handler = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() \
+            or handler not in (signal.default_int_handler, _interrupt):
+        yield
+        return
+    held: list[FrameType | None] = []
+
+    def hold(number: int, frame: FrameType | None) -> None:
+        held.append(frame)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        if held:
+            handler(signal.SIGINT, held[0])
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from cacheproof.cmdline.interrupts import raise_swallowed_ctrl_c
+from cacheproof.cmdline.interrupts import ctrl_c_held
 from cacheproof.contract.values import values_hold_memory
 from cacheproof.extras import MissingExtraError
 
@@ -36,6 +36,15 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     module_name, _, attribute = check_impl_syntax(spec).partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
+    with ctrl_c_held():  # importing torch cannot take a KeyboardInterrupt: it aborts, or loses it
+        factory = _imported(module_name, attribute)
+    if not callable(factory):
+        raise FactoryError(f"{spec} is not callable")
+    return factory
+
+
+def _imported(module_name: str, attribute: str) -> Any:
+    """`module_name`'s `attribute` (dotted), imported; FactoryError when it cannot be."""
     try:
         module = importlib.import_module(module_name)
     except KeyboardInterrupt:
@@ -44,18 +53,15 @@ def load_factory(spec: str) -> Callable[[int], Any]:
         raise FactoryError(str(error)) from error
     except BaseException as error:  # a module may fail at import in any way: sys.exit() included
         raise FactoryError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
-    factory = module
+    found = module
     for part in attribute.split("."):
         try:
-            factory = getattr(factory, part, None)  # a lazy name (cacheproof.impl's) imports here
+            found = getattr(found, part, None)  # a lazy name (cacheproof.impl's) imports here
         except MissingExtraError as error:
             raise FactoryError(str(error)) from error
-        if factory is None:
+        if found is None:
             raise FactoryError(f"module {module_name!r} has no attribute {attribute!r}")
-    raise_swallowed_ctrl_c()  # `import torch` clears a KeyboardInterrupt that lands in its numpy import
-    if not callable(factory):
-        raise FactoryError(f"{spec} is not callable")
-    return factory
+    return found
 
 
 PROBE_CAPACITY_BYTES = 64
