@@ -5,13 +5,14 @@ beside a fresh spec, supervised like the run itself (`guarded_call.supervised`),
 hangs or kills its process is a `Failure` of that kind at that call, like a divergence is.
 Shrinking removes chunks of calls (halves, then quarters, ... then single calls) while the
 sequence still fails the same way, then simplifies the arguments of the calls left (an element
-of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered) while the failure
-stays the same failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is
-another bug than the eviction found), and removes calls again after any argument was simplified
-(an emptied tuple leaves calls that change nothing, `free(1, ())`), until neither step changes
-anything; then, for a divergence, it removes one call and swaps one small int for another, which
-removal alone cannot do (another request frees the block: `_swap_for_shorter`), and starts over. It stops when its time budget is spent: a hang costs the
-whole call timeout per attempt.
+of a tuple dropped, an int lowered towards 1, an int field of a recipe lowered; a number bisected
+where only one less fails alike: `lowering.lowest_failing`) while the failure stays the same
+failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses is another bug
+than the eviction found), and removes calls again after any argument was simplified (an emptied
+tuple leaves calls that change nothing, `free(1, ())`), until neither step changes anything;
+then, for a divergence, it removes one call and swaps one small int for another, which removal
+alone cannot do (another request frees the block: `_swap_for_shorter`), and starts over. It stops
+when its time budget is spent: a hang costs the whole call timeout per attempt.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.differences import diverging_step
 from cacheproof.contract.faults import CacheFault
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
+from cacheproof.sandbox.lowering import lowest_failing
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.contract.snippet import DIVERGES
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
@@ -244,25 +246,58 @@ def _simplify_arguments(
     call of the same operation (and `same_failure`): each argument as far as it goes, the last
     call first (its arguments are the ones the failure names), in sweeps until one keeps nothing or
     SIMPLIFY_ATTEMPTS are spent over the whole shrinking (`attempts[0]` counts them: a count, so
-    that a seed gives one counterexample on any machine)."""
+    that a seed gives one counterexample on any machine). A number is lowered by
+    `lowering.lowest_failing` (bisected where only one less fails alike: a byte count that must
+    stay above 2**31 is not lowered one byte a try)."""
     changed = True
     while changed:
         changed = False
         for index, position in [(i, p) for i in reversed(range(len(current))) for p in range(len(current[i].args))]:
             while index < len(current):  # this argument, as far as it goes (a kept candidate may end sooner)
                 call = current[index]
-                for simpler in _simpler(call.args[position]):
+
+                def fails(simpler: Any, call: Call = call, index: int = index, position: int = position,
+                          ) -> tuple[list[Call], Failure] | None:
                     stop = _before_try(current, best, deadline, on_attempt, attempts, SIMPLIFY_ATTEMPTS)
                     if stop is not None:
-                        return current, best, stop
+                        raise _Stopped(stop)
                     candidate = current[:index] + [_with_argument(call, position, simpler)] + current[index + 1:]
                     found = attempt(candidate)
-                    if _alike(found, candidate, current, best, same_failure):
-                        current, best, changed = candidate[: found.step + 1], found, True
-                        break
-                else:
+                    return (candidate, found) if _alike(found, candidate, current, best, same_failure) else None
+
+                try:
+                    kept = _simpler_failing(call.args[position], fails)
+                except _Stopped as stopped:
+                    return current, best, stopped.cut_short
+                if kept is None:
                     break  # no simpler one fails alike
+                (candidate, found), changed = kept, True
+                current, best = candidate[: found.step + 1], found
     return current, best, False
+
+
+class _Stopped(Exception):
+    """A pass's candidates stop: its deadline passed (`cut_short`) or its count of tries is spent."""
+
+    def __init__(self, cut_short: bool) -> None:
+        super().__init__(cut_short)
+        self.cut_short = cut_short
+
+
+def _simpler_failing(argument: Any, fails: Callable[[Any], Any]) -> Any:
+    """What `fails` answers (not None) for the first simpler argument than `argument` it is given that
+    fails: a plain tuple with one element dropped, in order, else each number of `argument`
+    (`_lowerings`) lowered by `lowering.lowest_failing`; None when none fails."""
+    if type(argument) is tuple:
+        return next((found for found in map(fails, _simpler(argument)) if found is not None), None)
+    for number, rebuilt in _lowerings(argument):
+        def lowered_fails(lower: int, rebuilt: Callable[[int], Any] = rebuilt) -> Any:
+            simpler = rebuilt(lower)
+            return None if simpler is None else fails(simpler)
+        found, _ = lowest_failing(number, _lower(number), lowered_fails)
+        if found is not None:
+            return found[1]
+    return None
 
 
 def divergence_kind_at(
@@ -307,19 +342,36 @@ def same_divergence(
 
 def _simpler(argument: Any) -> list[Any]:
     """Simpler arguments than `argument`, simplest first: a plain tuple with one element dropped
-    (the first, ..., the last); a positive int (not a bool) lowered to 1, half or one less, never
-    below 1 (0 is where the bad arguments start: an empty value, the null block, no bytes); a named
-    tuple (a value recipe) with one int field so lowered, where the result is still one (a value
-    recipe's element size must divide its nbytes: `ValueRecipe.problem`)."""
+    (the first, ..., the last); each number of it (`_lowerings`) lowered to 1, half or one less
+    (`_lower`)."""
     if type(argument) is tuple:
         return [argument[:i] + argument[i + 1:] for i in range(len(argument))]
+    return [simpler for number, rebuilt in _lowerings(argument) for lower in _lower(number)
+            if (simpler := rebuilt(lower)) is not None]
+
+
+def _lower(number: int) -> list[int]:
+    """The lower numbers simplifying tries, smallest first: 1, half and one less, never below 1 (0 is
+    where the bad arguments start: an empty value, the null block, no bytes)."""
+    return sorted({1, number // 2, number - 1} - {number}) if number > 1 else []
+
+
+def _lowerings(argument: Any) -> list[tuple[int, Callable[[int], Any]]]:
+    """Each number of `argument` simplifying lowers, with a function that rebuilds `argument` around a
+    lower one (None where the result is no argument): a positive int (not a bool) itself; each int
+    field of a named tuple (a value recipe, whose element size must still divide its nbytes:
+    `ValueRecipe.problem`)."""
     if isinstance(argument, int) and not isinstance(argument, bool):
-        return sorted({1, argument // 2, argument - 1} - {argument}) if argument > 1 else []
+        return [(argument, lambda lower: lower)]
     if isinstance(argument, tuple) and hasattr(argument, "_replace"):
-        candidates = [argument._replace(**{field: lower}) for field, value in zip(argument._fields, argument)
-                      for lower in _simpler(value) if isinstance(value, int)]
-        return [c for c in candidates if not isinstance(c, ValueRecipe) or c.problem() is None]
+        return [(value, lambda lower, field=field: _valid(argument._replace(**{field: lower})))
+                for field, value in zip(argument._fields, argument) if isinstance(value, int)]
     return []
+
+
+def _valid(argument: Any) -> Any:
+    """`argument`, or None when it is a value recipe with a problem (`ValueRecipe.problem`)."""
+    return None if isinstance(argument, ValueRecipe) and argument.problem() is not None else argument
 
 
 def not_deterministic(calls: Sequence[Call], first: str, second: Failure | None) -> str:

@@ -29,6 +29,7 @@ from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_
 from cacheproof.sandbox.fault_search import not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
+from cacheproof.sandbox.lowering import lowest_failing
 from cacheproof.spec.kind import SpecKind
 
 CUT_SHORT = " (shrinking stopped when its time budget ran out)"
@@ -227,7 +228,8 @@ def shrink_program(
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
     each candidate replayed supervised by `watch` when given; then, for a divergence or the spec
     breaking its own invariant, its numbers lowered together (`renumbering.renumbered`: keys, byte
-    counts), its size lowered (`smaller_sizes`) while it fails the same way, and shrunk and
+    counts), its size lowered (`smaller_sizes`, bisected where only one less fails:
+    `sandbox.lowering.lowest_failing`) while it fails the same way, and shrunk and
     renumbered once more at the smallest; `seconds` at most (default `fault_search.shrink_seconds`
     of the watch's call timeout). A shrunk divergence is replayed once more for its difference (a
     broken spec for its message at the size reached). `on_smallest(size, calls)` is told the smallest
@@ -260,10 +262,11 @@ def shrink_program(
         calls = renumbered(attempt_at(size), calls)
     lowered = False
     while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
-        smaller = next((smaller for smaller in smaller_sizes(size)
-                        if attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]) is not None), None)
-        if smaller is None:
+        found, _ = lowest_failing(size, smaller_sizes(size), lambda smaller, size=size, calls=calls:
+                                  attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]))
+        if found is None:
             break
+        smaller = found[0]
         calls, size, lowered = [_rescaled(call, size, smaller) for call in calls], smaller, True
         if on_smallest is not None:
             on_smallest(size, calls)
@@ -313,7 +316,8 @@ def interrupted_program(
 
 def smaller_sizes(size: int) -> list[int]:
     """The sizes a diverging program of `size` is tried at, smallest first: 1 to 4, a half, three
-    quarters and one less than `size`."""
+    quarters and one less than `size`; when one less is the only one that fails, the sizes between
+    are bisected (`sandbox.lowering.lowest_failing`)."""
     return sorted(smaller for smaller in {1, 2, 3, 4, size // 2, size * 3 // 4, size - 1} if 1 <= smaller < size)
 
 
