@@ -11,8 +11,11 @@ failure, not merely a failure (`same_failure`: a 0-byte value the cache refuses 
 than the eviction found), and removes calls again after any argument was simplified (an emptied
 tuple leaves calls that change nothing, `free(1, ())`), until neither step changes anything;
 then, for a divergence, it removes one call and swaps one small int for another, which removal
-alone cannot do (another request frees the block: `_swap_for_shorter`), and starts over. It stops
-when its time budget is spent: a hang costs the whole call timeout per attempt.
+alone cannot do (another request frees the block: `_swap_for_shorter`), and, given the model's
+states, removes a round trip (calls that leave the model as they found it) or trades it for one
+call repeated, which an implementation that counts calls needs (`_shorten_round_trips`), and
+starts over. It stops when its time budget is spent: a hang costs the whole call timeout per
+attempt.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ SIMPLIFY_ATTEMPTS = 300
 """Simplifying the arguments of a shrunk sequence replays at most this many candidates."""
 SWAP_ATTEMPTS = 300
 """Removing a call and swapping a small int for another (`_swap_for_shorter`) tries at most this many candidates."""
+ROUND_TRIP_ATTEMPTS = 600
+"""Shortening the round trips of a sequence, calls that leave the model as they found it
+(`_shorten_round_trips`), tries at most this many candidates."""
+REPEATED_CALLS = 4
+"""Before a repeat in place of a round trip was kept, the calls a sequence makes most often tried
+as the repeat: this many."""
 SWAP_VALUES = (1, 2, 3, 4)
 """The small ints a swap tries in place of one of them: request ids, keys, counts."""
 MINIMUM_SHRINK_SECONDS = 30.0
@@ -108,6 +117,7 @@ def shrink_failure(
     seconds: float,
     on_attempt: Callable[[list[Call], Failure], None] | None = None,
     same_failure: Callable[[list[Call], list[Call], Failure], bool] | None = None,
+    states: Callable[[list[Call]], Sequence[Any]] | None = None,
 ) -> tuple[list[Call], Failure, bool]:
     """The shortest sequence found within `seconds` that still fails like `failure` (same kind).
 
@@ -117,11 +127,14 @@ def shrink_failure(
     during shrinking reports (the KeyboardInterrupt propagates). A simpler argument is kept only
     when the failing call's operation is unchanged and `same_failure(smallest, candidate, its
     failure)`, if given, says the candidate fails as the smallest failing sequence so far does
-    (`same_divergence`).
+    (`same_divergence`). `states(calls)`, if given, is the model's state before each call and after
+    the last (len(calls) + 1 states, compared with ==), which finds the round trips
+    `_shorten_round_trips` shortens.
     """
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
-    attempts, swaps = [0], [0]  # argument simplifications and swaps tried, over every pass
+    attempts, swaps, trips = [0], [0], [0]  # argument simplifications, swaps and round trips tried, over every pass
+    repeated: list[Call] = []  # the call a round trip's repeat last kept
     while True:
         current, best, cut_short = _drop_calls(attempt, current, best, deadline, on_attempt)
         if cut_short:
@@ -136,6 +149,11 @@ def shrink_failure(
         if best.kind in (HANG, CRASH):  # each costs a call timeout per attempt: no swaps
             return current, best, False
         shorter, best, cut_short = _swap_for_shorter(attempt, current, best, deadline, on_attempt, same_failure, swaps)
+        if cut_short:
+            return shorter, best, True
+        if shorter == current and states is not None:
+            shorter, best, cut_short = _shorten_round_trips(attempt, current, best, deadline, on_attempt, same_failure,
+                                                            states, trips, repeated)
         if cut_short or shorter == current:
             return shorter, best, cut_short
         current = shorter
@@ -197,6 +215,72 @@ def _swap_for_shorter(
             if _alike(found, candidate, current, best, same_failure):
                 return candidate[: found.step + 1], found, False
     return current, best, False
+
+
+class RoundTrip(NamedTuple):
+    """Calls of a sequence (`indices`) that together leave the model as they found it, or that only
+    do something together (`keeps_state` False: the second does nothing without the first)."""
+
+    indices: tuple[int, ...]
+    keeps_state: bool
+
+
+def _shorten_round_trips(
+    attempt: Callable[[list[Call]], Failure | None], current: list[Call], best: Failure, deadline: float,
+    on_attempt: Callable[[list[Call], Failure], None] | None,
+    same_failure: Callable[[list[Call], list[Call], Failure], bool] | None,
+    states: Callable[[list[Call]], Sequence[Any]], trips: list[int], repeated: list[Call],
+) -> tuple[list[Call], Failure, bool]:
+    """A shorter sequence that fails alike, made from a round trip of `current` (`_round_trips`): its
+    calls removed (where they keep the model's state), then removed with one call of the rest
+    repeated in their stead (placed after itself). The repeated call is the one a repeat kept last
+    (`repeated`, most recent first), once, twice, ... up to one fewer than the calls removed; before
+    any repeat was kept, each of the REPEATED_CALLS calls the sequence makes most often, once.
+    Removal of calls one chunk at a time cannot do either when the implementation counts calls the
+    model does not (a clock of moves to newest: `reserve(1, 1); release(1)` moves once and leaves
+    the model as it was, and `get(0); get(0)` in place of `get(0)` moves once too), nor remove two
+    calls apart. At most ROUND_TRIP_ATTEMPTS over the whole shrinking (`trips[0]` counts them)."""
+    for trip in _round_trips(current, best.step, states):
+        rest = [call for index, call in enumerate(current) if index not in trip.indices]
+        distinct = sorted((index for index, call in enumerate(rest[:-1]) if call not in rest[:index]),
+                          key=lambda index: -rest.count(rest[index]))
+        kept_before = sorted((index for index in distinct if rest[index] in repeated),
+                             key=lambda index: repeated.index(rest[index]))[:1]
+        repeats = [(index, times) for index in kept_before for times in range(1, len(trip.indices))] if kept_before \
+            else [(index, 1) for index in distinct[:REPEATED_CALLS]]
+        for index, times in [(None, 0)] * trip.keeps_state + repeats:
+            stop = _before_try(current, best, deadline, on_attempt, trips, ROUND_TRIP_ATTEMPTS)
+            if stop is not None:
+                return current, best, stop
+            candidate = rest if index is None else rest[: index + 1] + [rest[index]] * times + rest[index + 1:]
+            found = attempt(candidate)
+            if _alike(found, candidate, current, best, same_failure):
+                if index is not None:
+                    repeated[:] = [rest[index]] + [call for call in repeated if call != rest[index]]
+                return candidate[: found.step + 1], found, False
+    return current, best, False
+
+
+def _round_trips(calls: list[Call], last: int, states: Callable[[list[Call]], Sequence[Any]]) -> list[RoundTrip]:
+    """The round trips of `calls` before the one at `last`, by the model's states (`states(calls)`:
+    before each call and after the last): each stretch of two or more calls after which the model
+    is as it was before it (but a run of one call repeated), shortest first; then each two calls
+    apart whose removal leaves the model as it was after the second (`reserve(4, 1)`, calls that
+    do the same without it, `release(4)`), or the second of which does nothing without the first
+    (a release without its acquire), nearest first."""
+    before = states(calls)
+    stretches = sorted(((start, end) for start in range(last + 1) for end in range(start + 2, last + 1)
+                        if before[start] == before[end] and any(call != calls[start] for call in calls[start + 1:end])),
+                       key=lambda stretch: (stretch[1] - stretch[0], stretch))
+    pairs = []
+    for first in range(last - 1):
+        without = states(calls[:first] + calls[first + 1: last])  # before each call from first + 1 on, one index less
+        for second in range(first + 1, last):
+            keeps_state = second > first + 1 and without[second - 1] == before[second + 1]
+            if keeps_state or without[second - 1] == without[second] and before[second] != before[second + 1]:
+                pairs.append(RoundTrip((first, second), keeps_state))
+    pairs.sort(key=lambda pair: (pair.indices[1] - pair.indices[0], pair.indices))
+    return [RoundTrip(tuple(range(start, end)), True) for start, end in stretches] + pairs
 
 
 def _swaps(call: Call) -> list[Call]:

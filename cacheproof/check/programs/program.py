@@ -24,7 +24,7 @@ from cacheproof.check.programs.renumbering import renumbered
 from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.snippet import DIVERGES
-from cacheproof.contract.steps import StepDifference, differential_step
+from cacheproof.contract.steps import StepDifference, differential_step, outcome_of
 from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of
 from cacheproof.sandbox.fault_search import not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
@@ -255,7 +255,8 @@ def shrink_program(
     budget = shrink_seconds(None if watch is None else watch.timeout) if seconds is None else seconds
     deadline = time.monotonic() + budget
     size = example.size
-    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted)
+    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted,
+                                               states=states_at(setup, size))
     if failure.kind not in (DIVERGENCE, SPEC_BROKEN):
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
     if not cut_short:
@@ -274,7 +275,7 @@ def shrink_program(
     if lowered and not cut_short:
         found = attempt_at(size)(calls)
         calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0),
-                                                   noted)
+                                                   noted, states=states_at(setup, size))
         if not cut_short:
             calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
@@ -283,6 +284,22 @@ def shrink_program(
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
+
+
+def states_at(setup: ProgramSetup, size: int) -> Callable[[Sequence[Call]], list[tuple]]:
+    """The model's states along a program at `size`, as shrinking compares them (`shrink_failure`'s
+    `states`): its compared views on a fresh model before the first call and after each, the model
+    alone (it makes its own values; a call that raises is an outcome, as in a step)."""
+    views, error_names = setup.kind.compared_views, setup.kind.error_names
+
+    def states(calls: Sequence[Call]) -> list[tuple]:
+        model = setup.new_model(size)
+        seen = [tuple(setup.kind.read_view(model, view, model) for view in views)]
+        for call in calls:
+            outcome_of(model, call, error_names)
+            seen.append(tuple(setup.kind.read_view(model, view, model) for view in views))
+        return seen
+    return states
 
 
 def unrepeated(setup: ProgramSetup, example: ProgramCounterexample, watch: Watch | None) -> ProgramCounterexample | None:
