@@ -48,6 +48,9 @@ SWAP_ATTEMPTS = 300
 ROUND_TRIP_ATTEMPTS = 600
 """Shortening the round trips of a sequence, calls that leave the model as they found it
 (`_shorten_round_trips`), tries at most this many candidates."""
+PAIRED_CALLS = 100
+"""Round trips of two calls apart are looked for in sequences of at most this many calls (it takes a
+run of the model per call); stretches in any."""
 REPEATED_CALLS = 4
 """Before a repeat in place of a round trip was kept, the calls a sequence makes most often tried
 as the repeat: this many."""
@@ -134,7 +137,7 @@ def shrink_failure(
     deadline = time.monotonic() + seconds
     current, best = list(calls[: failure.step + 1]), failure
     attempts, swaps, trips = [0], [0], [0]  # argument simplifications, swaps and round trips tried, over every pass
-    repeated: list[Call] = []  # the call a round trip's repeat last kept
+    repeated: list[Call] = []  # the calls a repeat in place of a round trip kept, the last first
     while True:
         current, best, cut_short = _drop_calls(attempt, current, best, deadline, on_attempt)
         if cut_short:
@@ -267,13 +270,13 @@ def _round_trips(calls: list[Call], last: int, states: Callable[[list[Call]], Se
     is as it was before it (but a run of one call repeated), shortest first; then each two calls
     apart whose removal leaves the model as it was after the second (`reserve(4, 1)`, calls that
     do the same without it, `release(4)`), or the second of which does nothing without the first
-    (a release without its acquire), nearest first."""
+    (a release without its acquire), nearest first, where `calls` are at most PAIRED_CALLS."""
     before = states(calls)
     stretches = sorted(((start, end) for start in range(last + 1) for end in range(start + 2, last + 1)
                         if before[start] == before[end] and any(call != calls[start] for call in calls[start + 1:end])),
                        key=lambda stretch: (stretch[1] - stretch[0], stretch))
     pairs = []
-    for first in range(last - 1):
+    for first in range(last - 1 if last < PAIRED_CALLS else 0):
         without = states(calls[:first] + calls[first + 1: last])  # before each call from first + 1 on, one index less
         for second in range(first + 1, last):
             keeps_state = second > first + 1 and without[second - 1] == before[second + 1]

@@ -7,9 +7,9 @@ of `reserve(4, 4)` and of the value its `commit` stores. Renumbering changes the
 number at one position (a key is the first argument of every call that takes one, a byte count the
 second) in every call, a value recipe's byte count counting as its number. The candidates are 0,
 1, half and one less, smallest first (the numbers between bisected when one less is the only one
-that fails: `sandbox.lowering.lowest_failing`); a candidate is kept only when the program fails the same way
-(the caller's `attempt` says so), so a 0 where the spec refuses 0 (no bytes, the null block) is
-never kept: it fails otherwise, or not at all. A value recipe's byte count is never lowered to 0:
+that fails: `sandbox.lowering.lowest_failing`); a candidate is kept only when the program fails
+the same way (the caller's `attempt` says so), so a 0 where the spec refuses 0 (no bytes, the null
+block) is never kept: it fails otherwise, or not at all. A value recipe's byte count is never lowered to 0:
 an empty value is a misuse under every profile, and under one that trusts its callers the spec
 does not refuse it, so a program holding one would lie outside what such callers do.
 """
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from cacheproof.sandbox.lowering import lowest_failing
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.sandbox.fault_search import Failure
+from cacheproof.sandbox.lowering import lowest_failing
 
 RENUMBER_ATTEMPTS = 200
 """Renumbering replays at most this many candidates per program (a count: a seed gives one
