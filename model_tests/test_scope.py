@@ -80,8 +80,8 @@ NEEDS = {
     broken.ByteCountersWrapAt32Bits: Phase(WIDE, 100, 100, shrink=False),
     broken.MaintenancePassReorders: Phase(LONG, 4, LONG_CALLS, shrink=False),
 }
-"""The phase each broken scope cache needs. CALL_TIMEOUT keeps the shrinking of a long life, and of
-a capacity above 2**32 that only lowers by one byte at a time, within 30 s (`shrink_seconds`)."""
+"""The phase each broken scope cache needs. CALL_TIMEOUT keeps the shrinking of a long life within
+30 s (`shrink_seconds`)."""
 CALL_TIMEOUT = 1.0
 
 

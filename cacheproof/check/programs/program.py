@@ -25,11 +25,12 @@ from cacheproof.contract.calls import Call, ValueRecipe, to_python
 from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.sequence import first_divergence
 from cacheproof.contract.snippet import DIVERGES
-from cacheproof.contract.steps import StepDifference, differential_step
+from cacheproof.contract.steps import StepDifference, differential_step, outcome_of
 from cacheproof.sandbox.fault_search import DIVERGENCE, NOT_DETERMINISTIC, SPEC_BROKEN, Failure, ending_of
 from cacheproof.sandbox.fault_search import not_deterministic
 from cacheproof.sandbox.fault_search import shrink_failure, shrink_seconds
 from cacheproof.sandbox.guarded_call import Watch, hang_message, supervised
+from cacheproof.sandbox.lowering import lowest_failing
 from cacheproof.spec.kind import SpecKind
 
 CUT_SHORT = " (shrinking stopped when its time budget ran out)"
@@ -221,7 +222,8 @@ def shrink_program(
     divergence of the same kind, or the same fault) does not need (`sandbox.fault_search.shrink_failure`),
     each candidate replayed supervised by `watch` when given; then, for a divergence or the spec
     breaking its own invariant, its numbers lowered together (`renumbering.renumbered`: keys, byte
-    counts), its size lowered (`smaller_sizes`) while it fails the same way, and shrunk and
+    counts), its size lowered (`smaller_sizes`, bisected where only one less fails:
+    `sandbox.lowering.lowest_failing`) while it fails the same way, and shrunk and
     renumbered once more at the smallest; `seconds` at most (default `fault_search.shrink_seconds`
     of the watch's call timeout). A shrunk divergence is replayed once more for its difference (a
     broken spec for its message at the size reached). `on_smallest(size, calls)` is told the smallest
@@ -247,17 +249,19 @@ def shrink_program(
     budget = shrink_seconds(None if watch is None else watch.timeout) if seconds is None else seconds
     deadline = time.monotonic() + budget
     size = example.size
-    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted)
+    calls, failure, cut_short = shrink_failure(attempt_at(size), example.calls, first, budget, noted,
+                                               states=states_at(setup, size))
     if failure.kind not in (DIVERGENCE, SPEC_BROKEN):
         return ProgramCounterexample(size, tuple(calls), None, failure, cut_short)
     if not cut_short:
         calls = renumbered(attempt_at(size), calls)
     lowered = False
     while not cut_short:  # each smaller size found is lowered from in turn, then shrunk at once
-        smaller = next((smaller for smaller in smaller_sizes(size)
-                        if attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]) is not None), None)
-        if smaller is None:
+        found, _ = lowest_failing(size, smaller_sizes(size), lambda smaller, size=size, calls=calls:
+                                  attempt_at(smaller)([_rescaled(call, size, smaller) for call in calls]))
+        if found is None:
             break
+        smaller = found[0]
         calls, size, lowered = [_rescaled(call, size, smaller) for call in calls], smaller, True
         if on_smallest is not None:
             on_smallest(size, calls)
@@ -265,7 +269,7 @@ def shrink_program(
     if lowered and not cut_short:
         found = attempt_at(size)(calls)
         calls, failure, cut_short = shrink_failure(attempt_at(size), calls, found, max(deadline - time.monotonic(), 0.0),
-                                                   noted)
+                                                   noted, states=states_at(setup, size))
         if not cut_short:
             calls = renumbered(attempt_at(size), calls)
     replayed = program_failure(setup, size, calls, watch)
@@ -274,6 +278,22 @@ def shrink_program(
     if replayed is None or replayed[1] is None:  # it no longer diverges so (an implementation that is not deterministic)
         return example
     return ProgramCounterexample(size, tuple(calls), replayed[1], cut_short=cut_short)
+
+
+def states_at(setup: ProgramSetup, size: int) -> Callable[[Sequence[Call]], list[tuple]]:
+    """The model's states along a program at `size`, as shrinking compares them (`shrink_failure`'s
+    `states`): its compared views on a fresh model before the first call and after each, the model
+    alone (it makes its own values; a call that raises is an outcome, as in a step)."""
+    views, error_names = setup.kind.compared_views, setup.kind.error_names
+
+    def states(calls: Sequence[Call]) -> list[tuple]:
+        model = setup.new_model(size)
+        seen = [tuple(setup.kind.read_view(model, view, model) for view in views)]
+        for call in calls:
+            outcome_of(model, call, error_names)
+            seen.append(tuple(setup.kind.read_view(model, view, model) for view in views))
+        return seen
+    return states
 
 
 def unrepeated(setup: ProgramSetup, example: ProgramCounterexample, watch: Watch | None) -> ProgramCounterexample | None:
@@ -307,7 +327,8 @@ def interrupted_program(
 
 def smaller_sizes(size: int) -> list[int]:
     """The sizes a diverging program of `size` is tried at, smallest first: 1 to 4, a half, three
-    quarters and one less than `size`."""
+    quarters and one less than `size`; when one less is the only one that fails, the sizes between
+    are bisected (`sandbox.lowering.lowest_failing`)."""
     return sorted(smaller for smaller in {1, 2, 3, 4, size // 2, size * 3 // 4, size - 1} if 1 <= smaller < size)
 
 

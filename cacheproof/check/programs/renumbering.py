@@ -6,9 +6,10 @@ lower a number that several calls must share: the key of `put(4, ...)` and `get(
 of `reserve(4, 4)` and of the value its `commit` stores. Renumbering changes them together: the
 number at one position (a key is the first argument of every call that takes one, a byte count the
 second) in every call, a value recipe's byte count counting as its number. The candidates are 0,
-1, half and one less, smallest first; a candidate is kept only when the program fails the same way
-(the caller's `attempt` says so), so a 0 where the spec refuses 0 (no bytes, the null block) is
-never kept: it fails otherwise, or not at all. A value recipe's byte count is never lowered to 0:
+1, half and one less, smallest first (the numbers between bisected when one less is the only one
+that fails: `sandbox.lowering.lowest_failing`); a candidate is kept only when the program fails
+the same way (the caller's `attempt` says so), so a 0 where the spec refuses 0 (no bytes, the null
+block) is never kept: it fails otherwise, or not at all. A value recipe's byte count is never lowered to 0:
 an empty value is a misuse under every profile, and under one that trusts its callers the spec
 does not refuse it, so a program holding one would lie outside what such callers do.
 """
@@ -19,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.sandbox.fault_search import Failure
+from cacheproof.sandbox.lowering import lowest_failing
 
 RENUMBER_ATTEMPTS = 200
 """Renumbering replays at most this many candidates per program (a count: a seed gives one
@@ -34,17 +36,18 @@ def renumbered(attempt: Callable[[list[Call]], Failure | None], calls: Sequence[
     while changed and tried < RENUMBER_ATTEMPTS:
         changed = False
         for position, number, recipe in _numbers(current):
-            for lower in _lower(number, recipe):
-                if tried >= RENUMBER_ATTEMPTS:
-                    return current
-                tried += 1
+            def fails(lower: int, position: int = position, number: int = number) -> tuple[list[Call], Failure] | None:
                 candidate = [_renumbered(call, position, number, lower) for call in current]
                 failure = attempt(candidate)
-                if failure is not None:
-                    current, changed = candidate[: failure.step + 1], True
-                    break
-            if changed:
+                return None if failure is None else (candidate, failure)
+            found, spent = lowest_failing(number, _lower(number, recipe), fails, RENUMBER_ATTEMPTS - tried)
+            tried += spent
+            if found is not None:
+                candidate, failure = found[1]
+                current, changed = candidate[: failure.step + 1], True
                 break  # the numbers of the new program, afresh
+            if tried >= RENUMBER_ATTEMPTS:
+                return current
     return current
 
 
