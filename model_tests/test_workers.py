@@ -201,3 +201,48 @@ def test_a_message_from_a_worker_stopped_earlier_in_the_same_batch_is_skipped() 
     assert processes[1].terminated and not processes[0].terminated
     assert (report.workers.winner, report.workers.winner_seed, report.counterexample) == (0, 10, example)
     assert report.examples == 3 and report.first_failure_example == 2
+
+
+def test_stopped_workers_get_stop_seconds_together_then_are_killed(monkeypatch):
+    """After a Ctrl-C the parent gathers reports for INTERRUPT_GRACE_SECONDS and gives the workers
+    STOP_SECONDS, all of them together, to exit after SIGTERM: both within the command's grace, so
+    its partial report comes before the grace ends the command without one (each worker got 5 s to
+    exit, and the gathering the whole 10 s grace: a CI run under load ended "not answered"). Three
+    workers that never exit; the clock is the joins' own."""
+    from types import SimpleNamespace
+
+    from cacheproof.check import workers
+    from cacheproof.cmdline.interrupts import GRACE_SECONDS
+
+    now = [0.0]
+    monkeypatch.setattr(workers, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=time.perf_counter))
+    waited = []
+
+    class NeverExits:
+        pid = None
+
+        def terminate(self):
+            waited.append("terminated")
+
+        def join(self, timeout=None):
+            if timeout is not None:
+                now[0] += timeout
+                waited.append(timeout)
+
+        def is_alive(self):
+            return True
+
+        def kill(self):
+            waited.append("killed")
+
+    class Pipe:
+        def close(self):
+            pass
+
+    crew = Crew(3, 0.0)
+    for index in range(3):
+        crew.add(index, index, NeverExits(), Pipe())
+    crew.stop_all()
+    assert waited.count("terminated") == 3 and waited.count("killed") == 3
+    assert sum(timeout for timeout in waited if type(timeout) is float) == pytest.approx(workers.STOP_SECONDS)
+    assert workers.INTERRUPT_GRACE_SECONDS + workers.STOP_SECONDS < GRACE_SECONDS

@@ -21,7 +21,9 @@ failure among all the examples run before it, and names the winner and its seed.
 
 Ctrl-C reaches the parent alone (workers ignore SIGINT): the parent interrupts each worker with
 INTERRUPT_SIGNAL, which raises KeyboardInterrupt there as Ctrl-C would, gathers their reports for
-up to INTERRUPT_GRACE_SECONDS, and stops the rest. Each worker talks to the parent through a pipe
+up to INTERRUPT_GRACE_SECONDS, and stops the rest within STOP_SECONDS: well within the command's
+own grace for a Ctrl-C (`cmdline.interrupts.GRACE_SECONDS`), after which it is ended without its
+partial report. Each worker talks to the parent through a pipe
 of its own, so that stopping one cannot garble another's messages.
 """
 
@@ -30,22 +32,26 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import threading
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.cmdline.databases import DatabaseChoice
+from cacheproof.cmdline.interrupts import GRACE_SECONDS, ctrl_c_held
 from cacheproof.contract.faults import UsageAbort
 from cacheproof.settings import scratch_storage
 
 INTERRUPT_SIGNAL = signal.SIGUSR1
-INTERRUPT_GRACE_SECONDS = 10.0
-"""How long interrupted workers get to send what they found (a counterexample being shrunk) before they are stopped."""
+INTERRUPT_GRACE_SECONDS = GRACE_SECONDS / 2
+"""How long interrupted workers get to send what they found (a counterexample being shrunk) before they
+are stopped: half the command's grace, so that on a loaded machine the parent still stops them and
+prints its partial report before the command is ended without it (it waited the whole grace, and a
+fresh-clone CI run under load ended with "Ctrl-C not answered")."""
+STOP_SECONDS = 2.0
+"""How long stopped workers get, all together, to exit after SIGTERM before they are killed."""
 PROGRESS_SECONDS = 0.05
 """A worker sends its counts at most this often (and always with its report)."""
 
@@ -148,7 +154,7 @@ def run_crew(
                 reader, writer = context.Pipe(duplex=False)
                 process = context.Process(target=_work, args=(index, work, own, database, writer),
                                           name=f"cacheproof-worker-{index + 1}")
-                with _ctrl_c_deferred():  # a worker started is a worker the crew knows, whenever Ctrl-C comes
+                with ctrl_c_held():  # a worker started is a worker the crew knows, whenever Ctrl-C comes
                     process.start()
                     crew.add(index, seed, process, reader)
                 writer.close()
@@ -232,7 +238,7 @@ class Crew:
     def _lost(self, index: int) -> None:
         """A worker's pipe closed before its report: it died (or Ctrl-C stopped it before it had one)."""
         process = self.processes[index]
-        process.join(timeout=5)
+        process.join(timeout=STOP_SECONDS)
         self._close(index)
         if not self.interrupted:
             self.stop_all()
@@ -262,10 +268,13 @@ class Crew:
             pipe.close()
 
     def stop_all(self) -> None:
+        """Stop every worker still running: SIGTERM, STOP_SECONDS for all of them to exit, then SIGKILL."""
         for index in list(self.pipes):
             self._stop(index)
+        deadline = time.monotonic() + STOP_SECONDS
         for process in self.processes.values():
-            process.join(timeout=5)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        for process in self.processes.values():
             if process.is_alive():
                 process.kill()
                 process.join()
@@ -275,23 +284,6 @@ class Crew:
             self.workers, dict(self.seeds), dict(self.counts), dict(self.reports), self.winner, self.first_failure,
             self.interrupted, time.perf_counter() - self.started,
         )
-
-
-@contextmanager
-def _ctrl_c_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block is done, then raise its KeyboardInterrupt (in the main
-    thread; elsewhere signals do not reach Python code and the block runs as it is)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed:
-        raise KeyboardInterrupt
 
 
 def _signal(process: Any, number: int) -> None:
