@@ -85,3 +85,24 @@ def test_a_stats_answer_without_a_contract_field_still_says_which():
     difference = _step(LacksEntriesField(64), KIND.view_readers)
     [(view, _, answer)] = difference.views
     assert view == "stats" and "which has no field entries" in answer
+
+
+def test_the_specs_counted_stats_are_its_stats_compared_fields_in_every_state_a_program_reaches():
+    """`model_compared` (the spec's `counted_stats()`, no stats built) against `compared` of the
+    spec's own stats(), after every call of 200 seeded programs: one order of the fields, one value."""
+    import random
+
+    from cacheproof.check.programs.draws import swarm
+    from cacheproof.check.programs.generators import generator_for
+    from cacheproof.contract.steps import outcome_of
+
+    stats = CACHE_VIEWS["stats"]
+    generator, draws, states = generator_for("cache"), random.Random(0), 0
+    for _ in range(200):
+        operations = swarm(draws, KIND.names)
+        spec = CacheSpec(generator.size(draws))
+        for _ in range(40):
+            outcome_of(spec, generator.draw_call(draws, spec, operations, True), KIND.error_names)
+            assert stats.model_compared(spec) == stats.compared(spec.stats())
+            states += spec.counted_stats()[2] > 0 and spec.counted_stats()[3] > 0  # reserved and pinned at once
+    assert states > 0  # the programs reached states with several kinds of bytes at once

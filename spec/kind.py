@@ -207,7 +207,8 @@ class ViewReader(NamedTuple):
     `compared(result)`: where given with `answer`, the part of the method's result the answer is made
     of (`answer` reads nothing else of it): where the implementation's part equals the model's, the
     view agrees and neither answer is made (the tensor cache's stats: the compared fields as a tuple,
-    not the dict a report shows)."""
+    not the dict a report shows). `model_compared(model)`: the model's part read from the model
+    itself, where it has a cheaper way than its method's result (default: `compared` of that)."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
@@ -216,6 +217,7 @@ class ViewReader(NamedTuple):
     optional: bool = False
     answer: Callable[[Any, Any], Any] | None = None
     compared: Callable[[Any], Any] | None = None
+    model_compared: Callable[[Any], Any] | None = None
 
 
 class LookupRaised(Exception):

@@ -214,6 +214,8 @@ def _parts_agree(reader: ViewReader, view: str, result: Any, model: Any) -> bool
     """Whether `reader.compared` of an implementation's `result` equals that of the model's own (False
     when either cannot be read: the answers are then made and compared)."""
     try:
+        if reader.model_compared is not None:
+            return reader.compared(result) == reader.model_compared(model)
         return reader.compared(result) == reader.compared(getattr(model, reader.method or view)())
     except Exception:  # noqa: BLE001 - a result of another shape: its answer says how
         return False
