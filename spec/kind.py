@@ -203,7 +203,12 @@ class ViewReader(NamedTuple):
     it is `optional` (a plain LRU cache has no stats()), and differs from the spec otherwise.
     `answer(result, model)`: where given, how the method's result is read for the comparison (`read`
     is then the same on the method's result); a result it cannot read (it raises, with a text such as
-    "which has no field capacity_bytes") is an answer of another shape than the contract's."""
+    "which has no field capacity_bytes") is an answer of another shape than the contract's.
+    `compared(result)`: where given with `answer`, the part of the method's result the answer is made
+    of (`answer` reads nothing else of it): where the implementation's part equals the model's, the
+    view agrees and neither answer is made (the tensor cache's stats: the compared fields as a tuple,
+    not the dict a report shows). `model_compared(model)`: the model's part read from the model
+    itself, where it has a cheaper way than its method's result (default: `compared` of that)."""
 
     read: Callable[[Any, Any], Any]
     python: Callable[[Any], str]
@@ -211,6 +216,8 @@ class ViewReader(NamedTuple):
     method: str | None = None
     optional: bool = False
     answer: Callable[[Any, Any], Any] | None = None
+    compared: Callable[[Any], Any] | None = None
+    model_compared: Callable[[Any], Any] | None = None
 
 
 class LookupRaised(Exception):

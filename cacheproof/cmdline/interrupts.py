@@ -90,6 +90,28 @@ def ctrl_c_held() -> Iterator[None]:
 
 
 @contextmanager
+def terminate_raises() -> Iterator[None]:
+    """Within the block a SIGTERM raises KeyboardInterrupt in the main thread, as a Ctrl-C does, so
+    the command ends its child processes and keeps what it has: for a command whose children run in
+    sessions of their own (`cacheproof mutate`'s sides), which a SIGTERM to the command alone would
+    otherwise leave running. Only in the main thread and where SIGTERM has its default action (a
+    handler of the caller's stays theirs, an ignored SIGTERM stays ignored)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def interrupt(number: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
 def last_words(say: Callable[[], object]) -> Iterator[None]:
     """Within the block, `say` is what the command says if the watch thread has to end it (a partial
     report from the progress so far); it runs in the watch thread, the main thread being stuck."""

@@ -180,8 +180,14 @@ def view_of(target: Any, view: str, readers: Mapping[str, ViewReader] = EMPTY, m
     return _answer(target, view, readers.get(view), model)
 
 
-def _answer(target: Any, view: str, reader: ViewReader | None, model: Any) -> Any:
-    """`view_of` with the view's reader (None: none) looked up."""
+AGREES = object()
+"""What `_answer` answers, when asked to, for a view whose reader's `compared` part of the
+implementation's result equals the model's: the view agrees, and no answer was made."""
+
+
+def _answer(target: Any, view: str, reader: ViewReader | None, model: Any, agreeing: bool = False) -> Any:
+    """`view_of` with the view's reader (None: none) looked up; with `agreeing`, `AGREES` where the
+    reader's `compared` parts of `target`'s and the model's results are equal (`_parts_agree`)."""
     method = getattr(target, view if reader is None or reader.method is None else reader.method, None)
     if method is None or not callable(method):
         return missing_view(view)
@@ -195,11 +201,24 @@ def _answer(target: Any, view: str, reader: ViewReader | None, model: Any) -> An
         return FailedView(f"<{failed.where} raised {type(failed.error).__name__}: {error_text(failed.error)}>")
     except Exception as error:  # noqa: BLE001 - a view that raises differs
         return FailedView(f"<{view}() raised {type(error).__name__}: {error_text(error)}>")
+    if agreeing and reader.compared is not None and _parts_agree(reader, view, result, model):
+        return AGREES
     try:
         return reader.answer(result, model)
     except Exception as error:  # noqa: BLE001 - an answer of another shape differs (a usage problem: `shapes`)
         text = repr(result)
         return FailedView(f"<{view}() returned {text if len(text) <= 60 else text[:57] + '...'}, {error_text(error)}>")
+
+
+def _parts_agree(reader: ViewReader, view: str, result: Any, model: Any) -> bool:
+    """Whether `reader.compared` of an implementation's `result` equals that of the model's own (False
+    when either cannot be read: the answers are then made and compared)."""
+    try:
+        if reader.model_compared is not None:
+            return reader.compared(result) == reader.model_compared(model)
+        return reader.compared(result) == reader.compared(getattr(model, reader.method or view)())
+    except Exception:  # noqa: BLE001 - a result of another shape: its answer says how
+        return False
 
 
 def missing_view(view: str) -> str:
@@ -281,7 +300,9 @@ def view_differences(
     differing, unread = (), ()
     for view in views:
         reader = readers.get(view)
-        answer = _answer(implementation, view, reader, model)
+        answer = _answer(implementation, view, reader, model, True)
+        if answer is AGREES:
+            continue
         if type(answer) is str and answer == missing_view(view):
             unread += (view,)
         found = _difference(model, view, reader, answer)

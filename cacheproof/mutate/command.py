@@ -1,7 +1,7 @@
 """`cacheproof mutate`: mutants of an installed module's source, each run by `cacheproof check` on a
 factory and, when given, by the user's test command; the table of who kills what. Exit 0 when
 cacheproof kills every mutant the tests kill (without --tests: every mutant run), 1 when not,
-2 usage error (or a side that fails on the unmutated module), 130 interrupted (results so far kept).
+2 usage error (or a side that fails on the unmutated module), 130 interrupted by Ctrl-C or SIGTERM (results so far kept, every child process ended).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from cacheproof.cmdline.flag_types import non_negative_seconds, positive_integer, positive_seconds
-from cacheproof.cmdline.interrupts import last_words
+from cacheproof.cmdline.interrupts import last_words, terminate_raises
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
 from cacheproof.cmdline.reports import write_report
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
@@ -93,15 +93,15 @@ def run(args: argparse.Namespace) -> int:
     duel = Duel(args.module, source_path, check_command, args.tests, generated, len(chosen))
     children = ChildProcesses()
     with tempfile.TemporaryDirectory(prefix="cacheproof-mutate-") as scratch, \
-            last_words(lambda: _finish(duel, args)):
+            last_words(lambda: _finish(duel, args)), terminate_raises():
         try:
-            limits = _baseline(Path(scratch), args, duel, source, package_folders, children)
-        except MutateUsageError as error:
-            print(f"cacheproof mutate: {error}", file=sys.stderr)
-            return 2
-        try:
+            try:
+                limits = _baseline(Path(scratch), args, duel, source, package_folders, children)
+            except MutateUsageError as error:
+                print(f"cacheproof mutate: {error}", file=sys.stderr)
+                return 2
             _run_mutants(Path(scratch), args, duel, chosen, source, package_folders, limits, children)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (`terminate_raises`), in the baseline or a mutant
             children.stop()
             duel.interrupted = True
             print("cacheproof mutate: interrupted; the results so far follow", file=sys.stderr)

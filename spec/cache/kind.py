@@ -130,7 +130,8 @@ _IMPORTS = "from cacheproof.spec.cache.kind import STATS_FIELDS, comparable_snap
 CACHE_VIEWS = {
     "len": ViewReader(read_len, lambda model: "len(cache)", method="__len__"),
     "stats": ViewReader(read_stats, lambda model: "{field: getattr(cache.stats(), field) for field in STATS_FIELDS}",
-                        _IMPORTS, optional=True, answer=stats_answer),
+                        _IMPORTS, optional=True, answer=stats_answer, compared=_STATS_VALUES,
+                        model_compared=lambda model: model.counted_stats()),
     "snapshot": ViewReader(read_snapshot, snapshot_python, _IMPORTS, optional=True, answer=snapshot_answer),
 }
 """The views compared after every call, in order, and how each is read; a cache without stats()

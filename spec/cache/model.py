@@ -27,7 +27,7 @@ from cacheproof.spec.errors import (
     WrongStateError,
 )
 from cacheproof.spec.cache.semantics import CONTRACT, Semantics
-from cacheproof.spec.cache.types import Acquired, CacheStats, EntryState, EntryView, Snapshot
+from cacheproof.spec.cache.types import Acquired, CacheStats, EntryState, EntryView, Snapshot, counted_fields
 
 RESERVED, READY = EntryState.RESERVED, EntryState.READY
 
@@ -264,14 +264,12 @@ class CacheSpec:
         )
 
     def stats(self) -> CacheStats:
-        return CacheStats.from_bytes(
-            self._bytes,
-            len(self._entries),
-            hits=self._hits,
-            misses=self._misses,
-            blocked=self._blocked,
-            evictions=self._evictions,
-        )
+        return CacheStats(*self.counted_stats(), self._hits, self._misses, self._blocked, self._evictions)
+
+    def counted_stats(self) -> tuple[int, ...]:
+        """The fields of `stats()` but its informative counters, in field order (`counted_fields`),
+        without building the stats (the checker compares them after every call)."""
+        return counted_fields(self._bytes, len(self._entries))
 
     @property
     def capacity_bytes(self) -> int:

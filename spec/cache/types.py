@@ -68,10 +68,10 @@ class CacheStats:
             misses=misses, blocked=blocked, evictions=evictions,
         )
 
-    @classmethod
-    def from_bytes(
-        cls, b: rules.Bytes, entries: int, *, hits: int, misses: int, blocked: int, evictions: int
-    ) -> "CacheStats":
-        """The stats of a cache whose byte counts are `b` (positional: the keywords cost more than the fields)."""
-        return cls(b.capacity, rules.ready(b), b.reserved, b.pinned, b.idle, rules.free(b), entries, hits, misses, blocked,
-                   evictions)
+
+
+def counted_fields(b: rules.Bytes, entries: int) -> tuple[int, int, int, int, int, int, int]:
+    """The fields of the stats of a cache whose byte counts are `b` and which holds `entries`
+    entries, up to `entries`, in field order (capacity, ready, reserved, pinned, idle, free,
+    entries): all but the informative counters."""
+    return b.capacity, rules.ready(b), b.reserved, b.pinned, b.idle, rules.free(b), entries
