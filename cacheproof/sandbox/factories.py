@@ -9,8 +9,10 @@ import threading
 from typing import Any, Callable
 
 from cacheproof.cmdline.interrupts import ctrl_c_held
+from cacheproof.contract.faults import CacheFault
 from cacheproof.contract.values import values_hold_memory
 from cacheproof.extras import MissingExtraError
+from cacheproof.sandbox.guarded_call import Watch, supervised
 
 DEFAULT_IMPL = "cacheproof.impl:TensorLRUCache"
 
@@ -67,11 +69,24 @@ def _imported(module_name: str, attribute: str) -> Any:
 PROBE_CAPACITY_BYTES = 64
 """The capacity of the cache built to see whether its values hold memory (`capacity_cap_of`)."""
 
-def capacity_cap_of(factory: Callable[[int], Any], cap: int) -> int | None:
-    """None when the values the checker makes for `factory`'s caches hold no memory (it has no
+def capacity_cap_of(factory: Callable[[int], Any], cap: int, watch: Watch | None = None,
+                    size: int = PROBE_CAPACITY_BYTES) -> int | None:
+    """None when the values the checker makes for `factory(size)`'s cache hold no memory (it has no
     make_value, or make_value returns storage-free values), else `cap`: such a cache is checked at
-    capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports it)."""
-    return cap if values_hold_memory(factory(PROBE_CAPACITY_BYTES)) else None
+    capacities of at most `cap` bytes. A make_value that fails here is capped too (the run reports
+    it). With `watch`, the probe runs supervised (`guarded_call.supervised`), and a factory or a
+    make_value that does not return within its call timeout counts as holding memory (a
+    counterexample's call then shows the hang)."""
+    def holds() -> bool:
+        return values_hold_memory(factory(size))
+
+    if watch is None:
+        return cap if holds() else None
+    try:
+        held = supervised(holds, watch)
+    except CacheFault:
+        held = True
+    return cap if held else None
 
 
 class TimedFactory:

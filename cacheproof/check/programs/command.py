@@ -32,11 +32,11 @@ from cacheproof.contract.explaining.broken import ordered as ordered_breaking_fi
 from cacheproof.contract.explaining.shapes import inspection_problem, shape_problem
 from cacheproof.contract.explaining.steps import Explanation, diverging_call, explain_all
 from cacheproof.contract.record import spec_trace, trace_text
-from cacheproof.contract.faults import CacheFault, UsageAbort
+from cacheproof.contract.faults import UsageAbort
 from cacheproof.contract.snippet import failed_inspection, program_snippet, render
 from cacheproof.contract.steps import outcome_of
-from cacheproof.contract.values import REAL_VALUE_CAPACITY, values_hold_memory
-from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, load_factory
+from cacheproof.contract.values import REAL_VALUE_CAPACITY
+from cacheproof.sandbox.factories import DEFAULT_IMPL, FactoryError, TimedFactory, capacity_cap_of, load_factory
 from cacheproof.sandbox.guarded_call import Watch, supervised
 from cacheproof.sandbox.guarded_program import WatchedFactory, missing_operations
 from cacheproof.sandbox.program_isolation import ChildFailure, IsolatedProgramFactory
@@ -215,14 +215,11 @@ def capacity_cap(kind: SpecKind, factory, phases: tuple[Phase, ...], asked: int 
     """The byte cap of the sizes the `phases` draw: `asked` (default REAL_VALUE_CAPACITY) when some
     phase's scope can be `capped` and the values the checker makes for the implementation hold memory
     (`contract.values.values_hold_memory`: making them costs time per byte), or when making the probe's
-    value hangs (as when it raises, the check's own calls then find and report it); None otherwise."""
+    value hangs (as when it raises, the check's own calls then find and report it), the probe
+    supervised by `watch` (`sandbox.factories.capacity_cap_of`); None otherwise."""
     if not any(hasattr(phase.scope, "capped") for phase in phases):
         return None
-    try:
-        holds = supervised(lambda: values_hold_memory(factory(kind.probe_size)), watch)
-    except CacheFault:  # make_value did not return: a counterexample's call will show it
-        holds = True
-    return (asked or REAL_VALUE_CAPACITY) if holds else None
+    return capacity_cap_of(factory, asked or REAL_VALUE_CAPACITY, watch, kind.probe_size)
 
 
 def built_profile(kind: SpecKind, factory) -> str | None:
