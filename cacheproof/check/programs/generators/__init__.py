@@ -43,9 +43,10 @@ class CallGenerator(Protocol):
 
 
 _REGISTRY = {
-    "cache": "cacheproof.check.programs.cache_calls:CacheCalls",
-    "blocks": "cacheproof.check.programs.block_calls:BlockCalls",
-    "radix": "cacheproof.check.programs.radix_calls:RadixCalls",
+    "cache": "cacheproof.check.programs.generators.cache_calls:CacheCalls",
+    "blocks": "cacheproof.check.programs.generators.block_calls:BlockCalls",
+    "radix": "cacheproof.check.programs.generators.radix_calls:RadixCalls",
+    "slots": "cacheproof.check.programs.generators.slot_calls:SlotCalls",
 }
 """Each kind's generator class. Its module may declare the kind's scopes as data: `SCOPES` (by name,
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check
