@@ -12,7 +12,7 @@ from typing import Any
 from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
 from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
-__all__ = ["MEMBERS", "VllmEncoderCache"]
+__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache"]
 
 MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
            "get_freed_mm_hashes", "reset")
@@ -28,7 +28,7 @@ class _Feature:
         self.identifier = identifier
 
 
-class _EncoderRequest:
+class EncoderRequest:
     """What the manager reads of a request: `request_id`, `mm_features[i]` and
     `get_num_encoder_embeds(i)`, over the inputs the Requests kit recorded for it."""
 
@@ -61,8 +61,8 @@ class VllmEncoderCache:
     def _table(self, name: str) -> Any:
         return engine_member(self.manager, name)
 
-    def _request(self, request_id: str) -> _EncoderRequest:
-        return _EncoderRequest(request_id, self._requests.inputs.setdefault(request_id, []))
+    def _request(self, request_id: str) -> EncoderRequest:
+        return EncoderRequest(request_id, self._requests.inputs.setdefault(request_id, []))
 
     def _drop_freed(self) -> list:
         freed = list(self._call("get_freed_mm_hashes"))
@@ -117,7 +117,7 @@ class VllmEncoderCache:
 
     def evict(self, nbytes: int) -> list:
         with self._atomic:
-            probe = _EncoderRequest("probe", [(None, nbytes)])
+            probe = EncoderRequest("probe", [(None, nbytes)])
             if not self._call("can_allocate", probe, 0, self.capacity_bytes, 0):
                 raise CapacityError(f"evict({nbytes}): can_allocate refuses {nbytes} embeddings")
             return self._drop_freed()
