@@ -7,12 +7,12 @@ of another size) reaches the checker, and the profile decides.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
 from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
-__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache"]
+__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_module_profile"]
 
 MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
            "get_freed_mm_hashes", "reset")
@@ -204,16 +204,21 @@ def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: i
 
 
 
-def _encoder_profile() -> str:
-    """The encoder cache's profile; imports vLLM's module first (5-15 s: vllm.config pulls
-    transformers), before any timed call, so the factory's first call is not a hang."""
-    from cacheproof.engines.vllm import MISSING_VLLM
+def encoder_module_profile(name: str) -> Callable[[], str]:
+    """A factory's `profile` answering `name` after importing vLLM's encoder_cache_manager module
+    (5-15 s: vllm.config pulls transformers), before any timed call, so the factory's first call
+    is not a hang."""
 
-    try:
-        import vllm.v1.core.encoder_cache_manager  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{MISSING_VLLM} ({error})") from error
-    return "vllm-encoder-cache"
+    def profile() -> str:
+        from cacheproof.engines.vllm import MISSING_VLLM
+
+        try:
+            import vllm.v1.core.encoder_cache_manager  # noqa: F401
+        except ImportError as error:
+            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+        return name
+
+    return profile
 
 
-encoder_cache.profile = _encoder_profile
+encoder_cache.profile = encoder_module_profile("vllm-encoder-cache")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.adapt import Atomic, engine_call, require_members
-from cacheproof.engines.vllm_encoder import EncoderRequest
+from cacheproof.engines.vllm_encoder import EncoderRequest, encoder_module_profile
 
 __all__ = ["MEMBERS", "VllmEncoderDecoderSlots", "encoder_decoder_slots"]
 
@@ -107,16 +107,4 @@ def encoder_decoder_slots(num_slots: int, *, manager_class: Any = None) -> VllmE
     return VllmEncoderDecoderSlots(manager_class(num_slots))
 
 
-def _slots_profile() -> str:
-    """The budget's profile; imports vLLM's module first (5-15 s: vllm.config pulls transformers),
-    before any timed call, so the factory's first call is not a hang."""
-    from cacheproof.engines.vllm import MISSING_VLLM
-
-    try:
-        import vllm.v1.core.encoder_cache_manager  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{MISSING_VLLM} ({error})") from error
-    return "vllm-encoder-decoder"
-
-
-encoder_decoder_slots.profile = _slots_profile
+encoder_decoder_slots.profile = encoder_module_profile("vllm-encoder-decoder")

@@ -42,6 +42,13 @@ class CallGenerator(Protocol):
         """The case of `cases` that `call` belongs to, if any; it counts when the call returns."""
 
 
+MISUSE_PERCENT = 12
+"""Where the semantics check misuse, how many calls in a hundred a generator draws as misuse."""
+
+NOT_INTS = ("1", None, True, 1.5)
+"""Misused ints (requests, hashes, tokens, counts): a string, None, a bool (an int subclass the
+contracts refuse), a float."""
+
 _REGISTRY = {
     "cache": "cacheproof.check.programs.generators.cache_calls:CacheCalls",
     "blocks": "cacheproof.check.programs.generators.block_calls:BlockCalls",

@@ -27,6 +27,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer
+from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
 from cacheproof.contract.calls import Call
 
 
@@ -73,9 +74,6 @@ EXHAUSTIVE = {scope.name: scope for scope in (
 )}
 """The exhaustive scopes, the default first."""
 
-_MISUSE_PERCENT = 12
-NOT_INTS = ("1", None, True, 1.5)
-"""Misused requests and counts: a string, None, a bool (an int subclass the contract refuses), a float."""
 
 
 class SlotCalls:
@@ -91,7 +89,7 @@ class SlotCalls:
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         state = _State(model, self.scope, misuse)
         operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < _MISUSE_PERCENT:
+        if misuse and draws.randrange(100) < MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
         return _SUITED[operation](draws, state)
 
