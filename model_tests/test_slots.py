@@ -233,3 +233,13 @@ def test_the_generated_invariant_table_is_current_and_names_every_invariant():
     text = (Path(__file__).resolve().parent.parent / "docs" / "slots-invariants.md").read_text()
     assert text == render("slots-invariants.md")
     assert all(f"| {name} |" in text for name in SLOT_INVARIANTS_BY_NAME)
+
+
+def test_vllm_s_budget_without_vllm_is_a_one_line_usage_error(capsys):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here: model_tests/engines/test_vllm_encoder_decoder.py checks its budget")
+    assert main(["check", "--spec", "slots", "--impl", "cacheproof.engines.vllm:encoder_decoder_slots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs the real vLLM package (vllm==0.34.0)" in err, err

@@ -7,12 +7,13 @@ of another size) reaches the checker, and the profile decides.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
 from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
-__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_module_profile"]
+__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_manager_class", "encoder_module_profile"]
 
 MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
            "get_freed_mm_hashes", "reset")
@@ -192,15 +193,22 @@ def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: i
     """vLLM's EncoderCacheManager of `capacity_bytes` embeddings as a contract cache; `requests`
     request ids shared round-robin by the acquires (None: one request per acquire).
     `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
-    from cacheproof.engines.vllm import MISSING_VLLM
-
-    if manager_class is None:
-        try:
-            from vllm.v1.core.encoder_cache_manager import EncoderCacheManager as manager_class
-        except ImportError as error:
-            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    manager_class = manager_class or encoder_manager_class("EncoderCacheManager")
     require_members(manager_class, MEMBERS)
     return VllmEncoderCache(manager_class(capacity_bytes), capacity_bytes, requests)
+
+
+def encoder_manager_class(name: str) -> Any:
+    """The class `name` of the installed `vllm.v1.core.encoder_cache_manager` (its import takes 5-15 s:
+    vllm.config pulls transformers); ImportError saying how to install vLLM when it is missing,
+    AdapterError when the module has no such class."""
+    from cacheproof.engines.vllm import MISSING_VLLM
+
+    try:
+        module = importlib.import_module("vllm.v1.core.encoder_cache_manager")
+    except ImportError as error:
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    return engine_member(module, name)
 
 
 
@@ -210,12 +218,7 @@ def encoder_module_profile(name: str) -> Callable[[], str]:
     is not a hang."""
 
     def profile() -> str:
-        from cacheproof.engines.vllm import MISSING_VLLM
-
-        try:
-            import vllm.v1.core.encoder_cache_manager  # noqa: F401
-        except ImportError as error:
-            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+        encoder_manager_class("EncoderCacheManager")
         return name
 
     return profile

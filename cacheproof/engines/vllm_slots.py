@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.adapt import Atomic, engine_call, require_members
-from cacheproof.engines.vllm_encoder import EncoderRequest, encoder_module_profile
+from cacheproof.engines.vllm_encoder import EncoderRequest, encoder_manager_class, encoder_module_profile
 
 __all__ = ["MEMBERS", "VllmEncoderDecoderSlots", "encoder_decoder_slots"]
 
@@ -89,20 +89,16 @@ class VllmEncoderDecoderSlots:
 #   finishes or is preempted; a preempted request is scheduled again from its first input);
 # - end_step() -> `get_freed_mm_hashes()` (the scheduler calls it once per step, in
 #   `SchedulerOutput.free_encoder_mm_hashes`);
-# - reset() -> `reset()`, and the requests are forgotten (the encoder is reset between requests);
+# - reset() -> `reset()`, and the requests are forgotten (the scheduler resets the manager when the
+#   model's weights change, `reset_encoder_cache`; the requests are the adapter's, as the
+#   encoder-cache adapter's clear forgets its own);
 # - free_slots() reads `num_free_slots`.
 
 
 def encoder_decoder_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderDecoderSlots:
     """vLLM's EncoderDecoderCacheManager of `num_slots` encoder embeddings as a slot budget.
     `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderDecoderCacheManager`."""
-    from cacheproof.engines.vllm import MISSING_VLLM
-
-    if manager_class is None:
-        try:
-            from vllm.v1.core.encoder_cache_manager import EncoderDecoderCacheManager as manager_class
-        except ImportError as error:
-            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    manager_class = manager_class or encoder_manager_class("EncoderDecoderCacheManager")
     require_members(manager_class, MEMBERS)
     return VllmEncoderDecoderSlots(manager_class(num_slots))
 
