@@ -72,6 +72,9 @@ class SlotBudget:
     def free_slots(self):
         return self.available
 
+    def pending_items(self):
+        return tuple(self.scheduled), tuple(self.to_name)
+
 
 class HeldSlotsBudget(SlotBudget):
     """Correct, counted another way: the free slots are computed from the held inputs at each read."""

@@ -126,7 +126,7 @@ def test_bad_sizes_and_semantics_are_refused():
     ("S1", SlotStep("schedule", 4, -1), "the budget has -1 free slots of 4"),
     ("S2", SlotStep(None, 4, 3, after=(3, ((1, (("a", 2, True),)),), (), ())),
      "3 slots are free while scheduled inputs hold 2 of 4"),
-    ("S3", SlotStep("end_step", 4, 4, before=(4, (), ("b",), ("a",)), result=["b"]),
+    ("S3", SlotStep("end_step", 4, 4, pending_before=(("b",), ("a",)), result=["b"]),
      "end_step answered ['b']; the step before the last scheduled ['a']"),
 ])
 def test_each_invariant_names_the_values_that_break_it(name, step, witness):
@@ -136,11 +136,12 @@ def test_each_invariant_names_the_values_that_break_it(name, step, witness):
 
 def test_the_spec_keeps_its_invariants_and_checks_its_own_state():
     budget = SlotBudgetSpec(4)
-    before = budget.snapshot()
     budget.schedule(1, "a", 2, budget=4)
-    budget.end_step()
-    step = SlotStep("end_step", 4, budget.free_slots(), before, budget.snapshot(), result=[])
-    assert all(invariant.holds(step) for invariant in SLOT_INVARIANTS_BY_NAME.values())
+    for expected in ([], ["a"]):
+        pending = budget.pending_items()
+        answer = budget.end_step()
+        step = SlotStep("end_step", 4, budget.free_slots(), pending, budget.snapshot(), result=answer)
+        assert answer == expected and all(invariant.holds(step) for invariant in SLOT_INVARIANTS_BY_NAME.values())
     budget._free = 3  # a state no operation makes: the spec's own check names it
     with pytest.raises(InvariantViolation, match="S2 broken"):
         budget.check_invariants()
@@ -193,6 +194,13 @@ def test_the_exhaustive_search_finds_the_shortest_double_free(capsys):
     assert "shortest counterexample, 3 calls" in capsys.readouterr().out
     assert main(["check", "--spec", "slots", "--impl", "model_tests.slot_budgets:SlotBudget", "--exhaustive",
                  "--quiet"]) == 0
+
+
+def test_an_implementation_s_own_pending_items_show_which_end_step_broke_s3(tmp_path):
+    status, report = _check(tmp_path, "model_tests.slot_budgets:NamesItemsAtOnce", "--examples", "200")
+    assert status == 1
+    [divergence] = report["divergences"]
+    assert [found["name"] for found in divergence["broken_invariants"]] == ["S3"], divergence["broken_invariants"]
 
 
 def test_replay_the_report_page_and_the_monitor_read_the_kind(tmp_path):

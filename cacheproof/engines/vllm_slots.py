@@ -71,6 +71,12 @@ class VllmEncoderDecoderSlots:
         with self._atomic:
             return self.manager.num_free_slots
 
+    def pending_items(self) -> tuple:
+        """(`allocated`, `to_free`): the hashes of this step and of the step before, read as the
+        engine's state (as `free_slots`)."""
+        with self._atomic:
+            return tuple(self.manager.allocated), tuple(self.manager.to_free)
+
 
 # `encoder_decoder_slots(num_slots)`: vLLM's EncoderDecoderCacheManager behind the slot-budget contract.
 #
@@ -92,7 +98,7 @@ class VllmEncoderDecoderSlots:
 # - reset() -> `reset()`, and the requests are forgotten (the scheduler resets the manager when the
 #   model's weights change, `reset_encoder_cache`; the requests are the adapter's, as the
 #   encoder-cache adapter's clear forgets its own);
-# - free_slots() reads `num_free_slots`.
+# - free_slots() reads `num_free_slots`; pending_items() reads `allocated` and `to_free`.
 
 
 def encoder_decoder_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderDecoderSlots:

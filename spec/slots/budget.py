@@ -95,6 +95,11 @@ class SlotBudgetSpec:
         """The slots no scheduled, unfreed input holds."""
         return self._free
 
+    def pending_items(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the items scheduled in this step, those of the step before): the next end_step names the
+        second, the one after it the first."""
+        return tuple(self._this_step), tuple(self._last_step)
+
     def snapshot(self) -> tuple:
         """(free slots, ((request, ((item, slots, held), ...)), ...) by request, this step's items,
         the step before's items)."""

@@ -1,11 +1,12 @@
 """The slot budget's invariants S1-S3 as named predicates in one table, each with the bug it excludes.
 
-Every predicate judges one `SlotStep`: the free slots after a call, and, where the judge knows
-them (the spec judging itself), the snapshots before and after it (spec/slots/budget.py's shape:
-free slots, the requests' inputs, the items of this step and of the step before). S1 is judged on
-an implementation's own answer too (its `free_slots()`); S2 and S3 need the inputs a budget holds,
-which only the spec shows. Each rule is written once as a finder: None when the step keeps the
-rule, else the witness (the concrete values that break it, in words).
+Every predicate judges one `SlotStep`: the free slots after a call, the items pending before it
+((this step's, the step before's), as `pending_items()` answers), and, where the judge knows it
+(the spec judging itself), the snapshot after it (spec/slots/budget.py's shape: free slots, the
+requests' inputs, the items of this step and of the step before). S1 and S3 are judged on an
+implementation's own answers too (its `free_slots()` and `pending_items()`); S2 needs the inputs a
+budget holds, which only the spec shows. Each rule is written once as a finder: None when the step
+keeps the rule, else the witness (the concrete values that break it, in words).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any, Callable, NamedTuple
 
 
 class SlotStep(NamedTuple):
-    """One slot-budget call as the invariants see it; `before`/`after` None where not known."""
+    """One slot-budget call as the invariants see it; `pending_before`/`after` None where not known."""
 
     operation: str | None  # None when judging a state on its own
     num_slots: int
     free_after: Any
-    before: tuple | None = None
+    pending_before: Any = None  # (this step's items, the step before's) before the call
     after: tuple | None = None
     raised: bool = False
     result: Any = None
@@ -68,9 +69,9 @@ def _accounted(step: SlotStep) -> str | None:
 
 
 def _freed_a_step_late(step: SlotStep) -> str | None:
-    if step.operation != "end_step" or step.raised or step.before is None:
+    if step.operation != "end_step" or step.raised or step.pending_before is None:
         return None
-    expected = list(step.before[3])
+    expected = list(step.pending_before[1])
     if step.result != expected:
         return f"end_step answered {step.result!r}; the step before the last scheduled {expected!r}"
     return None
@@ -103,7 +104,7 @@ _STATE_INVARIANTS = ("S1", "S2")
 
 def check_state(num_slots: int, snapshot: tuple) -> None:
     """Raise `InvariantViolation` if the state breaks S1 or S2."""
-    step = SlotStep(None, num_slots, snapshot[0], snapshot, snapshot)
+    step = SlotStep(None, num_slots, snapshot[0], (snapshot[2], snapshot[3]), snapshot)
     for name in _STATE_INVARIANTS:
         witness = SLOT_INVARIANTS_BY_NAME[name].find(step)
         if witness is not None:

@@ -8,7 +8,7 @@ from cacheproof.spec.slots.budget import SlotBudgetSpec
 from cacheproof.spec.slots.invariants import SLOT_INVARIANTS
 from cacheproof.spec.slots.operations import SLOT_OPERATIONS, SLOT_TYPES
 from cacheproof.spec.slots.semantics import SLOT_PROFILES
-from cacheproof.spec.slots.views import SLOT_READINGS, SLOT_SHAPES, slot_step
+from cacheproof.spec.slots.views import SLOT_READINGS, SLOT_SHAPES, SLOT_VIEW_READERS, slot_step
 
 SLOTS_KIND = SpecKind(
     name="slots",
@@ -20,7 +20,8 @@ SLOTS_KIND = SpecKind(
     new=SlotBudgetSpec,
     invariants=SLOT_INVARIANTS,
     profiles=SLOT_PROFILES,
-    views=("free_slots",),
+    views=("free_slots", "pending_items"),
+    view_readers=SLOT_VIEW_READERS,
     key_domains=("int",),  # request ids are ints, as the block pool's and the radix cache's
     keys_are="request ids",
     readings=SLOT_READINGS,
