@@ -60,8 +60,9 @@ def test_under_the_contract_it_gives_a_freed_input_s_slots_back_again(tmp_path):
     status, report = _check(tmp_path, IMPL, "--profile", "contract", "--examples", "150")
     assert status == 1
     [divergence] = report["divergences"]
+    # a free that gives slots back twice (S1), or an argument vLLM does not check
     assert "S1" in [found["name"] for found in divergence["broken_invariants"]] or \
-        divergence["calls"][-1]["op"] == "schedule", divergence["calls"]  # a free given back twice, or an unchecked argument
+        divergence["calls"][-1]["op"] == "schedule", divergence["calls"]
 
 
 @pytest.mark.parametrize("name", sorted(cls.__name__ for cls in vllm_broken_slots.BROKEN))

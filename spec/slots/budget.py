@@ -103,7 +103,8 @@ class SlotBudgetSpec:
     def snapshot(self) -> tuple:
         """(free slots, ((request, ((item, slots, held), ...)), ...) by request, this step's items,
         the step before's items)."""
-        requests = tuple((request, tuple(tuple(entry) for entry in inputs)) for request, inputs in sorted(self._inputs.items()))
+        requests = tuple((request, tuple(tuple(entry) for entry in inputs))
+                         for request, inputs in sorted(self._inputs.items()))
         return self._free, requests, tuple(self._this_step), tuple(self._last_step)
 
     def state_key(self) -> tuple:

@@ -28,5 +28,6 @@ SLOTS_KIND = SpecKind(
     judge=slot_step,
     types=SLOT_TYPES,
     shapes=SLOT_SHAPES,
-    partitioning=None,  # never per request: every request draws on the one budget, and end_step names all requests' items
+    # never per request: every request draws on the one budget, and end_step names all requests' items
+    partitioning=None,
 )

@@ -21,7 +21,8 @@ _STATE = "WrongStateError"
 
 SLOT_OPERATIONS: tuple[Operation, ...] = (
     Operation("schedule", (_REQUEST, Argument("item", "item"), Argument("n", "count"),
-                           Argument("budget", "count", keyword=True), Argument("pending", "count", keyword=True, default="0")),
+                           Argument("budget", "count", keyword=True),
+                           Argument("pending", "count", keyword=True, default="0")),
               "bool", (_BAD,), True,
               summary="True, taking n slots for a new input of the request (item scheduled in this step), when n is at "
                       "most the compute budget and n + pending at most the free slots; False, changing nothing, "

@@ -11,8 +11,8 @@ operation, so that an item is named a step late while its request still holds it
 
 Misuse (an input freed twice or never scheduled, an argument of the wrong type or range) comes
 one call in eight when misuse is checked. Without misuse (semantics misuse "trusted", or
---no-bad-arguments) a request that freed an input is never freed whole (the contract's misuse
-under "trusted"), nor is an input freed twice.
+--no-bad-arguments) no input is freed twice; under "trusted" a request that freed an input is
+never freed whole either (the contract's misuse there).
 
 Those numbers are the small scope (`SMALL`), the one every check draws from; `--thorough` adds the
 wide scope (budgets of up to 64 slots, one in four up to 200; six requests, five items; inputs of
@@ -56,9 +56,10 @@ THOROUGH = (Phase(SMALL, 1000, 50), Phase(WIDE, 300, 100, shrink=False))
 class ExhaustiveSlotScope:
     """What `check --exhaustive` tries from every state: budgets of each of `slots` slots; a schedule
     of each item of `items` by each request of `requests`, of 1..`most_n` slots, with the compute
-    budget n - 1, n and the pending slots 0 and 1; a free of each held input and of each request;
-    end_step and reset; where misuse is checked, a free of each freed input. `depth`: the calls per
-    path a search goes to when no --depth is given."""
+    budget n - 1, n and the pending slots 0 and 1; a free of each held input and of each request
+    (under trusted semantics, none that freed an input); end_step and reset; where misuse is
+    checked, a free of each freed input. `depth`: the calls per path a search goes to when no
+    --depth is given."""
 
     name: str
     slots: tuple[int, ...]
@@ -87,7 +88,7 @@ class SlotCalls:
         return integer(draws, 1, self.scope.more_slots if draws.randrange(4) == 3 else self.scope.slots)
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
-        state = _State(model, self.scope, misuse)
+        state = _State(model, self.scope)
         operation = choice(draws, operations)
         if misuse and draws.randrange(100) < MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
@@ -110,7 +111,7 @@ class SlotCalls:
             "free_input": [Call("free_input", (request, index)) for request in live
                            for index, (_, _, held) in enumerate(inputs[request]) if held],
             "free": [Call("free", (request,)) for request in scope.requests
-                     if misuse or all(held for _, _, held in inputs.get(request, ()))],
+                     if not _trusted(model) or all(held for _, _, held in inputs.get(request, ()))],
             "end_step": [Call("end_step", ())],
             "reset": [Call("reset", ())],
         }
@@ -129,11 +130,17 @@ class SlotCalls:
         return None
 
 
+def _trusted(model: Any) -> bool:
+    """Whether the model's semantics trust the caller: a request that freed an input is then never
+    freed whole (the contract's misuse under "trusted")."""
+    return model.semantics.misuse == "trusted"
+
+
 class _State:
     """What the drawers read from the model."""
 
-    def __init__(self, model: Any, scope: SlotScope, misuse: bool) -> None:
-        self.model, self.scope, self.misuse = model, scope, misuse
+    def __init__(self, model: Any, scope: SlotScope) -> None:
+        self.model, self.scope = model, scope
         self.live = model.live_requests()
         self.inputs = {request: model.inputs_of(request) for request in self.live}
 
@@ -146,11 +153,11 @@ class _State:
                 for index, (_, _, held) in enumerate(self.inputs[request]) if not held]
 
     def freeable(self) -> list[int]:
-        """The requests a free may name: every one, but under trusted callers none that freed an
+        """The requests a free may name: every one, but under trusted semantics none that freed an
         input already (when that leaves none, a request that never scheduled: a free that changes
         nothing)."""
         named = [request for request in self.scope.requests
-                 if self.misuse or all(held for _, _, held in self.inputs.get(request, ()))]
+                 if not _trusted(self.model) or all(held for _, _, held in self.inputs.get(request, ()))]
         return named or [self.scope.requests[-1] + 1]
 
 
