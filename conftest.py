@@ -109,6 +109,7 @@ SLOW = (
     "model_tests/test_parity.py::test_cell[ctrl-c-cache]",
     "model_tests/test_parity.py::test_cell[ctrl-c-blocks]",
     "model_tests/test_parity.py::test_cell[ctrl-c-radix]",
+    "model_tests/test_parity.py::test_cell[ctrl-c-slots]",
 )
 """Node ids (or their prefixes, for every parameter of a test) of the slow tests."""
 

@@ -1,4 +1,4 @@
-"""The block pool's scopes (`cacheproof.check.programs.block_calls`): the wide scope reaches what the
+"""The block pool's scopes (`cacheproof.check.programs.generators.block_calls`): the wide scope reaches what the
 small one never does, `--thorough` runs them all and says how far it went, and a kind that declares
 no wide scope is refused `--thorough` with one line saying so (docs/scope.md)."""
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs import command as program_command
-from cacheproof.check.programs.block_calls import SMALL, THOROUGH, WIDE
+from cacheproof.check.programs.generators.block_calls import SMALL, THOROUGH, WIDE
 from cacheproof.check.programs.run import run_program_phases
 from cacheproof.cli import main
 from cacheproof.spec.kinds import get_kind

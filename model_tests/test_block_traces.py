@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheproof.check.programs.block_calls import BlockCalls
+from cacheproof.check.programs.generators.block_calls import BlockCalls
 from cacheproof.check.programs.draws import DataDraws
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call, invoke

@@ -1,4 +1,4 @@
-"""The tensor cache's call generator (cacheproof.check.programs.cache_calls) in the program pipeline
+"""The tensor cache's call generator (cacheproof.check.programs.generators.cache_calls) in the program pipeline
 that every kind shares (issue 32): it draws what the cache's former state machine drew, a conforming
 cache conforms and reaches every outcome, broken caches are found and shrunk, and the shrinking
 lowers the capacity with the byte counts bound to it (issue 35)."""
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cacheproof.check.programs.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope, misuses
+from cacheproof.check.programs.generators.cache_calls import BAD_KINDS, SMALL, WIDE, CacheCalls, CacheScope, misuses
 from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.generators import default_scope, generator_for, thorough_phases
 from cacheproof.check.programs.program import ProgramCounterexample, ProgramSetup, divergence_kind, program_failure

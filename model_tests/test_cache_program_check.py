@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import SMALL, THOROUGH, WIDE
+from cacheproof.check.programs.generators.cache_calls import SMALL, THOROUGH, WIDE
 from cacheproof.check.programs.command import DEFAULT_IMPLS, capacity_cap, refusal, scoped
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import ProgramOptions, merged_measures, run_program_check, run_program_phases

@@ -20,7 +20,7 @@ import pytest
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.program import ProgramSetup, divergence_kind, program_failure
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import SMALL
+from cacheproof.check.programs.generators.cache_calls import SMALL
 from cacheproof.check.programs.run import ProgramOptions, run_program_check, run_program_phases
 from cacheproof.cli import main
 from cacheproof.cmdline.progress import PLAIN_LINE_SECONDS, Progress

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from cacheproof.check.programs.cache_calls import EXHAUSTIVE as CACHE_SCOPES
-from cacheproof.check.programs.cache_calls import ExhaustiveCacheScope
+from cacheproof.check.programs.generators.cache_calls import EXHAUSTIVE as CACHE_SCOPES
+from cacheproof.check.programs.generators.cache_calls import ExhaustiveCacheScope
 from cacheproof.check.programs.exhaustive import ExhaustiveSetup, run_exhaustive
 from cacheproof.check.programs.generators import exhaustive_scopes, generator_for
 from cacheproof.cli import main

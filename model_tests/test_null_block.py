@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cacheproof.check.programs.block_calls import NULL_BLOCK_CASE, BlockCalls
+from cacheproof.check.programs.generators.block_calls import NULL_BLOCK_CASE, BlockCalls
 from cacheproof.check.programs.command import snippet_of
 from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import generator_for

@@ -42,9 +42,10 @@ ERRORS = {
               "CapacityError"},
     "blocks": {"InvalidArgumentError", "WrongStateError", "CapacityError"},
     "radix": {"InvalidArgumentError", "WrongStateError", "CapacityError"},
+    "slots": {"InvalidArgumentError", "WrongStateError"},
 }
-"""Each kind's contract errors, as docs/contract.md (Errors), docs/block-pool-contract.md and
-docs/radix-contract.md list them."""
+"""Each kind's contract errors, as docs/contract.md (Errors), docs/block-pool-contract.md,
+docs/radix-contract.md and docs/slots-contract.md list them."""
 
 
 def test_every_kind_names_the_errors_its_contract_lists():

@@ -35,7 +35,10 @@ class Subject:
     """What the cells check a kind with: its --spec flags, implementations (MODULE:FACTORY) that
     conform, break in a default run, break only in the kind's wide scope, hang in a call, stay
     linearizable under threads, and answer as the spec does while a view (snapshot) differs; a
-    --semantics override under which `conforming` diverges; two of its operations for --ops."""
+    --semantics override under which `conforming` diverges; two of its operations for --ops.
+    `semantics_subject`: where every field of the kind only trusts its callers more (the slot
+    budget's misuse), no conforming implementation diverges under an override; the cell then checks
+    that the override reaches the checker by this broken implementation conforming under it."""
 
     flags: tuple[str, ...]
     conforming: str
@@ -46,6 +49,7 @@ class Subject:
     semantics: str
     ops: str
     view_broken: str
+    semantics_subject: str = ""
 
 
 SUBJECTS = {
@@ -66,6 +70,12 @@ SUBJECTS = {
         "model_tests.radix_trees:FreeCountInSixBits", "model_tests.radix_trees:MatchHangs",
         "cacheproof.impl.radix_cache:radix_cache", "page_size=2", "insert,match_prefix",
         "model_tests.radix_trees:TreeSnapshotOneSlotShort",
+    ),
+    "slots": Subject(
+        ("--spec", "slots"), "model_tests.slot_budgets:SlotBudget", "model_tests.slot_budgets:FreesTwice",
+        "model_tests.slot_budgets:FreeCountInSixBits", "model_tests.slot_budgets:EndStepHangs",
+        "model_tests.slot_budgets:LockedSlotBudget", "misuse=trusted", "schedule,end_step",
+        "model_tests.slot_budgets:FreeSlotsOneShort", semantics_subject="model_tests.slot_budgets:FreesTwice",
     ),
 }
 
@@ -141,10 +151,12 @@ def keys(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
 
 
 def semantics(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
-    """The override reaches the spec: an implementation of the contract diverges from it."""
+    """The override reaches the spec: an implementation of the contract diverges from it (or, for a
+    kind with `semantics_subject`, that broken implementation conforms under it)."""
     path = tmp_path / "report.json"
-    assert _check(subject, subject.conforming, "--semantics", subject.semantics, "--examples", "50", "--steps", "20",
-                  "--max-divergences", "1", "--quiet", "--json", str(path)) == 1, capsys.readouterr()
+    impl, status = (subject.semantics_subject, 0) if subject.semantics_subject else (subject.conforming, 1)
+    assert _check(subject, impl, "--semantics", subject.semantics, "--examples", "50", "--steps", "20",
+                  "--max-divergences", "1", "--quiet", "--json", str(path)) == status, capsys.readouterr()
     name, _, value = subject.semantics.partition("=")
     assert _json(path)["semantics"] == {name: value}
 
@@ -207,7 +219,8 @@ def threads_views(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     assert _check(subject, subject.view_broken, "--threads", "2", "--examples", "20", "--quiet",
                   "--json", str(path)) == 1, capsys.readouterr()
     [divergence] = _json(path)["divergences"]
-    assert divergence["kind"] == "not linearizable" and "snapshot() is" in divergence["message"]
+    assert divergence["kind"] == "not linearizable"
+    assert any(f"{view}() is" in divergence["message"] for view in get_kind(kind).views), divergence["message"]
     assert "# cacheproof concurrent counterexample" in divergence["snippet"]
 
 
@@ -301,6 +314,7 @@ TABLE = {
     "max-capacity": Row(max_capacity, refused={
         "blocks": (("--max-capacity", "4096"), ("--max-capacity", "stores no values")),
         "radix": (("--max-capacity", "4096"), ("--max-capacity", "stores no values")),
+        "slots": (("--max-capacity", "4096"), ("--max-capacity", "stores no values")),
     }),
 }
 """The parity table: (flag or guarantee) x (kind), one test per cell."""

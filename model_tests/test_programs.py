@@ -12,7 +12,7 @@ import pytest
 from cacheproof.check.coverage import OutcomeCoverage
 from cacheproof.check.programs.draws import SWARM_MOST, ProgramDraws, choice, integer, some, swarm
 from cacheproof.check.programs.generators import generator_for
-from cacheproof.check.programs.cache_calls import SMALL
+from cacheproof.check.programs.generators.cache_calls import SMALL
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.contract.calls import invoke
 from cacheproof.spec import CacheError, EntryState
@@ -155,10 +155,11 @@ def test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_tim
     out = capsys.readouterr().out
     assert "radix: spec vs TorchRadixCache" in out and "minimal" in out and "ratio" in out
     figures = json.loads(path.read_text())["figures"]
-    assert {PAIRS[name][0] for name in figures["throughput"]} == {"cache", "blocks", "radix"}
+    assert {PAIRS[name][0] for name in figures["throughput"]} == {"cache", "blocks", "radix", "slots"}
     assert set(figures["throughput"]) == {"cache: spec vs spec", "cache: spec vs TensorLRUCache (meta)",
                                           "blocks: spec vs spec", "blocks: spec vs KVCacheManager",
-                                          "radix: spec vs spec", "radix: spec vs TorchRadixCache"}
+                                          "radix: spec vs spec", "radix: spec vs TorchRadixCache",
+                                          "slots: spec vs spec", "slots: spec vs SlotBudget (model_tests)"}
     for row in figures["throughput"].values():  # rates rounded to whole steps/s, the ratios to 3 decimals
         checked = row["checker_steps_per_second"]
         for loop, ratio in (("minimal_loop", "minimal_ratio"), ("bare_loop", "bare_ratio")):

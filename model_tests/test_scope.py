@@ -15,7 +15,7 @@ from cacheproof.contract import calls as call_format
 from cacheproof.contract.calls import Call, ValueRecipe
 from cacheproof.contract.record import spec_trace, trace_text
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import LONG, LONG_CALLS, SMALL, THOROUGH, WIDE, size_for
+from cacheproof.check.programs.generators.cache_calls import LONG, LONG_CALLS, SMALL, THOROUGH, WIDE, size_for
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.contract.keys import WIDE_KEYS
 from cacheproof.contract.values import MAX_VALUE_BYTES, REAL_VALUE_CAPACITY, is_storage_free, storage_free_value, value_for, values_equal

@@ -12,7 +12,7 @@ from cacheproof.cli import main
 from cacheproof.spec.kinds import get_kind, kind_names
 
 SPEC_IMPLS = {"cache": "cacheproof.spec:CacheSpec", "blocks": "model_tests.block_pools:ListBlockPool",
-              "radix": "cacheproof.impl.radix_cache:paged_radix_cache"}
+              "radix": "cacheproof.impl.radix_cache:paged_radix_cache", "slots": "model_tests.slot_budgets:SlotBudget"}
 """A quick implementation of each kind to run the command line against."""
 
 OVERRIDES = [
@@ -21,6 +21,7 @@ OVERRIDES = [
     ("blocks", "misuse=trusted", {"misuse": "trusted"}),
     ("blocks", "null_block=skip,misuse=Trusted", {"null_block": "skip", "misuse": "trusted"}),
     ("radix", "page_size=2", {"page_size": "2"}),
+    ("slots", "misuse=trusted", {"misuse": "trusted"}),
 ]
 
 REFUSED = [
@@ -33,6 +34,8 @@ REFUSED = [
     ("blocks", "misuse", "--semantics 'misuse': write FIELD=VALUE"),
     ("radix", "page_size=3", "page_size='3': valid values are 1, 2, 4"),
     ("radix", "no_such_field=1", "unknown semantics field 'no_such_field'; fields: page_size"),
+    ("slots", "misuse=sometimes", "misuse='sometimes': valid values are checked, trusted"),
+    ("slots", "no_such_field=1", "unknown semantics field 'no_such_field'; fields: misuse"),
 ]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cacheproof.check.phases import Phase, shares
-from cacheproof.check.programs.cache_calls import SMALL, THOROUGH
+from cacheproof.check.programs.generators.cache_calls import SMALL, THOROUGH
 from cacheproof.check.programs.program import ProgramCounterexample
 from cacheproof.check.programs.run import ProgramOptions, ProgramReport
 from cacheproof.check.programs.workers import merged

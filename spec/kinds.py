@@ -17,6 +17,7 @@ _REGISTRY: dict[str, str] = {
     "cache": "cacheproof.spec.cache.kind:CACHE_KIND",
     "blocks": "cacheproof.spec.blocks.kind:BLOCK_KIND",
     "radix": "cacheproof.spec.radix.kind:RADIX_KIND",
+    "slots": "cacheproof.spec.slots.kind:SLOTS_KIND",
 }
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import LONG, LONG_CALLS, SMALL, WIDE
+from cacheproof.check.programs.generators.cache_calls import LONG, LONG_CALLS, SMALL, WIDE
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.cmdline.flag_types import add_seed_flag, positive_integer

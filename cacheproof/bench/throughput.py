@@ -77,14 +77,25 @@ def _built_in_radix(num_slots: int) -> Any:
     return radix_cache(num_slots)
 
 
+def _reference_slots(num_slots: int) -> Any:
+    """The slot budget's reference (standard library, written apart from the spec), importable from a
+    checkout of cacheproof as REPORTED_CACHES are: the kind has no built-in implementation."""
+    from model_tests.slot_budgets import SlotBudget
+
+    return SlotBudget(num_slots)
+
+
 def minimal_loop(kind_name: str, factory: Callable[[int], Any], examples: int, seed: int) -> tuple[int, float]:
     """(steps, seconds) of `examples` programs of `kind_name`'s generator picked by a
     `random.Random(seed)`, each call compared by its outcome and one snapshot of each side (the
-    kind's reader of it, if any), the invariants checked once; a program ends at its first difference."""
+    kind's reader of it, if any; a kind without a snapshot view: its first view), the invariants checked once; a program ends at its first difference."""
     kind, generator, rng = get_kind(kind_name), generator_for(kind_name), random.Random(seed)
     names, error_names = kind.names, kind.error_names
-    reader = kind.view_readers.get("snapshot")
-    read = reader.read if reader is not None else (lambda target, model: target.snapshot())
+    view = "snapshot" if "snapshot" in kind.views else kind.views[0]  # a kind without a snapshot: its first view
+
+    def read(target: Any, model: Any) -> Any:
+        return kind.read_view(target, view, model)
+
     steps = 0
     started = time.process_time()
     for _ in range(examples):
@@ -128,6 +139,8 @@ PAIRS: dict[str, tuple[str, Callable[[int], Any]]] = {
     "blocks: spec vs KVCacheManager": ("blocks", _built_in_pool),
     "radix: spec vs spec": ("radix", lambda size: get_kind("radix").new(size)),
     "radix: spec vs TorchRadixCache": ("radix", _built_in_radix),
+    "slots: spec vs spec": ("slots", lambda size: get_kind("slots").new(size)),
+    "slots: spec vs SlotBudget (model_tests)": ("slots", _reference_slots),
 }
 """Each measured pair: its kind and the implementation's factory."""
 

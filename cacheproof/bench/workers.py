@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.cache_calls import SMALL, THOROUGH
+from cacheproof.check.programs.generators.cache_calls import SMALL, THOROUGH
 from cacheproof.check.programs.run import DEFAULT_STEPS, ProgramOptions, ProgramReport, run_program_phases
 from cacheproof.check.programs.workers import run_program_workers
 from cacheproof.cmdline.flag_types import any_integer, integer_at_least, positive_integer

@@ -15,7 +15,7 @@ from cacheproof.check.concurrent.command import thread_count
 from cacheproof.check.concurrent.run import DEFAULT_RUNS
 from cacheproof.check.programs import command as program_command
 from cacheproof.check.programs import exhaustive_command
-from cacheproof.check.programs.command import DEFAULT_IMPLS
+from cacheproof.check.programs.command import DEFAULT_IMPLS, default_impl_refusal
 from cacheproof.check.programs.generators import exhaustive_scopes
 from cacheproof.check.programs.run import DEFAULT_EXAMPLES
 from cacheproof.cmdline.budget import BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS, max_divergences_help
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{per_kind(lambda kind: kind.summary)}")
     parser.add_argument("--impl", metavar="MODULE:FACTORY", default=DEFAULT_IMPL,
                         help="MODULE:FACTORY of the implementation; default "
-                        f"{per_kind(lambda kind: DEFAULT_IMPLS.get(kind.name, DEFAULT_IMPL))}")
+                        f"{per_kind(lambda kind: DEFAULT_IMPLS.get(kind.name, 'none, --impl is required'))}")
     parser.add_argument("--examples", metavar="N", type=positive_integer,
                         help=f"run exactly N programs (call sequences) instead of a time budget (default "
                         f"{DEFAULT_EXAMPLES} under CI=true or with --budget 0); with --threads, scenarios")
@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    refused = exhaustive_command.refusal(args, DEFAULT_STEPS_PER_EXAMPLE)
+    refused = default_impl_refusal(args) or exhaustive_command.refusal(args, DEFAULT_STEPS_PER_EXAMPLE)
     if refused is not None:
         print(f"cacheproof check: {refused}", file=sys.stderr)
         return 2

@@ -1,8 +1,8 @@
 """A run in phases, for every spec kind: each phase draws its examples from one scope of the kind.
 
 A kind's scopes are its own data (the tensor cache's keys and capacities in
-`cacheproof.check.programs.cache_calls`, the block pool's pool sizes, requests and token runs in
-`cacheproof.check.programs.block_calls`); a `Phase` only says how many examples of how many calls
+`cacheproof.check.programs.generators.cache_calls`, the block pool's pool sizes, requests and token runs in
+`cacheproof.check.programs.generators.block_calls`); a `Phase` only says how many examples of how many calls
 to draw from one of them, so that `--thorough` and `--workers` (which divides each phase's
 examples among the workers) treat every kind alike.
 """

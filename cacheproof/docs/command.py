@@ -26,13 +26,18 @@ GENERATED = {
     "invariants.md": "cacheproof.docs.invariants",
     "lifecycle.md": "cacheproof.docs.lifecycle",
     "block-pool-invariants.md": "cacheproof.docs.block_pool",
-    "radix-invariants.md": "cacheproof.docs.radix",
+    "radix-invariants.md": "cacheproof.docs.kind_invariants:radix",
+    "slots-invariants.md": "cacheproof.docs.kind_invariants:slots",
 }
+"""Each generated document and its writer: a module's `render()`, or `render(ARGUMENT)` for
+"module:ARGUMENT"."""
 
 
 def render(name: str) -> str:
     """The current text of the generated document `name` (a key of GENERATED)."""
-    return importlib.import_module(GENERATED[name]).render()
+    module_name, _, argument = GENERATED[name].partition(":")
+    module = importlib.import_module(module_name)
+    return module.render(argument) if argument else module.render()
 
 
 EXIT_STATUSES = {0: "every document written (with --check: every one current)",

@@ -99,7 +99,7 @@ from typing import Any
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 
-__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager", "encoder_cache", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -495,3 +495,4 @@ class VllmKVCacheManager(VllmBlockPool):
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache
+from cacheproof.engines.vllm_slots import encoder_decoder_slots  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_decoder_slots

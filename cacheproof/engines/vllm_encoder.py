@@ -7,12 +7,13 @@ of another size) reaches the checker, and the profile decides.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, Callable
 
 from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
 from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
-__all__ = ["MEMBERS", "VllmEncoderCache"]
+__all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_manager_class", "encoder_module_profile"]
 
 MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
            "get_freed_mm_hashes", "reset")
@@ -28,7 +29,7 @@ class _Feature:
         self.identifier = identifier
 
 
-class _EncoderRequest:
+class EncoderRequest:
     """What the manager reads of a request: `request_id`, `mm_features[i]` and
     `get_num_encoder_embeds(i)`, over the inputs the Requests kit recorded for it."""
 
@@ -61,8 +62,8 @@ class VllmEncoderCache:
     def _table(self, name: str) -> Any:
         return engine_member(self.manager, name)
 
-    def _request(self, request_id: str) -> _EncoderRequest:
-        return _EncoderRequest(request_id, self._requests.inputs.setdefault(request_id, []))
+    def _request(self, request_id: str) -> EncoderRequest:
+        return EncoderRequest(request_id, self._requests.inputs.setdefault(request_id, []))
 
     def _drop_freed(self) -> list:
         freed = list(self._call("get_freed_mm_hashes"))
@@ -117,7 +118,7 @@ class VllmEncoderCache:
 
     def evict(self, nbytes: int) -> list:
         with self._atomic:
-            probe = _EncoderRequest("probe", [(None, nbytes)])
+            probe = EncoderRequest("probe", [(None, nbytes)])
             if not self._call("can_allocate", probe, 0, self.capacity_bytes, 0):
                 raise CapacityError(f"evict({nbytes}): can_allocate refuses {nbytes} embeddings")
             return self._drop_freed()
@@ -192,28 +193,35 @@ def encoder_cache(capacity_bytes: int, *, manager_class: Any = None, requests: i
     """vLLM's EncoderCacheManager of `capacity_bytes` embeddings as a contract cache; `requests`
     request ids shared round-robin by the acquires (None: one request per acquire).
     `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
-    from cacheproof.engines.vllm import MISSING_VLLM
-
-    if manager_class is None:
-        try:
-            from vllm.v1.core.encoder_cache_manager import EncoderCacheManager as manager_class
-        except ImportError as error:
-            raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    manager_class = manager_class or encoder_manager_class("EncoderCacheManager")
     require_members(manager_class, MEMBERS)
     return VllmEncoderCache(manager_class(capacity_bytes), capacity_bytes, requests)
 
 
-
-def _encoder_profile() -> str:
-    """The encoder cache's profile; imports vLLM's module first (5-15 s: vllm.config pulls
-    transformers), before any timed call, so the factory's first call is not a hang."""
+def encoder_manager_class(name: str) -> Any:
+    """The class `name` of the installed `vllm.v1.core.encoder_cache_manager` (its import takes 5-15 s:
+    vllm.config pulls transformers); ImportError saying how to install vLLM when it is missing,
+    AdapterError when the module has no such class."""
     from cacheproof.engines.vllm import MISSING_VLLM
 
     try:
-        import vllm.v1.core.encoder_cache_manager  # noqa: F401
+        module = importlib.import_module("vllm.v1.core.encoder_cache_manager")
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
-    return "vllm-encoder-cache"
+    return engine_member(module, name)
 
 
-encoder_cache.profile = _encoder_profile
+
+def encoder_module_profile(name: str) -> Callable[[], str]:
+    """A factory's `profile` answering `name` after importing vLLM's encoder_cache_manager module
+    (5-15 s: vllm.config pulls transformers), before any timed call, so the factory's first call
+    is not a hang."""
+
+    def profile() -> str:
+        encoder_manager_class("EncoderCacheManager")
+        return name
+
+    return profile
+
+
+encoder_cache.profile = encoder_module_profile("vllm-encoder-cache")

@@ -5,7 +5,7 @@ on the spec (`contract.steps.outcome_of`: a contract error is an outcome, the st
 What a row holds is the kind's `FIGURES` table: the tensor cache's byte counts from `stats()`
 (capacity, in use, idle, reserved, ready), the block pool's block counts from `snapshot()` (usable,
 in use, free, cached), the radix cache's slot counts from `snapshot()` (slots, protected,
-evictable, requests' own, free). A long sequence keeps one row per `stride` calls (and the marked call's), so
+evictable, requests' own, free), the slot budget's from `free_slots()` (slots, in use, free). A long sequence keeps one row per `stride` calls (and the marked call's), so
 that the chart stays at most MAX_POINTS points; the replay itself is one pass, O(1) per call for the
 tensor cache, O(blocks) per kept row for the block pool.
 """
@@ -92,6 +92,11 @@ def _radix_figures(tree: Any) -> tuple[int, ...]:
     return (tree.num_slots, *_radix_snapshot_figures(tree.snapshot())[1:])
 
 
+def _slot_figures(budget: Any) -> tuple[int, ...]:
+    free = budget.free_slots()
+    return budget.num_slots, budget.num_slots - free, free
+
+
 FIGURES: dict[str, KindFigures] = {
     "cache": KindFigures("bytes", (
         Figure("capacity", LIMIT, "capacity_bytes"),
@@ -113,6 +118,11 @@ FIGURES: dict[str, KindFigures] = {
         Figure("requests' own", BAND, "slots of live requests past their cached prefix"),
         Figure("free", LINE, "the allocator's free slots"),
     ), _radix_figures, _radix_snapshot_figures),
+    "slots": KindFigures("slots", (
+        Figure("slots", LIMIT, "num_slots"),
+        Figure("in use", BAND, "slots of scheduled inputs not freed"),
+        Figure("free", LINE, "free_slots()"),
+    ), _slot_figures),
 }
 """Per spec kind, what the chart draws."""
 

@@ -35,7 +35,7 @@ from cacheproof.check.concurrent.run import DEFAULT_RUNS, run_concurrent_check
 from cacheproof.check.programs.command import misuse_checked
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import DEFAULT_STEPS as DEFAULT_PROGRAM_STEPS, run_program_check
-from cacheproof.check.programs.cache_calls import SMALL, THOROUGH, CacheScope
+from cacheproof.check.programs.generators.cache_calls import SMALL, THOROUGH, CacheScope
 from cacheproof.check.seeded_draws import seeded_draws
 from cacheproof.settings import THOROUGH_SETTINGS, register_settings, settings_for_environment
 from cacheproof.spec.cache.profiles import DEFAULT_PROFILE

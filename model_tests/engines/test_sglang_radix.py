@@ -25,7 +25,7 @@ from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
 from cacheproof.engines.sglang_radix import paged_radix_cache  # noqa: E402
 from cacheproof.check.programs.draws import integer  # noqa: E402
-from cacheproof.check.programs.radix_calls import RadixCalls  # noqa: E402
+from cacheproof.check.programs.generators.radix_calls import RadixCalls  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402

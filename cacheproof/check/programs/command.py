@@ -52,7 +52,17 @@ DEFAULT_IMPLS = {
     "blocks": "cacheproof.impl.kv_cache_manager:kv_cache_manager",
     "radix": "cacheproof.impl.radix_cache:radix_cache",
 }
-"""The built-in implementation each kind is checked against when no --impl is given."""
+"""The built-in implementation each kind is checked against when no --impl is given (a kind without
+one, the encoder slot budget, needs --impl: `default_impl_refusal`)."""
+
+
+def default_impl_refusal(args: argparse.Namespace) -> str | None:
+    """The one line refusing a check with no --impl of a kind that has no built-in implementation."""
+    if args.impl == DEFAULT_IMPL and args.spec not in DEFAULT_IMPLS:
+        return (f"--spec {args.spec} has no built-in implementation to check by default: name yours with "
+                "--impl MODULE:FACTORY")
+    return None
+
 
 def refusal(kind: SpecKind, args: argparse.Namespace) -> str | None:
     """The one line refusing a flag `kind` cannot have, naming why; None when every flag given suits it.

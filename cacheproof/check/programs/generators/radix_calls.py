@@ -31,6 +31,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
+from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
 from cacheproof.contract.calls import Call
 
 
@@ -80,9 +81,6 @@ EXHAUSTIVE = {scope.name: scope for scope in (
 )}
 """The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
 
-_MISUSE_PERCENT = 12
-NOT_INTS = ("1", None, True, 1.5)
-"""Misused requests and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
 
 
 class RadixCalls:
@@ -98,7 +96,7 @@ class RadixCalls:
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         state = _State(model, self.scope)
         operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < _MISUSE_PERCENT:
+        if misuse and draws.randrange(100) < MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
         if not misuse and operation == "unlock":
             return _trusted_unlock(draws, state)

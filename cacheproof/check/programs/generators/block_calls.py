@@ -42,6 +42,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
+from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
 from cacheproof.contract.calls import Call
 
 
@@ -100,7 +101,6 @@ EXHAUSTIVE = {scope.name: scope for scope in (
 
 THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 60, 1000, shrink=False))
 """`cacheproof check --spec blocks --thorough`: 220,000 calls, under a minute of CPU (docs/scope.md)."""
-_MISUSE_PERCENT = 12
 NULL_BLOCK = 0
 NULL_PAD_IN = 4
 """Where the null block is skipped, one suited call in this many that takes blocks carries it."""
@@ -108,8 +108,6 @@ NULL_BLOCK_CASE = "returns with the null block"
 """The coverage row of a call that carries the null block and returns (the pool passed over it)."""
 _BLOCKS_AT = {"touch": 1, "cache_blocks": 1, "free": 1, "evict": 0}
 """Where each operation that may carry the null block takes its blocks."""
-NOT_INTS = ("1", None, True, 1.5)
-"""Misused requests, hashes and tokens: a string, None, a bool (an int subclass the contract refuses), a float."""
 
 
 class BlockCalls:
@@ -126,7 +124,7 @@ class BlockCalls:
         queue, blocks, holdings = model.snapshot()
         state = _State(queue, blocks, dict(holdings), dict(model.tables()), model, self.scope)
         operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < _MISUSE_PERCENT:
+        if misuse and draws.randrange(100) < MISUSE_PERCENT:
             return _MISUSE[operation](draws, state)
         return _SUITED[operation](draws, state)
 

@@ -42,10 +42,18 @@ class CallGenerator(Protocol):
         """The case of `cases` that `call` belongs to, if any; it counts when the call returns."""
 
 
+MISUSE_PERCENT = 12
+"""Where the semantics check misuse, how many calls in a hundred a generator draws as misuse."""
+
+NOT_INTS = ("1", None, True, 1.5)
+"""Misused ints (requests, hashes, tokens, counts): a string, None, a bool (an int subclass the
+contracts refuse), a float."""
+
 _REGISTRY = {
-    "cache": "cacheproof.check.programs.cache_calls:CacheCalls",
-    "blocks": "cacheproof.check.programs.block_calls:BlockCalls",
-    "radix": "cacheproof.check.programs.radix_calls:RadixCalls",
+    "cache": "cacheproof.check.programs.generators.cache_calls:CacheCalls",
+    "blocks": "cacheproof.check.programs.generators.block_calls:BlockCalls",
+    "radix": "cacheproof.check.programs.generators.radix_calls:RadixCalls",
+    "slots": "cacheproof.check.programs.generators.slot_calls:SlotCalls",
 }
 """Each kind's generator class. Its module may declare the kind's scopes as data: `SCOPES` (by name,
 the default first), which the class takes as its one argument, and `THOROUGH`, the phases `check

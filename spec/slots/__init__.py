@@ -1,0 +1,1 @@
+"""The encoder slot budget (vLLM's EncoderDecoderCacheManager) as a spec kind (docs/slots-contract.md)."""
