@@ -169,3 +169,13 @@ def test_bench_throughput_prints_every_kinds_ratios_to_both_loops_and_report_tim
     reported = figures["reports"][impl]
     assert reported["found"] and reported["first_failure_seconds"] <= reported["first_report_seconds"]
     assert reported["calls"] <= 3
+
+
+def test_every_loop_of_bench_throughput_runs_programs_of_the_length_asked():
+    """The three loops measure programs of one length (`--steps`): the spec against itself never
+    differs, so 4 programs of 7 calls are 28 steps in each."""
+    from cacheproof.bench.throughput import LOOPS
+    from cacheproof.spec.kinds import new_spec
+
+    assert {label: measure("cache", new_spec, 4, 0, 7)[0] for label, measure in LOOPS.items()} == \
+        {"minimal_loop": 28, "bare_loop": 28, "checker": 28}
