@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -137,9 +138,13 @@ def test_ctrl_c_before_any_failure_still_has_no_verdict(ctrl_c_raises, monkeypat
     monkeypatch.setattr(Progress, "update", update_then_ctrl_c)
     path = tmp_path / "report.json"
     assert main(["check", "--json", str(path)]) == 130
-    assert "interrupted: 2 examples, " in capsys.readouterr().out
+    said = re.search(r"interrupted: (\d+) examples, ", capsys.readouterr().out)
     report = json.loads(path.read_text())
-    assert report["ok"] is None and report["divergences"] == [] and report["examples"] == 2, report
+    # The Ctrl-C came at the second example's count, from the worker thread, which may finish the
+    # example it began before the main thread takes the signal and stops it: 2 or more, the same
+    # count in the line and in the report.
+    assert said is not None and int(said.group(1)) == report["examples"] >= 2, report
+    assert report["ok"] is None and report["divergences"] == [], report
 
 
 def test_cacheproof_check_interrupted_while_shrinking_exits_1_with_a_failing_snippet(tmp_path):
