@@ -87,9 +87,27 @@ class SilentEvictionPool(BlockPool):
         return bool(self._remove_cached_block_hashes(block))
 
 
+class ForeignBlocksKeptPool(BlockPool):
+    """free_blocks releases every block into this pool, also a block another pool owns: its
+    `block.pool` is not followed (vLLM 0.34.0's block_pool.py mutant #343, docs/mutation-duel.md).
+    Built as the peer pool the adapter frees through, so the contract pool's blocks are counted
+    free by it and never rejoin their own pool's free queue."""
+
+    def free_blocks(self, ordered_blocks, evict_first=False):
+        blocks = list(ordered_blocks)
+        owners = [block.pool for block in blocks]
+        for block in blocks:
+            block.pool = self._weak_self
+        try:
+            super().free_blocks(blocks, evict_first)
+        finally:
+            for block, owner in zip(blocks, owners):
+                block.pool = owner
+
+
 BROKEN_POOL_CLASSES = (
     HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
-    EvictRequeuesPool, ResetInUsePool, SilentEvictionPool,
+    EvictRequeuesPool, ResetInUsePool, SilentEvictionPool, ForeignBlocksKeptPool,
 )
 """Every broken subclass, one bug each."""
 
@@ -122,9 +140,14 @@ def silent_eviction(num_blocks: int) -> VllmBlockPool:
     return block_pool(num_blocks, pool_class=SilentEvictionPool)
 
 
+def foreign_blocks_kept(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, peer_class=ForeignBlocksKeptPool)
+
+
 FACTORIES = {
     "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
     "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
     "evict_requeues": evict_requeues, "reset_in_use": reset_in_use, "silent_eviction": silent_eviction,
+    "foreign_blocks_kept": foreign_blocks_kept,
 }
 """Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""

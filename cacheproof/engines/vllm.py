@@ -24,8 +24,13 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   token, in KV-cache group 0.
 - `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
   miss (the prefix walk of vLLM's full-attention manager, without its token limit).
-- `free(request, blocks)` -> `free_blocks([blocks])`; one holding of each block by `request` is
-  forgotten when there is one.
+- `free(request, blocks)` -> `free_blocks([blocks])` called on a second vLLM pool (`peer`, vLLM's
+  stock `BlockPool` of one block, events off), which hands each block on to the pool it came from
+  (`block.pool`), as a deferred free does when a request's blocks come from several pools (vLLM's
+  hybrid and host-tier configurations keep a pool per tier; `KVCacheBlock.pool` exists for this).
+  So every free runs both halves of `free_blocks`: the routing of another pool's blocks and the
+  release into the block's own pool, and a block freed into the wrong pool shows in this pool's
+  queue and counts. One holding of each block by `request` is forgotten when there is one.
 - `evict(blocks)` -> `evict_blocks(set(blocks))`; the result is read back: the given blocks (in
   the order given, once each) that had a hash before the call and have none after.
 - `reset()` -> `reset_prefix_cache()`; `num_free()` -> `get_num_free_blocks()`.
@@ -112,11 +117,12 @@ _MAX_MODEL_LEN = 1 << 16
 """vLLM's max_model_len for the manager: far above any token sequence the checker draws."""
 
 
-def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
+def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None) -> "VllmBlockPool":
     """vLLM's real BlockPool with `num_blocks` blocks (block 0 the null block), as a contract pool.
 
     `pool_class` replaces `vllm.v1.core.block_pool.BlockPool` (a subclass, a patched class) and is
-    built with the same arguments. Raises ImportError naming the extra and the tools script when
+    built with the same arguments; `peer_class` replaces it for the peer pool every `free` is
+    called on (module docstring). Raises ImportError naming the extra and the tools script when
     vLLM is not installed.
     """
     try:
@@ -129,7 +135,13 @@ def block_pool(num_blocks: int, *, pool_class: Any = None) -> "VllmBlockPool":
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
     pool = cls(num_blocks, enable_caching=True, hash_block_size=1, enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
-    return VllmBlockPool(pool, vllm)
+    return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class))
+
+
+def _peer_pool(cls: Any) -> Any:
+    """The pool every `free` is called on: vLLM's `cls` of one block (the null block), caching on,
+    events off; it owns none of the contract's blocks, so its `free_blocks` hands them on."""
+    return cls(1, enable_caching=True, hash_block_size=1)
 
 
 class _VllmNames:
@@ -169,11 +181,13 @@ def _without_warnings(call: Any) -> Any:
 
 
 class VllmBlockPool:
-    """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself."""
+    """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself,
+    `peer` the vLLM pool of no contract block that every `free` is called on."""
 
-    def __init__(self, pool: Any, vllm: _VllmNames) -> None:
+    def __init__(self, pool: Any, vllm: _VllmNames, peer: Any) -> None:
         self.pool = pool
         self._vllm = vllm
+        self.peer = peer  # the other pool free_blocks is called on (module docstring)
         self._held: dict[int, list[int]] = {}
         self._emitted: list[Any] = []  # vLLM's KV cache events of the last call
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
@@ -270,9 +284,10 @@ class VllmBlockPool:
 
     @_events_taken
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
-        """free_blocks(blocks) in the order given; one recorded holding of each is forgotten."""
+        """free_blocks(blocks) in the order given, called on the peer pool, which returns each block
+        to its own pool; one recorded holding of each is forgotten."""
         objects = self._blocks(tuple(blocks))
-        self.pool.free_blocks(objects)
+        self.peer.free_blocks(objects)
         held = self._held.get(request, [])
         for block in objects:
             if block.block_id in held:
@@ -355,6 +370,7 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCa
     try:
         import torch
         from vllm.sampling_params import SamplingParams
+        from vllm.v1.core.block_pool import BlockPool
         from vllm.v1.core.kv_cache_manager import KVCacheManager
         from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
@@ -367,15 +383,15 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCa
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
                   enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
-    return VllmKVCacheManager(manager, vllm)
+    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool))
 
 
 class VllmKVCacheManager(VllmBlockPool):
     """A vLLM `KVCacheManager` speaking the whole block contract; `manager` is the vLLM object,
     `pool` its block pool. See the module docstring for the translations."""
 
-    def __init__(self, manager: Any, vllm: _VllmNames) -> None:
-        super().__init__(manager.block_pool, vllm)
+    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any) -> None:
+        super().__init__(manager.block_pool, vllm, peer)
         self.manager = manager
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)

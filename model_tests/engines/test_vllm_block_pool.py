@@ -14,6 +14,7 @@ from vllm.v1.core.block_pool import BlockPool  # noqa: E402
 
 from cacheproof.engines.vllm import VllmBlockPool, block_pool  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
+from cacheproof.spec.blocks.pool import BlockPoolSpec  # noqa: E402
 
 
 def test_fresh_pool_reads_back_from_vllm() -> None:
@@ -111,6 +112,30 @@ def test_pool_class_is_used() -> None:
     pool.free(1, pool.allocate(1, 2))
     assert calls == [[1, 2]]
     assert pool.snapshot()[0] == (1, 2, 3)
+
+
+def test_free_is_called_on_the_peer_pool_which_hands_the_blocks_to_their_own() -> None:
+    """Every free goes through vLLM's routing of another pool's blocks (`block.pool`), then through
+    the release into the block's own pool: both halves of free_blocks run on each call."""
+    calls = []
+
+    class Peer(BlockPool):
+        def free_blocks(self, ordered_blocks, evict_first=False):
+            calls.append(("peer", [block.block_id for block in ordered_blocks]))
+            super().free_blocks(ordered_blocks, evict_first)
+
+    class Home(BlockPool):
+        def free_blocks(self, ordered_blocks, evict_first=False):
+            calls.append(("home", [block.block_id for block in ordered_blocks]))
+            super().free_blocks(ordered_blocks, evict_first)
+
+    pool = block_pool(4, pool_class=Home, peer_class=Peer)
+    assert len(pool.peer.blocks) == 1 and pool.peer.blocks[0].is_null
+    pool.free(1, pool.allocate(1, 2))
+    assert calls == [("peer", [1, 2]), ("home", [1, 2])]
+    spec = BlockPoolSpec(4)
+    spec.free(1, spec.allocate(1, 2))
+    assert pool.snapshot() == spec.snapshot() and pool.peer.get_num_free_blocks() == 0
 
 
 def test_kv_cache_events_run_and_are_taken_after_each_call() -> None:

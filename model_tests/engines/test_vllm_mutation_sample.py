@@ -1,4 +1,4 @@
-"""`cacheproof mutate` on vLLM's real BlockPool, a fixed sample of 12 mutants (the CI engines step):
+"""`cacheproof mutate` on vLLM's real BlockPool, a fixed sample of 13 mutants (the CI engines step):
 the command keeps working on the engine's code, and each sampled mutant keeps the fate measured in
 docs/mutation-duel.md. vLLM's own tests are not committed, so only the cacheproof side runs here.
 Skipped without vLLM."""
@@ -28,9 +28,12 @@ KILLED = {
     119: "extra_keys_list.appendleft on a list: AttributeError on the events path",
     132: "reused-block events emitted the wrong way round (the events view, hit_events=stored)",
     145: "the reused-block events' extra keys built from exchanged arguments: AttributeError",
+    343: "free_blocks keeps another pool's block (block.pool not followed): it never rejoins its "
+         "own pool's free queue (the adapter frees through a peer pool)",
 }
 """Mutants cacheproof kills, by number (vLLM 0.34.0's block_pool.py), with what they change; the
-last three change only what vLLM's KV cache events say (the events view of the block kind)."""
+three before the last (#93, #132, #145) change only what vLLM's KV cache events say (the events
+view of the block kind)."""
 SURVIVING = {
     106: "the events loop of cache_full_blocks stops at a null block: fewer extra keys, which the "
          "events view does not compare (the block contract's blocks have none)",
