@@ -8,10 +8,10 @@ twice), where the kind's semantics say the implementation must reject it.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from cacheproof.check.phases import Phase
-from cacheproof.check.programs.draws import Draws
+from cacheproof.check.programs.draws import Draws, choice, integer
 from cacheproof.contract.calls import Call
 
 
@@ -44,6 +44,23 @@ class CallGenerator(Protocol):
 
 MISUSE_PERCENT = 12
 """Where the semantics check misuse, how many calls in a hundred a generator draws as misuse."""
+
+def drawn_size(draws: Draws, usual: int, more: int) -> int:
+    """A fresh model's size: 1..`usual`, and in one model of four 1..`more` (the block, radix and
+    slot kinds' rule; the tensor cache draws a capacity and keys instead)."""
+    return integer(draws, 1, more if draws.randrange(4) == 3 else usual)
+
+
+def drawn_call(draws: Draws, state: Any, operations: tuple[str, ...], misuse: bool,
+               suited: Mapping[str, Callable[[Draws, Any], Call]],
+               misused: Mapping[str, Callable[[Draws, Any], Call]]) -> Call:
+    """An operation drawn from `operations`, then its call from `state`: by its `misused` drawer in
+    MISUSE_PERCENT calls of a hundred when `misuse`, else by its `suited` one."""
+    operation = choice(draws, operations)
+    if misuse and draws.randrange(100) < MISUSE_PERCENT:
+        return misused[operation](draws, state)
+    return suited[operation](draws, state)
+
 
 NOT_INTS = ("1", None, True, 1.5)
 """Misused ints (requests, hashes, tokens, counts): a string, None, a bool (an int subclass the

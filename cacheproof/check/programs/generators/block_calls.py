@@ -42,7 +42,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
-from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
+from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
 from cacheproof.contract.calls import Call
 
 
@@ -118,15 +118,12 @@ class BlockCalls:
 
     def size(self, draws: Draws) -> int:
         """1..`blocks` blocks (12 in the small scope), one pool in four up to `more_blocks` (40)."""
-        return integer(draws, 1, self.scope.more_blocks if draws.randrange(4) == 3 else self.scope.blocks)
+        return drawn_size(draws, self.scope.blocks, self.scope.more_blocks)
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
         queue, blocks, holdings = model.snapshot()
         state = _State(queue, blocks, dict(holdings), dict(model.tables()), model, self.scope)
-        operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < MISUSE_PERCENT:
-            return _MISUSE[operation](draws, state)
-        return _SUITED[operation](draws, state)
+        return drawn_call(draws, state, operations, misuse, _SUITED, _MISUSE)
 
     def exhaustive_sizes(self, scope: ExhaustiveBlockScope) -> tuple[int, ...]:
         """The pool sizes of `scope`."""

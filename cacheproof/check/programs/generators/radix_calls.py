@@ -31,7 +31,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
-from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
+from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
 from cacheproof.contract.calls import Call
 
 
@@ -91,16 +91,10 @@ class RadixCalls:
 
     def size(self, draws: Draws) -> int:
         """1..`slots` KV slots (16 in the small scope), one cache in four up to `more_slots` (48)."""
-        return integer(draws, 1, self.scope.more_slots if draws.randrange(4) == 3 else self.scope.slots)
+        return drawn_size(draws, self.scope.slots, self.scope.more_slots)
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
-        state = _State(model, self.scope)
-        operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < MISUSE_PERCENT:
-            return _MISUSE[operation](draws, state)
-        if not misuse and operation == "unlock":
-            return _trusted_unlock(draws, state)
-        return _SUITED[operation](draws, state)
+        return drawn_call(draws, _State(model, self.scope), operations, misuse, _SUITED if misuse else _TRUSTED, _MISUSE)
 
     def exhaustive_sizes(self, scope: ExhaustiveRadixScope) -> tuple[int, ...]:
         """The cache sizes (KV slots) of `scope`."""
@@ -248,6 +242,8 @@ _SUITED = {
     "reset": _reset, "evictable_size": _evictable_size, "protected_size": _protected_size,
     "total_size": _total_size, "prefill": _prefill, "checkpoint": _checkpoint, "release": _release,
 }
+_TRUSTED = {**_SUITED, "unlock": _trusted_unlock}
+"""The drawers where the checker makes no misuse call: an unlock that is never misuse."""
 
 
 def _bad_tokens(draws: Draws, s: _State) -> tuple:

@@ -27,7 +27,7 @@ from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer
-from cacheproof.check.programs.generators import MISUSE_PERCENT, NOT_INTS
+from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
 from cacheproof.contract.calls import Call
 
 
@@ -85,14 +85,10 @@ class SlotCalls:
 
     def size(self, draws: Draws) -> int:
         """1..`slots` slots (12 in the small scope), one budget in four up to `more_slots` (40)."""
-        return integer(draws, 1, self.scope.more_slots if draws.randrange(4) == 3 else self.scope.slots)
+        return drawn_size(draws, self.scope.slots, self.scope.more_slots)
 
     def draw_call(self, draws: Draws, model: Any, operations: tuple[str, ...], misuse: bool) -> Call:
-        state = _State(model, self.scope)
-        operation = choice(draws, operations)
-        if misuse and draws.randrange(100) < MISUSE_PERCENT:
-            return _MISUSE[operation](draws, state)
-        return _SUITED[operation](draws, state)
+        return drawn_call(draws, _State(model, self.scope), operations, misuse, _SUITED, _MISUSE)
 
     def exhaustive_sizes(self, scope: ExhaustiveSlotScope) -> tuple[int, ...]:
         """The budgets (slots) of `scope`."""
