@@ -45,6 +45,7 @@ class CallGenerator(Protocol):
 MISUSE_PERCENT = 12
 """Where the semantics check misuse, how many calls in a hundred a generator draws as misuse."""
 
+
 def drawn_size(draws: Draws, usual: int, more: int) -> int:
     """A fresh model's size: 1..`usual`, and in one model of four 1..`more` (the block, radix and
     slot kinds' rule; the tensor cache draws a capacity and keys instead)."""
