@@ -1,0 +1,199 @@
+"""vLLM's real KV cache manager (`vllm.v1.core.kv_cache_manager.KVCacheManager`) behind the block
+contract's request level; the pool level is cacheproof.engines.vllm's, whose translations and
+peer pool it shares.
+
+`kv_cache_manager(num_blocks)` builds vLLM's own
+`vllm.v1.core.kv_cache_manager.KVCacheManager` (it runs on the CPU: it is bookkeeping over
+`BlockPool`, no tensors) for a `KVCacheConfig` of one full-attention group of block size
+BLOCK_SIZE, KV cache events on (its requests in the default `kv_cache_report_mode`, "incremental":
+a prefix hit announces nothing, profile vllm-kv-cache-manager's `hit_events="none"`), and wraps it
+in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm's over the manager's own
+`block_pool`. Translations:
+- a request id r <-> a real `vllm.v1.request.Request` with id `str(r)` whose `block_hasher`
+  gives each full block the contract's chained hash (`block_hash`) as a BlockHash;
+- `find_cached_prefix(tokens)` -> `get_computed_blocks_for_connector(Request(tokens))`'s hit
+  tokens (vLLM caps the hit at num_tokens - 1 itself): the local lookup a scheduler with a KV
+  connector makes before it asks the connector, which for a model without Mamba layers is
+  `get_computed_blocks`; `allocate_slots` below uses `get_computed_blocks` itself, so both of
+  vLLM's lookups run under the check;
+- `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
+  num_new_tokens, num_hit_tokens, hit_blocks)`; later calls -> a Request of the old tokens
+  (computed) extended by `append_output_token_ids(new tokens)`, as a running request after a
+  step, then `allocate_slots(req, num_new_tokens)`. The answer is `get_block_ids(str(r))[0]`
+  read back, or vLLM's None; on None the request keeps its old Request (vLLM's state is vLLM's).
+  Tokens that do not extend the request's have no vLLM form (a Request's tokens only grow):
+  WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
+- `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
+  id, so what vLLM does with it is vLLM's answer.
+- `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
+  taken with the manager's `take_events()`, as vLLM's scheduler does both.
+- `tables()` reads `get_block_ids`; the snapshot's holdings add each request's vLLM blocks.
+- `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
+  block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
+  model runner: after each allocation it writes the new tokens into the blocks vLLM's table
+  names, with vLLM's parent hash, and forgets a block's record when vLLM hands it out again. The
+  view checks vLLM's table and hashes against the tokens (B5), not a KV tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cacheproof.engines.vllm import (
+    _GROUP, MISSING_VLLM, VllmBlockPool, _events_taken, _peer_pool, _VllmNames, _without_warnings,
+)
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
+from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
+
+__all__ = ["VllmKVCacheManager", "kv_cache_manager"]
+
+_MAX_MODEL_LEN = 1 << 16
+"""vLLM's max_model_len for the manager: far above any token sequence the checker draws."""
+
+
+def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCacheManager":
+    """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one full-attention
+    group), as a contract pool with a request level; `manager_class` replaces
+    `vllm.v1.core.kv_cache_manager.KVCacheManager` and is built with the same arguments. Raises
+    ImportError naming the extra and the tools script when vLLM is not installed."""
+    try:
+        import torch
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.core.block_pool import BlockPool
+        from vllm.v1.core.kv_cache_manager import KVCacheManager
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
+        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+        from vllm.v1.request import Request
+    except ImportError as error:
+        raise ImportError(f"{MISSING_VLLM} ({error})") from error
+    attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
+    config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
+    cls = KVCacheManager if manager_class is None else manager_class
+    manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
+                  enable_kv_cache_events=True)
+    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
+    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool))
+
+
+class VllmKVCacheManager(VllmBlockPool):
+    """A vLLM `KVCacheManager` speaking the whole block contract; `manager` is the vLLM object,
+    `pool` its block pool. See the module docstring for the translations."""
+
+    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any) -> None:
+        super().__init__(manager.block_pool, vllm, peer)
+        self.manager = manager
+        self._requests: dict[int, Any] = {}  # request -> its vLLM Request
+        self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)
+
+    # ----------------------------------------------------------------- translations
+
+    def _block_hashes(self, req: Any) -> list[Any]:
+        """The Request's block_hasher: the contract's chained hash of each new full block."""
+        tokens, hashes = req.all_token_ids, req.block_hashes
+        parent = self._int_of(hashes[-1]) if hashes else None
+        new = []
+        for start in range(len(hashes) * BLOCK_SIZE, len(tokens) - BLOCK_SIZE + 1, BLOCK_SIZE):
+            parent = block_hash(parent, tuple(tokens[start : start + BLOCK_SIZE]))
+            new.append(self._hash(parent))
+        return new
+
+    def _new_request(self, request: object, tokens: tuple[int, ...]) -> Any:
+        vllm = self._vllm
+        return vllm.request(str(request), list(tokens), vllm.sampling, None, block_hasher=self._block_hashes)
+
+    @staticmethod
+    def _tokens(tokens: object) -> tuple[int, ...]:
+        if not isinstance(tokens, (tuple, list)) or any(isinstance(t, bool) or not isinstance(t, int) for t in tokens):
+            raise InvalidArgumentError(f"tokens {tokens!r} are not token ids (ints), so they make no vLLM Request")
+        return tuple(tokens)
+
+    def _table(self, request: int) -> tuple[int, ...]:
+        return tuple(self.manager.get_block_ids(str(request))[0])
+
+    def _reused(self, blocks: list[Any]) -> None:
+        for block in blocks:
+            self._written.pop(block.block_id, None)
+
+    def _write(self, request: int, first: int) -> None:
+        """Play the model runner: the tokens of table[first:] land in the blocks vLLM's table names."""
+        req, table = self._requests[request], self._table(request)
+        tokens, hashes = tuple(req.all_token_ids), req.block_hashes
+        for i in range(first, len(table)):
+            parent = self._int_of(hashes[i - 1]) if i else None
+            self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
+
+    def _take_events(self) -> list[Any]:
+        """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
+        KV-cache spec), as vLLM's scheduler takes them."""
+        return self.manager.take_events()
+
+    @_events_taken
+    def reset(self) -> bool:
+        """The manager's reset_prefix_cache(), as vLLM's scheduler resets (its warning on a busy pool
+        kept out of the checker's output)."""
+        return _without_warnings(self.manager.reset_prefix_cache)
+
+    # ----------------------------------------------------------------- request level
+
+    @_events_taken
+    def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
+        """get_computed_blocks_for_connector of a Request of `tokens`: its hit tokens."""
+        request = self._new_request("find_cached_prefix", self._tokens(tokens))
+        _, hit, _, _ = self.manager.get_computed_blocks_for_connector(request)
+        return hit
+
+    @_events_taken
+    def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+        """get_computed_blocks + allocate_slots (first call), allocate_slots for the new tokens of
+        the running request (later calls); the table read back from vLLM, or None."""
+        tokens = self._tokens(tokens)
+        old = self._requests.get(request)
+        if old is None:
+            req = self._new_request(request, tokens)
+            hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
+            new = self.manager.allocate_slots(req, len(tokens) - hit, hit, hit_blocks)
+            first = hit // BLOCK_SIZE
+        else:
+            done = tuple(old.all_token_ids)
+            if tokens[: len(done)] != done:
+                raise WrongStateError(
+                    f"allocate_slots(request={request}): the tokens do not extend the request's "
+                    f"{len(done)} tokens, and a vLLM Request's tokens only grow"
+                )
+            req = self._new_request(request, done)
+            req.num_computed_tokens = len(done)
+            req.status = type(req.status).RUNNING
+            req.append_output_token_ids(list(tokens[len(done) :]))
+            new = self.manager.allocate_slots(req, len(tokens) - len(done))
+            first = len(done) // BLOCK_SIZE
+        if new is None:
+            return None
+        req.num_computed_tokens = len(tokens)
+        self._requests[request] = req
+        self._reused(new.blocks[_GROUP])
+        self._write(request, first)
+        return self._table(request)
+
+    @_events_taken
+    def free_request(self, request: int) -> None:
+        """free(req); a request vLLM never saw is freed as a fresh Request of that id."""
+        req = self._requests.pop(request, None)
+        self.manager.free(req if req is not None else self._new_request(request, ()))
+
+    # ----------------------------------------------------------------- views
+
+    def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """(request, its block ids) read from vLLM's manager, by request."""
+        return tuple((request, self._table(request)) for request in sorted(self._requests))
+
+    def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
+        """(block, parent hash, tokens) the adapter's model runner wrote, by block."""
+        return tuple((block, parent, tokens) for block, (parent, tokens) in sorted(self._written.items()))
+
+    def snapshot(self) -> Any:
+        """The pool's snapshot, its holdings joined by each request's blocks in vLLM's table."""
+        queue, blocks, pool_holdings = super().snapshot()
+        held = {request: list(blocks_held) for request, blocks_held in pool_holdings}
+        for request, table in self.tables():
+            held.setdefault(request, []).extend(table)
+        return queue, blocks, tuple((request, tuple(sorted(b))) for request, b in sorted(held.items()) if b)
