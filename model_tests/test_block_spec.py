@@ -175,7 +175,10 @@ def test_kind_and_profiles() -> None:
     kind = get_kind("blocks")
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
-    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-kv-cache-manager"}
+    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager"}
+    uncached = BLOCK_PROFILES["vllm-block-pool-uncached"]
+    assert uncached.semantics == BLOCK_PROFILES["vllm-block-pool"].semantics
+    assert uncached.operations == ("allocate", "touch", "lookup", "free", "evict", "reset", "num_free")
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
     assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
     assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "reset", "num_free")

@@ -74,7 +74,7 @@ from typing import Any
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
-__all__ = ["VllmBlockPool", "block_pool", "kv_cache_manager", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -85,12 +85,12 @@ _GROUP = 0
 """The one KV-cache group the adapter uses."""
 
 
-def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None) -> "VllmBlockPool":
+def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None, caching: bool = True) -> "VllmBlockPool":
     """vLLM's real BlockPool with `num_blocks` blocks (block 0 the null block), as a contract pool.
 
     `pool_class` replaces `vllm.v1.core.block_pool.BlockPool` (a subclass, a patched class) and is
     built with the same arguments; `peer_class` replaces it for the peer pool every `free` is
-    called on (module docstring). Raises ImportError naming the extra and the tools script when
+    called on (module docstring); `caching` is vLLM's `enable_caching`. Raises ImportError naming the extra and the tools script when
     vLLM is not installed.
     """
     try:
@@ -101,9 +101,15 @@ def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = Non
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
-    pool = cls(num_blocks, enable_caching=True, hash_block_size=1, enable_kv_cache_events=True)
+    pool = cls(num_blocks, enable_caching=caching, hash_block_size=1, enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class))
+
+
+def block_pool_uncached(num_blocks: int) -> "VllmBlockPool":
+    """vLLM's real BlockPool built with prefix caching off (`enable_caching=False`), as vLLM builds
+    it when prefix caching is disabled; checked under the profile vllm-block-pool-uncached."""
+    return block_pool(num_blocks, caching=False)
 
 
 def _peer_pool(cls: Any) -> Any:

@@ -15,7 +15,7 @@ pytest.importorskip(
 from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
-from cacheproof.engines.vllm import block_pool, kv_cache_manager  # noqa: E402
+from cacheproof.engines.vllm import block_pool, block_pool_uncached, kv_cache_manager  # noqa: E402
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -27,6 +27,12 @@ KIND = get_kind("blocks")
 def test_unmodified_pool_conforms_under_the_vllm_profile() -> None:
     report = check_under_profile("blocks", "vllm-block-pool", block_pool, examples=60)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
+
+
+def test_pool_without_caching_conforms_under_its_profile() -> None:
+    report = check_under_profile("blocks", "vllm-block-pool-uncached", block_pool_uncached, examples=60)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    assert block_pool_uncached(4).pool.enable_caching is False
 
 
 @pytest.mark.parametrize("name", sorted(vllm_broken_pools.FACTORIES))

@@ -48,3 +48,22 @@ def test_the_fixed_sample_keeps_its_fates(tmp_path: Path, monkeypatch: pytest.Mo
         ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool",
          "--examples", "100", "--check-args", "--call-timeout 60"],
         KILLED, SURVIVING, 395, tmp_path, monkeypatch, capsys)
+
+
+UNCACHED_KILLED = {
+    291: "get_new_blocks with caching off: its assert that a handed-out block has ref 0 inverted",
+    293: "get_new_blocks with caching off: a handed-out block's ref_cnt never set to 1",
+    295: "get_new_blocks with caching off: a handed-out block's ref_cnt set to 0",
+}
+"""Mutants in the enable_caching=False branch of get_new_blocks, which vLLM's tests kill and the
+duel's pool (caching on) never reaches: killed under the profile of a pool built without caching."""
+UNCACHED_SURVIVING = {296: "the metrics collector's call in that branch: no collector"}
+
+
+def test_the_uncached_pool_kills_the_caching_off_branch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    check_fixed_sample(
+        "vllm.v1.core.block_pool",
+        ["--impl", "cacheproof.engines.vllm:block_pool_uncached", "--spec", "blocks",
+         "--profile", "vllm-block-pool-uncached", "--examples", "100", "--check-args", "--call-timeout 60"],
+        UNCACHED_KILLED, UNCACHED_SURVIVING, 395, tmp_path, monkeypatch, capsys)

@@ -86,6 +86,14 @@ BLOCK_PROFILES: dict[str, Profile] = {
             "a prefix hit re-announced (kv_cache_report_mode full)",
         ),
         Profile(
+            "vllm-block-pool-uncached",
+            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored"),
+            tuple(name for name in POOL_OPERATIONS if name != "cache_blocks"),
+            "vLLM 0.34.0 BlockPool built with enable_caching=False: vllm-block-pool without cache_blocks "
+            "(no block is ever hashed, so every freed block goes to the head of the queue and lookup finds "
+            "nothing)",
+        ),
+        Profile(
             "vllm-kv-cache-manager",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
             (*REQUEST_OPERATIONS, "reset", "num_free"),
