@@ -85,13 +85,14 @@ _GROUP = 0
 """The one KV-cache group the adapter uses."""
 
 
-def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None, caching: bool = True) -> "VllmBlockPool":
+def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None,
+               caching: bool = True) -> "VllmBlockPool":
     """vLLM's real BlockPool with `num_blocks` blocks (block 0 the null block), as a contract pool.
 
     `pool_class` replaces `vllm.v1.core.block_pool.BlockPool` (a subclass, a patched class) and is
     built with the same arguments; `peer_class` replaces it for the peer pool every `free` is
-    called on (module docstring); `caching` is vLLM's `enable_caching`. Raises ImportError naming the extra and the tools script when
-    vLLM is not installed.
+    called on (module docstring); `caching` is vLLM's `enable_caching`. Raises ImportError naming
+    the extra and the tools script when vLLM is not installed.
     """
     try:
         from vllm.sampling_params import SamplingParams
