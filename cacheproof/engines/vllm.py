@@ -31,6 +31,12 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   So every free runs both halves of `free_blocks`: the routing of another pool's blocks and the
   release into the block's own pool, and a block freed into the wrong pool shows in this pool's
   queue and counts. One holding of each block by `request` is forgotten when there is one.
+- `unpin(request, blocks)` -> `unpin_blocks([blocks], on_reuse)` on the pool itself (vLLM's
+  unpin routes no block to another pool), `on_reuse` the adapter's: it records each block vLLM
+  reports reused, which the `reused()` view reads back after the call (sorted). One holding of each
+  block by `request` is forgotten, as for free.
+- `writable(blocks)` -> `is_block_writable(block)` for each given block, once each, in the order
+  given; the answer is the blocks vLLM says yes to.
 - `evict(blocks)` -> `evict_blocks(set(blocks))`; the result is read back: the given blocks (in
   the order given, once each) that had a hash before the call and have none after.
 - `reset()` -> `reset_prefix_cache()`; `num_free()` -> `get_num_free_blocks()`.
@@ -134,9 +140,11 @@ class _VllmNames:
 
 def _events_taken(operation: Any) -> Any:
     """The adapter's `operation`, then vLLM's KV cache event queue taken (also when it raises): the
-    call's events, which `events()` reads back."""
+    call's events, which `events()` reads back; the blocks vLLM reports reused are recorded afresh
+    for each call (`reused()`)."""
     @functools.wraps(operation)
     def taking(self: "VllmBlockPool", *args: Any, **kwargs: Any) -> Any:
+        self._told = []
         try:
             return operation(self, *args, **kwargs)
         finally:
@@ -166,6 +174,7 @@ class VllmBlockPool:
         self._held: dict[int, list[int]] = {}
         self._emitted: list[Any] = []  # vLLM's KV cache events of the last call
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
+        self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
 
     @property
     def num_blocks(self) -> int:
@@ -216,10 +225,10 @@ class VllmBlockPool:
         except ValueError as error:
             raise CapacityError(str(error)) from error
         self._hold(request, blocks)
-        self._reused(blocks)
+        self._handed_out(blocks)
         return tuple(block.block_id for block in blocks)
 
-    def _reused(self, blocks: list[Any]) -> None:
+    def _handed_out(self, blocks: list[Any]) -> None:
         """A hook for blocks vLLM handed out again (the request level forgets their tokens)."""
 
     @_events_taken
@@ -263,10 +272,31 @@ class VllmBlockPool:
         to its own pool; one recorded holding of each is forgotten."""
         objects = self._blocks(tuple(blocks))
         self.peer.free_blocks(objects)
+        self._forget(request, objects)
+
+    @_events_taken
+    def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
+        """unpin_blocks(blocks, on_reuse) in the order given; one recorded holding of each is forgotten."""
+        objects = self._blocks(tuple(blocks))
+        self.pool.unpin_blocks(objects, self._on_reuse)
+        self._forget(request, objects)
+
+    def _on_reuse(self, block: Any) -> None:
+        """vLLM's call to the unpinner: `block` is reused, stop reading it."""
+        self._told.append(block.block_id)
+
+    def _forget(self, request: int, objects: list[Any]) -> None:
+        """One recorded holding of each block by `request` is forgotten, where there is one."""
         held = self._held.get(request, [])
         for block in objects:
             if block.block_id in held:
                 held.remove(block.block_id)
+
+    @_events_taken
+    def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """is_block_writable of each given block, once each; the blocks it says yes to."""
+        objects = self._blocks(tuple(dict.fromkeys(blocks)))
+        return tuple(block.block_id for block in objects if self.pool.is_block_writable(block))
 
     @_events_taken
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
@@ -312,6 +342,10 @@ class VllmBlockPool:
         )
         holdings = tuple(sorted((request, tuple(sorted(held))) for request, held in self._held.items() if held))
         return self.free_queue(), blocks, holdings
+
+    def reused(self) -> tuple[int, ...]:
+        """The blocks vLLM reported reused to the unpinner during the last call, sorted."""
+        return tuple(sorted(self._told))
 
     def _event_hash(self, value: Any) -> Any:
         """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it)."""

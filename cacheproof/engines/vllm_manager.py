@@ -110,7 +110,7 @@ class VllmKVCacheManager(VllmBlockPool):
     def _table(self, request: int) -> tuple[int, ...]:
         return tuple(self.manager.get_block_ids(str(request))[0])
 
-    def _reused(self, blocks: list[Any]) -> None:
+    def _handed_out(self, blocks: list[Any]) -> None:
         for block in blocks:
             self._written.pop(block.block_id, None)
 
@@ -170,7 +170,7 @@ class VllmKVCacheManager(VllmBlockPool):
             return None
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
-        self._reused(new.blocks[_GROUP])
+        self._handed_out(new.blocks[_GROUP])
         self._write(request, first)
         return self._table(request)
 

@@ -1,4 +1,5 @@
-"""The KV cache events of one call: what a block pool announces to a router about its prefix cache.
+"""The announcements of one call: the KV cache events, what a block pool tells a router about its
+prefix cache, and the blocks it reused under a reader.
 
 A router that places requests by prefix (vLLM's `enable_kv_cache_events`) keeps a copy of the
 pool's hash map from the pool's events, so the events must say exactly how the call changed it:
@@ -11,6 +12,11 @@ pool's hash map from the pool's events, so the events must say exactly how the c
 - removed: every hash a block lost, once per block that carried it, as a multiset (sorted: the
   order of removals within one call tells a router nothing).
 - cleared: whether every hash was dropped at once (`reset`); that one event replaces the removals.
+
+Besides the KV cache events, a call announces which blocks it reused under a reader (`reused()`):
+a block released with `unpin` stays readable by whoever unpinned it until the pool hands it out
+again (`allocate`) or drops every hash (`reset`); that call tells the reader to stop, once. The
+view is the blocks told, sorted (the order within one call tells a reader nothing).
 
 `BlockSemantics.hit_events` says whether a prefix hit also re-announces the reused blocks as
 stored (vLLM's `kv_cache_report_mode="full"`). The view `events()` is the events of the last call,
@@ -32,12 +38,13 @@ NO_EVENTS: Events = ((), (), False)
 class CallEvents:
     """The events of one call, recorded as its steps change hashes."""
 
-    __slots__ = ("_stored", "_removed", "_cleared")
+    __slots__ = ("_stored", "_removed", "_cleared", "_reused")
 
     def __init__(self) -> None:
         self._stored: list[tuple[int | None, tuple[int, ...]]] = []
         self._removed: list[int] = []
         self._cleared = False
+        self._reused: list[int] = []
 
     def store(self, parent: int | None, hashes: Iterable[int]) -> None:
         """Blocks gained `hashes` together, the first after `parent`; none: no event."""
@@ -53,8 +60,16 @@ class CallEvents:
         """Every hash was dropped at once."""
         self._cleared = True
 
+    def reuse(self, block: int) -> None:
+        """The reader of unpinned `block` is told that the pool reused it."""
+        self._reused.append(block)
+
     def view(self) -> Events:
         return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
+
+    def reused_view(self) -> tuple[int, ...]:
+        """The blocks reused under a reader in this call, sorted."""
+        return tuple(sorted(self._reused))
 
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])

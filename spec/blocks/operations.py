@@ -32,6 +32,10 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
               summary="the first-inserted block of each hash of the longest cached prefix"),
     Operation("free", (_REQUEST, _BLOCKS), "None", (_BAD, _STATE), True,
               summary="ref - 1 each in order; at 0 a hashed block goes to the tail, an unhashed to the head"),
+    Operation("unpin", (_REQUEST, _BLOCKS), "None", (_BAD, _STATE), True,
+              summary="free, but the blocks stay readable until reused: at 0 each goes to the tail, watched"),
+    Operation("writable", (_BLOCKS,), "blocks", (_BAD,), False,
+              summary="the given blocks their one holder may write in place: ref 1 and no hash"),
     Operation("evict", (_BLOCKS,), "blocks", (_BAD,), True,
               summary="drop the hashes of the given blocks (queue places kept); the blocks that had one"),
     Operation("reset", (), "bool", (), True,
@@ -54,7 +58,7 @@ BLOCK_TYPES: dict[str, str] = {
 signatures write them (a list is accepted where a tuple is taken; results are tuples)."""
 
 POOL_OPERATIONS: tuple[str, ...] = (
-    "allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free",
+    "allocate", "touch", "cache_blocks", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free",
 )
 """The pool-level operations (vLLM's BlockPool has these)."""
 

@@ -14,11 +14,15 @@ Lifecycle of one non-null block (docs/block-pool-contract.md draws it):
    evicted last), an unhashed one the HEAD (FREE: reused first).
 5. CACHED FREE --touch--> CACHED IN USE (a prefix hit: it leaves the queue);
    --allocate--> IN USE, losing its hash (lazy eviction); --evict/reset--> FREE, same queue place.
+6. IN USE / CACHED IN USE --unpin--> as free, but READABLE: its holder keeps reading it, so at ref
+   0 it joins the TAIL, hashed or not (reused last), and it is WATCHED: the call that next hands it
+   out (allocate) or drops every hash (reset) tells the reader, once (the `reused()` view).
 Block 0 is the null block: never in the queue, never handed out, never hashed, ref 0 for ever.
 
 State: the free queue (a list, head first), per block its ref count and hash (or None), the hash
-map (hash -> the blocks carrying it, first inserted first: lookup answers with the first), and per
-request the blocks it holds (a multiset: a block touched twice by one request is held twice).
+map (hash -> the blocks carrying it, first inserted first: lookup answers with the first), per
+request the blocks it holds (a multiset: a block touched twice by one request is held twice), and
+the watched blocks (unpinned, their readers not yet told of a reuse).
 The request level (spec/blocks/manager.py) adds per-request block tables and block contents.
 """
 
@@ -60,6 +64,7 @@ class BlockPoolSpec(RequestLevel):
         self._hash: list[int | None] = [None] * num_blocks  # per block: its hash, None if none
         self._map: dict[int, list[int]] = {}  # hash -> blocks carrying it, first inserted first
         self._held: dict[int, list[int]] = {}  # request -> blocks it holds, in acquisition order
+        self._watched: dict[int, None] = {}  # blocks unpinned whose readers are not yet told of a reuse
         self._tables: dict[int, list[int]] = {}
         self._tokens: dict[int, tuple[int, ...]] = {}
         self._cached: dict[int, int] = {}
@@ -143,15 +148,29 @@ class BlockPoolSpec(RequestLevel):
         self._check_request("free", request)
         ids = self._check_blocks("free", blocks)
         self._check_unmanaged("free", request)
-        held = self._held.get(request, [])
-        for block in dict.fromkeys(ids):
-            if ids.count(block) > held.count(block):
-                raise WrongStateError(
-                    f"free(request={request}, block={block}): freed {ids.count(block)} times but the "
-                    f"request holds it {held.count(block)} times (ref {self._ref[block]}); a free of "
-                    "a block the request does not hold is a double free"
-                )
+        self._check_holdings("free", request, ids)
         self._release(request, ids)
+
+    @announcing
+    def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
+        """Release one holding of `request` on each block, as `free`, for a holder that keeps
+        reading them: the blocks that reach 0 in this call join the tail of the queue in the order
+        given, hashed or not (reused last), and every block given is watched until a call reuses it.
+        The null block is never held, so unpinning it is an InvalidArgumentError."""
+        self._check_request("unpin", request)
+        ids = self._check_blocks("unpin", blocks, keep_null=True)
+        if NULL_BLOCK in ids:
+            raise InvalidArgumentError(f"unpin(request={request}): block 0 is the null block, which no request holds")
+        self._check_unmanaged("unpin", request)
+        self._check_holdings("unpin", request, ids)
+        self._release(request, ids, readable=True)
+
+    @announcing
+    def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """The given blocks that their one holder may write in place: held once (ref 1) and
+        carrying no hash (no other request can hit it), in the order given, once each. Read-only."""
+        ids = self._check_blocks("writable", blocks)
+        return tuple(block for block in dict.fromkeys(ids) if self._ref[block] == 1 and self._hash[block] is None)
 
     @announcing
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
@@ -166,12 +185,14 @@ class BlockPoolSpec(RequestLevel):
 
     @announcing
     def reset(self) -> bool:
-        """Drop every hash and return True; False, changing nothing, while a block is in use."""
+        """Drop every hash and return True; False, changing nothing, while a block is in use. Every
+        watched block's reader is told (its contents may now be recomputed under another hash)."""
         if any(self._ref):
             return False
         for block in self._hash_order():
             self._drop_hash(block, announce=False)
         self._events.clear()
+        self._tell_readers(list(self._watched))
         return True
 
     @announcing
@@ -196,16 +217,21 @@ class BlockPoolSpec(RequestLevel):
         """The KV cache events of the last call: (stored, removed, cleared), spec/blocks/events.py."""
         return self._events.view()
 
+    def reused(self) -> tuple[int, ...]:
+        """The watched blocks the last call reused (allocate, reset), sorted: each reader told once."""
+        return self._events.reused_view()
+
     def hash_map(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(hash, the blocks carrying it, first inserted first), by hash."""
         return tuple((value, tuple(blocks)) for value, blocks in sorted(self._map.items()))
 
     def state_key(self) -> tuple:
         """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
-        the request tables, tokens, cached counts and block contents."""
+        the watched blocks, the request tables, tokens, cached counts and block contents."""
         return (
             self.snapshot(),
             self.hash_map(),
+            tuple(sorted(self._watched)),
             self.tables(),
             tuple(sorted(self._tokens.items())),
             tuple(sorted(self._cached.items())),
@@ -219,6 +245,7 @@ class BlockPoolSpec(RequestLevel):
         twin._queue, twin._ref, twin._hash = list(self._queue), list(self._ref), list(self._hash)
         twin._map = {value: list(blocks) for value, blocks in self._map.items()}
         twin._held = {request: list(held) for request, held in self._held.items()}
+        twin._watched = dict(self._watched)
         twin._tables = {request: list(table) for request, table in self._tables.items()}
         twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
         return twin
@@ -270,6 +297,17 @@ class BlockPoolSpec(RequestLevel):
             return tuple(blocks)
         return tuple(block for block in blocks if block != NULL_BLOCK)
 
+    def _check_holdings(self, operation: str, request: int, ids: tuple[int, ...]) -> None:
+        """Each block is given no more times than `request` holds it (else a double free)."""
+        held = self._held.get(request, [])
+        for block in dict.fromkeys(ids):
+            if ids.count(block) > held.count(block):
+                raise WrongStateError(
+                    f"{operation}(request={request}, block={block}): given {ids.count(block)} times but the "
+                    f"request holds it {held.count(block)} times (ref {self._ref[block]}); a release of "
+                    "a block the request does not hold is a double free"
+                )
+
     def _check_hashes(self, operation: str, hashes: object) -> tuple[int, ...]:
         if not isinstance(hashes, (tuple, list)):
             raise InvalidArgumentError(f"{operation}: hashes must be a tuple of ints, got {hashes!r}")
@@ -282,8 +320,9 @@ class BlockPoolSpec(RequestLevel):
 
     def _take(self, request: int, n: int) -> list[int]:
         """The first n blocks of the queue leave it; a hashed one loses its hash (lazy eviction)
-        and any recorded contents; each gets ref 1, held by `request`."""
+        and any recorded contents; a watched one's reader is told; each gets ref 1, held by `request`."""
         taken, self._queue = self._queue[:n], self._queue[n:]
+        self._tell_readers([block for block in taken if block in self._watched])
         for block in taken:
             if self._hash[block] is not None:
                 self._drop_hash(block)
@@ -315,18 +354,27 @@ class BlockPoolSpec(RequestLevel):
         if self.semantics.hit_events == "stored" and None not in hashes:
             self._events.store(None, hashes)
 
-    def _release(self, request: int, blocks: Any) -> None:
-        """ref - 1 each, one holding of `request` each; the blocks reaching 0 join the queue."""
+    def _release(self, request: int, blocks: Any, *, readable: bool = False) -> None:
+        """ref - 1 each, one holding of `request` each; the blocks reaching 0 join the queue: the
+        unhashed at the head unless `readable` (unpin: all at the tail, every block watched)."""
         head, tail = [], []
         held = self._held[request] if blocks else []
         for block in blocks:
             held.remove(block)
             self._ref[block] -= 1
+            if readable:
+                self._watched[block] = None
             if self._ref[block] == 0:
-                (head if self._hash[block] is None else tail).append(block)
+                (head if self._hash[block] is None and not readable else tail).append(block)
         if blocks and not held:
             del self._held[request]
         self._queue = head + self._queue + tail
+
+    def _tell_readers(self, blocks: list[int]) -> None:
+        """The watched `blocks` are reused: each reader is told, and the block is no longer watched."""
+        for block in blocks:
+            del self._watched[block]
+            self._events.reuse(block)
 
     def _drop_hash(self, block: int, *, announce: bool = True) -> None:
         """The block loses its hash, announced as removed unless `announce` is False (reset's

@@ -82,7 +82,8 @@ BLOCK_PROFILES: dict[str, Profile] = {
             BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored"),
             POOL_OPERATIONS,
             "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
-            "free_blocks, evict_blocks, reset_prefix_cache, get_num_free_blocks), KV cache events on, "
+            "free_blocks, unpin_blocks, is_block_writable, evict_blocks, reset_prefix_cache, "
+            "get_num_free_blocks), KV cache events on, "
             "a prefix hit re-announced (kv_cache_report_mode full)",
         ),
         Profile(

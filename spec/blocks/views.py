@@ -2,7 +2,8 @@
 
 A report shows a view that differs part by part: the free queue, each block's ref count and hash,
 each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
-written block's contents (`contents()`), the KV cache events of the last call (`events()`). Each part names the invariants of spec/blocks/invariants.py
+written block's contents (`contents()`), the KV cache events of the last call (`events()`), the
+blocks the last call reused under a reader (`reused()`). Each part names the invariants of spec/blocks/invariants.py
 that a difference in it concerns, or the rule of docs/block-pool-contract.md that none states.
 `block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
 invariants judge. `cacheproof.contract.explaining.steps` reads both through the kind
@@ -27,6 +28,8 @@ QUEUE_RULE = ("allocate takes blocks from the head of the free queue; a block re
 EVENTS_RULE = ("a call announces exactly how it changed the hash map: each group of blocks that gained hashes "
                "(with the parent hash), each hash a block lost, or one clear on reset "
                "(docs/block-pool-contract.md, KV cache events)")
+REUSED_RULE = ("a block released with unpin stays readable until a call reuses it: the allocate that hands it out, "
+               "or a reset, tells its reader once (docs/block-pool-contract.md, Readable released blocks)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings (docs/block-pool-contract.md, Request level)")
 
@@ -94,8 +97,15 @@ def events_parts(events: Any, names: Naming) -> Sequence[ViewPart] | None:
             ViewPart("cleared (KV cache events)", "yes" if events[2] else "no", rule=EVENTS_RULE)]
 
 
+def reused_parts(reused: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """The blocks reused under a reader, as one part."""
+    if not _is_tuple(reused):
+        return None
+    return [ViewPart("reused under a reader", names.things("block", reused), rule=REUSED_RULE)]
+
+
 BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts,
-                  "events": events_parts}
+                  "events": events_parts, "reused": reused_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
 BLOCK_SHAPES = {
@@ -106,15 +116,17 @@ BLOCK_SHAPES = {
     "contents": "a tuple of (block id, parent hash or None, tuple of tokens) triples, one per written block",
     "events": "a tuple (stored, removed, cleared): stored a tuple of (parent hash or None, tuple of hashes) pairs in "
               "the order announced, removed a sorted tuple of hashes, cleared a bool",
+    "reused": "a sorted tuple of block ids: the unpinned blocks the last call reused",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
-`tables_parts`, `contents_parts` and `events_parts` read it."""
+`tables_parts`, `contents_parts`, `events_parts` and `reused_parts` read it."""
 
 BLOCK_VIEW_READERS = {
     "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
+    "reused": ViewReader(lambda target, model: target.reused(), lambda model: "cache.reused()", optional=True),
 }
-"""The events view is optional (`SpecKind.view_readers`): a pool that announces no KV cache events
-(no `events()`) is compared on the other views. It is an announcement (`SpecKind.announcements`)."""
+"""The announcement views are optional (`SpecKind.view_readers`): a pool that announces no KV cache
+events (no `events()`), or has no `unpin` (no `reused()`), is compared on the other views."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,

@@ -7,14 +7,15 @@ it holds (its own, last first, as a manager does), touches cached or in-use bloc
 unhashed blocks it holds; lookups follow chains of hashes that are cached; an allocation often
 takes the whole free queue or all but one block, so that cached free blocks at its tail are reused
 (their hashes dropped lazily); caching and freeing mostly pick a request that holds blocks, and
-a touch is often a prefix hit on a cached free block. Misuse calls (a block
-freed twice, a touch of a free unhashed block, caching a hashed block, the null block, ids out of
+a touch is often a prefix hit on a cached free block. An unpin releases blocks as a free does; a
+writable asks of blocks mostly in use. Misuse calls (a block
+freed or unpinned twice, a touch of a free unhashed block, caching a hashed block, the null block, ids out of
 range, n < 0, a pool-level allocate for a request managed at the request level, a request, hash or
 token that is not an int) come one in eight, and only when the semantics say misuse is checked;
 every error outcome of the operation table is among them (docs/search-power.md, outcome coverage).
 
 Where the semantics skip the null block (`null_block="skip"`, vLLM's design: block tables pad with
-it), one suited touch, cache_blocks, free or evict in NULL_PAD_IN carries it once or twice, at a
+it), one suited touch, cache_blocks, free, writable or evict in NULL_PAD_IN carries it once or twice, at a
 drawn place (in cache_blocks with a hash of its own), since the pool must pass over it there; the
 outcome coverage counts those calls apart (`cases`, `case_of`). Under the contract the null block
 is misuse, drawn only among the misuse calls.
@@ -30,20 +31,22 @@ in lives of 1,000 calls, which fill and drain a pool many times over. The wide a
 drawn from a seeded `random.Random` (`ProgramOptions.seeded`) and shrunk by the checker alone.
 
 `check --exhaustive` enumerates instead (`BlockCalls.enabled_calls`, the scopes `EXHAUSTIVE`, an
-`ExhaustiveBlockScope` each): from every state, every call of the scope that suits it, and where
-misuse is checked the misuse the drawn calls make (docs/exhaustive.md).
+`ExhaustiveBlockScope` each, in block_exhaustive.py): from every state, every call of the scope that
+suits it, and where misuse is checked the misuse the drawn calls make (docs/exhaustive.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from itertools import permutations, product
 from typing import Any
 
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
+from cacheproof.check.programs.generators import block_exhaustive
+from cacheproof.check.programs.generators.block_exhaustive import ExhaustiveBlockScope, enabled_calls
 from cacheproof.contract.calls import Call
+from cacheproof.spec.blocks.pool import NULL_BLOCK
 
 
 @dataclass(frozen=True)
@@ -71,42 +74,15 @@ SCOPES = {scope.name: scope for scope in (SMALL, WIDE, LONG)}
 
 
 
-@dataclass(frozen=True)
-class ExhaustiveBlockScope:
-    """What `check --exhaustive` tries from every state of the block pool: pools of each of `blocks`
-    blocks (the null block 0 among them); requests, hashes and tokens from these tuples; touch,
-    cache_blocks and evict of every ordered choice of up to `most_named` suitable blocks, every hash
-    of cache_blocks, lookup of every run of up to `most_named` hashes, free of every run of a request's
-    blocks (last first, or as held), allocate of 0..the free blocks, find_cached_prefix of every run
-    of up to `most_tokens` tokens, allocate_slots extending a request's tokens by every run of up to
-    `most_new_tokens`; where misuse is checked, the misuse the drawn calls make, on the same values.
-    `depth`: the calls per path a search goes to when no --depth is given."""
-
-    name: str
-    blocks: tuple[int, ...]
-    requests: tuple[int, ...]
-    hashes: tuple[int, ...]
-    tokens: tuple[int, ...]
-    most_named: int
-    most_tokens: int
-    most_new_tokens: int
-    depth: int
-
-
-EXHAUSTIVE = {scope.name: scope for scope in (
-    ExhaustiveBlockScope("tiny", (2, 3), (1, 2), (1, 2), (0, 1), 2, 4, 2, 3),
-    ExhaustiveBlockScope("four-blocks", (2, 3, 4), (1, 2), (1, 2), (0, 1), 2, 4, 2, 3),
-)}
-"""The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
-
+EXHAUSTIVE = block_exhaustive.EXHAUSTIVE
+"""The exhaustive scopes, declared where `generators.exhaustive_scopes` reads a kind's scopes."""
 THOROUGH = (Phase(SMALL, 1000, 100), Phase(WIDE, 600, 100, shrink=False), Phase(LONG, 60, 1000, shrink=False))
 """`cacheproof check --spec blocks --thorough`: 220,000 calls, under a minute of CPU (docs/scope.md)."""
-NULL_BLOCK = 0
 NULL_PAD_IN = 4
 """Where the null block is skipped, one suited call in this many that takes blocks carries it."""
 NULL_BLOCK_CASE = "returns with the null block"
 """The coverage row of a call that carries the null block and returns (the pool passed over it)."""
-_BLOCKS_AT = {"touch": 1, "cache_blocks": 1, "free": 1, "evict": 0}
+_BLOCKS_AT = {"touch": 1, "cache_blocks": 1, "free": 1, "writable": 0, "evict": 0}
 """Where each operation that may carry the null block takes its blocks."""
 
 
@@ -134,11 +110,8 @@ class BlockCalls:
         """Every call of `scope` among `operations` that suits the model's state, then (when
         `misuse`) its misuse calls (see `ExhaustiveBlockScope`), each operation in table order."""
         queue, blocks, holdings = model.snapshot()
-        state = _State(queue, blocks, dict(holdings), dict(model.tables()), model, scope)
-        calls = [call for name in operations for call in _EVERY[name](state, scope)]
-        if misuse:
-            calls += [call for name in operations for call in _EVERY_MISUSE.get(name, _none)(state, scope)]
-        return tuple({repr(call): call for call in calls}.values())
+        return enabled_calls(_State(queue, blocks, dict(holdings), dict(model.tables()), model, scope), scope,
+                             operations, misuse)
 
     def cases(self, semantics: Any) -> tuple[tuple[str, str], ...]:
         """The coverage rows besides the outcomes: under `semantics` (None: the contract), a call
@@ -234,15 +207,31 @@ def _lookup(draws: Draws, s: _State) -> Call:
     return Call("lookup", (_subsequence(draws, known + list(s.hashes[:1]), s.scope.most_named),))
 
 
-def _free(draws: Draws, s: _State) -> Call:
+def _released(draws: Draws, s: _State) -> tuple[int, tuple]:
+    """A request and some of the blocks it holds, last first or as held (none if it holds none)."""
     request = s.holder(draws)
     held = s.held_by(request)
     if not held:
-        return Call("free", (request, _padded(draws, s, ())[0]))
+        return request, ()
     count = integer(draws, 1, len(held))
     order = choice(draws, ("last first", "as held"))
-    chosen = held[-count:][::-1] if order == "last first" else held[:count]
-    return Call("free", (request, _padded(draws, s, tuple(chosen))[0]))
+    return request, tuple(held[-count:][::-1] if order == "last first" else held[:count])
+
+
+def _free(draws: Draws, s: _State) -> Call:
+    request, blocks = _released(draws, s)
+    return Call("free", (request, _padded(draws, s, blocks)[0]))
+
+
+def _unpin(draws: Draws, s: _State) -> Call:
+    """As free, never with the null block (no pool passes over it there: it is misuse)."""
+    return Call("unpin", _released(draws, s))
+
+
+def _writable(draws: Draws, s: _State) -> Call:
+    """Mostly blocks in use (some held once and unhashed), else any."""
+    pool = s.in_use if s.in_use and coin(draws) else list(range(1, s.num_blocks))
+    return Call("writable", (_padded(draws, s, _distinct(draws, pool or [0], s.scope.most_named))[0],))
 
 
 def _evict(draws: Draws, s: _State) -> Call:
@@ -282,7 +271,7 @@ def _free_request(draws: Draws, s: _State) -> Call:
 
 _SUITED = {
     "allocate": _allocate, "touch": _touch, "cache_blocks": _cache_blocks, "lookup": _lookup, "free": _free,
-    "evict": _evict, "reset": _reset, "num_free": _num_free, "find_cached_prefix": _find_cached_prefix,
+    "unpin": _unpin, "writable": _writable, "evict": _evict, "reset": _reset, "num_free": _num_free, "find_cached_prefix": _find_cached_prefix,
     "allocate_slots": _allocate_slots, "free_request": _free_request,
 }
 
@@ -291,6 +280,13 @@ def _misuse_free(draws: Draws, s: _State) -> Call:
     request = s.pool_request(draws)
     not_held = [b for b in range(1, s.num_blocks) if b not in s.holdings.get(request, ())]
     return Call("free", (request, _distinct(draws, not_held or [0], most=2)))
+
+
+def _misuse_unpin(draws: Draws, s: _State) -> Call:
+    """A block the request does not hold, the null block or an id out of range."""
+    request = s.pool_request(draws)
+    not_held = [b for b in range(1, s.num_blocks) if b not in s.holdings.get(request, ())]
+    return Call("unpin", (request, (choice(draws, not_held + [0, s.num_blocks]),)))
 
 
 def _misuse_touch(draws: Draws, s: _State) -> Call:
@@ -319,8 +315,11 @@ def _misuse_find_cached_prefix(draws: Draws, s: _State) -> Call:
     return Call("find_cached_prefix", (_tokens(draws, s) + (choice(draws, NOT_INTS),),))
 
 
-def _misuse_evict(draws: Draws, s: _State) -> Call:
-    return Call("evict", ((choice(draws, (-1, s.num_blocks, s.num_blocks + 3)),),))
+def _out_of_range(operation: str) -> Any:
+    """The misuse drawer of an operation whose one argument is blocks: an id out of range."""
+    def draw(draws: Draws, s: _State) -> Call:
+        return Call(operation, ((choice(draws, (-1, s.num_blocks, s.num_blocks + 3)),),))
+    return draw
 
 
 def _misuse_free_request(draws: Draws, s: _State) -> Call:
@@ -347,133 +346,6 @@ def _misuse_allocate_slots(draws: Draws, s: _State) -> Call:
 _MISUSE = {
     **_SUITED,
     "allocate": _misuse_allocate, "touch": _misuse_touch, "cache_blocks": _misuse_cache, "free": _misuse_free,
-    "evict": _misuse_evict, "free_request": _misuse_free_request, "allocate_slots": _misuse_allocate_slots,
+    "unpin": _misuse_unpin, "writable": _out_of_range("writable"), "evict": _out_of_range("evict"), "free_request": _misuse_free_request, "allocate_slots": _misuse_allocate_slots,
     "lookup": _misuse_lookup, "find_cached_prefix": _misuse_find_cached_prefix,
-}
-
-
-def _runs(items: list, most: int) -> list[tuple]:
-    """Every ordered choice of 1..`most` distinct `items`."""
-    return [run for length in range(1, most + 1) for run in permutations(items, length)]
-
-
-def _words(letters: tuple, most: int) -> list[tuple]:
-    """Every sequence of 1..`most` of `letters`, repeats allowed."""
-    return [word for length in range(1, most + 1) for word in product(letters, repeat=length)]
-
-
-def _pool_level(s: _State, scope: ExhaustiveBlockScope) -> list[int]:
-    return [r for r in scope.requests if r not in s.tables]
-
-
-def _none(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return []
-
-
-def _every_allocate(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("allocate", (r, n)) for r in _pool_level(s, scope) for n in range(len(s.queue) + 1)]
-
-
-def _every_touch(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    touchable = sorted(set(s.hashed + s.in_use) - {NULL_BLOCK})
-    return [Call("touch", (r, run)) for r in _pool_level(s, scope) for run in _runs(touchable, scope.most_named)]
-
-
-def _every_cache_blocks(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    calls = []
-    for r in _pool_level(s, scope):
-        unhashed = [b for b in dict.fromkeys(s.held_by(r)) if s.blocks[b][1] is None]
-        calls += [Call("cache_blocks", (r, run, hashes)) for run in _runs(unhashed, scope.most_named)
-                  for hashes in product(scope.hashes, repeat=len(run))]
-    return calls
-
-
-def _every_lookup(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("lookup", (run,)) for run in _words(scope.hashes, scope.most_named)]
-
-
-def _every_free(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    calls = []
-    for r in _pool_level(s, scope):
-        held = s.held_by(r)
-        for count in range(1, len(held) + 1):
-            calls += [Call("free", (r, tuple(held[-count:][::-1]))), Call("free", (r, tuple(held[:count])))]
-    return calls
-
-
-def _every_evict(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("evict", (run,)) for run in _runs(list(range(1, s.num_blocks)), scope.most_named)]
-
-
-def _every_find_cached_prefix(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("find_cached_prefix", (word,)) for word in _words(scope.tokens, scope.most_tokens)]
-
-
-def _every_allocate_slots(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    managed = [r for r in scope.requests if r not in s.holdings or r in s.tables]
-    return [Call("allocate_slots", (r, s.model.tokens_of(r) + extra)) for r in managed
-            for extra in _words(scope.tokens, scope.most_new_tokens)]
-
-
-def _every_free_request(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("free_request", (r,)) for r in sorted(s.tables)]
-
-
-_EVERY = {
-    "allocate": _every_allocate, "touch": _every_touch, "cache_blocks": _every_cache_blocks, "lookup": _every_lookup,
-    "free": _every_free, "evict": _every_evict, "reset": lambda s, scope: [Call("reset", ())],
-    "num_free": lambda s, scope: [Call("num_free", ())], "find_cached_prefix": _every_find_cached_prefix,
-    "allocate_slots": _every_allocate_slots, "free_request": _every_free_request,
-}
-
-
-def _misuse_every_allocate(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return ([Call("allocate", (r, n)) for r in _pool_level(s, scope) for n in (-1, len(s.queue) + 1)]
-            + [Call("allocate", (r, 1)) for r in sorted(s.tables)])
-
-
-def _misuse_every_touch(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    idle = [b for b in s.queue if s.blocks[b][1] is None]
-    return [Call("touch", (r, (b,))) for r in _pool_level(s, scope) for b in idle + [NULL_BLOCK, s.num_blocks]]
-
-
-def _misuse_every_cache_blocks(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("cache_blocks", (r, (b,), (scope.hashes[0],))) for r in _pool_level(s, scope)
-            for b in sorted(set(s.hashed) | {NULL_BLOCK} | (set(range(1, s.num_blocks)) - set(s.held_by(r))))]
-
-
-def _misuse_every_free(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("free", (r, (b,))) for r in _pool_level(s, scope)
-            for b in range(s.num_blocks + 1) if b not in s.held_by(r)]
-
-
-def _misuse_every_evict(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("evict", ((b,),)) for b in (-1, s.num_blocks)]
-
-
-def _misuse_every_lookup(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("lookup", ((scope.hashes[0], bad),)) for bad in NOT_INTS]
-
-
-def _misuse_every_find_cached_prefix(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("find_cached_prefix", ((scope.tokens[0], bad),)) for bad in NOT_INTS]
-
-
-def _misuse_every_allocate_slots(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    pool_level = [r for r in sorted(s.holdings) if r not in s.tables]
-    return ([Call("allocate_slots", (bad, (scope.tokens[0],))) for bad in NOT_INTS]
-            + [Call("allocate_slots", (r, (scope.tokens[0],))) for r in pool_level]
-            + [Call("allocate_slots", (r, (scope.tokens[0], scope.tokens[0] + 9))) for r in sorted(s.tables)])
-
-
-def _misuse_every_free_request(s: _State, scope: ExhaustiveBlockScope) -> list[Call]:
-    return ([Call("free_request", (bad,)) for bad in NOT_INTS]
-            + [Call("free_request", (r,)) for r in scope.requests if r not in s.tables])
-
-
-_EVERY_MISUSE = {
-    "allocate": _misuse_every_allocate, "touch": _misuse_every_touch, "cache_blocks": _misuse_every_cache_blocks,
-    "free": _misuse_every_free, "evict": _misuse_every_evict, "lookup": _misuse_every_lookup,
-    "find_cached_prefix": _misuse_every_find_cached_prefix, "allocate_slots": _misuse_every_allocate_slots,
-    "free_request": _misuse_every_free_request,
 }
