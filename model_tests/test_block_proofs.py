@@ -11,8 +11,10 @@ import z3
 
 from cacheproof import cli
 from cacheproof.prove.blocks import counterexample, generic, proofs, refinement, transitions
+from cacheproof.prove.blocks.state import symbolic_state
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
-from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
+from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BLOCK_PROFILES
 
 VLLM = BLOCK_PROFILES["vllm-block-pool"].semantics
 
@@ -29,6 +31,16 @@ def test_every_obligation_is_proved_at_the_default_size():
         for name in ("WF", "Q", "B1", "B2", "B3", "B4", "B7"):
             assert (name, operation) in proved
     assert ("B6", "lookup") in proved and ("B8", "free") in proved and ("B8", "allocate") in proved
+    assert ("B8", "unpin") in proved and ("B8", "writable") in proved
+
+
+def test_the_model_has_every_pool_level_operation_of_the_spec():
+    assert sorted(transitions.OPERATIONS) == sorted(POOL_OPERATIONS)
+    outcomes = {
+        o.name for shape in transitions.shapes("unpin", 1)
+        for o in transitions.outcomes("unpin", shape, symbolic_state(3), transitions.symbolic_parameters(*shape), VLLM)
+    }
+    assert outcomes == {"InvalidArgumentError/block", "InvalidArgumentError/null block", "WrongStateError/double free", "None"}
 
 
 def test_the_generic_block_proofs_and_the_simulation_hold():
@@ -62,6 +74,16 @@ def test_a_free_without_the_holdings_check_has_counterexamples_that_fail_when_ru
     # the generic model with the same bug: B3 fails for some block
     monkeypatch.setattr(generic, "steps", _generic_free_unchecked(generic.steps))
     assert ("B3", "free") in {(r.invariant, r.operation) for r in generic.prove(operations=("free",)) if not r.proved}
+
+
+def test_an_unpin_without_the_holdings_check_has_counterexamples_that_fail_when_run(monkeypatch):
+    monkeypatch.setattr(transitions, "double_free", lambda state, p, named: z3.BoolVal(False))
+    failed = [r for r in proofs.prove(3, operations=("unpin",), max_list=1) if not r.proved]
+    assert {r.invariant for r in failed} >= {"B3", "WF"}
+    for r in failed:
+        assert r.counterexample.setup is not None and r.counterexample.call[0] == "unpin"
+        with pytest.raises(AssertionError):
+            _run_snippet(r.counterexample.python())
 
 
 def _generic_free_unchecked(steps):
@@ -130,7 +152,7 @@ def test_the_spec_refines_the_model():
 
 
 def test_a_spec_freeing_hashed_blocks_to_the_head_disagrees(monkeypatch):
-    def release_to_head(self, request, blocks):
+    def release_to_head(self, request, blocks, *, readable=False):
         freed = []
         held = self._held[request] if blocks else []
         for block in blocks:
@@ -162,3 +184,28 @@ def test_the_command_exits_0_and_writes_json(tmp_path, capsys):
     assert data["ok"] and data["bound"]["blocks"] == proofs.DEFAULT_BLOCKS
     assert all(o["verdict"] == "proved" for o in data["targets"][0]["obligations"])
     assert data["targets"][0]["refinement"]["agrees"]
+
+
+@pytest.mark.parametrize("check, wrong, semantics, operation", [
+    ("joins_tail", lambda block, readable: block.hashed, None, "unpin"),  # unpinned unhashed blocks to the head
+    ("unpin_null", lambda xs: z3.BoolVal(False), VLLM, "unpin"),  # unpin skips the null block under "skip"
+    ("writable_block", lambda block: block.ref == 1, None, "writable"),  # a hashed block is writable
+])
+def test_a_wrong_model_of_unpin_or_writable_disagrees_with_the_spec(monkeypatch, check, wrong, semantics, operation):
+    monkeypatch.setattr(transitions, check, wrong)
+    report = refinement.check_refinement(SMALL, semantics=semantics or BLOCK_CONTRACT)
+    assert not report.agrees
+    assert {d.call[0] for d in report.disagreements} == {operation}
+    for disagreement in report.disagreements:
+        assert disagreement.expected is not None and disagreement.expected != disagreement.observed
+        with pytest.raises(AssertionError, match="the model says"):
+            _run_snippet(disagreement.python())
+
+
+def test_a_spec_unpinning_unhashed_blocks_to_the_head_disagrees(monkeypatch):
+    release = BlockPoolSpec._release
+    monkeypatch.setattr(BlockPoolSpec, "_release", lambda self, request, blocks, readable=False: release(self, request, blocks))
+    report = refinement.check_refinement(SMALL)
+    assert {d.call[0] for d in report.disagreements} == {"unpin"}
+    with pytest.raises(AssertionError):
+        _run_snippet(report.disagreements[0].python())

@@ -89,8 +89,8 @@ def encode_state(snapshot: tuple, hash_map: tuple, num_blocks: int, requests: in
 def call_arguments(operation: str, request: int, n: int, blocks: tuple, hashes: tuple) -> tuple:
     """The spec call's arguments from the model's parameters."""
     return {
-        "allocate": (request, n), "touch": (request, blocks), "free": (request, blocks),
-        "cache_blocks": (request, blocks, hashes), "lookup": (hashes,), "evict": (blocks,),
+        "allocate": (request, n), "touch": (request, blocks), "free": (request, blocks), "unpin": (request, blocks),
+        "cache_blocks": (request, blocks, hashes), "lookup": (hashes,), "writable": (blocks,), "evict": (blocks,),
     }.get(operation, ())
 
 

@@ -74,8 +74,8 @@ def block_invariants(g: GenericBlock) -> dict[str, Any]:
 
 def steps(operation: str, g: GenericBlock, c: GenericCall, semantics: BlockSemantics = BLOCK_CONTRACT) -> list[tuple[str, Any, GenericBlock]]:
     """(outcome name, guard, post-block) of each success outcome of `operation` for this block.
-    The null block is never acted on: named 0 (an error under null_block="error", skipped under
-    "skip"); the guard holds the calling request's own checks on this block."""
+    The null block is never acted on: named 0 (an error under null_block="error" and in unpin,
+    else skipped under "skip"); the guard holds the calling request's own checks on this block."""
     n = c.named
     not_null = z3.Implies(g.null, n == 0)
     if operation == "allocate":
@@ -88,7 +88,7 @@ def steps(operation: str, g: GenericBlock, c: GenericCall, semantics: BlockSeman
         guard = z3.And(n >= 0, not_null, z3.Implies(n > 0, z3.Or(g.ref != 0, g.hashed)))
         after = g._replace(ref=g.ref + n, queued=z3.If(z3.And(n > 0, g.ref == 0), False, g.queued), caller=g.caller + n)
         return [("None", guard, after)]
-    if operation == "free":
+    if operation in ("free", "unpin"):  # unpin: another queue place and a watch, neither seen per block
         guard = z3.And(n >= 0, not_null, n <= g.caller)
         after = g._replace(ref=g.ref - n, queued=z3.Or(g.queued, z3.And(n > 0, g.ref - n == 0)), caller=g.caller - n)
         return [("None", guard, after)]
@@ -100,7 +100,7 @@ def steps(operation: str, g: GenericBlock, c: GenericCall, semantics: BlockSeman
     if operation == "reset":
         in_use = z3.Implies(g.ref != 0, c.in_use)
         return [("False", c.in_use, g), ("True", z3.And(in_use, z3.Not(c.in_use)), g._replace(hashed=z3.BoolVal(False)))]
-    return [({"lookup": "blocks", "num_free": "count"}[operation], z3.BoolVal(True), g)]
+    return [({"lookup": "blocks", "writable": "blocks", "num_free": "count"}[operation], z3.BoolVal(True), g)]
 
 
 def prove(semantics: BlockSemantics = BLOCK_CONTRACT, operations: tuple[str, ...] = OPERATIONS) -> list[ProofResult]:
@@ -160,7 +160,7 @@ def _simulates(
 ) -> Any:
     def generic(state: PoolState) -> GenericBlock:
         b = state.blocks[i]
-        caller = held_by(b, p.request) if operation in ("allocate", "touch", "free", "cache_blocks") else b.held[0]
+        caller = held_by(b, p.request) if operation in transitions.TAKES_REQUEST else b.held[0]
         return GenericBlock(z3.BoolVal(i == 0), b.ref, b.hashed, b.queued, caller, z3.Sum(list(b.held)) - caller)
 
     g, h = generic(before), generic(after)

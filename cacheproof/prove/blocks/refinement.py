@@ -3,15 +3,16 @@ bounded model says.
 
 The induction proofs (proofs.py) are about the model; this check ties the model to the spec as
 written. Within a `Bound` it reaches states of `BlockPoolSpec(num_blocks)` by breadth-first search
-from a fresh pool over concrete calls (allocate 1 or 2, touch, free of one block or two, cache_blocks
-of one block under hash 1 or 2, evict of one block, reset; requests 0 and 1; states whose ref counts
-sum to at most `max_refs`), and on each runs every call of the bounded domain: allocate n in
--1..N; touch, free and evict of no block, one id in -1..N or two ids in 0..N-1; cache_blocks of
-those under hashes 1-2 (and lists of unequal lengths); lookup of up to three hashes in 1-3; reset;
-num_free. For each it compares the spec (error class, result, snapshot and hash map after) with
-the model's outcomes on the same values: exactly one outcome must apply, with the spec's error or
-result, and its post-state must be the spec's. The model's terms are evaluated with numpy over
-all calls of one shape at once (`cacheproof.prove.cache.array_eval`).
+from a fresh pool over concrete calls (allocate 1 or 2, touch, free of one block or two, unpin of
+one block, cache_blocks of one block under hash 1 or 2, evict of one block, reset; requests 0 and
+1; states whose ref counts sum to at most `max_refs`), and on each runs every call of the bounded
+domain: allocate n in -1..N; touch, free, unpin, writable and evict of no block, one id in -1..N
+or two ids in 0..N-1; cache_blocks of those under hashes 1-2 (and lists of unequal lengths);
+lookup of up to three hashes in 1-3; reset; num_free. For each it compares the spec (error class,
+result, snapshot and hash map after) with the model's outcomes on the same values: exactly one
+outcome must apply, with the spec's error or result, and its post-state must be the spec's. The
+model's terms are evaluated with numpy over all calls of one shape at once
+(`cacheproof.prove.cache.array_eval`).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def reachable_states(bound: Bound, semantics: BlockSemantics, spec_class: type =
     alphabet: list[Call] = [("reset", ())]
     for r in range(REQUESTS):
         alphabet += [("allocate", (r, 1)), ("allocate", (r, 2))]
-        alphabet += [(op, (r, (b,))) for b in usable for op in ("touch", "free")]
+        alphabet += [(op, (r, (b,))) for b in usable for op in ("touch", "free", "unpin")]
         alphabet += [("free", (r, (a, b))) for a in usable for b in usable if a != b]
         alphabet += [("cache_blocks", (r, (b,), (h,))) for b in usable for h in HASHES]
     alphabet += [("evict", ((b,),)) for b in usable]
@@ -138,10 +139,10 @@ def bounded_calls(num_blocks: int) -> list[tuple[Call, tuple[int, int], tuple]]:
     asked = [hs for k in range(3) for hs in product((1, 2, 3), repeat=k)] + [(1, 2, 3), (3, 1, 2), (1, 1, 2), (2, 1, 1)]
     found = [(("reset", ()), (0, 0), (0, 0, (), ())), (("num_free", ()), (0, 0), (0, 0, (), ()))]
     found += [(("lookup", (hs,)), (0, len(hs)), (0, 0, (), hs)) for hs in asked]
-    found += [(("evict", (xs,)), (len(xs), 0), (0, 0, xs, ())) for xs in lists]
+    found += [((op, (xs,)), (len(xs), 0), (0, 0, xs, ())) for op in ("writable", "evict") for xs in lists]
     for r in range(REQUESTS):
         found += [(("allocate", (r, n)), (0, 0), (r, n, (), ())) for n in range(-1, num_blocks + 1)]
-        for op in ("touch", "free"):
+        for op in ("touch", "free", "unpin"):
             found += [((op, (r, xs)), (len(xs), 0), (r, 0, xs, ())) for xs in lists]
         pairs = [(xs, hs) for xs in lists for hs in hash_lists[len(xs)]] + unequal
         found += [(("cache_blocks", (r, xs, hs)), (len(xs), len(hs)), (r, 0, xs, hs)) for xs, hs in pairs]

@@ -11,13 +11,14 @@ and call of the shape exactly one outcome's guard holds.
 
 Each check and update is a module-level function called at proof time (e.g. `double_free`), so
 a test can patch one and prove the patched model. The `BlockSemantics` (spec/blocks/semantics.py)
-branch in plain Python as in the spec: `null_block="skip"` leaves null blocks out of touch, free
-and evict and out of cache_blocks' pairs; `misuse` changes nothing the spec does (the spec
-refuses misuse under both).
+branch in plain Python as in the spec: `null_block="skip"` leaves null blocks out of touch, free,
+writable and evict and out of cache_blocks' pairs (unpin refuses the null block under both);
+`misuse` changes nothing the spec does (the spec refuses misuse under both).
 
 Out of scope: arguments of the wrong type (the model's arguments are ints), the request level
 (allocate_slots, free_request, find_cached_prefix; no request here has a table and no block has
-request-level contents, so the checks on them never apply).
+request-level contents, so the checks on them never apply), and the announcement views
+(`events()`, `reused()`), so also the watched set unpin adds, which only `reused()` sees.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ import z3
 from cacheproof.prove.blocks.state import REQUESTS, Block, PoolState, count, queue_length
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 
-OPERATIONS = ("allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free")
+OPERATIONS = ("allocate", "touch", "cache_blocks", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
+
+LIST_OPERATIONS = ("touch", "free", "unpin", "writable", "evict")
+"""The operations whose one list is a block list (shape (k, 0))."""
+
+TAKES_REQUEST = ("allocate", "touch", "cache_blocks", "free", "unpin")
+"""The operations whose first argument is the request."""
 
 MAX_LIST = 2
 """Default longest block or hash list of a symbolic call (lookup: one more)."""
@@ -67,7 +74,7 @@ class Outcome(NamedTuple):
 def shapes(operation: str, max_list: int = MAX_LIST) -> list[tuple[int, int]]:
     """(block list length, hash list length) of the symbolic calls of `operation`."""
     lengths = range(max_list + 1)
-    if operation in ("touch", "free", "evict"):
+    if operation in LIST_OPERATIONS:
         return [(k, 0) for k in lengths]
     if operation == "cache_blocks":
         return [(k, m) for k in lengths for m in lengths]
@@ -138,8 +145,25 @@ def _request_domain(p: Parameters) -> Any:
 
 
 def double_free(state: PoolState, p: Parameters, named: list[Any]) -> Any:
-    """free's WrongStateError: a block freed more times than the request holds it."""
+    """free's and unpin's WrongStateError: a block released more times than the request holds it."""
     return z3.Or([c > held_by(b, p.request) for b, c in zip(state.blocks, named)])
+
+
+def unpin_null(xs: tuple[Any, ...]) -> Any:
+    """unpin's InvalidArgumentError after the ids' check: the null block given, under either
+    `null_block` (no request holds it)."""
+    return z3.Or([z3.BoolVal(False)] + [x == 0 for x in xs])
+
+
+def joins_tail(block: Block, readable: bool) -> Any:
+    """Where a block reaching ref 0 joins the queue: the tail if it carries a hash (evicted last)
+    or its holder keeps reading it (unpin: reused last), else the head (reused first)."""
+    return z3.Or(block.hashed, z3.BoolVal(readable))
+
+
+def writable_block(block: Block) -> Any:
+    """writable's rule: the one holder may write the block in place: ref 1 and no hash."""
+    return z3.And(block.ref == 1, z3.Not(block.hashed))
 
 
 def touch_unhit(state: PoolState, named: list[Any]) -> Any:
@@ -253,29 +277,36 @@ def lookup(state: PoolState, p: Parameters, semantics: BlockSemantics, num_hs: i
     return [Outcome("lookup", shape, "blocks", z3.BoolVal(True), state, None, terms, decode)]
 
 
-def free(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int) -> list[Outcome]:
+def _release(
+    operation: str, state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int, readable: bool
+) -> list[Outcome]:
+    """free (`readable` False) and unpin (True): ref - 1 each, one holding of the request each; the
+    blocks reaching 0 join the queue together, at the tail or the head (`joins_tail`) in the order
+    given. unpin also refuses the null block."""
     shape = (num_xs, 0)
     xs = p.blocks
     acting = active(xs, semantics)
     named = [times_named(i, xs, acting) for i in range(len(state.blocks))]
-    errors, ok = _error_outcomes("free", shape, state, [
-        ("InvalidArgumentError/block", bad_blocks(len(state.blocks), xs, semantics)),
-        ("WrongStateError/double free", double_free(state, p, named)),
-    ])
-    # hit[i][j]: block i reaches ref 0 when the call frees its element j
+    checks = [("InvalidArgumentError/block", bad_blocks(len(state.blocks), xs, semantics))]
+    if readable:
+        checks.append(("InvalidArgumentError/null block", unpin_null(xs)))
+    checks.append(("WrongStateError/double free", double_free(state, p, named)))
+    errors, ok = _error_outcomes(operation, shape, state, checks)
+    # hit[i][j]: block i reaches ref 0 when the call releases its element j
     hits = [
         [z3.And(acting[j], xs[j] == i, b.ref - times_named(i, xs[: j + 1], acting[: j + 1]) == 0) for j in range(num_xs)]
         for i, b in enumerate(state.blocks)
     ]
-    to_head = [z3.Or([z3.BoolVal(False)] + [z3.And(hits[i][j], z3.Not(b.hashed)) for i, b in enumerate(state.blocks)]) for j in range(num_xs)]
-    to_tail = [z3.Or([z3.BoolVal(False)] + [z3.And(hits[i][j], b.hashed) for i, b in enumerate(state.blocks)]) for j in range(num_xs)]
+    tails = [joins_tail(b, readable) for b in state.blocks]
+    to_head = [z3.Or([z3.BoolVal(False)] + [z3.And(hit[j], z3.Not(t)) for hit, t in zip(hits, tails)]) for j in range(num_xs)]
+    to_tail = [z3.Or([z3.BoolVal(False)] + [z3.And(hit[j], t) for hit, t in zip(hits, tails)]) for j in range(num_xs)]
     after_blocks = []
     for i, b in enumerate(state.blocks):
         pos = b.pos
         for j in range(num_xs - 1, -1, -1):
             at_head = state.head - count(to_head[j + 1:])  # the first given is the new head
             at_tail = state.tail + count(to_tail[:j])
-            pos = z3.If(hits[i][j], z3.If(b.hashed, at_tail, at_head), pos)
+            pos = z3.If(hits[i][j], z3.If(tails[i], at_tail, at_head), pos)
         after_blocks.append(b._replace(
             ref=b.ref - named[i],
             queued=z3.Or([b.queued] + hits[i]),
@@ -285,7 +316,41 @@ def free(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int
     after = state._replace(
         blocks=tuple(after_blocks), head=state.head - count(to_head), tail=state.tail + count(to_tail)
     )
-    return errors + [Outcome("free", shape, "None", ok, after, None)]
+    return errors + [Outcome(operation, shape, "None", ok, after, None)]
+
+
+def free(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int) -> list[Outcome]:
+    return _release("free", state, p, semantics, num_xs, readable=False)
+
+
+def unpin(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int) -> list[Outcome]:
+    return _release("unpin", state, p, semantics, num_xs, readable=True)
+
+
+def _given_once(
+    state: PoolState, xs: tuple[Any, ...], acting: list[Any], keep: Callable[[Block], Any]
+) -> tuple[tuple[Any, ...], Callable[[list[Any]], Any]]:
+    """(result terms, decode) of an answer listing the given blocks for which `keep` holds in the
+    pre-state, in the order given, once each (evict, writable)."""
+    emitted = []
+    for j, x in enumerate(xs):
+        first_time = z3.And([acting[j]] + [z3.Or(z3.Not(acting[i]), xs[i] != x) for i in range(j)])
+        emitted.append(z3.And(first_time, block_at(state, x, keep)))
+
+    def decode(values: list[Any]) -> tuple[int, ...]:
+        return tuple(x for e, x in zip(values[: len(xs)], values[len(xs):]) if e)
+
+    return tuple(emitted) + xs, decode
+
+
+def writable(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int) -> list[Outcome]:
+    """Read-only: the given blocks (null left out under "skip") that `writable_block` holds of."""
+    shape = (num_xs, 0)
+    errors, ok = _error_outcomes("writable", shape, state, [
+        ("InvalidArgumentError/block", bad_blocks(len(state.blocks), p.blocks, semantics)),
+    ])
+    terms, decode = _given_once(state, p.blocks, active(p.blocks, semantics), writable_block)
+    return errors + [Outcome("writable", shape, "blocks", ok, state, None, terms, decode)]
 
 
 def evict(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: int) -> list[Outcome]:
@@ -297,15 +362,7 @@ def evict(state: PoolState, p: Parameters, semantics: BlockSemantics, num_xs: in
         ("InvalidArgumentError/block", bad_blocks(len(state.blocks), xs, semantics)),
     ])
     after_blocks = tuple(b._replace(hashed=z3.And(b.hashed, c == 0)) for b, c in zip(state.blocks, named))
-    emitted = []
-    for j, x in enumerate(xs):
-        first_time = z3.And([acting[j]] + [z3.Or(z3.Not(acting[i]), xs[i] != x) for i in range(j)])
-        emitted.append(z3.And(first_time, block_at(state, x, lambda b: b.hashed)))
-    terms = tuple(emitted) + xs
-
-    def decode(values: list[Any]) -> tuple[int, ...]:
-        return tuple(x for e, x in zip(values[:num_xs], values[num_xs:]) if e)
-
+    terms, decode = _given_once(state, xs, acting, lambda b: b.hashed)
     return errors + [Outcome("evict", shape, "blocks", ok, state._replace(blocks=after_blocks), None, terms, decode)]
 
 
@@ -329,7 +386,7 @@ def outcomes(
     """Every outcome of `operation` with lists of `shape` lengths, within the request domain."""
     num_xs, num_hs = shape
     module = globals()
-    if operation in ("touch", "free", "evict"):
+    if operation in LIST_OPERATIONS:
         found = module[operation](state, p, semantics, num_xs)
     elif operation == "cache_blocks":
         found = cache_blocks(state, p, semantics, num_xs, num_hs)
@@ -337,6 +394,5 @@ def outcomes(
         found = lookup(state, p, semantics, num_hs)
     else:
         found = module[operation](state, p, semantics)
-    takes_request = operation in ("allocate", "touch", "cache_blocks", "free")
-    domain = _request_domain(p) if takes_request else z3.BoolVal(True)
+    domain = _request_domain(p) if operation in TAKES_REQUEST else z3.BoolVal(True)
     return [o._replace(guard=z3.And(domain, o.guard)) for o in found]
