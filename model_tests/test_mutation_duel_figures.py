@@ -126,3 +126,46 @@ def test_a_rerun_made_elsewhere_merges_into_the_committed_fixture_and_only_for_t
     rerun["source_path"] = "/somewhere/site-packages/pkg/other.py"
     with pytest.raises(ValueError, match="source_path"):
         duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)
+
+
+def test_a_report_written_before_also_check_gets_the_one_check_fields_and_a_newer_keeps_its_own():
+    old = _duel((1, "killed", "killed", "both"), (2, "survived", "killed", "tests only"), (3, "timed out", "killed", "both"))
+    upgraded = duel_fixture.with_one_check_fields(old)
+    assert upgraded["also_check_commands"] == []
+    assert [mutant["cacheproof"]["check"] for mutant in upgraded["mutants"]] == [1, None, 1]
+    assert all("check" not in mutant["tests"] for mutant in upgraded["mutants"])
+    newer = _duel((1, "killed", "killed", "both"))
+    newer.update(also_check_commands=[["/venv/bin/python", "-m", "cacheproof", "check", "--impl", "m:g"]])
+    newer["mutants"][0]["cacheproof"]["check"] = 2
+    kept = duel_fixture.with_one_check_fields(newer)
+    assert kept["mutants"][0]["cacheproof"]["check"] == 2 and len(kept["also_check_commands"]) == 1
+
+
+def test_the_fixture_names_every_check_s_interpreter_python_and_a_rerun_runs_the_same_also_checks():
+    report = _duel((1, "killed", "killed", "both"))
+    report.update(check_command=["/venv/bin/python", "-m", "cacheproof", "check", "--impl", "m:f"],
+                  also_check_commands=[["/venv/bin/python", "-m", "cacheproof", "check", "--impl", "m:g"]])
+    fixture = duel_fixture.portable(json.loads(json.dumps(report)), None)
+    assert fixture["check_command"][0] == "python"
+    assert fixture["also_check_commands"] == [["python", "-m", "cacheproof", "check", "--impl", "m:g"]]
+    rerun = _duel((1, "killed", "killed", "both"))
+    rerun["also_check_commands"] = [["/elsewhere/python", "-m", "cacheproof", "check", "--impl", "m:g"]]
+    assert duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)["counts"]["both"] == 1
+    rerun["also_check_commands"] = []
+    with pytest.raises(ValueError, match="also_check_commands"):
+        duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)
+
+
+@pytest.mark.parametrize("breaking, where", [
+    (lambda r: r.pop("also_check_commands"), "also_check_commands"),
+    (lambda r: r["mutants"][0]["cacheproof"].pop("check"), "check"),
+    (lambda r: r["mutants"][0]["cacheproof"].update(check=0), "check"),
+    (lambda r: r["mutants"][0]["cacheproof"].update(check="1"), "check"),
+    (lambda r: r["mutants"][0]["tests"].update(check=1), "tests"),
+], ids=["no also-check commands", "no killing check", "check 0", "check not a number", "a check on the tests side"])
+def test_a_mutate_report_without_its_checks_fields_fails_validation(breaking, where: str):
+    report = _report(FIXTURES[0])
+    assert report_errors(report) == []
+    breaking(report)
+    problems = report_errors(report)
+    assert problems and any(where in problem for problem in problems), problems

@@ -1,21 +1,24 @@
 """A `cacheproof mutate --json` report made small enough to commit: every field kept, each side's
 `output_tail` emptied (the diffs, statuses, exit codes and seconds stay), and no path of the
-machine it ran on: `source_path` as the module's file inside its package, the check command's
-interpreter as `python`, the test command as `--tests-as` writes it (the documented form, with
-`$VLLM_SRC` for the scratch folder). The README's table of
-duel results and docs/mutation-duel.md's summary are read against these fixtures
-(model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a duel wrote.
+machine it ran on: `source_path` as the module's file inside its package, each check command's
+interpreter (`check_command`'s and every one of `also_check_commands`) as `python`, the test
+command as `--tests-as` writes it (the documented form, with `$VLLM_SRC` for the scratch folder).
+The README's table of duel results and docs/mutation-duel.md's summary are read against these
+fixtures (model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a
+duel wrote.
 
     python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...] [--tests-as "COMMAND"]
 
 REPORT may be a committed fixture itself (its source path is compared in the fixture's form), so
-a later rerun is merged into what is committed.
+a later rerun is merged into what is committed. A report written before `--also-check` is read
+with the fields it lacks by the rule of its one check: `also_check_commands` empty, and each
+mutant's killing `check` 1 when cacheproof killed it, else null.
 
-`--rerun`: a later `cacheproof mutate --mutants ...` report of the same module (after a gap was
-closed in the adapter or the spec, only the mutants it could change rerun): each of its mutants
-replaces that mutant's cacheproof side, and the categories and counts are recomputed by the
-duel's rule (a side kills unless it survived). A rerun that ran the tests too replaces that side as
-well. docs/mutation-duel.md names every rerun mutant.
+`--rerun`: a later `cacheproof mutate --mutants ...` report of the same module, with the same
+also-checks (after a gap was closed in the adapter or the spec, only the mutants it could change
+rerun): each of its mutants replaces that mutant's cacheproof side, and the categories and counts
+are recomputed by the duel's rule (a side kills unless it survived). A rerun that ran the tests
+too replaces that side as well. docs/mutation-duel.md names every rerun mutant.
 """
 
 from __future__ import annotations
@@ -48,12 +51,20 @@ def _package_file(report: dict) -> str:
     return path
 
 
+def _also_check_arguments(report: dict) -> list[list[str]]:
+    """The report's also-check commands without their interpreters (a rerun's has its machine's path,
+    a committed fixture's `python`)."""
+    return [command[1:] for command in report.get("also_check_commands", [])]
+
+
 def merged(report: dict, rerun: dict) -> dict:
     """`report` (a duel's report, or its committed fixture) with the sides `rerun` ran for its
     mutants put in; ValueError naming the mismatch when `rerun` is of another module or source,
-    or names a mutant `report` did not run or one whose diff is not the report's."""
+    or runs other also-checks (their killing check numbers would name other commands), or names a
+    mutant `report` did not run or one whose diff is not the report's."""
     for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
-                         ("mutants_generated", lambda r: r.get("mutants_generated"))):
+                         ("mutants_generated", lambda r: r.get("mutants_generated")),
+                         ("also_check_commands", _also_check_arguments)):
         if value(rerun) != value(report):
             raise ValueError(f"the rerun's {field} is {value(rerun)!r}, the report's {value(report)!r}")
     by_number = {mutant["number"]: mutant for mutant in report["mutants"]}
@@ -87,8 +98,19 @@ def portable(report: dict, tests_as: str | None) -> dict:
     report["source_path"] = report["module"].replace(".", "/") + ".py"
     if report.get("check_command"):
         report["check_command"] = ["python", *report["check_command"][1:]]
+    report["also_check_commands"] = [["python", *command[1:]] for command in report.get("also_check_commands", [])]
     if tests_as is not None:
         report["test_command"] = tests_as
+    return report
+
+
+def with_one_check_fields(report: dict) -> dict:
+    """`report` with the fields a report written before `--also-check` lacks, by the rule of its one
+    check: no also-check commands, and each mutant's killing check 1 when cacheproof killed it (a
+    side kills unless it survived), else None. A newer report's fields are kept."""
+    report.setdefault("also_check_commands", [])
+    for mutant in report.get("mutants", []):
+        mutant["cacheproof"].setdefault("check", None if mutant["cacheproof"]["status"] == SURVIVED else 1)
     return report
 
 
@@ -96,7 +118,7 @@ def _read(path: Path) -> dict:
     report = json.loads(path.read_text())
     if report.get("command") != "mutate":
         raise ValueError(f"{path} is not a `cacheproof mutate --json` report (command {report.get('command')!r})")
-    return report
+    return with_one_check_fields(report)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,9 @@
 """`cacheproof mutate`: mutants of an installed module's source, each run by `cacheproof check` on a
-factory and, when given, by the user's test command; the table of who kills what. Exit 0 when
-cacheproof kills every mutant the tests kill (without --tests: every mutant run), 1 when not,
-2 usage error (or a side that fails on the unmutated module), 130 interrupted by Ctrl-C or SIGTERM (results so far kept, every child process ended).
+factory (and on each --also-check's, in order until one kills) and, when given, by the user's test
+command; the table of who kills what. Exit 0 when cacheproof kills every mutant the tests kill
+(without --tests: every mutant run), 1 when not, 2 usage error (or a side that fails on the
+unmutated module), 130 interrupted by Ctrl-C or SIGTERM (results so far kept, every child process
+ended).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import sys
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import NoReturn
 
+from cacheproof.check.command import add_arguments as add_check_arguments
 from cacheproof.cmdline.flag_types import non_negative_seconds, positive_integer, positive_seconds
 from cacheproof.cmdline.interrupts import last_words, terminate_raises
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
@@ -23,7 +27,7 @@ from cacheproof.mutate.duel import Duel, MutantResult, result_line, table_lines
 from cacheproof.mutate.install import environment_with, install_folder
 from cacheproof.mutate.operators import Mutant, mutants, spread
 from cacheproof.mutate.page import render_page
-from cacheproof.mutate.sides import ChildProcesses, SideResult
+from cacheproof.mutate.sides import ChildProcesses, SideResult, checks_until_killed
 from cacheproof.spec.kinds import DEFAULT_KIND, kind_names
 
 EXIT_STATUSES = {0: "cacheproof kills every mutant the tests kill (without --tests: every mutant run)",
@@ -36,6 +40,9 @@ TIMEOUT_FACTOR = 5.0
 """A side's time limit on a mutant, unless --timeout: this many times its time on the unmutated
 module, plus TIMEOUT_MARGIN_S."""
 TIMEOUT_MARGIN_S = 30.0
+GIVEN_BY_MUTATE = ("seed", "examples", "budget", "quiet")
+"""`cacheproof check`'s flags that mutate gives every check, the same for all: an --also-check's
+ARGS must not give them."""
 
 
 class MutateUsageError(Exception):
@@ -58,11 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", metavar="SECONDS", type=non_negative_seconds,
                         help="search each mutant for SECONDS instead of --examples (a time budget: less repeatable)")
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="cacheproof check's seed (default 0)")
+    parser.add_argument("--also-check", metavar="ARGS", action="append", default=[],
+                        help='one more cacheproof check per mutant, its own arguments as one string, with '
+                        '--impl MODULE:FACTORY and its own --spec and --profile (e.g. "--impl pkg.mod:other '
+                        '--profile p"); repeatable. The checks run in order, --impl first, until one kills '
+                        '(cacheproof kills the mutant when any check does); each gets --seed, --examples or '
+                        '--budget, --quiet and --check-args from mutate')
     parser.add_argument("--check-args", metavar="ARGS", default="",
-                        help='more arguments for cacheproof check, as one string (e.g. "--call-timeout 60")')
+                        help='more arguments for every cacheproof check (the --impl one and each --also-check), '
+                        'as one string (e.g. "--call-timeout 60")')
     parser.add_argument("--timeout", metavar="SECONDS", type=positive_seconds,
-                        help=f"a side's time limit per mutant (default {TIMEOUT_FACTOR:g} x its time on the "
-                        f"unmutated module + {TIMEOUT_MARGIN_S:g} s); a mutant that outlives it is killed (timed out)")
+                        help=f"a side's time limit per mutant, each check's its own (default {TIMEOUT_FACTOR:g} x "
+                        f"its time on the unmutated module + {TIMEOUT_MARGIN_S:g} s); a mutant that outlives it is "
+                        "killed (timed out)")
     parser.add_argument("--workers", metavar="N", type=positive_integer, default=1, help="mutants run in parallel (default 1)")
     parser.add_argument("--json", metavar="PATH", type=Path, help="write the report as JSON (docs/reports.md)")
     parser.add_argument("--html", metavar="PATH", type=Path, help="write the report as one HTML page")
@@ -83,14 +98,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         source_path, source, package_folders = _module_source(args.module)
         chosen, generated = _choose(source, args.mutants, args.limit)
-        check_command = _check_command(args)
+        check_commands = _check_commands(args)
         problem = first_problem({"--json": args.json, "--html": args.html})
         if problem is not None:
             raise MutateUsageError(problem)
     except MutateUsageError as error:
         print(f"cacheproof mutate: {error}", file=sys.stderr)
         return 2
-    duel = Duel(args.module, source_path, check_command, args.tests, generated, len(chosen))
+    duel = Duel(args.module, source_path, check_commands[0], check_commands[1:], args.tests, generated, len(chosen))
     children = ChildProcesses()
     with tempfile.TemporaryDirectory(prefix="cacheproof-mutate-") as scratch, \
             last_words(lambda: _finish(duel, args)), terminate_raises():
@@ -148,54 +163,121 @@ def _choose(source: str, numbers: list[int] | None, limit: int | None) -> tuple[
     return spread(every, limit), len(every)
 
 
-def _check_command(args: argparse.Namespace) -> list[str]:
-    try:
-        extra = shlex.split(args.check_args)
-    except ValueError as error:
-        raise MutateUsageError(f"--check-args {args.check_args!r} is not a command line: {error}") from None
-    command = [sys.executable, "-m", "cacheproof", "check", "--impl", args.impl, "--spec", args.spec,
-               "--seed", str(args.seed), "--quiet"]
-    command += ["--budget", f"{args.budget:g}"] if args.budget is not None else ["--examples", str(args.examples)]
+def _check_commands(args: argparse.Namespace) -> list[list[str]]:
+    """Every check's command in the order they run: the --impl one's (with --spec and --profile), then
+    each --also-check's; each with mutate's --seed, --quiet and --examples or --budget, then
+    --check-args. A usage error when --check-args or an --also-check is no command line, or an
+    --also-check lacks --impl or gives a flag of GIVEN_BY_MUTATE."""
+    extra = _command_line("--check-args", args.check_args)
+    same = ["--seed", str(args.seed), "--quiet"]
+    same += ["--budget", f"{args.budget:g}"] if args.budget is not None else ["--examples", str(args.examples)]
+    first = ["--impl", args.impl, "--spec", args.spec, *same]
     if args.profile is not None:
-        command += ["--profile", args.profile]
-    return command + extra
+        first += ["--profile", args.profile]
+    return [[sys.executable, "-m", "cacheproof", "check", *arguments, *extra]
+            for arguments in [first, *(_also_check_arguments(text) + same for text in args.also_check)]]
+
+
+def _command_line(flag: str, text: str) -> list[str]:
+    """`text`, the value of `flag`, split as the shell would; a usage error when it cannot be."""
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise MutateUsageError(f"{flag} {text!r} is not a command line: {error}") from None
+
+
+class _CheckArgumentParser(argparse.ArgumentParser):
+    """A parser of `cacheproof check`'s own arguments whose refusals raise MutateUsageError."""
+
+    def error(self, message: str) -> NoReturn:
+        raise MutateUsageError(message)
+
+
+def _also_check_arguments(text: str) -> list[str]:
+    """One --also-check's ARGS as arguments. Read as `cacheproof check` reads them (a flag abbreviated
+    or written --flag=value counts), they must give --impl and no flag of GIVEN_BY_MUTATE, and be
+    arguments check accepts; else a usage error naming the flag and `text`."""
+    arguments = _command_line("--also-check", text)
+    parser = _CheckArgumentParser(prog="cacheproof check", add_help=False)
+    add_check_arguments(parser)
+    not_given = object()
+    parser.set_defaults(**dict.fromkeys(("impl", *GIVEN_BY_MUTATE), not_given))
+    try:
+        read = vars(parser.parse_known_args(arguments)[0])
+    except MutateUsageError as error:
+        raise MutateUsageError(f"--also-check {text!r}: {error}") from None
+    given = {name for name, value in read.items() if value is not not_given}
+    if "impl" not in given:
+        raise MutateUsageError(f"--also-check {text!r} lacks --impl MODULE:FACTORY (the factory that check "
+                               "holds to its spec)")
+    for name in GIVEN_BY_MUTATE:
+        if name in given:
+            raise MutateUsageError(f"--also-check {text!r} gives --{name}: mutate gives every check the same --seed, "
+                                   "--quiet and --examples or --budget (give them to mutate)")
+    return arguments
+
+
+def _check_names(args: argparse.Namespace) -> list[str]:
+    """Each check's name in messages: `cacheproof check` when it is the only one, else its number and
+    how it was given."""
+    if not args.also_check:
+        return ["cacheproof check"]
+    return [f"cacheproof check 1 (--impl {args.impl})",
+            *(f"cacheproof check {number} (--also-check {shlex.quote(text)})"
+              for number, text in enumerate(args.also_check, start=2))]
 
 
 def _baseline(scratch: Path, args: argparse.Namespace, duel: Duel, source: str, package_folders: list[str] | None,
-              children: ChildProcesses) -> tuple[float, float | None]:
-    """Run both sides on the unmutated source, installed as a mutant would be: each must pass (else
-    every mutant would count as killed); return each side's time limit per mutant."""
+              children: ChildProcesses) -> tuple[list[float], float | None]:
+    """Run every check and the test command on the unmutated source, installed as a mutant would be:
+    each must pass (else every mutant would count as killed); return each check's time limit per
+    mutant, in order, and the test command's (None without one)."""
     folder = install_folder(scratch / "original", duel.module, source, package_folders)
     environment = environment_with(folder)
     generous = args.timeout or 3600.0
-    sides: list[tuple[str, str | list[str]]] = [("cacheproof check", list(duel.check_command))]
-    if duel.test_command is not None:
-        sides.append(("the test command", duel.test_command))
-    limits: list[float | None] = [None, None]
-    for index, (name, command) in enumerate(sides):
-        if not args.quiet:
-            print(f"cacheproof mutate: {name} on the unmutated {duel.module} ...", file=sys.stderr, flush=True)
-        result = children.run(command, environment, generous)
-        if result.killed:
-            raise MutateUsageError(f"{name} fails on the unmutated {duel.module} ({result.status}, exit "
-                                   f"{result.exit_code}), so it can kill no mutant; its output ends:\n{result.output_tail}")
-        limits[index] = args.timeout or TIMEOUT_FACTOR * result.seconds + TIMEOUT_MARGIN_S
-        if not args.quiet:
-            print(f"cacheproof mutate: {name} passes in {result.seconds:.1f} s; limit per mutant "
-                  f"{limits[index]:.0f} s", file=sys.stderr, flush=True)
-    return limits[0] or generous, limits[1]
+    names = _check_names(args)
+    _progress(args, f"{names[0] if len(names) == 1 else f'{len(names)} checks'} on the unmutated {duel.module} ...")
+    results = checks_until_killed(children, duel.check_commands(), environment, [generous] * len(names))
+    check_limits = [_limit_per_mutant(name, result, args, duel.module) for name, result in zip(names, results)]
+    if duel.test_command is None:
+        return check_limits, None
+    _progress(args, f"the test command on the unmutated {duel.module} ...")
+    tests = children.run(duel.test_command, environment, generous)
+    return check_limits, _limit_per_mutant("the test command", tests, args, duel.module)
+
+
+def _limit_per_mutant(name: str, result: SideResult, args: argparse.Namespace, module: str) -> float:
+    """The time limit per mutant of the side `name`, from its `result` on the unmutated `module`:
+    --timeout, else TIMEOUT_FACTOR x its seconds + TIMEOUT_MARGIN_S. A usage error when it failed
+    there (it would kill every mutant)."""
+    if result.killed:
+        raise MutateUsageError(f"{name} fails on the unmutated {module} ({result.status}, exit "
+                               f"{result.exit_code}), so it can kill no mutant; its output ends:\n{result.output_tail}")
+    limit = args.timeout or TIMEOUT_FACTOR * result.seconds + TIMEOUT_MARGIN_S
+    _progress(args, f"{name} passes in {result.seconds:.1f} s; limit per mutant {limit:.0f} s")
+    return limit
+
+
+def _progress(args: argparse.Namespace, message: str) -> None:
+    """A progress line on stderr, unless --quiet."""
+    if not args.quiet:
+        print(f"cacheproof mutate: {message}", file=sys.stderr, flush=True)
 
 
 def _run_mutants(scratch: Path, args: argparse.Namespace, duel: Duel, chosen: list[Mutant], source: str,
-                 package_folders: list[str] | None, limits: tuple[float, float | None], children: ChildProcesses) -> None:
+                 package_folders: list[str] | None, limits: tuple[list[float], float | None],
+                 children: ChildProcesses) -> None:
+    check_limits, tests_limit = limits
+
     def one(mutant: Mutant) -> MutantResult:
         folder = install_folder(scratch / f"mutant-{mutant.number}", duel.module, mutant.source, package_folders)
         environment = environment_with(folder)
-        checked = children.run(list(duel.check_command), environment, limits[0])
+        checks = list(checks_until_killed(children, duel.check_commands(), environment, check_limits))
         tests: SideResult | None = None
-        if duel.test_command is not None:
-            tests = children.run(duel.test_command, environment, limits[1] or limits[0])
-        return MutantResult(mutant, mutant.diff(source, module_path(duel.module, duel.source_path)), checked, tests)
+        if duel.test_command is not None and tests_limit is not None:
+            tests = children.run(duel.test_command, environment, tests_limit)
+        diff = mutant.diff(source, module_path(duel.module, duel.source_path))
+        return MutantResult.of_checks(mutant, diff, checks, tests)
 
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         pending: set[Future[MutantResult]] = {pool.submit(one, mutant) for mutant in chosen}
@@ -206,7 +288,8 @@ def _run_mutants(scratch: Path, args: argparse.Namespace, duel: Duel, chosen: li
                     result = future.result()
                     duel.results.append(result)
                     if not args.quiet:
-                        print(f"[{len(duel.results)}/{len(chosen)}] {result_line(result)}", file=sys.stderr, flush=True)
+                        print(f"[{len(duel.results)}/{len(chosen)}] {result_line(result, len(duel.check_commands()))}",
+                              file=sys.stderr, flush=True)
         finally:
             for future in pending:
                 future.cancel()
@@ -219,7 +302,7 @@ def _finish(duel: Duel, args: argparse.Namespace) -> None:
     lines = table_lines(duel)
     if not args.quiet:
         for result in duel.missed_by_cacheproof():
-            lines.append(f"\nmissed by cacheproof: {result_line(result)}")
+            lines.append(f"\nmissed by cacheproof: {result_line(result, len(duel.check_commands()))}")
             lines.extend(f"    {line}" for line in result.diff.splitlines())
     verdict = "holds" if duel.holds() else "does NOT hold"
     claim = "cacheproof kills every mutant the tests kill" if duel.test_command else "cacheproof kills every mutant run"

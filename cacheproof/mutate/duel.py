@@ -1,4 +1,5 @@
-"""The duel: each mutant of a module run by `cacheproof check` and, when given, by the user's test
+"""The duel: each mutant of a module run by `cacheproof check` (one check, or several in order
+until one kills: cacheproof kills the mutant when any does) and, when given, by the user's test
 command; the verdict of both sides per mutant, the table of counts, and the JSON report's body.
 
 Categories with a test command: BOTH, CACHEPROOF_ONLY, TESTS_ONLY, NEITHER (which side killed the
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from cacheproof.mutate.operators import Mutant
-from cacheproof.mutate.sides import SideResult
+from cacheproof.mutate.sides import TIMED_OUT, SideResult
 
 BOTH = "both"
 CACHEPROOF_ONLY = "cacheproof only"
@@ -25,12 +26,25 @@ ALONE_CATEGORIES = (KILLED_BY_CACHEPROOF, SURVIVED_CACHEPROOF)
 
 @dataclass(frozen=True)
 class MutantResult:
-    """One mutant, what it changes (`diff`) and what each side did with it (`tests` None: no command)."""
+    """One mutant, what it changes (`diff`) and what each side did with it (`tests` None: no command);
+    `killing_check` is the number, from 1 (the --impl check), of the check that killed it, None when
+    every check survived."""
 
     mutant: Mutant
     diff: str
     cacheproof: SideResult
+    killing_check: int | None
     tests: SideResult | None
+
+    @classmethod
+    def of_checks(cls, mutant: Mutant, diff: str, checks: Sequence[SideResult],
+                  tests: SideResult | None) -> MutantResult:
+        """The result whose cacheproof side is `checks`, the results of the checks run in order until
+        one killed (sides.checks_until_killed): the last one's status, exit code and output (the
+        killing check's, or the last survivor's) with the seconds of them all summed."""
+        last = checks[-1]
+        cacheproof = SideResult(last.status, last.exit_code, sum(check.seconds for check in checks), last.output_tail)
+        return cls(mutant, diff, cacheproof, len(checks) if last.killed else None, tests)
 
     @property
     def category(self) -> str:
@@ -44,23 +58,30 @@ class MutantResult:
         return {
             "number": self.mutant.number, "operator": self.mutant.operator, "line": self.mutant.line,
             "description": self.mutant.description, "category": self.category, "diff": self.diff,
-            "cacheproof": self.cacheproof.to_json(), "tests": None if self.tests is None else self.tests.to_json(),
+            "cacheproof": {**self.cacheproof.to_json(), "check": self.killing_check},
+            "tests": None if self.tests is None else self.tests.to_json(),
         }
 
 
 @dataclass
 class Duel:
-    """The run so far: the module, the sides' commands, how many mutants exist and were chosen,
-    the results (in mutant order once sorted), and whether Ctrl-C ended it early."""
+    """The run so far: the module, the sides' commands (the --impl check's, each --also-check's, the
+    tests'), how many mutants exist and were chosen, the results (in mutant order once sorted), and
+    whether Ctrl-C ended it early."""
 
     module: str
     source_path: str
     check_command: Sequence[str]
+    also_check_commands: Sequence[Sequence[str]]
     test_command: str | None
     generated: int
     chosen: int
     results: list[MutantResult] = field(default_factory=list)
     interrupted: bool = False
+
+    def check_commands(self) -> list[Sequence[str]]:
+        """Every check's command in the order they run: the --impl check's, then each --also-check's."""
+        return [self.check_command, *self.also_check_commands]
 
     def categories(self) -> tuple[str, ...]:
         return ALONE_CATEGORIES if self.test_command is None else DUEL_CATEGORIES
@@ -87,6 +108,7 @@ class Duel:
         """The body of the `mutate` report (the envelope is added by cmdline.reports)."""
         return {
             "module": self.module, "source_path": self.source_path, "check_command": list(self.check_command),
+            "also_check_commands": [list(command) for command in self.also_check_commands],
             "test_command": self.test_command, "mutants_generated": self.generated, "mutants_chosen": self.chosen,
             "mutants_run": len(self.results), "interrupted": self.interrupted, "ok": self.holds(),
             "counts": self.counts(), "mutants": [result.to_json() for result in self.sorted_results()],
@@ -112,10 +134,14 @@ def table_lines(duel: Duel) -> list[str]:
     ]
 
 
-def result_line(result: MutantResult) -> str:
-    """One mutant's line: its number, place, change and each side's verdict with its seconds."""
+def result_line(result: MutantResult, check_count: int) -> str:
+    """One mutant's line: its number, place, change and each side's verdict with its seconds; when the
+    duel runs more than one check (`check_count`), which check killed it (`killed by check 2`)."""
     mutant = result.mutant
-    sides = f"cacheproof {result.cacheproof.status} ({result.cacheproof.seconds:.1f} s)"
+    which = ""
+    if check_count > 1 and result.killing_check is not None:
+        which = f" {'in' if result.cacheproof.status == TIMED_OUT else 'by'} check {result.killing_check}"
+    sides = f"cacheproof {result.cacheproof.status}{which} ({result.cacheproof.seconds:.1f} s)"
     if result.tests is not None:
         sides += f", tests {result.tests.status} ({result.tests.seconds:.1f} s)"
     return f"#{mutant.number} line {mutant.line} {mutant.operator}: {mutant.description}: {sides}"

@@ -1,6 +1,7 @@
 """The HTML page of a mutation duel: one self-contained file in the style of the report page
-(cacheproof.report.page: inline CSS, no script, nothing loaded): the facts, the table of counts,
-every mutant with each side's verdict, and the diff of each mutant cacheproof misses."""
+(cacheproof.report.page: inline CSS, no script, nothing loaded): the facts (each check's arguments,
+numbered in the order they run), the table of counts, every mutant with who kills it and the number
+of the check that killed it, and the diff of each mutant cacheproof misses."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def render_page(duel: Duel) -> str:
     counts = duel.counts()
     verdict = ("cacheproof kills every mutant the tests kill" if duel.test_command else "cacheproof kills every mutant run") \
         + (": holds" if duel.holds() else ": does NOT hold") + (" (interrupted)" if duel.interrupted else "")
-    facts = [("module", duel.module), ("source", duel.source_path), ("cacheproof check", " ".join(duel.check_command[3:])),
+    checks = duel.check_commands()
+    facts = [("module", duel.module), ("source", duel.source_path),
+             *((f"check {number}", " ".join(command[3:])) for number, command in enumerate(checks, start=1)),
              ("tests", duel.test_command or "none given"),
              ("mutants", f"{len(duel.results)} run of {duel.chosen} chosen ({duel.generated} generated)")]
     body = [
@@ -25,19 +28,19 @@ def render_page(duel: Duel) -> str:
         '<table class="facts">' + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts) + "</table>",
         "<h2>Counts</h2>",
         '<table class="figures">' + "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in counts.items()) + "</table>",
-        "<h2>Mutants</h2><table><tr><th>#</th><th>line</th><th>change</th><th>who kills</th></tr>",
+        "<h2>Mutants</h2><table><tr><th>#</th><th>line</th><th>change</th><th>who kills</th><th>killing check</th></tr>",
     ]
     for result in duel.sorted_results():
         mark = ' class="differs"' if not result.cacheproof.killed else ""
         body.append(f"<tr{mark}><td>{result.mutant.number}</td><td>{result.mutant.line}</td>"
                     f"<td>{escape(result.mutant.operator)}: {escape(result.mutant.description)}</td>"
-                    f"<td>{escape(result.category)}</td></tr>")
+                    f"<td>{escape(result.category)}</td><td>{result.killing_check or ''}</td></tr>")
     body.append("</table>")
     missed = duel.missed_by_cacheproof()
     if missed:
         body.append("<h2>Missed by cacheproof</h2>")
     for result in missed:
-        body.append(f"<h3>{escape(result_line(result))}</h3><pre>{escape(result.diff)}</pre>")
+        body.append(f"<h3>{escape(result_line(result, len(checks)))}</h3><pre>{escape(result.diff)}</pre>")
     body.append(f"<footer>Written by cacheproof {escape(__version__)} mutate. One self-contained file; it loads nothing.</footer>")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -4,6 +4,8 @@ a child process in its own process group, ended with its whole group when it out
 A side kills a mutant when its command exits with any status but 0 (a counterexample, a failing
 test, a crash at import: each is the mutant detected) or outlives its time limit (a mutant that
 hangs is detected too, and said as "timed out"). Exit 0 is the mutant surviving that side.
+cacheproof's side may be several checks (`--impl`, then each `--also-check`), run in order until
+one kills (`checks_until_killed`): cacheproof kills the mutant when any of them does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 KILLED = "killed"
 SURVIVED = "survived"
@@ -80,6 +82,17 @@ class ChildProcesses:
             running = list(self._running)
         for child in running:
             _end_group(child)
+
+
+def checks_until_killed(children: ChildProcesses, commands: Sequence[Sequence[str]], environment: dict[str, str],
+                        limits: Sequence[float]) -> Iterator[SideResult]:
+    """Run the checks `commands` in order with `environment`, each under its own limit, yielding each
+    one's result as it ends; stop after the first that kills (the later checks never run)."""
+    for command, limit in zip(commands, limits, strict=True):
+        result = children.run(list(command), environment, limit)
+        yield result
+        if result.killed:
+            return
 
 
 def _end_group(child: subprocess.Popen[bytes]) -> None:
