@@ -20,13 +20,19 @@ Rules:
   The blocks reaching 0 in one call join the queue together: hashed ones at the tail in the order
   given (least recently used first out), unhashed ones at the head in the order given (reused
   first).
+- `unpin(request, blocks)`: as `free`, for a holder that keeps reading the blocks: the blocks
+  reaching 0 join the tail in the order given, hashed or not (reused last), and every block given
+  is WATCHED. The allocate that next hands a watched block out, or a reset, tells its reader once
+  (`reused()`: the blocks the last call told of, sorted; none after a call that raises).
+- `writable(blocks)` (read-only): the given blocks at count 1 with no hash (their one holder may
+  write them in place), in the order given, once each.
 - `evict(blocks)` drops the hashes of the given blocks (they keep their queue place) and returns,
   in the order given and once each, those that had one. `reset()` drops every hash and returns
   True, or returns False and changes nothing while any non-null block is in use.
 - Misuse raises a typed error of `cacheproof.spec.errors` before anything changes: a wrong type,
   the null block, an id out of range, n < 0 or a length mismatch is `InvalidArgumentError`; a
   block in the wrong state (touching a free unhashed block, caching a hashed block or one the
-  request does not hold, freeing a holding the request does not have) is `WrongStateError`;
+  request does not hold, freeing or unpinning a holding the request does not have) is `WrongStateError`;
   n above the free count is `CapacityError`.
 
 Cost: the free queue is a list read from a head index, with lazy removal from the middle
@@ -34,8 +40,9 @@ Cost: the free queue is a list read from a head index, with lazy removal from th
 (blocks in use only) and hashes (hashed blocks only) are dicts keyed by block, so whole-call updates and checks run as C-level
 dict and set operations; the hash map is one dict hash -> first block plus, only for hashes
 several blocks carry, a dict hash -> the later blocks in insertion order. Holdings are a dict per
-request of block -> times held (insertion-ordered). Every operation is O(blocks in the call);
-`snapshot` is O(num_blocks).
+request of block -> times held (insertion-ordered). The watched blocks are a dict, read by
+allocate only while it is not empty. Every operation is O(blocks in the call); `snapshot` is
+O(num_blocks).
 """
 
 from __future__ import annotations
@@ -183,12 +190,15 @@ class KVBlockPool:
         self._first: dict[int, int] = {}  # hash -> first-inserted block carrying it
         self._later: dict[int, list[int]] = {}  # hash -> later blocks carrying it, oldest first
         self._held: dict[int, dict[int, int]] = {}  # request -> {block: times held}
+        self._watched: dict[int, None] = {}  # unpinned blocks whose readers are not yet told of a reuse
+        self._told: tuple[int, ...] = ()  # the watched blocks the last call reused, sorted
 
     @property
     def num_blocks(self) -> int:
         return self._n
 
     def num_free(self) -> int:
+        self._told = ()
         return len(self._free)
 
     def ref_count(self, block: int) -> int:
@@ -265,7 +275,9 @@ class KVBlockPool:
     # ----------------------------------------------------------------- operations
 
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
-        """n blocks from the head of the free queue, held by `request` at count 1."""
+        """n blocks from the head of the free queue, held by `request` at count 1; the watched ones'
+        readers are told."""
+        self._told = ()
         self._request(request)
         if type(n) is not int and not _is_int(n) or n < 0:
             raise InvalidArgumentError(f"n must be an int >= 0, got {n!r}")
@@ -274,6 +286,8 @@ class KVBlockPool:
         ids = tuple(self._free.take(n))
         if self._hash:
             self._drop(self._hash.keys() & ids)
+        if self._watched:
+            self._tell(self._watched.keys() & ids)
         self._ref.update(zip(ids, repeat(1)))
         held = self._held.get(request)
         if held is None:
@@ -284,6 +298,7 @@ class KVBlockPool:
 
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
         """A prefix hit: count + 1 each, held by `request`; a count-0 block leaves the queue."""
+        self._told = ()
         self._request(request)
         ids = self._ids(blocks)
         ref, hashes = self._ref, self._hash
@@ -301,6 +316,7 @@ class KVBlockPool:
 
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """blocks[i] gets hashes[i]; each must be unhashed and held by `request`."""
+        self._told = ()
         self._request(request)
         ids = self._ids(blocks)
         values = self._hashes(hashes)
@@ -326,6 +342,7 @@ class KVBlockPool:
 
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
         """The first-inserted blocks of the longest cached prefix of `hashes` (read-only)."""
+        self._told = ()
         found = list(map(self._first.get, self._hashes(hashes)))
         if None in found:
             del found[found.index(None) :]
@@ -333,30 +350,58 @@ class KVBlockPool:
 
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """Count - 1 in the order given; blocks reaching 0 join the queue (see the module rules)."""
+        self._told = ()
         self._request(request)
         ids = self._ids(blocks)
         if not ids:
             return
-        held = self._held.get(request, {})
-        distinct = set(ids)
-        if len(distinct) == len(ids):
-            if not distinct <= held.keys():
-                missing = next(block for block in ids if block not in held)
-                raise WrongStateError(f"request {request} does not hold block {missing}")
-            released = self._release_distinct(held, ids)
-        else:
-            for block in distinct:
-                if held.get(block, 0) < ids.count(block):
-                    raise WrongStateError(f"request {request} holds block {block} fewer times than freed")
-            released = self._release_one_by_one(held, ids)
-        if not held:
-            del self._held[request]
+        released = self._release(request, ids, "free")
         hashes, free = self._hash, self._free
         if hashes.keys() >= set(released):
             free.append(released)
         else:
             free.append([block for block in released if block in hashes])
             free.prepend([block for block in released if block not in hashes])
+
+    def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
+        """As free, but the blocks reaching 0 join the tail, hashed or not, and every block given
+        is watched until a call reuses it (see the module rules)."""
+        self._told = ()
+        self._request(request)
+        ids = self._ids(blocks)
+        if not ids:
+            return
+        self._free.append(self._release(request, ids, "unpin"))
+        self._watched.update(dict.fromkeys(ids))
+
+    def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        """The given blocks at count 1 with no hash, in the order given, once each (read-only)."""
+        self._told = ()
+        ref, hashes = self._ref, self._hash
+        return tuple(block for block in dict.fromkeys(self._ids(blocks)) if ref.get(block) == 1 and block not in hashes)
+
+    def _release(self, request: int, ids: tuple[int, ...], operation: str) -> list[int]:
+        """One holding of `request` and one count off each of `ids` (non-empty) in the order given,
+        every holding checked first (WrongStateError: a double free); the blocks reaching 0, in
+        the order they reach it."""
+        held = self._held.get(request, {})
+        distinct = set(ids)
+        if len(distinct) == len(ids):
+            if not distinct <= held.keys():
+                missing = next(block for block in ids if block not in held)
+                raise WrongStateError(f"{operation}: request {request} does not hold block {missing} (a double free)")
+            released = self._release_distinct(held, ids)
+        else:
+            for block in distinct:
+                if held.get(block, 0) < ids.count(block):
+                    raise WrongStateError(
+                        f"{operation}: request {request} holds block {block} {held.get(block, 0)} times, "
+                        f"given {ids.count(block)} times (a double free)"
+                    )
+            released = self._release_one_by_one(held, ids)
+        if not held:
+            del self._held[request]
+        return released
 
     def _release_distinct(self, held: dict[int, int], ids: tuple[int, ...]) -> list[int]:
         """One holding and one count off each of `ids` (distinct); the blocks reaching 0."""
@@ -385,20 +430,35 @@ class KVBlockPool:
 
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         """Drop the hashes of `blocks` (queue places kept); the blocks that had one."""
+        self._told = ()
         dropped = tuple(block for block in dict.fromkeys(self._ids(blocks)) if block in self._hash)
         self._drop(dropped)
         return dropped
 
     def reset(self) -> bool:
-        """Drop every hash; False, changing nothing, while a non-null block is in use."""
+        """Drop every hash and tell every watched block's reader; False, changing nothing, while a
+        non-null block is in use."""
+        self._told = ()
         if self._ref:
             return False
         self._hash.clear()
         self._first.clear()
         self._later.clear()
+        self._tell(self._watched)
         return True
 
+    def _tell(self, blocks: Iterable[int]) -> None:
+        """The watched `blocks` are reused: their readers are told (`reused()`), once."""
+        told = sorted(blocks)
+        for block in told:
+            del self._watched[block]
+        self._told = tuple(told)
+
     # ----------------------------------------------------------------- state
+
+    def reused(self) -> tuple[int, ...]:
+        """The watched blocks the last call reused (allocate, reset), sorted: each reader told once."""
+        return self._told
 
     def holdings(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(request, blocks held in first-acquired order, repeated as often as held), by request."""

@@ -19,6 +19,9 @@ Rules:
   hash. The answer is the request's block table.
 - `free_request(request)`: the table goes back to the pool last block first; the request is
   forgotten. A request with no table is a WrongStateError.
+- `unpin` and `writable` are the pool's, for a request not managed here. `reused()`: the blocks
+  whose readers this manager's last operation told (the pool's allocates within `allocate_slots`
+  and `allocate`, or `reset`), sorted; none after an operation that raises.
 - A request is managed at one level only: a pool-level call naming a request that has a table,
   and `allocate_slots` for a request holding pool-level blocks, raise WrongStateError after the
   argument checks (InvalidArgumentError first). A block written here is hashed only here
@@ -73,10 +76,27 @@ def _locked(method: Callable) -> Callable:
     return locked
 
 
+def _operation(method: Callable) -> Callable:
+    """An operation of the block contract under the manager's lock (`_locked`) that announces
+    afresh: `reused()` then answers the blocks this call told of, none if it raises."""
+
+    @functools.wraps(method)
+    def announcing(self: "KVCacheManager", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self._reused = []
+            try:
+                return method(self, *args, **kwargs)
+            except BaseException:
+                self._reused = []
+                raise
+
+    return announcing
+
+
 class KVCacheManager:
     """A KV cache manager of `num_blocks` blocks (block 0 the null block) of `block_size` tokens,
-    storage on `device`; `kv_shape` and `dtype` shape the pool's KV tensor. Thread-safe: one lock
-    around each operation and view."""
+    storage on `device`; `kv_shape` and `dtype` shape the pool's KV tensor, a `pool_class` (a
+    `KVBlockPool` by default). Thread-safe: one lock around each operation and view."""
 
     def __init__(
         self,
@@ -86,9 +106,10 @@ class KVCacheManager:
         kv_shape: tuple[int, ...] = (2, 1, 4),
         dtype: torch.dtype = torch.float16,
         device: str | torch.device = "cpu",
+        pool_class: type[KVBlockPool] = KVBlockPool,
     ) -> None:
         self._lock = threading.RLock()
-        self.pool = KVBlockPool(num_blocks, block_size, kv_shape=kv_shape, dtype=dtype, device=device)
+        self.pool = pool_class(num_blocks, block_size, kv_shape=kv_shape, dtype=dtype, device=device)
         self.block_size = block_size
         self.token_ids = torch.zeros((num_blocks, block_size), dtype=torch.int64, device=device)
         on_meta = self.token_ids.device.type == "meta"
@@ -97,6 +118,7 @@ class KVCacheManager:
         self._tokens: dict[int, tuple[int, ...]] = {}  # request -> its tokens so far
         self._cached: dict[int, int] = {}  # request -> leading blocks of its table cached
         self._written: dict[int, tuple[int | None, int]] = {}  # block -> (parent hash, tokens filled)
+        self._reused: list[int] = []  # the blocks whose readers the last operation told
 
     @property
     def num_blocks(self) -> int:
@@ -138,7 +160,7 @@ class KVCacheManager:
 
     # ----------------------------------------------------------------- pool level
 
-    @_locked
+    @_operation
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
         """The pool's allocate; the records of the blocks taken are dropped (they are reused)."""
         self._request(request)
@@ -147,7 +169,7 @@ class KVCacheManager:
         self._unmanaged("allocate", request)
         return tuple(self._take(request, n))
 
-    @_locked
+    @_operation
     def touch(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's touch, for a request not managed here."""
         self._request(request)
@@ -155,7 +177,7 @@ class KVCacheManager:
         self._unmanaged("touch", request)
         self.pool.touch(request, blocks)
 
-    @_locked
+    @_operation
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """The pool's cache_blocks, refusing blocks written here (only the manager hashes them)."""
         self._request(request)
@@ -172,11 +194,11 @@ class KVCacheManager:
             )
         self.pool.cache_blocks(request, ids, values)
 
-    @_locked
+    @_operation
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
         return self.pool.lookup(self._ints(hashes, "hashes"))
 
-    @_locked
+    @_operation
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's free, for a request not managed here."""
         self._request(request)
@@ -184,26 +206,40 @@ class KVCacheManager:
         self._unmanaged("free", request)
         self.pool.free(request, blocks)
 
-    @_locked
+    @_operation
+    def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
+        """The pool's unpin, for a request not managed here."""
+        self._request(request)
+        self._ids(blocks)
+        self._unmanaged("unpin", request)
+        self.pool.unpin(request, blocks)
+
+    @_operation
+    def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        return self.pool.writable(self._ids(blocks))
+
+    @_operation
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         return self.pool.evict(blocks)
 
-    @_locked
+    @_operation
     def reset(self) -> bool:
-        return self.pool.reset()
+        done = self.pool.reset()
+        self._reused.extend(self.pool.reused())
+        return done
 
-    @_locked
+    @_operation
     def num_free(self) -> int:
         return self.pool.num_free()
 
     # ----------------------------------------------------------------- request level
 
-    @_locked
+    @_operation
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
         """How many leading tokens are cached: hit blocks * block_size, never the last token."""
         return len(self._hit(self._token_ids(tokens))) * self.block_size
 
-    @_locked
+    @_operation
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
         """Blocks for all of `tokens` (see the module rules): the block table, or None."""
         self._request(request)
@@ -242,7 +278,7 @@ class KVCacheManager:
         self._write(request, first_written)
         return tuple(table)
 
-    @_locked
+    @_operation
     def free_request(self, request: int) -> None:
         """Free the request's table last block first and forget the request."""
         self._request(request)
@@ -259,6 +295,7 @@ class KVCacheManager:
 
     def _take(self, request: int, n: int) -> list[int]:
         taken = list(self.pool.allocate(request, n))
+        self._reused.extend(self.pool.reused())
         for block in taken:
             self._written.pop(block, None)
         return taken
@@ -284,6 +321,11 @@ class KVCacheManager:
             self._cached[request] = len(hashes)
 
     # ----------------------------------------------------------------- views
+
+    @_locked
+    def reused(self) -> tuple[int, ...]:
+        """The blocks whose readers the last operation told of a reuse, sorted."""
+        return tuple(sorted(self._reused))
 
     @_locked
     def snapshot(self) -> Any:

@@ -35,6 +35,7 @@ class ListBlockPool:
         self._holdings: dict[int, Counter[int]] = {}
         self._requests: dict[int, list] = {}  # request -> [table, tokens, number of cached blocks]
         self._written: dict[int, tuple] = {}  # block -> (parent hash, tokens)
+        self._watched: dict[int, None] = {}  # unpinned blocks whose readers are not yet told of a reuse
 
     # argument checks, all before any state check
     def _req(self, request):
@@ -77,6 +78,8 @@ class ListBlockPool:
         got = []
         for _ in range(n):
             block, _ = self._free.popitem(last=False)
+            if block in self._watched:
+                self._reuse(block)
             self._forget_hash(block)
             self._written.pop(block, None)
             self._refs[block] = 1
@@ -164,6 +167,32 @@ class ListBlockPool:
         if not +held:
             self._holdings.pop(request, None)
 
+    def unpin(self, request, blocks):
+        self._req(request)
+        ids = self._ids(blocks)
+        self._pool_level(request)
+        held = self._holdings.get(request, Counter())
+        if Counter(ids) - held:
+            raise WrongStateError(f"request {request} does not hold {ids}")
+        for b in ids:  # every block reaching 0 goes to the tail, hashed or not
+            held[b] -= 1
+            self._refs[b] -= 1
+            self._watched[b] = None
+            if not self._refs[b]:
+                del self._refs[b]
+                self._num_free += 1
+                self._free[b] = None
+        if not +held:
+            self._holdings.pop(request, None)
+
+    def _reuse(self, block):
+        """A watched block is reused: its reader is told (EventfulListPool announces it)."""
+        del self._watched[block]
+
+    def writable(self, blocks):
+        ids = self._ids(blocks)
+        return tuple(b for b in dict.fromkeys(ids) if self._refs[b] == 1 and b not in self._block_hash)
+
     def evict(self, blocks):
         ids = self._ids(blocks)
         out = tuple(b for b in dict.fromkeys(ids) if b in self._block_hash)
@@ -176,6 +205,8 @@ class ListBlockPool:
             return False
         self._block_hash.clear()
         self._by_hash.clear()
+        for b in list(self._watched):
+            self._reuse(b)
         return True
 
     def num_free(self):
@@ -411,7 +442,8 @@ BROKEN_POOLS = (
 class EventfulListPool(ListBlockPool):
     """A correct pool that also announces KV cache events (`events()`, spec/blocks/events.py),
     recorded where its own steps change a hash: a stored group's parent is the written parent of
-    its first block (none at the pool level), a lost hash is removed, reset clears."""
+    its first block (none at the pool level), a lost hash is removed, reset clears; and the
+    unpinned blocks a call reused (`reused()`), recorded where a watched block's reader is told."""
 
     def __init__(self, num_blocks: int, block_size: int = BLOCK_SIZE) -> None:
         super().__init__(num_blocks, block_size)
@@ -419,7 +451,11 @@ class EventfulListPool(ListBlockPool):
         self._fresh_events()
 
     def _fresh_events(self):
-        self._stored, self._removed, self._cleared = [], [], False
+        self._stored, self._removed, self._cleared, self._told = [], [], False, []
+
+    def _reuse(self, block):
+        super()._reuse(block)
+        self._told.append(block)
 
     def _add_hashes(self, ids, values):
         super()._add_hashes(ids, values)
@@ -438,6 +474,9 @@ class EventfulListPool(ListBlockPool):
 
     def events(self):
         return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
+
+    def reused(self):
+        return tuple(sorted(self._told))
 
 
 def _one_call(operation):

@@ -3,9 +3,10 @@
 A stand-in for the generic Hypothesis checker: each step draws one call (mostly valid, some
 misuse: double frees, touches of free unhashed blocks, the null block, n above the free count)
 from the spec's state, makes it on both, and compares the outcome (result, or error class), the
-snapshot and, where the pool has them, the hash map, request tables and block contents. The spec's
-own invariants are checked after every step, and the block invariants B1-B8 are judged on the
-pool's own before/after snapshots. The first difference is returned as a `Divergence`.
+snapshot and, where the pool has them, the hash map, request tables, block contents and the last
+call's announcements (`events()`, `reused()`). The spec's own invariants are checked after every
+step, and the block invariants B1-B8 are judged on the pool's own before/after snapshots. The
+first difference is returned as a `Divergence`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ POOL_REQUESTS = (1, 2, 3)
 MANAGED_REQUESTS = (10, 11, 12)
 HASHES = tuple(range(100, 106))
 VOCABULARY = (1, 2)
-VIEWS = ("hash_map", "tables", "contents", "events")
+VIEWS = ("hash_map", "tables", "contents", "events", "reused")
 
 
 class Divergence(NamedTuple):
@@ -92,6 +93,14 @@ class _Draw:
             return (request, self.some(self.usable))
         return (request, tuple(self.rng.sample(held, self.rng.randint(1, len(held)))))
 
+    def unpin(self) -> tuple:
+        request, blocks = self.free()
+        return (request, blocks + (0,) if self.misuse() else blocks)
+
+    def writable(self) -> tuple:
+        in_use = [b for b in self.usable if self.blocks[b][0]]
+        return (self.some(self.usable if self.misuse() or not in_use else in_use, 3),)
+
     def evict(self) -> tuple:
         return (self.some(self.usable),)
 
@@ -121,8 +130,8 @@ class _Draw:
 
 
 _WEIGHTS = {
-    "allocate": 4, "touch": 3, "cache_blocks": 3, "lookup": 2, "free": 4, "evict": 1, "reset": 1,
-    "num_free": 1, "find_cached_prefix": 1, "allocate_slots": 4, "free_request": 2,
+    "allocate": 4, "touch": 3, "cache_blocks": 3, "lookup": 2, "free": 4, "unpin": 2, "writable": 1,
+    "evict": 1, "reset": 1, "num_free": 1, "find_cached_prefix": 1, "allocate_slots": 4, "free_request": 2,
 }
 
 

@@ -1,5 +1,6 @@
 """Pools of vLLM's null-block design (`null_block="skip"`, profile `vllm-block-pool`): block tables
-pad with the null block (block 0), so touch, cache_blocks, free and evict pass over it.
+pad with the null block (block 0), so touch, cache_blocks, free, writable and evict pass over it
+(unpin never does: no request holds the null block, so unpinning it is misuse).
 
 `NullSkippingPool` does that correctly, over model_tests' correct `ListBlockPool`; `NullPinningPool`
 carries one bug. Under the contract (`null_block="error"`) both refuse the null block as
@@ -22,7 +23,8 @@ def _without_null(blocks):
 
 class NullSkippingPool(ListBlockPool):
     """A correct pool of the vllm-block-pool profile: the null block is passed over wherever a
-    call takes blocks (in cache_blocks with its hash); the rest of the call is `ListBlockPool`'s."""
+    call takes blocks (in cache_blocks with its hash), but for unpin; the rest of the call is
+    `ListBlockPool`'s."""
 
     def touch(self, request, blocks):
         super().touch(request, _without_null(blocks))
@@ -35,6 +37,9 @@ class NullSkippingPool(ListBlockPool):
 
     def free(self, request, blocks):
         super().free(request, _without_null(blocks))
+
+    def writable(self, blocks):
+        return super().writable(_without_null(blocks))
 
     def evict(self, blocks):
         return super().evict(_without_null(blocks))

@@ -35,8 +35,8 @@ class CapacityError(PoolError):
 _OWN = {"InvalidArgumentError": InvalidArgumentError, "WrongStateError": WrongStateError,
         "CapacityError": CapacityError}
 
-OPERATIONS = ("allocate", "touch", "cache_blocks", "lookup", "free", "evict", "reset", "num_free",
-              "find_cached_prefix", "allocate_slots", "free_request")
+OPERATIONS = ("allocate", "touch", "cache_blocks", "lookup", "free", "unpin", "writable", "evict", "reset",
+              "num_free", "find_cached_prefix", "allocate_slots", "free_request")
 
 
 def _translated(method, name: str):
@@ -47,7 +47,8 @@ def _translated(method, name: str):
         try:
             return method(self, *args, **kwargs)
         except CacheError as error:
-            own = DoubleFreeError if name == "free" and "does not hold" in str(error) else _OWN[type(error).__name__]
+            double = name in ("free", "unpin") and "does not hold" in str(error)
+            own = DoubleFreeError if double else _OWN[type(error).__name__]
             raise own(str(error)) from None
 
     return call

@@ -1,10 +1,12 @@
 """The checker of the block pool kind (`cacheproof check --spec blocks`), proven by the bugs it
-catches: every broken pool of model_tests/block_pools.py is found with a shrunk counterexample whose
-snippet fails when run, the correct pools are never flagged, a race is found under --threads and a
-locked pool is linearizable, and a pool missing an operation is a usage error naming it."""
+catches: every broken pool of model_tests/block_pools.py and model_tests/broken_kv_block_pools.py is
+found with a shrunk counterexample whose snippet fails when run, the correct pools are never
+flagged, a race is found under --threads and a locked pool is linearizable, and a pool missing an
+operation is a usage error naming it."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections import Counter
 
@@ -25,28 +27,38 @@ KIND = get_kind("blocks")
 BROKEN = ["DoubleFreePool", "HeadFreePool", "StaleHashMapPool", "GapLookupPool", "TouchLeavesQueuedPool",
           "ResetInUsePool", "CounterDriftPool", "ForwardFreeRequestPool", "LastInsertedLookupPool",
           "SilentLazyEvictionPool", "WrongParentPool"]
+BROKEN_KV_POOLS = ["HeadUnpinManager", "UntoldReuseManager"]
+"""The broken torch pools (model_tests/broken_kv_block_pools.py), behind the built-in manager."""
+BROKEN_IMPLS = [f"model_tests.block_pools:{name}" for name in BROKEN] + [
+    f"model_tests.broken_kv_block_pools:{name}" for name in BROKEN_KV_POOLS]
 
 
 def _check(factory, **options):
     return run_program_check(KIND, factory, generator_for("blocks"), **options)
 
 
-@pytest.mark.parametrize("factory", [BlockPoolSpec, block_pools.ListBlockPool, block_pools.EventfulListPool],
-                         ids=["spec", "list pool", "eventful list pool"])
+def _factory(impl: str):
+    """The factory that MODULE:NAME names."""
+    module, name = impl.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("factory", [BlockPoolSpec, block_pools.ListBlockPool, block_pools.EventfulListPool,
+                                     "cacheproof.impl.kv_cache_manager:kv_cache_manager"],
+                         ids=["spec", "list pool", "eventful list pool", "torch manager"])
 def test_correct_pools_conform(factory):
-    report = _check(factory, examples=150, seed=0)
+    report = _check(_factory(factory) if isinstance(factory, str) else factory, examples=150, seed=0)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     assert report.examples == 150 and report.steps > 150
 
 
-@pytest.mark.parametrize("name", BROKEN)
-def test_every_broken_pool_is_found_with_a_snippet_that_fails(name):
-    factory = getattr(block_pools, name)
-    report = _check(factory, examples=400, seed=0)
-    assert not report.ok, f"{name} was not found"
+@pytest.mark.parametrize("impl", BROKEN_IMPLS, ids=lambda impl: impl.split(":")[1])
+def test_every_broken_pool_is_found_with_a_snippet_that_fails(impl):
+    report = _check(_factory(impl), examples=400, seed=0)
+    assert not report.ok, f"{impl} was not found"
     example = report.counterexample
     assert len(example.calls) <= 12, example.calls
-    snippet = snippet_of(KIND, f"model_tests.block_pools:{name}", example, None)
+    snippet = snippet_of(KIND, impl, example, None)
     with pytest.raises(Exception):  # an assertion of the spec's outcome, or the pool's own crash at that call
         exec(compile(snippet, "<snippet>", "exec"), {})
 
@@ -57,6 +69,13 @@ def test_wrong_events_are_found_in_the_events_view_alone(name):
     report = _check(getattr(block_pools, name), examples=400, seed=0)
     assert not report.ok
     assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
+
+
+def test_an_untold_reuse_is_found_in_the_reused_view_alone():
+    """A torch pool whose state is right and whose allocate tells no reader differs in reused() only."""
+    report = _check(_factory("model_tests.broken_kv_block_pools:UntoldReuseManager"), examples=400, seed=0)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["reused"]
 
 
 def test_the_snippet_of_a_divergence_passes_on_the_correct_pool():

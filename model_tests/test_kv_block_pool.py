@@ -1,5 +1,6 @@
 """KVBlockPool: hand-worked outcomes of the block-pool contract, misuse changing nothing, the meta
-device, and the block-table kernel fed from the pool's holdings."""
+device, the block-table kernel fed from the pool's holdings, and unpin / writable / reused() made
+side by side on the pool, the manager over it and the spec."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 import torch
 
 from cacheproof.impl.kv_block_pool import KVBlockPool
+from cacheproof.impl.kv_cache_manager import KVCacheManager
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
+from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+from model_tests.block_walk import differential_walk
+from model_tests.broken_kv_block_pools import BROKEN_KV_POOLS, UntoldReuseManager
 
 
 def small_pool() -> KVBlockPool:
@@ -137,6 +143,14 @@ MISUSE = [
     (lambda p: p.free(1, (2, 0)), InvalidArgumentError),
     (lambda p: p.evict((1, 0)), InvalidArgumentError),
     (lambda p: p.evict((1, 9)), InvalidArgumentError),
+    (lambda p: p.unpin(1, (2, 3)), WrongStateError),
+    (lambda p: p.unpin(1, (2, 2)), WrongStateError),
+    (lambda p: p.unpin(2, (1,)), WrongStateError),
+    (lambda p: p.unpin(1, (2, 0)), InvalidArgumentError),
+    (lambda p: p.unpin(1, (2, 6)), InvalidArgumentError),
+    (lambda p: p.unpin("r", (2,)), InvalidArgumentError),
+    (lambda p: p.writable((2, 0)), InvalidArgumentError),
+    (lambda p: p.writable((2, "b")), InvalidArgumentError),
 ]
 
 
@@ -240,3 +254,100 @@ def test_queue_stays_exact_over_many_hits_and_frees() -> None:
         pool.free(7, (block,))
     assert pool.snapshot()[0] == (1, 2, 3, 4, 5, 6, 7, 8) and pool.num_free() == 8
     assert pool.allocate(2, 8) == (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+def test_unpin_queues_at_the_tail_and_the_reusing_allocate_tells_once() -> None:
+    pool = small_pool()
+    pool.allocate(1, 3)
+    pool.cache_blocks(1, (1,), (10,))
+    pool.unpin(1, (2, 1))  # unhashed 2 too goes to the tail, in the order given
+    assert pool.snapshot()[0] == (4, 5, 2, 1) and pool.reused() == ()
+    assert pool.writable((3, 2, 3, 1)) == (3,)  # 2 is free, 1 is free and hashed
+    assert pool.allocate(2, 2) == (4, 5) and pool.reused() == ()
+    assert pool.allocate(2, 2) == (2, 1) and pool.reused() == (1, 2)  # told once, sorted
+    assert pool.lookup((10,)) == () and pool.reused() == ()
+    pool.free(2, (2, 1))
+    assert pool.allocate(3, 2) == (2, 1) and pool.reused() == ()  # the watch ended with the first reuse
+
+
+def test_a_block_unpinned_while_shared_stays_watched_until_reused() -> None:
+    pool = small_pool()
+    pool.allocate(1, 1)
+    pool.touch(2, (1,))
+    pool.unpin(1, (1,))  # ref 2 -> 1: still in use, watched
+    assert pool.snapshot()[1][1] == (1, None) and pool.writable((1,)) == (1,)
+    pool.free(2, (1,))  # unhashed: the head, as free puts it
+    assert pool.snapshot()[0] == (1, 2, 3, 4, 5)
+    assert pool.allocate(3, 1) == (1,) and pool.reused() == (1,)
+
+
+def test_reset_tells_every_reader_and_a_refused_reset_none() -> None:
+    pool = small_pool()
+    pool.allocate(1, 3)
+    pool.unpin(1, (3, 1))
+    assert pool.reset() is False and pool.reused() == ()
+    pool.free(1, (2,))
+    assert pool.reset() is True and pool.reused() == (1, 3)
+    assert pool.reset() is True and pool.reused() == ()
+
+
+def test_a_call_that_raises_announces_nothing() -> None:
+    pool = small_pool()
+    pool.allocate(1, 5)
+    pool.unpin(1, (5,))
+    with pytest.raises(CapacityError):
+        pool.allocate(2, 2)
+    assert pool.reused() == ()
+    assert pool.allocate(2, 1) == (5,) and pool.reused() == (5,)
+    with pytest.raises(WrongStateError):
+        pool.unpin(2, (1,))
+    assert pool.reused() == ()
+
+
+SIDE_BY_SIDE = [
+    ("allocate", 1, 3), ("cache_blocks", 1, (2,), (20,)), ("unpin", 1, (1, 2)), ("writable", (3, 1, 3)),
+    ("unpin", 1, (3, 3)), ("touch", 2, (2,)), ("allocate", 2, 3), ("writable", (1, 2, 4, 5)),
+    ("unpin", 2, (2, 4)), ("free", 2, (1, 5)), ("num_free",), ("allocate", 3, 4), ("unpin", 3, (0,)),
+    ("free", 3, (2, 3, 4, 5)), ("unpin", 1, (3,)), ("reset",), ("reset",), ("writable", (0,)),
+]
+"""Pool-level calls made on the pool, the manager and the spec alike (a few raise)."""
+
+
+@pytest.mark.parametrize("factory", [lambda: KVBlockPool(6, 4, kv_shape=(1,)), lambda: KVCacheManager(6)],
+                         ids=["pool", "manager"])
+def test_unpin_writable_and_reused_agree_with_the_spec_call_by_call(factory) -> None:
+    impl, spec = factory(), BlockPoolSpec(6)
+    for name, *args in SIDE_BY_SIDE:
+        outcomes = []
+        for target in (spec, impl):
+            try:
+                outcomes.append(("returned", getattr(target, name)(*args)))
+            except (CapacityError, InvalidArgumentError, WrongStateError) as error:
+                outcomes.append(("raised", type(error).__name__))
+        assert outcomes[1] == outcomes[0], (name, args)
+        assert impl.snapshot() == spec.snapshot(), (name, args)
+        assert impl.reused() == spec.reused(), (name, args)
+
+
+def test_the_manager_tells_the_reader_of_a_block_allocate_slots_reuses() -> None:
+    manager, spec = KVCacheManager(4), BlockPoolSpec(4)
+    for target in (manager, spec):
+        target.allocate(1, 3)
+        target.unpin(1, (1,))
+        assert target.allocate_slots(7, (5, 5, 5)) is None and target.reused() == ()  # 2 blocks, 1 free
+        assert target.allocate_slots(7, (5, 5)) == (1,) and target.reused() == (1,)
+        assert target.find_cached_prefix((5, 5, 5)) == 2 and target.reused() == ()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_walks_agree_with_the_spec(seed) -> None:
+    assert differential_walk(lambda n: KVBlockPool(n, kv_shape=(1,), device="meta"), seed, 2000,
+                             operations=POOL_OPERATIONS) is None
+    assert differential_walk(KVCacheManager, seed, 2000) is None
+
+
+@pytest.mark.parametrize("broken", BROKEN_KV_POOLS, ids=lambda cls: cls.__name__)
+def test_random_walk_catches_each_broken_torch_pool(broken) -> None:
+    divergence = differential_walk(broken, 0, 2000)
+    assert divergence is not None
+    assert divergence.reason == ("reused" if broken is UntoldReuseManager else "snapshot"), divergence
