@@ -3,7 +3,9 @@
 Plain lists and dicts: the free queue is a list, head first; ref counts and hashes are lists indexed
 by block id. Every operation checks all its arguments and the state first and updates after, so a
 call that raises changes nothing. It speaks both levels (the pool level and the request level on
-top) and has the three views the checker compares (`snapshot`, `tables`, `contents`). The chained
+top) and has the three views the checker compares (`snapshot`, `tables`, `contents`); it announces
+nothing, so it has neither optional view (`events`, `reused`: it need not say which unpinned blocks
+a call reused). The chained
 hashes of the request level are the spec's own (`cacheproof.spec.blocks.manager.chain_hashes`).
 
 Check it against the spec (exit status 0: it conforms; the factory is called as
@@ -97,15 +99,23 @@ class MinimalPool:
             found.append(self.carriers[value][0])
         return tuple(found)
 
-    def free(self, request: int, blocks: tuple[int, ...]) -> None:
-        self._check_request("free", request)
-        blocks = self._check_blocks("free", blocks)
-        self._check_pool_level("free", request)
+    def free(self, request: int, blocks: tuple[int, ...], *, operation: str = "free") -> None:
+        self._check_request(operation, request)
+        blocks = self._check_blocks(operation, blocks)
+        self._check_pool_level(operation, request)
         held = self.held.get(request, [])
         for block in set(blocks):
             if blocks.count(block) > held.count(block):
-                raise WrongStateError(f"free(request={request}, block={block}): a double free")
-        self._release(request, blocks)
+                raise WrongStateError(f"{operation}(request={request}, block={block}): a double free")
+        self._release(request, blocks, readable=operation == "unpin")
+
+    def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
+        """As free, but the blocks reaching 0 all go to the tail: their holder still reads them."""
+        self.free(request, blocks, operation="unpin")
+
+    def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
+        blocks = self._check_blocks("writable", blocks)
+        return tuple(block for block in dict.fromkeys(blocks) if self.ref[block] == 1 and self.hash[block] is None)
 
     def evict(self, blocks: tuple[int, ...]) -> tuple[int, ...]:
         blocks = self._check_blocks("evict", blocks)
@@ -213,14 +223,15 @@ class MinimalPool:
             self.ref[block] += 1
             self.held.setdefault(request, []).append(block)
 
-    def _release(self, request: int, blocks: tuple[int, ...] | list[int]) -> None:
-        """ref - 1 each; those reaching 0 join the queue: unhashed at the head, hashed at the tail."""
+    def _release(self, request: int, blocks: tuple[int, ...] | list[int], readable: bool = False) -> None:
+        """ref - 1 each; those reaching 0 join the queue: unhashed at the head (unless `readable`),
+        hashed at the tail."""
         to_head, to_tail = [], []
         for block in blocks:
             self.held[request].remove(block)
             self.ref[block] -= 1
             if self.ref[block] == 0:
-                (to_head if self.hash[block] is None else to_tail).append(block)
+                (to_head if self.hash[block] is None and not readable else to_tail).append(block)
         if not self.held.get(request, True):
             del self.held[request]
         self.queue = to_head + self.queue + to_tail

@@ -178,7 +178,7 @@ def test_kind_and_profiles() -> None:
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager"}
     uncached = BLOCK_PROFILES["vllm-block-pool-uncached"]
     assert uncached.semantics == BLOCK_PROFILES["vllm-block-pool"].semantics
-    assert uncached.operations == ("allocate", "touch", "lookup", "free", "evict", "reset", "num_free")
+    assert uncached.operations == ("allocate", "touch", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
     assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
     assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "reset", "num_free")

@@ -23,8 +23,8 @@ SEARCH = ["--examples", "120", "--seed", "1", "--quiet"]
 class UnhashedFreedToTheTail(MinimalPool):
     """A freed block without a hash joins the tail of the free queue, not the head."""
 
-    def _release(self, request, blocks):
-        super()._release(request, blocks)
+    def _release(self, request, blocks, readable=False):
+        super()._release(request, blocks, readable)
         unhashed = [block for block in self.queue if self.hash[block] is None and block in blocks]
         self.queue = [block for block in self.queue if block not in unhashed] + unhashed
 

@@ -20,7 +20,7 @@ from model_tests import null_block_pools
 
 KIND = get_kind("blocks")
 VLLM = KIND.profiles["vllm-block-pool"]
-TAKES_BLOCKS = {"touch": 1, "cache_blocks": 1, "free": 1, "evict": 0}
+TAKES_BLOCKS = {"touch": 1, "cache_blocks": 1, "free": 1, "writable": 0, "evict": 0}
 
 
 def _vllm_check(factory, **options):
