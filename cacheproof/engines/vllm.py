@@ -19,9 +19,12 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   free count becomes `CapacityError`. The blocks returned are recorded as held by `request`.
 - `touch(request, blocks)` -> `touch([blocks])`; each block is recorded as held once more.
 - `cache_blocks(request, blocks, hashes)` -> `cache_full_blocks(req, [blocks], 0, len(blocks),
-  1, 0)` where `req` is a real `vllm.v1.request.Request` (id `str(request)`, one placeholder
-  token per hash, `block_hashes` the hashes): every given block is a new full block of size one
-  token, in KV-cache group 0.
+  1, 0, block_mask)` where `req` is a real `vllm.v1.request.Request` (id `str(request)`, one
+  placeholder token per hash, `block_hashes` the hashes): every given block is a new full block of
+  size one token, in KV-cache group 0. vLLM has two ways to skip a block there, the null block and
+  a False in `block_mask` (its sliding-window and Mamba groups mask the blocks no hit can reach);
+  the contract's one skip (`null_block="skip"`) is given both ways: `block_mask` is False exactly
+  at the null blocks.
 - `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
   miss (the prefix walk of vLLM's full-attention manager, without its token limit).
 - `free(request, blocks)` -> `free_blocks([blocks])` called on a second vLLM pool (`peer`, vLLM's
@@ -248,12 +251,14 @@ class VllmBlockPool:
 
     @_events_taken
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
-        """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes."""
+        """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes, the
+        null blocks masked out too."""
         objects = self._blocks(tuple(blocks))
         block_hashes = [self._hash(value) for value in hashes]
         vllm = self._vllm
         req = vllm.request(str(request), [0] * len(block_hashes), vllm.sampling, None, block_hashes=block_hashes)
-        self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP)
+        mask = [not block.is_null for block in objects]
+        self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP, block_mask=mask)
 
     @_events_taken
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:

@@ -159,3 +159,45 @@ def test_kv_cache_events_run_and_are_taken_after_each_call() -> None:
     pool.free(1, (1, 2))
     assert pool.reset() is True
     assert [type(event).__name__ for event in taken[-1]] == ["AllBlocksCleared"]
+
+
+def test_unpinned_blocks_stay_readable_until_vllm_hands_them_out() -> None:
+    """unpin_blocks worked by hand: released blocks go to the tail even unhashed, and the reader is
+    told (reused()) by the get_new_blocks that hands one out and by a reset, once each."""
+    pool = block_pool(5)
+    assert pool.allocate(1, 3) == (1, 2, 3)
+    pool.unpin(1, (2, 1))
+    assert pool.reused() == ()
+    assert pool.snapshot()[0] == (4, 2, 1)  # free would have put the unhashed 2, 1 at the head
+    assert pool.allocate(2, 2) == (4, 2)
+    assert pool.reused() == (2,)
+    assert pool.num_free() == 1 and pool.reused() == ()  # told for the last call only
+    pool.free(2, (4, 2))  # unhashed, to the head in the order given: 4, 2, 1
+    pool.free(1, (3,))  # 3, 4, 2, 1
+    assert pool.reset() is True and pool.reused() == (1,)
+    assert pool.allocate(3, 4) == (3, 4, 2, 1) and pool.reused() == ()  # each reader told once
+
+
+def test_writable_asks_vllms_is_block_writable() -> None:
+    """A block is writable in place while held once and unhashed; the null block never is."""
+    pool = block_pool(5)
+    assert pool.allocate(1, 3) == (1, 2, 3)
+    pool.cache_blocks(1, (1,), (7,))
+    pool.touch(2, (2,))
+    assert pool.writable((0, 3, 2, 1, 3)) == (3,)
+
+
+def test_cache_blocks_masks_exactly_the_null_blocks() -> None:
+    """The contract's skip is given to vLLM both ways: the null block and a False in block_mask."""
+    masks = []
+
+    class MaskRecordingPool(BlockPool):
+        def cache_full_blocks(self, *args, block_mask=None, **kwargs):
+            masks.append(block_mask)
+            super().cache_full_blocks(*args, block_mask=block_mask, **kwargs)
+
+    pool = block_pool(5, pool_class=MaskRecordingPool)
+    assert pool.allocate(1, 2) == (1, 2)
+    pool.cache_blocks(1, (0, 2, 0, 1), (5, 6, 7, 8))
+    assert masks == [[False, True, False, True]]
+    assert pool.lookup((6,)) == (2,) and pool.lookup((8,)) == (1,) and pool.lookup((5,)) == ()
