@@ -201,18 +201,20 @@ class KVCacheManager:
     @_operation
     def free(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's free, for a request not managed here."""
-        self._request(request)
-        self._ids(blocks)
-        self._unmanaged("free", request)
-        self.pool.free(request, blocks)
+        self._released_by_pool("free", request, blocks)
 
     @_operation
     def unpin(self, request: int, blocks: tuple[int, ...]) -> None:
         """The pool's unpin, for a request not managed here."""
+        self._released_by_pool("unpin", request, blocks)
+
+    def _released_by_pool(self, operation: str, request: int, blocks: tuple[int, ...]) -> None:
+        """The pool's `operation` (free or unpin) of `blocks`, once the request and ids are checked
+        and the request is known not to be managed here."""
         self._request(request)
         self._ids(blocks)
-        self._unmanaged("unpin", request)
-        self.pool.unpin(request, blocks)
+        self._unmanaged(operation, request)
+        getattr(self.pool, operation)(request, blocks)
 
     @_operation
     def writable(self, blocks: tuple[int, ...]) -> tuple[int, ...]:

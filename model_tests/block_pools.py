@@ -140,13 +140,16 @@ class ListBlockPool:
         return tuple(out)
 
     def free(self, request, blocks):
+        self._put_back(request, self._held_ids(request, blocks))
+
+    def _held_ids(self, request, blocks):
+        """The ids of `blocks`, each held by the pool-level `request` as often as given."""
         self._req(request)
         ids = self._ids(blocks)
         self._pool_level(request)
-        held = self._holdings.get(request, Counter())
-        if Counter(ids) - held:
+        if Counter(ids) - self._holdings.get(request, Counter()):
             raise WrongStateError(f"request {request} does not hold {ids}")
-        self._put_back(request, ids)
+        return ids
 
     def _put_back(self, request, ids):
         held = self._holdings.get(request, Counter())
@@ -168,12 +171,8 @@ class ListBlockPool:
             self._holdings.pop(request, None)
 
     def unpin(self, request, blocks):
-        self._req(request)
-        ids = self._ids(blocks)
-        self._pool_level(request)
+        ids = self._held_ids(request, blocks)
         held = self._holdings.get(request, Counter())
-        if Counter(ids) - held:
-            raise WrongStateError(f"request {request} does not hold {ids}")
         for b in ids:  # every block reaching 0 goes to the tail, hashed or not
             held[b] -= 1
             self._refs[b] -= 1
