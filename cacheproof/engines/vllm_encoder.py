@@ -127,7 +127,6 @@ class VllmEncoderCache:
         with self._atomic:
             self._call("reset")
             self._outputs.clear()
-            self._requests.forget()
 
     def _references(self, key: Any) -> int:
         holders = self._table("cached")[key]
@@ -181,7 +180,10 @@ class VllmEncoderCache:
 #   `get_cached_input_ids` says it is that request's last cached input (a finished request, as
 #   the scheduler frees it); True when k left `cached` (it never does);
 # - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
-#   freed hashes; clear() -> `reset()`.
+#   freed hashes; clear() -> `reset()`, as the scheduler's `reset_encoder_cache` does on a weight
+#   update while requests run: the requests outlive it, so a release after the clear still frees
+#   the input of the request that held k (the adapter keeps its request records; vLLM must have
+#   forgotten the request's cached inputs, else `free(request)` reaches inputs it no longer has).
 # The snapshot reads vLLM's tables: idle entries in `freeable` order, then the referenced ones;
 # a key's size from `num_embeds_by_hash`, its references from `request_hash_refs` (one per input
 # of a request: the #54284 fix) or, without it, the size of its `cached` set. An abandoned

@@ -96,8 +96,7 @@ class VllmEncoderDecoderSlots:
 # - end_step() -> `get_freed_mm_hashes()` (the scheduler calls it once per step, in
 #   `SchedulerOutput.free_encoder_mm_hashes`);
 # - reset() -> `reset()`, and the requests are forgotten (the scheduler resets the manager when the
-#   model's weights change, `reset_encoder_cache`; the requests are the adapter's, as the
-#   encoder-cache adapter's clear forgets its own);
+#   model's weights change, `reset_encoder_cache`; the slot contract's reset ends every request);
 # - free_slots() reads `num_free_slots`; pending_items() reads `allocated` and `to_free`.
 
 

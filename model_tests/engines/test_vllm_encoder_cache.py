@@ -50,3 +50,44 @@ def test_the_two_choices_are_divergences_under_vllm_encoder_cache(capsys):
     out = capsys.readouterr().out
     assert status == 1
     assert "release(" in out and "ConflictError" in out, out
+
+
+class ResetKeepsRequestInputs(EncoderCacheManager):
+    """encoder_cache_manager #6 of the duel as a subclass: reset() leaves `request_cached_ids`, so a
+    request that held an input before the reset still names it after, while its references are gone."""
+
+    def reset(self) -> None:
+        kept = {request: set(ids) for request, ids in self.request_cached_ids.items()}
+        super().reset()
+        self.request_cached_ids.update(kept)
+
+
+def test_a_request_outlives_a_clear_and_releases_after_it():
+    """The scheduler resets the manager under running requests (a weight update): the request that
+    held an input before the clear releases it after. vLLM's manager answers as the contract does
+    (the key left `cached` at the clear, so release says False); the broken reset crashes there."""
+    from cacheproof.engines.vllm import encoder_cache
+
+    cache = encoder_cache(8)
+    cache.acquire("a", 3)
+    cache.clear()
+    assert cache.release("a") is False
+    assert cache.snapshot() == ()
+    broken = encoder_cache(8, manager_class=ResetKeepsRequestInputs)
+    broken.acquire("a", 3)
+    broken.clear()
+    with pytest.raises(KeyError):
+        broken.release("a")
+
+
+def test_a_reset_that_keeps_request_inputs_is_found(capsys):
+    status = main(["check", "--impl", f"{__name__}:_reset_keeping_inputs", "--profile", "vllm-encoder-cache-0.34",
+                   "--examples", "100", "--seed", "0", "--call-timeout", "60", "--max-divergences", "1"])
+    out = capsys.readouterr().out
+    assert status == 1 and "KeyError" in out, out
+
+
+def _reset_keeping_inputs(capacity_bytes: int):
+    from cacheproof.engines.vllm import encoder_cache
+
+    return encoder_cache(capacity_bytes, manager_class=ResetKeepsRequestInputs)
