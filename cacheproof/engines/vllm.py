@@ -23,8 +23,10 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   placeholder token per hash, `block_hashes` the hashes): every given block is a new full block of
   size one token, in KV-cache group 0. vLLM has two ways to skip a block there, the null block and
   a False in `block_mask` (its sliding-window and Mamba groups mask the blocks no hit can reach);
-  the contract's one skip (`null_block="skip"`) is given both ways: `block_mask` is False exactly
-  at the null blocks.
+  the contract's one skip (`null_block="skip"`) takes both forms, by the blocks given: blocks that
+  start with the null block are a sliding window's table (its leading blocks left the window, are
+  null and masked), so `block_mask` is False exactly at the null blocks; other blocks pass
+  `block_mask=None`, the null block alone marking a skip.
 - `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
   miss (the prefix walk of vLLM's full-attention manager, without its token limit).
 - `free(request, blocks)` -> `free_blocks([blocks])` called on a second vLLM pool (`peer`, vLLM's
@@ -251,13 +253,14 @@ class VllmBlockPool:
 
     @_events_taken
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
-        """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes, the
-        null blocks masked out too."""
+        """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes; blocks
+        that start with the null block are a window's, their null blocks masked out too."""
         objects = self._blocks(tuple(blocks))
         block_hashes = [self._hash(value) for value in hashes]
         vllm = self._vllm
         req = vllm.request(str(request), [0] * len(block_hashes), vllm.sampling, None, block_hashes=block_hashes)
-        mask = [not block.is_null for block in objects]
+        windowed = bool(objects) and objects[0].is_null
+        mask = [not block.is_null for block in objects] if windowed else None
         self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP, block_mask=mask)
 
     @_events_taken

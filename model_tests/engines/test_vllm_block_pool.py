@@ -187,8 +187,10 @@ def test_writable_asks_vllms_is_block_writable() -> None:
     assert pool.writable((0, 3, 2, 1, 3)) == (3,)
 
 
-def test_cache_blocks_masks_exactly_the_null_blocks() -> None:
-    """The contract's skip is given to vLLM both ways: the null block and a False in block_mask."""
+def test_cache_blocks_masks_the_null_blocks_of_a_window() -> None:
+    """The contract's skip takes both of vLLM's forms: blocks that start with the null block (a
+    sliding window's table) pass block_mask, False exactly at the null blocks; other blocks pass
+    none, the null block alone marking the skip."""
     masks = []
 
     class MaskRecordingPool(BlockPool):
@@ -201,3 +203,6 @@ def test_cache_blocks_masks_exactly_the_null_blocks() -> None:
     pool.cache_blocks(1, (0, 2, 0, 1), (5, 6, 7, 8))
     assert masks == [[False, True, False, True]]
     assert pool.lookup((6,)) == (2,) and pool.lookup((8,)) == (1,) and pool.lookup((5,)) == ()
+    assert pool.allocate(1, 1) == (3,)
+    pool.cache_blocks(1, (3, 0), (9, 10))
+    assert masks[1] is None and pool.lookup((9,)) == (3,) and pool.lookup((10,)) == ()
