@@ -339,7 +339,8 @@ class Requests(_Holders):
     that request's, so with n requests the (n+1)-th acquire comes from a request that made one
     already, and one request may hold the same key twice at two inputs (vLLM #54284).
     `give_back(key)` returns the most recent (request, input) holding key and forgets it, or None;
-    `undo(key)` forgets the last take of key (an acquire the peer refused).
+    `undo(key)` forgets the last take of key (an acquire the peer refused); `holding(request)` says
+    whether the request holds any key still.
     """
 
     def __init__(self, requests: int | None = 2, prefix: str = "req-") -> None:
@@ -360,6 +361,10 @@ class Requests(_Holders):
 
     def undo(self, key: Hashable) -> None:
         self.give_back(key)
+
+    def holding(self, request: str) -> bool:
+        """Whether `request` still holds some key (an input taken and not given back)."""
+        return any(holder[0] == request for holders in self._holders.values() for holder in holders)
 
 
 # Engines ------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, Ent
 
 __all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_manager_class", "encoder_module_profile"]
 
-MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_cached_input_ids",
-           "get_freed_mm_hashes", "reset")
+MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_freed_mm_hashes",
+           "reset")
 """The manager's members the adapter calls."""
 
 
@@ -105,12 +105,13 @@ class VllmEncoderCache:
     def release(self, key: Any) -> bool:
         with self._atomic:
             holder = self._requests.give_back(key)
+            finishes = holder is not None and not self._requests.holding(holder[0])
             if holder is None:
                 request_id = f"unheld-{key!r}"
                 holder = (request_id, len(self._requests.inputs.setdefault(request_id, [(key, 0)])) - 1)
             present = key in self._table("cached")
             request = self._request(holder[0])
-            if self._call("get_cached_input_ids", request) == {holder[1]}:
+            if finishes:
                 self._call("free", request)  # the request's last input: it finishes, as the scheduler frees it
             else:
                 self._call("free_encoder_input", request, holder[1])
@@ -176,9 +177,10 @@ class VllmEncoderCache:
 # - get(k) -> the worker's output; UnknownKeyError when k is not cached, WrongStateError when
 #   it has no output yet;
 # - release(k) -> `free_encoder_input` of the input that holds k last (a request holding none:
-#   a fresh one, whatever vLLM does with it), or `free(request)` when vLLM's
-#   `get_cached_input_ids` says it is that request's last cached input (a finished request, as
-#   the scheduler frees it); True when k left `cached` (it never does);
+#   a fresh one, whatever vLLM does with it), or `free(request)` when the adapter's records say it
+#   is that request's last held input (the request finishes: the scheduler knows that itself and
+#   frees it, whatever vLLM's `get_cached_input_ids` still names); True when k left `cached` (it
+#   never does);
 # - evict(n) -> `can_allocate` of a probe input of n embeddings (False: CapacityError), then the
 #   freed hashes; clear() -> `reset()`, as the scheduler's `reset_encoder_cache` does on a weight
 #   update while requests run: the requests outlive it, so a release after the clear still frees

@@ -91,3 +91,33 @@ def _reset_keeping_inputs(capacity_bytes: int):
     from cacheproof.engines.vllm import encoder_cache
 
     return encoder_cache(capacity_bytes, manager_class=ResetKeepsRequestInputs)
+
+
+class FreedInputStaysCached(EncoderCacheManager):
+    """encoder_cache_manager #83 of the duel as a subclass: free_encoder_input gives the reference
+    back but leaves the input among the request's cached inputs (and so the request's reference
+    table in place), so the request's finishing `free(request)` frees it a second time."""
+
+    def free_encoder_input(self, request, input_id) -> None:
+        request_id = request.request_id
+        was_cached = input_id in self.request_cached_ids.get(request_id, ())
+        super().free_encoder_input(request, input_id)
+        if was_cached:
+            self.request_cached_ids.setdefault(request_id, set()).add(input_id)
+            self.request_hash_refs.setdefault(request_id, {})
+
+
+def test_a_request_finishes_when_the_adapter_says_its_last_input_is_released(capsys):
+    """The adapter, like the scheduler, knows when a request finishes: its last held input released.
+    The freed input FreedInputStaysCached keeps is then freed again by free(request), whose reference
+    count is gone: the check finds the crash."""
+    status = main(["check", "--impl", f"{__name__}:_freed_input_stays_cached", "--profile", "vllm-encoder-cache-0.34",
+                   "--examples", "100", "--seed", "0", "--call-timeout", "60", "--max-divergences", "1"])
+    out = capsys.readouterr().out
+    assert status == 1 and "KeyError" in out, out
+
+
+def _freed_input_stays_cached(capacity_bytes: int):
+    from cacheproof.engines.vllm import encoder_cache
+
+    return encoder_cache(capacity_bytes, manager_class=FreedInputStaysCached)
