@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from cacheproof.prove.induction import value_of
 from cacheproof.prove.blocks.state import FIELDS, REQUESTS, PoolState, block_names
 from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS_BY_NAME
+from cacheproof.spec.blocks.kind import BLOCK_KIND
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 
@@ -87,11 +88,10 @@ def encode_state(snapshot: tuple, hash_map: tuple, num_blocks: int, requests: in
 
 
 def call_arguments(operation: str, request: int, n: int, blocks: tuple, hashes: tuple) -> tuple:
-    """The spec call's arguments from the model's parameters."""
-    return {
-        "allocate": (request, n), "touch": (request, blocks), "free": (request, blocks), "unpin": (request, blocks),
-        "cache_blocks": (request, blocks, hashes), "lookup": (hashes,), "writable": (blocks,), "evict": (blocks,),
-    }.get(operation, ())
+    """The spec call's arguments from the model's parameters, one per argument of the operation's
+    row in the spec's table, by its domain."""
+    value = {"request": request, "count": n, "blocks": blocks, "hashes": hashes}
+    return tuple(value[argument.domain] for argument in BLOCK_KIND.operation(operation).arguments)
 
 
 def call_python(call: Call, name: str = "pool") -> str:

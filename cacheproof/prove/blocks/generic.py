@@ -31,6 +31,7 @@ from cacheproof.prove.blocks import transitions
 from cacheproof.prove.blocks.state import PoolState, invariant, symbolic_state
 from cacheproof.prove.blocks.transitions import MAX_LIST, OPERATIONS, held_by
 from cacheproof.prove.induction import Goal, ProofResult, check_goals
+from cacheproof.spec.blocks.kind import BLOCK_KIND
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 
 MODEL = "generic"
@@ -100,7 +101,7 @@ def steps(operation: str, g: GenericBlock, c: GenericCall, semantics: BlockSeman
     if operation == "reset":
         in_use = z3.Implies(g.ref != 0, c.in_use)
         return [("False", c.in_use, g), ("True", z3.And(in_use, z3.Not(c.in_use)), g._replace(hashed=z3.BoolVal(False)))]
-    return [({"lookup": "blocks", "writable": "blocks", "num_free": "count"}[operation], z3.BoolVal(True), g)]
+    return [(BLOCK_KIND.operation(operation).result, z3.BoolVal(True), g)]  # read-only: lookup, writable, num_free
 
 
 def prove(semantics: BlockSemantics = BLOCK_CONTRACT, operations: tuple[str, ...] = OPERATIONS) -> list[ProofResult]:

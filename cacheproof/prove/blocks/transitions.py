@@ -28,15 +28,20 @@ from typing import Any, Callable, NamedTuple
 import z3
 
 from cacheproof.prove.blocks.state import REQUESTS, Block, PoolState, count, queue_length
+from cacheproof.spec.blocks.kind import BLOCK_KIND
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 
-OPERATIONS = ("allocate", "touch", "cache_blocks", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
+OPERATIONS = POOL_OPERATIONS
+"""The model's operations: the spec's pool level (spec/blocks/operations.py)."""
 
-LIST_OPERATIONS = ("touch", "free", "unpin", "writable", "evict")
-"""The operations whose one list is a block list (shape (k, 0))."""
+LIST_OPERATIONS = tuple(name for name in OPERATIONS
+                        if [a.domain for a in BLOCK_KIND.operation(name).arguments if a.domain != "request"] == ["blocks"])
+"""The operations whose one list is a block list (shape (k, 0)), read from the spec's table."""
 
-TAKES_REQUEST = ("allocate", "touch", "cache_blocks", "free", "unpin")
-"""The operations whose first argument is the request."""
+TAKES_REQUEST = tuple(name for name in OPERATIONS if BLOCK_KIND.operation(name).arguments[:1]
+                      and BLOCK_KIND.operation(name).arguments[0].domain == "request")
+"""The operations whose first argument is the request, read from the spec's table."""
 
 MAX_LIST = 2
 """Default longest block or hash list of a symbolic call (lookup: one more)."""
