@@ -81,13 +81,12 @@ def test_a_request_outlives_a_clear_and_releases_after_it():
 
 
 def test_a_reset_that_keeps_request_inputs_is_found(capsys):
-    assert "KeyError" in _found_with(ResetKeepsRequestInputs, capsys)
+    assert "KeyError" in _found_with("_reset_keeping_inputs", capsys)
 
 
-def _found_with(manager_class: type, capsys) -> str:
-    """The check's output on the adapter over `manager_class`, which it must find (exit 1)."""
-    factory = {ResetKeepsRequestInputs: "_reset_keeping_inputs", FreedInputStaysCached: "_freed_input_stays_cached"}
-    status = main(["check", "--impl", f"{__name__}:{factory[manager_class]}", "--profile", "vllm-encoder-cache-0.34",
+def _found_with(factory: str, capsys) -> str:
+    """The check's output on this module's `factory` (a broken manager's), which it must find (exit 1)."""
+    status = main(["check", "--impl", f"{__name__}:{factory}", "--profile", "vllm-encoder-cache-0.34",
                    "--examples", "100", "--seed", "0", "--call-timeout", "60", "--max-divergences", "1"])
     out = capsys.readouterr().out
     assert status == 1, out
@@ -118,7 +117,7 @@ def test_a_request_finishes_when_the_adapter_says_its_last_input_is_released(cap
     """The adapter, like the scheduler, knows when a request finishes: its last held input released.
     The freed input FreedInputStaysCached keeps is then freed again by free(request), whose reference
     count is gone: the check finds the crash."""
-    assert "KeyError" in _found_with(FreedInputStaysCached, capsys)
+    assert "KeyError" in _found_with("_freed_input_stays_cached", capsys)
 
 
 def _freed_input_stays_cached(capacity_bytes: int):
