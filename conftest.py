@@ -100,6 +100,7 @@ SLOW = (
     "model_tests/test_pytest_plugin.py::test_a_failure_shows_the_bound_name_the_users_frames_and_a_snippet_that_fails",
     "model_tests/test_pytest_plugin.py::test_pytest_xdist_runs_the_tests_unchanged",
     "model_tests/test_ctrl_c_anytime.py::test_ctrl_c_at_any_moment_ends_the_run",
+    "model_tests/test_ctrl_c_unanswered.py::test_a_check_whose_main_thread_cannot_answer_still_writes_its_partial_report",
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker",
     "model_tests/test_workers.py::test_ctrl_c_stops_every_worker[blocks]",
     "model_tests/test_parity.py::test_cell[thorough-cache]",

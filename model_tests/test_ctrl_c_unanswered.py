@@ -14,6 +14,7 @@ processes ended, exit 130. Without it the same program waits for ever.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -139,3 +140,37 @@ def test_a_ctrl_c_while_the_factory_imports_is_raised_after_the_import(under_ctr
         assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     assert finished == ["anywhere"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+DEAF_SUPERVISOR_MODULE = (
+    "import ctypes, signal, sys\n"
+    "from cacheproof.sandbox import guarded_call\n"
+    "from examples.minimal_cache import MinimalCache\n"
+    "ended = guarded_call._ended\n"
+    "def deaf(piece, seconds):  # the main thread supervising the search stops answering, as under load\n"
+    "    if piece.work.__name__ != 'search':  # the probe of the factory\n"
+    "        return ended(piece, seconds)\n"
+    "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+    "    print('deaf', file=sys.stderr, flush=True)\n"
+    "    ctypes.CDLL(None).pause()\n"
+    "guarded_call._ended = deaf\n"
+)
+
+
+def test_a_check_whose_main_thread_cannot_answer_still_writes_its_partial_report(tmp_path):
+    """The program check's last words are its partial report: a Ctrl-C its main thread never
+    answers still ends it with exit 130 and a report with no verdict (the watch writes it)."""
+    (tmp_path / "deaf_supervisor.py").write_text(DEAF_SUPERVISOR_MODULE)
+    report = tmp_path / "report.json"
+    process = subprocess.Popen(
+        interruptible_cacheproof("check", "--impl", "deaf_supervisor:MinimalCache", "--examples", "1000000", "--quiet",
+                                 "--json", str(report)),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.stderr.readline().strip() == "deaf"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and report.exists(), (process.returncode, out, err)
+    assert "Ctrl-C not answered within" in err and "interrupted:" in out, (out, err)
+    written = json.loads(report.read_text())
+    assert written["ok"] is None and written["interrupted"] is True and written["divergences"] == [], written

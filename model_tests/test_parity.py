@@ -276,7 +276,7 @@ def ctrl_c(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
     # CPU time, not wall time: about a second goes to imports, the rest to examples
     wait_for(lambda: cpu_seconds(process.pid) >= 4.0, 120, "the check running examples", process)
     out, err = press_ctrl_c(process)
-    assert process.returncode == 130, out + err
+    assert process.returncode == 130 and path.exists(), out + err
     report = _json(path)
     assert report["ok"] is None and report["interrupted"] is True and report["examples"] > 0
     assert report["spec"] == kind and report["divergences"] == []

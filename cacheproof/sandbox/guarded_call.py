@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, TypeVar
 
+from cacheproof.cmdline.interrupts import ctrl_c_held
 from cacheproof.contract.calls import Call, to_python
 from cacheproof.contract.faults import CacheFault, StopRequested, UsageAbort
 from cacheproof.sandbox import worker_threads
@@ -79,7 +80,7 @@ def supervised(work: Callable[[], T], watch: Watch, describe_hang: Callable[[str
     piece = worker_threads.start(work)
     poll = _POLL_SECONDS if watch.timeout is None else min(_POLL_SECONDS, watch.timeout / 4)
     try:
-        while not piece.done.wait(poll):
+        while not _ended(piece, poll):
             hung = watch.overdue()
             if hung is not None:
                 watch.stop_requested = True
@@ -90,11 +91,18 @@ def supervised(work: Callable[[], T], watch: Watch, describe_hang: Callable[[str
                 raise CacheFault(message, "hang")
     except KeyboardInterrupt:
         watch.stop_requested = True
-        piece.done.wait(1.0)
+        _ended(piece, 1.0)
         raise
     if piece.error is not None:
         raise piece.error
     return piece.result
+
+
+def _ended(piece: worker_threads.Piece, seconds: float) -> bool:
+    """Whether `piece` ends within `seconds`. A Ctrl-C is held during the wait and raised after it,
+    never inside `threading`'s lock code, which a KeyboardInterrupt may leave half done."""
+    with ctrl_c_held():
+        return piece.done.wait(seconds)
 
 
 def hang_message(name: str, args: tuple, timeout: float | None, last_call: Call | None = None) -> str:

@@ -27,6 +27,7 @@ from cacheproof.cmdline.databases import DatabaseError, chosen_database, databas
 from cacheproof.cmdline.output_paths import OutputPathError, first_problem, write_atomically
 from cacheproof.cmdline.progress import Progress, summary_table
 from cacheproof.cmdline.reports import write_report
+from cacheproof.cmdline.interrupts import last_words
 from cacheproof.cmdline.statuses import INTERRUPTED_STATUS
 from cacheproof.contract.explaining.broken import ordered as ordered_breaking_first
 from cacheproof.contract.explaining.shapes import inspection_problem, shape_problem
@@ -158,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     args.examples = sum(phase.examples for phase in phases)
     done = _Done()
     try:
-        with Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
+        with last_words(lambda: done.interrupted(args, kind, impl, profile.name, semantics, operations)), \
+                Progress("check", total=None if args.budget is not None else args.examples, quiet=args.quiet) as progress:
             progress.update(0, 0)  # the search has started: before the first program, which may be slow
             options = ProgramOptions(
                 seed=args.seed, budget_seconds=args.budget, semantics=semantics, operations=operations,
@@ -382,7 +384,9 @@ class _Done:
         return counted
 
     def interrupted(self, args: argparse.Namespace, kind: SpecKind, impl: str, profile: str, semantics, operations) -> int:
-        """Say so, write the partial report (no verdict) where --json asks, and return exit 130."""
+        """Say so, write the partial report (no verdict) where --json asks, and return exit 130: from
+        the main thread after its KeyboardInterrupt, or from the Ctrl-C watch when the main thread
+        could not answer (`cacheproof.cmdline.interrupts`)."""
         seconds = time.perf_counter() - self.started
         print(f"interrupted: {self.examples} examples, {self.steps} steps in {seconds:.2f} s; no verdict")
         if args.json is not None:
