@@ -12,7 +12,8 @@ where the contract's interface forces it: each reference is a synthetic request 
 (`cacheproof.adapt.References`), stats() is computed from snapshot() (`stats_from_snapshot`), argument
 checks are the contract's, and operations the design has no name for (put, pop, evict) are
 composed from its calls. Where the design trusts its caller (a free of an unknown request, a hit
-with another size) the adapter trusts too. `cacheproof check` reports where this diverges.
+with another retain flag) the adapter trusts too; a hit with another size is rejected, as vLLM's
+scheduler rejects a request whose cached item holds another embedding count. `cacheproof check` reports where this diverges.
 """
 
 from __future__ import annotations
@@ -139,6 +140,8 @@ class EncoderCacheAdapter:
         arguments.check_nbytes("acquire", key, nbytes, self._capacity)
         arguments.check_retain("acquire", key, retain)
         if key in self._manager.cached:
+            if self._sizes[key] != nbytes:  # the scheduler rejects a request whose item has another size
+                raise ConflictError(f"acquire({key!r}, nbytes={nbytes}): the cached item holds {self._sizes[key]} slots")
             self._manager.check_and_update_cache(self._refs.take(key), key)
             return Acquired.READY_HIT if key in self._outputs else Acquired.RESERVATION_HIT
         return Acquired.NEW_RESERVATION if self._allocate(key, nbytes, retain) else Acquired.BLOCKED

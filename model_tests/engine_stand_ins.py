@@ -287,6 +287,10 @@ class StandInEncoderCacheManager:
         self.cached: dict[Hashable, set[str]] = {}
         self.freeable: OrderedDict[Hashable, int] = OrderedDict()
         self.freed: list[Hashable] = []
+        self.num_embeds: dict[Hashable, int] = {}  # each cached item's size
+
+    def get_cached_num_encoder_embeds(self, request: Any, input_id: int) -> int | None:
+        return self.num_embeds.get(request.mm_features[input_id].identifier)
 
     def check_and_update_cache(self, request: Any, input_id: int) -> bool:
         key = request.mm_features[input_id].identifier
@@ -307,7 +311,7 @@ class StandInEncoderCacheManager:
             return False
         while size > self.num_free_slots:
             key, freed_size = self.freeable.popitem(last=False)
-            del self.cached[key]
+            del self.cached[key], self.num_embeds[key]
             self.freed.append(key)
             self.num_free_slots += freed_size
         return True
@@ -315,7 +319,9 @@ class StandInEncoderCacheManager:
     def allocate(self, request: Any, input_id: int) -> None:
         size = request.get_num_encoder_embeds(input_id)
         assert self.num_free_slots >= size and self.num_freeable_slots >= size
-        self.cached.setdefault(request.mm_features[input_id].identifier, set()).add(request.request_id)
+        key = request.mm_features[input_id].identifier
+        self.cached.setdefault(key, set()).add(request.request_id)
+        self.num_embeds[key] = size
         self.num_free_slots -= size
         self.num_freeable_slots -= size
 
@@ -334,6 +340,7 @@ class StandInEncoderCacheManager:
 
     def reset(self) -> None:
         self.cached.clear()
+        self.num_embeds.clear()
         self.freeable.clear()
         self.freed.clear()
         self.num_free_slots = self.num_freeable_slots = self.cache_size

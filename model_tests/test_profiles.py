@@ -124,6 +124,20 @@ def test_acquire_conflict_hit_and_transient_kept():
         contract.acquire("k", 3)
 
 
+def test_acquire_conflict_size_compares_the_size_alone():
+    spec = CacheSpec(8, Semantics(acquire_conflict="size"))
+    spec.reserve("k", 2)
+    with pytest.raises(ConflictError, match="must agree on nbytes"):
+        spec.acquire("k", 3)
+    assert spec.snapshot()[0].refcount == 1  # the conflict changed nothing
+    assert spec.acquire("k", 2, retain=False).name == "RESERVATION_HIT"  # another retain is a hit
+    assert spec.snapshot()[0].refcount == 2 and spec.snapshot()[0].retain is True
+    contract = CacheSpec(8)
+    contract.reserve("k", 2)
+    with pytest.raises(ConflictError, match="must agree on nbytes and retain"):
+        contract.acquire("k", 2, retain=False)
+
+
 def test_clear_busy_drop():
     spec = CacheSpec(4, Semantics(clear_busy="drop"))
     spec.reserve("r", 1)

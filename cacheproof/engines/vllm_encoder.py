@@ -11,11 +11,11 @@ import importlib
 from typing import Any, Callable
 
 from cacheproof.adapt import Atomic, Requests, engine_call, engine_member, require_members, stats_from_snapshot
-from cacheproof.spec import Acquired, CacheStats, CapacityError, EntryState, EntryView, UnknownKeyError, WrongStateError
+from cacheproof.spec import Acquired, CacheStats, CapacityError, ConflictError, EntryState, EntryView, UnknownKeyError, WrongStateError
 
 __all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_manager_class", "encoder_module_profile"]
 
-MEMBERS = ("check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_freed_mm_hashes",
+MEMBERS = ("get_cached_num_encoder_embeds", "check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_freed_mm_hashes",
            "reset")
 """The manager's members the adapter calls."""
 
@@ -76,6 +76,10 @@ class VllmEncoderCache:
         with self._atomic:
             request_id, input_id = self._requests.take(key, nbytes)
             request = self._request(request_id)
+            cached = self._call("get_cached_num_encoder_embeds", request, input_id)
+            if cached is not None and cached != nbytes:  # the scheduler rejects the request; nothing changes
+                self._requests.undo(key)
+                raise ConflictError(f"acquire({key!r}, nbytes={nbytes}): the cached item holds {cached} embeddings")
             if self._call("check_and_update_cache", request, input_id):
                 return Acquired.READY_HIT if key in self._outputs else Acquired.RESERVATION_HIT
             if not self._call("can_allocate", request, input_id, self.capacity_bytes, 0):
@@ -167,8 +171,10 @@ class VllmEncoderCache:
 # (`vllm/v1/core/encoder_cache_manager.py`) is the scheduler's bookkeeping, in encoder
 # embeddings (one per byte here); the adapter plays the scheduler and the worker around it:
 # - acquire(k, n) -> a request's input of k, n embeddings (`cacheproof.adapt.Requests`: request
-#   ids shared by several acquires, so one request may hold k twice, vLLM #54284), then
-#   `check_and_update_cache(req, i)` (a hit: READY_HIT when the worker holds k's output, else
+#   ids shared by several acquires, so one request may hold k twice, vLLM #54284), then the
+#   0.34.0 scheduler's guard: `get_cached_num_encoder_embeds(req, i)` names another count than n
+#   (ConflictError: the scheduler rejects the request, `_reject_on_encoder_cache_embed_mismatch`,
+#   and nothing changes); then `check_and_update_cache(req, i)` (a hit: READY_HIT when the worker holds k's output, else
 #   RESERVATION_HIT), else `can_allocate(req, i, capacity, 0)` (False: BLOCKED) and
 #   `allocate(req, i)`; the hashes `get_freed_mm_hashes()` names are dropped from the worker;
 # - commit(k, v) -> the worker stores the encoder's output for a scheduled item: UnknownKeyError

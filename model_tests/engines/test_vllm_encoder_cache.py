@@ -124,3 +124,36 @@ def _freed_input_stays_cached(capacity_bytes: int):
     from cacheproof.engines.vllm import encoder_cache
 
     return encoder_cache(capacity_bytes, manager_class=FreedInputStaysCached)
+
+
+def test_an_acquire_with_another_embedding_count_is_rejected_and_changes_nothing():
+    """The 0.34.0 scheduler rejects a request whose item is cached with another embedding count
+    (`_reject_on_encoder_cache_embed_mismatch`): the profiles' acquire_conflict="size"."""
+    from cacheproof.engines.vllm import encoder_cache
+    from cacheproof.spec import ConflictError
+
+    cache = encoder_cache(8)
+    cache.acquire("a", 3)
+    before = cache.snapshot()
+    with pytest.raises(ConflictError, match="holds 3 embeddings"):
+        cache.acquire("a", 2)
+    assert cache.snapshot() == before
+    assert cache.acquire("a", 3, retain=False).name == "RESERVATION_HIT"  # vLLM has no retain: a hit
+
+
+class ForgetsEmbeddingCounts(EncoderCacheManager):
+    """encoder_cache_manager #24 of the duel, as a behaviour: `get_cached_num_encoder_embeds`
+    answers None, so the scheduler's guard never rejects another count and it is a hit."""
+
+    def get_cached_num_encoder_embeds(self, request, input_id):
+        return None
+
+
+def test_a_manager_that_forgets_embedding_counts_is_found(capsys):
+    assert "ConflictError" in _found_with("_forgets_embedding_counts", capsys)
+
+
+def _forgets_embedding_counts(capacity_bytes: int):
+    from cacheproof.engines.vllm import encoder_cache
+
+    return encoder_cache(capacity_bytes, manager_class=ForgetsEmbeddingCounts)

@@ -108,10 +108,12 @@ class CacheSpec:
                 return Acquired.NEW_RESERVATION
             self._blocked += 1
             return Acquired.BLOCKED
-        if (entry.nbytes != nbytes or entry.retain != retain) and self.semantics.acquire_conflict == "error":
+        choice = self.semantics.acquire_conflict
+        if choice != "hit" and (entry.nbytes != nbytes or choice == "error" and entry.retain != retain):
             raise ConflictError(
                 f"acquire({key!r}, nbytes={nbytes}, retain={retain}): the entry has "
-                f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree"
+                f"nbytes={entry.nbytes}, retain={entry.retain}; every acquire of a key must agree on "
+                + ("nbytes and retain" if choice == "error" else "nbytes")
             )
         idle = _is_idle(entry)
         if idle and not rules.reservation_fits(self._bytes, entry.nbytes):

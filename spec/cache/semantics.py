@@ -26,7 +26,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "pop_missing": ("get", "error", "none", "absent"),
     "release_missing": ("error", "noop"),
     "eviction_time": ("commit", "reservation"),
-    "acquire_conflict": ("error", "hit"),
+    "acquire_conflict": ("error", "size", "hit"),
     "transient_entries": (True, False),
     "clear_busy": ("error", "drop"),
     "argument_checks": ("checked", "value_type", "trusted"),
@@ -58,7 +58,10 @@ class Semantics:
       commit never does).
     - refresh_on: the calls that move an entry to newest (subset of REFRESHING_CALLS).
     - acquire_conflict: an acquire whose nbytes/retain disagree with the entry raises
-      ConflictError ("error") or is a hit on the entry as it is ("hit").
+      ConflictError ("error"); "size": only one whose nbytes disagree raises it, a retain that
+      disagrees being a hit (vLLM 0.34.0's scheduler rejects a request whose item is cached with
+      another embedding count, and has no retain); or any such acquire is a hit on the entry as it
+      is ("hit").
     - transient_entries: retain=False entries are removed at their last release (True) or kept
       like any other (False).
     - clear_busy: clear with reserved or in-use entries raises WrongStateError ("error") or drops

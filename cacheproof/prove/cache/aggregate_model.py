@@ -150,7 +150,7 @@ def _outcomes(
                 (BranchOutcome(operation, "READY_HIT/idle", z3.And(idle_key, fits), rules.after_pin(b, n)), KeyEntry("idle", 0)),
                 (BranchOutcome(operation, "BLOCKED/idle", z3.And(idle_key, z3.Not(fits)), b), KeyEntry("idle", 0)),
             ]
-            if semantics.acquire_conflict == "error":
+            if semantics.acquire_conflict != "hit":  # "error" or "size": which fields disagree is not modelled here
                 cases.append((BranchOutcome(operation, "ConflictError", valid, b, "ConflictError"), None))
         return [(o, None) for o in errors] + cases
     if operation == "commit":

@@ -165,8 +165,9 @@ def _acquire(cache: SlotCache, p: Parameters, semantics: Semantics) -> list[Bran
     b, key = cache_bytes(cache), cache.slots[KEY_SLOT]
     outcomes, valid = _checks("acquire", cache, _size_checks(semantics, b, p), _domain(semantics, p.nbytes >= 1))
     absent = z3.And(valid, z3.Not(key.present))
-    disagrees = z3.Or(key.nbytes != p.nbytes, key.retain != p.retain)
-    if semantics.acquire_conflict == "error":
+    disagrees = z3.Or(key.nbytes != p.nbytes, key.retain != p.retain) if semantics.acquire_conflict == "error" \
+        else key.nbytes != p.nbytes
+    if semantics.acquire_conflict != "hit":
         outcomes.append(BranchOutcome("acquire", "ConflictError", z3.And(valid, key.present, disagrees), cache, "ConflictError"))
         agreed = z3.And(valid, key.present, z3.Not(disagrees))
     else:  # a hit on the entry as it is
