@@ -441,7 +441,8 @@ BROKEN_POOLS = (
 class EventfulListPool(ListBlockPool):
     """A correct pool that also announces KV cache events (`events()`, spec/blocks/events.py),
     recorded where its own steps change a hash: a stored group's parent is the written parent of
-    its first block (none at the pool level), a lost hash is removed, reset clears; and the
+    its first block and its tokens the blocks' written tokens (none at the pool level), a lost hash
+    is removed, reset clears; and the
     unpinned blocks a call reused (`reused()`), recorded where a watched block's reader is told."""
 
     def __init__(self, num_blocks: int, block_size: int = BLOCK_SIZE) -> None:
@@ -459,7 +460,8 @@ class EventfulListPool(ListBlockPool):
     def _add_hashes(self, ids, values):
         super()._add_hashes(ids, values)
         if ids:
-            self._stored.append((self._written.get(ids[0], (None,))[0], tuple(values)))
+            tokens = tuple(token for block in ids for token in self._written.get(block, (None, ()))[1])
+            self._stored.append((self._written.get(ids[0], (None,))[0], tuple(values), tokens))
 
     def _forget_hash(self, block):
         if block in self._block_hash:
@@ -519,10 +521,22 @@ class WrongParentPool(EventfulListPool):
     def _add_hashes(self, ids, values):
         super()._add_hashes(ids, values)
         if ids:
-            self._stored[-1] = (values[-1], tuple(values))
+            self._stored[-1] = (values[-1], *self._stored[-1][1:])
 
 
-EVENT_BROKEN_POOLS = (SilentLazyEvictionPool, WrongParentPool)
+class ShortTokensPool(EventfulListPool):
+    """A stored group's tokens start one token late (vLLM's `start_token_idx = 1` in
+    `emit_cached_block_events`, mutant #154 of block_pool.py): a router that hashes the tokens
+    itself indexes the blocks under another prefix."""
+
+    def _add_hashes(self, ids, values):
+        super()._add_hashes(ids, values)
+        if ids:
+            parent, hashes, tokens = self._stored[-1]
+            self._stored[-1] = (parent, hashes, tokens[1:])
+
+
+EVENT_BROKEN_POOLS = (SilentLazyEvictionPool, WrongParentPool, ShortTokensPool)
 """Pools whose state is right and whose KV cache events are wrong, one bug each (only the events
 view can find them)."""
 

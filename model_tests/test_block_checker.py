@@ -26,7 +26,7 @@ from model_tests.forced_interleaving import RacyWindow, counts_completed_calls
 KIND = get_kind("blocks")
 BROKEN = ["DoubleFreePool", "HeadFreePool", "StaleHashMapPool", "GapLookupPool", "TouchLeavesQueuedPool",
           "ResetInUsePool", "CounterDriftPool", "ForwardFreeRequestPool", "LastInsertedLookupPool",
-          "SilentLazyEvictionPool", "WrongParentPool"]
+          "SilentLazyEvictionPool", "WrongParentPool", "ShortTokensPool"]
 BROKEN_KV_POOLS = ["HeadUnpinManager", "UntoldReuseManager"]
 """The broken torch pools (model_tests/broken_kv_block_pools.py), behind the built-in manager."""
 BROKEN_IMPLS = [f"model_tests.block_pools:{name}" for name in BROKEN] + [
@@ -63,7 +63,7 @@ def test_every_broken_pool_is_found_with_a_snippet_that_fails(impl):
         exec(compile(snippet, "<snippet>", "exec"), {})
 
 
-@pytest.mark.parametrize("name", ["SilentLazyEvictionPool", "WrongParentPool"])
+@pytest.mark.parametrize("name", ["SilentLazyEvictionPool", "WrongParentPool", "ShortTokensPool"])
 def test_wrong_events_are_found_in_the_events_view_alone(name):
     """A pool whose state is right and whose KV cache events are wrong differs in events() only."""
     report = _check(getattr(block_pools, name), examples=400, seed=0)

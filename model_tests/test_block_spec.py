@@ -191,15 +191,15 @@ def test_kind_and_profiles() -> None:
 
 def test_events_of_each_call_worked_by_hand() -> None:
     """The KV cache events (spec/blocks/events.py) of a hand-worked walk: stored groups with their
-    parent, removals as a sorted multiset, reset's one clear, nothing for a call that raises."""
+    parent and tokens, removals as a sorted multiset, reset's one clear, nothing for a call that raises."""
     pool = BlockPoolSpec(5, BlockSemantics(hit_events="stored"))
     assert pool.allocate(1, 2) == (1, 2) and pool.events() == ((), (), False)
     pool.cache_blocks(1, (2, 1), (8, 8))  # two blocks, one hash: announced twice, in the order given
-    assert pool.events() == (((None, (8, 8)),), (), False)
+    assert pool.events() == (((None, (8, 8), ()),), (), False)  # the pool level's blocks hold no tokens
     pool.free(1, (1, 2))
     assert pool.events() == ((), (), False)
     pool.touch(2, (2,))  # a prefix hit, re-announced under hit_events="stored"
-    assert pool.events() == (((None, (8,)),), (), False)
+    assert pool.events() == (((None, (8,), ()),), (), False)
     with pytest.raises(WrongStateError):
         pool.touch(2, (3,))  # free and unhashed: raises, announces nothing
     assert pool.events() == ((), (), False)
@@ -210,12 +210,12 @@ def test_events_of_each_call_worked_by_hand() -> None:
     one = block_hash(None, (1, 2))
     two = block_hash(one, (3, 4))
     pool.allocate_slots(10, (1, 2, 3, 4, 5))  # blocks (1, 2) and (3, 4) full, (5,) not
-    assert pool.events() == (((None, (one, two)),), (), False)
+    assert pool.events() == (((None, (one, two), (1, 2, 3, 4)),), (), False)  # with the blocks' tokens
     pool.allocate_slots(10, (1, 2, 3, 4, 5, 6))  # block (5, 6) now full: chained after (3, 4)
-    assert pool.events() == (((two, (block_hash(two, (5, 6)),)),), (), False)
+    assert pool.events() == (((two, (block_hash(two, (5, 6)),), (5, 6)),), (), False)
     pool.free_request(10)
-    pool.allocate_slots(11, (1, 2, 3, 4, 9))  # a hit on two blocks, re-announced; nothing new is full
-    assert pool.events() == (((None, (one, two)),), (), False)
+    pool.allocate_slots(11, (1, 2, 3, 4, 9))  # a hit on two blocks, re-announced with their tokens
+    assert pool.events() == (((None, (one, two), (1, 2, 3, 4)),), (), False)
     contract = BlockPoolSpec(3)
     contract.allocate(1, 1)
     contract.cache_blocks(1, (1,), (5,))

@@ -105,9 +105,19 @@ class ForeignBlocksKeptPool(BlockPool):
                 block.pool = owner
 
 
+class TokensOneLatePool(BlockPool):
+    """Every BlockStored names its blocks' tokens from one token late (vLLM 0.34.0's block_pool.py
+    mutant #154 moves the start of a prefix hit's event so): a router that hashes the tokens
+    itself indexes the blocks under another prefix. The state is right; only the events differ."""
+
+    def _build_block_stored_event(self, request, block_hashes, parent_block_hash, start_token_idx, *args, **kwargs):
+        return super()._build_block_stored_event(request, block_hashes, parent_block_hash, start_token_idx + 1,
+                                                 *args, **kwargs)
+
+
 BROKEN_POOL_CLASSES = (
     HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
-    EvictRequeuesPool, ResetInUsePool, SilentEvictionPool, ForeignBlocksKeptPool,
+    EvictRequeuesPool, ResetInUsePool, SilentEvictionPool, ForeignBlocksKeptPool, TokensOneLatePool,
 )
 """Every broken subclass, one bug each."""
 
@@ -144,10 +154,14 @@ def foreign_blocks_kept(num_blocks: int) -> VllmBlockPool:
     return block_pool(num_blocks, peer_class=ForeignBlocksKeptPool)
 
 
+def tokens_one_late(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=TokensOneLatePool)
+
+
 FACTORIES = {
     "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
     "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
     "evict_requeues": evict_requeues, "reset_in_use": reset_in_use, "silent_eviction": silent_eviction,
-    "foreign_blocks_kept": foreign_blocks_kept,
+    "foreign_blocks_kept": foreign_blocks_kept, "tokens_one_late": tokens_one_late,
 }
 """Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""

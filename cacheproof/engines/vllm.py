@@ -57,7 +57,7 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
 KV cache events are on, as in a deployment whose router reads them: every call runs vLLM's event
 code too (a crash there is the call's), and the events are taken from the queue after each call
 and read back by the `events()` view (spec/blocks/events.py): each `BlockStored` naming a hash as
-(parent, hashes), each `BlockRemoved`'s hashes, `AllBlocksCleared` as cleared; hashes as ints the
+(parent, hashes, tokens), each `BlockRemoved`'s hashes, `AllBlocksCleared` as cleared; hashes as ints the
 way the hash map's are. vLLM writes an event's hash in its external form
 (`maybe_convert_block_hash`: by default the BlockHash's bytes read as an unsigned 64-bit int, which
 several BlockHashes may share); the adapter reads it back through a table of the external form of
@@ -66,7 +66,10 @@ every hash it handed vLLM (an external hash it never handed stays as vLLM wrote 
 translation that drops anything. `touch` plays vLLM's KVCacheManager in `kv_cache_report_mode`
 "full" (profile vllm-block-pool: `hit_events="stored"`): after `touch(blocks)`, when the non-null
 blocks all carry a hash, `emit_cached_block_events(req, len(hit), 1, 0)` over a Request whose
-block hashes are theirs, as `get_computed_blocks` does for a prefix hit.
+block hashes are theirs, as `get_computed_blocks` does for a prefix hit. The pool level's blocks
+hold no tokens, so its Requests carry one made-up token per block, and an event's token ids read
+back as none when they are exactly those (any others, as vLLM wrote them); the request level's
+events carry the request's own tokens.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -149,7 +152,7 @@ def _events_taken(operation: Any) -> Any:
     for each call (`reused()`)."""
     @functools.wraps(operation)
     def taking(self: "VllmBlockPool", *args: Any, **kwargs: Any) -> Any:
-        self._told = []
+        self._told, self._made_up = [], ()
         try:
             return operation(self, *args, **kwargs)
         finally:
@@ -180,6 +183,7 @@ class VllmBlockPool:
         self._emitted: list[Any] = []  # vLLM's KV cache events of the last call
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
         self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
+        self._made_up: tuple[int, ...] = ()  # the tokens of the last call's pool-level Request (`_pool_request`)
 
     @property
     def num_blocks(self) -> int:
@@ -246,9 +250,7 @@ class VllmBlockPool:
         self.pool.touch(objects)
         self._hold(request, objects)
         if hit and None not in keys:
-            vllm = self._vllm
-            hashes = [vllm.get_block_hash(key) for key in keys]
-            req = vllm.request(str(request), [0] * len(hashes), vllm.sampling, None, block_hashes=hashes)
+            req = self._pool_request(request, [self._vllm.get_block_hash(key) for key in keys])
             self.pool.emit_cached_block_events(req, len(hit), 1, _GROUP)
 
     @_events_taken
@@ -256,9 +258,7 @@ class VllmBlockPool:
         """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes; blocks
         that start with the null block are a window's, their null blocks masked out too."""
         objects = self._blocks(tuple(blocks))
-        block_hashes = [self._hash(value) for value in hashes]
-        vllm = self._vllm
-        req = vllm.request(str(request), [0] * len(block_hashes), vllm.sampling, None, block_hashes=block_hashes)
+        req = self._pool_request(request, [self._hash(value) for value in hashes])
         windowed = bool(objects) and objects[0].is_null
         mask = [not block.is_null for block in objects] if windowed else None
         self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP, block_mask=mask)
@@ -288,6 +288,13 @@ class VllmBlockPool:
         objects = self._blocks(tuple(blocks))
         self.pool.unpin_blocks(objects, self._on_reuse)
         self._forget(request, objects)
+
+    def _pool_request(self, request: int, block_hashes: list[Any]) -> Any:
+        """A vLLM Request of the pool level for `request`, carrying `block_hashes`: one made-up token
+        0 per block (blocks hold no tokens at this level), remembered for the events view."""
+        vllm = self._vllm
+        self._made_up = (0,) * len(block_hashes)
+        return vllm.request(str(request), list(self._made_up), vllm.sampling, None, block_hashes=block_hashes)
 
     def _on_reuse(self, block: Any) -> None:
         """vLLM's call to the unpinner: `block` is reused, stop reading it."""
@@ -359,7 +366,7 @@ class VllmBlockPool:
         """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it)."""
         return self._external.get(value, value)
 
-    def events(self) -> tuple[tuple[tuple[int | None, tuple[int, ...]], ...], tuple[int, ...], bool]:
+    def events(self) -> tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]:
         """vLLM's KV cache events of the last call as (stored, removed, cleared); an event of
         another type raises TypeError naming it (the view then differs)."""
         stored, removed, cleared = [], [], False
@@ -368,7 +375,8 @@ class VllmBlockPool:
             if kind == "BlockStored":
                 if event.block_hashes:
                     parent = None if event.parent_block_hash is None else self._event_hash(event.parent_block_hash)
-                    stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes)))
+                    stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes),
+                                   self._event_tokens(event)))
             elif kind == "BlockRemoved":
                 removed.extend(self._event_hash(value) for value in event.block_hashes)
             elif kind == "AllBlocksCleared":
@@ -376,6 +384,14 @@ class VllmBlockPool:
             else:
                 raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
         return tuple(stored), tuple(sorted(removed)), cleared
+
+
+    def _event_tokens(self, event: Any) -> tuple[int, ...]:
+        """A BlockStored's token ids as the events view says them. The pool level's blocks hold no
+        tokens: the made-up tokens of the call's Request (`_pool_request`) read back as none, and
+        any other token ids (another count) as vLLM wrote them."""
+        tokens = tuple(event.token_ids)
+        return () if tokens == self._made_up else tokens
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> Any:

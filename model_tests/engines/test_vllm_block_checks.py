@@ -51,6 +51,26 @@ def test_silent_eviction_differs_in_the_events_view_alone() -> None:
     assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
 
 
+def test_event_tokens_one_late_differ_in_the_events_view_alone() -> None:
+    """vLLM's pool naming its blocks' tokens from one token late: the events view finds it."""
+    report = check_under_profile("blocks", "vllm-block-pool", vllm_broken_pools.tokens_one_late, examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
+
+
+def test_the_request_levels_events_carry_the_requests_tokens() -> None:
+    """vLLM's manager names the tokens of the blocks it stores, chained after the ones it stored
+    before; the pool level's made-up tokens read back as none."""
+    m = kv_cache_manager(6)
+    m.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
+    m.allocate_slots(1, (0, 1, 2, 0, 1, 5))
+    assert m.events() == (((H2, (hash((H2, (1, 5))),), (1, 5)),), (), False)
+    pool = block_pool(4)
+    pool.cache_blocks(1, pool.allocate(1, 2), (10, 11))
+    assert pool.events() == (((None, (10, 11), ()),), (), False)
+
+
 def test_contract_reports_the_double_free_as_a_short_runnable_counterexample() -> None:
     report = run_program_check(KIND, block_pool, generator_for("blocks"), examples=200, operations=("allocate", "free"), max_divergences=3)
     double_frees = [

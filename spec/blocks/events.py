@@ -4,11 +4,14 @@ prefix cache, and the blocks it reused under a reader.
 A router that places requests by prefix (vLLM's `enable_kv_cache_events`) keeps a copy of the
 pool's hash map from the pool's events, so the events must say exactly how the call changed it:
 
-- stored: one (parent hash or None, hashes) per group of blocks that gained a hash together, the
-  hashes in the order the blocks were given (a chain: each the parent of the next); the parent is
-  the hash of the block before the first in the request's token order, None for the first block of
-  a sequence and for the pool level's `cache_blocks`, whose hashes carry no chain. A group that
-  names no hash (every block given was the null block) announces nothing and is no event.
+- stored: one (parent hash or None, hashes, tokens) per group of blocks that gained a hash together,
+  the hashes in the order the blocks were given (a chain: each the parent of the next); the parent
+  is the hash of the block before the first in the request's token order, None for the first block
+  of a sequence and for the pool level's `cache_blocks`, whose hashes carry no chain. The tokens
+  are those the group's blocks hold, in token order (what a router hashes itself to index the
+  prefix): at the request level the request's tokens of those blocks, at the pool level none (its
+  blocks hold no tokens). A group that names no hash (every block given was the null block)
+  announces nothing and is no event.
 - removed: every hash a block lost, once per block that carried it, as a multiset (sorted: the
   order of removals within one call tells a router nothing).
 - cleared: whether every hash was dropped at once (`reset`); that one event replaces the removals.
@@ -28,7 +31,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Iterable, TypeVar
 
-Events = tuple[tuple[tuple[int | None, tuple[int, ...]], ...], tuple[int, ...], bool]
+Events = tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]
 """The `events()` view: (stored, removed, cleared) as the module docstring defines them."""
 
 NO_EVENTS: Events = ((), (), False)
@@ -41,16 +44,16 @@ class CallEvents:
     __slots__ = ("_stored", "_removed", "_cleared", "_reused")
 
     def __init__(self) -> None:
-        self._stored: list[tuple[int | None, tuple[int, ...]]] = []
+        self._stored: list[tuple[int | None, tuple[int, ...], tuple[int, ...]]] = []
         self._removed: list[int] = []
         self._cleared = False
         self._reused: list[int] = []
 
-    def store(self, parent: int | None, hashes: Iterable[int]) -> None:
-        """Blocks gained `hashes` together, the first after `parent`; none: no event."""
+    def store(self, parent: int | None, hashes: Iterable[int], tokens: Iterable[int] = ()) -> None:
+        """Blocks holding `tokens` gained `hashes` together, the first after `parent`; none: no event."""
         hashes = tuple(hashes)
         if hashes:
-            self._stored.append((parent, hashes))
+            self._stored.append((parent, hashes, tuple(tokens)))
 
     def remove(self, value: int) -> None:
         """One block lost `value`."""

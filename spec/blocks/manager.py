@@ -98,7 +98,7 @@ class RequestLevel:
             if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
                 return None
             self._pin(request, hit)
-            self._announce_hit(hit)
+            self._announce_hit(hit, tokens[: len(hit) * self.block_size])
             self._tables[request] = list(hit) + self._take(request, need)
             self._cached[request] = len(hit)
             self._tokens[request] = tokens
@@ -166,5 +166,6 @@ class RequestLevel:
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
         cached = self._cached[request]
         if len(hashes) > cached:
-            self._set_hashes(table[cached : len(hashes)], hashes[cached:], hashes[cached - 1] if cached else None)
+            self._set_hashes(table[cached : len(hashes)], hashes[cached:], hashes[cached - 1] if cached else None,
+                             tokens[cached * size : len(hashes) * size])
             self._cached[request] = len(hashes)

@@ -340,19 +340,21 @@ class BlockPoolSpec(RequestLevel):
             self._ref[block] += 1
             self._held.setdefault(request, []).append(block)
 
-    def _set_hashes(self, blocks: Any, hashes: Any, parent: int | None) -> None:
-        """blocks[i] gets hashes[i], announced as one stored event after `parent`."""
+    def _set_hashes(self, blocks: Any, hashes: Any, parent: int | None, tokens: tuple[int, ...] = ()) -> None:
+        """blocks[i] gets hashes[i], announced as one stored event after `parent`, of the blocks'
+        `tokens` (none at the pool level)."""
         for block, value in zip(blocks, hashes):
             self._hash[block] = value
             self._map.setdefault(value, []).append(block)
-        self._events.store(parent, hashes)
+        self._events.store(parent, hashes, tokens)
 
-    def _announce_hit(self, blocks: Any) -> None:
-        """A prefix hit on `blocks` (the null block left out) re-announces their hashes as stored,
-        with no parent, when the semantics say so (hit_events="stored") and every one carries a hash."""
+    def _announce_hit(self, blocks: Any, tokens: tuple[int, ...] = ()) -> None:
+        """A prefix hit on `blocks` (the null block left out), which hold `tokens` (none at the pool
+        level), re-announces their hashes as stored, with no parent, when the semantics say so
+        (hit_events="stored") and every one carries a hash."""
         hashes = [self._hash[block] for block in blocks]
         if self.semantics.hit_events == "stored" and None not in hashes:
-            self._events.store(None, hashes)
+            self._events.store(None, hashes, tokens)
 
     def _release(self, request: int, blocks: Any, *, readable: bool = False) -> None:
         """ref - 1 each, one holding of `request` each; the blocks reaching 0 join the queue: the

@@ -87,10 +87,11 @@ def events_parts(events: Any, names: Naming) -> Sequence[ViewPart] | None:
     if not _is_tuple(events, 3) or not _is_tuple(events[0]) or not _is_tuple(events[1]):
         return None
     stored = events[0]
-    if not all(_is_tuple(group, 2) and _is_tuple(group[1]) for group in stored):
+    if not all(_is_tuple(group, 3) and _is_tuple(group[1]) and _is_tuple(group[2]) for group in stored):
         return None
     groups = [f"{'no parent' if parent is None else 'parent ' + names.hash(parent)}: "
-              f"{', '.join(names.hash(value) for value in hashes)}" for parent, hashes in stored]
+              f"{', '.join(names.hash(value) for value in hashes)}"
+              + (f" (tokens {names.value(tokens)})" if tokens else "") for parent, hashes, tokens in stored]
     removed = ", ".join(names.hash(value) for value in events[1])
     return [ViewPart("stored (KV cache events)", "; ".join(groups) or "none", rule=EVENTS_RULE),
             ViewPart("removed (KV cache events)", removed or "none", rule=EVENTS_RULE),
@@ -114,8 +115,9 @@ BLOCK_SHAPES = {
                 "tuple of (request id, tuple of the block ids it holds) pairs, one per request holding blocks",
     "tables": "a tuple of (request id, tuple of block ids in token order) pairs, one per request at the request level",
     "contents": "a tuple of (block id, parent hash or None, tuple of tokens) triples, one per written block",
-    "events": "a tuple (stored, removed, cleared): stored a tuple of (parent hash or None, tuple of hashes) pairs in "
-              "the order announced, removed a sorted tuple of hashes, cleared a bool",
+    "events": "a tuple (stored, removed, cleared): stored a tuple of (parent hash or None, tuple of hashes, tuple "
+              "of the tokens the blocks hold) triples in the order announced, removed a sorted tuple of hashes, "
+              "cleared a bool",
     "reused": "a sorted tuple of block ids: the unpinned blocks the last call reused",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
