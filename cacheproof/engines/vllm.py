@@ -385,7 +385,6 @@ class VllmBlockPool:
                 raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
         return tuple(stored), tuple(sorted(removed)), cleared
 
-
     def _event_tokens(self, event: Any) -> tuple[int, ...]:
         """A BlockStored's token ids as the events view says them. The pool level's blocks hold no
         tokens: the made-up tokens of the call's Request (`_pool_request`) read back as none, and
