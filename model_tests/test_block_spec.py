@@ -175,7 +175,12 @@ def test_kind_and_profiles() -> None:
     kind = get_kind("blocks")
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
-    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager"}
+    assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
+                                   "vllm-kv-cache-manager-full"}
+    full = BLOCK_PROFILES["vllm-kv-cache-manager-full"]
+    assert full.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
+                                            "hit_events": "lookup"}
+    assert full.operations == BLOCK_PROFILES["vllm-kv-cache-manager"].operations
     uncached = BLOCK_PROFILES["vllm-block-pool-uncached"]
     assert uncached.semantics == BLOCK_PROFILES["vllm-block-pool"].semantics
     assert uncached.operations == ("allocate", "touch", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
@@ -221,6 +226,22 @@ def test_events_of_each_call_worked_by_hand() -> None:
     contract.cache_blocks(1, (1,), (5,))
     contract.touch(2, (1,))  # the contract's default: a hit announces nothing
     assert contract.events() == ((), (), False)
+
+
+def test_every_lookup_that_hits_reannounces_it_under_hit_events_lookup() -> None:
+    """hit_events="lookup" (vLLM's kv_cache_report_mode "full"): find_cached_prefix and a first
+    allocate_slots re-announce the hit they find, the latter also when it answers None; a lookup
+    that finds nothing announces nothing; "stored" announces only the hit an allocation pins."""
+    one = block_hash(None, (1, 2))
+    hit = (((None, (one,), (1, 2)),), (), False)
+    for choice, on_lookup in (("lookup", hit), ("stored", ((), (), False))):
+        pool = BlockPoolSpec(3, BlockSemantics(hit_events=choice))
+        pool.allocate_slots(1, (1, 2, 3))  # blocks 1 (full, cached) and 2
+        assert pool.find_cached_prefix((1, 2, 9)) == 2 and pool.events() == on_lookup, choice
+        assert pool.find_cached_prefix((7, 7, 7)) == 0 and pool.events() == ((), (), False)
+        assert pool.allocate_slots(2, (1, 2, 4, 4, 4)) is None and pool.events() == on_lookup, choice  # 2 more blocks, 0 free
+        pool.free_request(1)
+        assert pool.allocate_slots(2, (1, 2, 4)) == (1, 2) and pool.events() == hit, choice
 
 
 def test_invariants_bite() -> None:

@@ -88,7 +88,7 @@ from typing import Any
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
-__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -399,6 +399,14 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> Any:
     from cacheproof.engines import vllm_manager
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class)
+
+
+def kv_cache_manager_full(num_blocks: int, *, manager_class: Any = None) -> Any:
+    """`kv_cache_manager` whose requests ask for `kv_cache_report_mode="full"` (a router that wants
+    every prefix hit re-announced); checked under the profile vllm-kv-cache-manager-full."""
+    from cacheproof.engines import vllm_manager
+
+    return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, report_mode="full")
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache

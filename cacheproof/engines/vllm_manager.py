@@ -6,7 +6,9 @@ peer pool it shares.
 `vllm.v1.core.kv_cache_manager.KVCacheManager` (it runs on the CPU: it is bookkeeping over
 `BlockPool`, no tensors) for a `KVCacheConfig` of one full-attention group of block size
 BLOCK_SIZE, KV cache events on (its requests in the default `kv_cache_report_mode`, "incremental":
-a prefix hit announces nothing, profile vllm-kv-cache-manager's `hit_events="none"`), and wraps it
+a prefix hit announces nothing, profile vllm-kv-cache-manager's `hit_events="none"`; in
+`kv_cache_manager_full`, "full": every hit `get_computed_blocks` finds is re-announced with its
+tokens, profile vllm-kv-cache-manager-full's `hit_events="lookup"`), and wraps it
 in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm's over the manager's own
 `block_pool`. Translations:
 - a request id r <-> a real `vllm.v1.request.Request` with id `str(r)` whose `block_hasher`
@@ -51,11 +53,13 @@ _MAX_MODEL_LEN = 1 << 16
 """vLLM's max_model_len for the manager: far above any token sequence the checker draws."""
 
 
-def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCacheManager":
+def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
+                     ) -> "VllmKVCacheManager":
     """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one full-attention
     group), as a contract pool with a request level; `manager_class` replaces
-    `vllm.v1.core.kv_cache_manager.KVCacheManager` and is built with the same arguments. Raises
-    ImportError naming the extra and the tools script when vLLM is not installed."""
+    `vllm.v1.core.kv_cache_manager.KVCacheManager` and is built with the same arguments;
+    `report_mode` is every request's `kv_cache_report_mode` ("full": each hit found is re-announced).
+    Raises ImportError naming the extra and the tools script when vLLM is not installed."""
     try:
         import torch
         from vllm.sampling_params import SamplingParams
@@ -71,7 +75,8 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCa
     cls = KVCacheManager if manager_class is None else manager_class
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
                   enable_kv_cache_events=True)
-    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
+    sampling = SamplingParams(max_tokens=1, extra_args={"kv_cache_report_mode": report_mode})
+    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, sampling)
     return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool))
 
 

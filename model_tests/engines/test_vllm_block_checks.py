@@ -15,7 +15,7 @@ pytest.importorskip(
 from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
-from cacheproof.engines.vllm import block_pool, block_pool_uncached, kv_cache_manager  # noqa: E402
+from cacheproof.engines.vllm import block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full  # noqa: E402
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -121,6 +121,17 @@ def test_vllm_kv_cache_manager_conforms_unmodified_under_its_own_profile() -> No
     report = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager, examples=60)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     assert report.examples == 60
+
+
+def test_vllm_kv_cache_manager_in_full_report_mode_conforms_under_its_profile() -> None:
+    """Requests in kv_cache_report_mode "full": get_computed_blocks re-announces every hit it finds,
+    the connector's lookup included (hit_events="lookup"); unmodified, the manager conforms."""
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-full", kv_cache_manager_full, examples=60)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    m = kv_cache_manager_full(6)
+    m.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert m.find_cached_prefix((0, 1, 2, 0, 9)) == 4
+    assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
 
 
 def test_the_contract_flags_vllms_free_of_an_unknown_request() -> None:

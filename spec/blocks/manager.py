@@ -78,8 +78,12 @@ class RequestLevel:
 
     @announcing
     def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
-        """How many leading tokens of `tokens` are cached (a multiple of block_size, < len(tokens))."""
-        return len(self._prefix_hit(check_tokens("find_cached_prefix", tokens))) * self.block_size
+        """How many leading tokens of `tokens` are cached (a multiple of block_size, < len(tokens));
+        under hit_events="lookup" a hit is re-announced."""
+        tokens = check_tokens("find_cached_prefix", tokens)
+        hit = self._prefix_hit(tokens)
+        self._announce_lookup(hit, tokens)
+        return len(hit) * self.block_size
 
     @announcing
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -94,11 +98,13 @@ class RequestLevel:
                     f"{tuple(self._held[request])}; a request is managed at one level only"
                 )
             hit = self._prefix_hit(tokens)
+            self._announce_lookup(hit, tokens)
             need = self._blocks_for(len(tokens)) - len(hit)
             if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
                 return None
             self._pin(request, hit)
-            self._announce_hit(hit, tokens[: len(hit) * self.block_size])
+            if self.semantics.hit_events == "stored":
+                self._announce_hit(hit, tokens[: len(hit) * self.block_size])
             self._tables[request] = list(hit) + self._take(request, need)
             self._cached[request] = len(hit)
             self._tokens[request] = tokens
@@ -157,6 +163,11 @@ class RequestLevel:
     def _prefix_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
         """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1]."""
         return self._longest_prefix(chain_hashes(tokens[:-1], self.block_size))
+
+    def _announce_lookup(self, hit: tuple[int, ...], tokens: tuple[int, ...]) -> None:
+        """Under hit_events="lookup", the `hit` a lookup of `tokens` found is re-announced (none: nothing)."""
+        if hit and self.semantics.hit_events == "lookup":
+            self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
     def _write(self, request: int, first: int) -> None:
         """Record the tokens of table[first:], then cache the full blocks not cached yet."""

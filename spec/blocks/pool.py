@@ -351,9 +351,9 @@ class BlockPoolSpec(RequestLevel):
     def _announce_hit(self, blocks: Any, tokens: tuple[int, ...] = ()) -> None:
         """A prefix hit on `blocks` (the null block left out), which hold `tokens` (none at the pool
         level), re-announces their hashes as stored, with no parent, when the semantics say so
-        (hit_events="stored") and every one carries a hash."""
+        (hit_events "stored" or "lookup") and every one carries a hash."""
         hashes = [self._hash[block] for block in blocks]
-        if self.semantics.hit_events == "stored" and None not in hashes:
+        if self.semantics.hit_events != "none" and None not in hashes:
             self._events.store(None, hashes, tokens)
 
     def _release(self, request: int, blocks: Any, *, readable: bool = False) -> None:

@@ -18,7 +18,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "misuse": ("checked", "trusted"),
     "null_block": ("error", "skip"),
     "free_unknown_request": ("error", "noop"),
-    "hit_events": ("none", "stored"),
+    "hit_events": ("none", "stored", "lookup"),
 }
 """The valid values of every field."""
 
@@ -45,10 +45,15 @@ class BlockSemantics(OptionSemantics):
       with an empty default, so a scheduler may free a request it aborted before any allocation.
     - hit_events: a prefix hit (`touch` of blocks that all carry a hash; `allocate_slots`' cached
       prefix) announces nothing ("none": it stores no new hash), or re-announces the reused
-      blocks' hashes as one stored event with no parent ("stored"), the KV cache events of
-      spec/blocks/events.py. vLLM emits nothing by default and "stored" for a request whose
-      `kv_cache_report_mode` is "full" (`BlockPool.emit_cached_block_events`, called by
-      `KVCacheManager.get_computed_blocks`), so a router learns which prefixes are in use.
+      blocks' hashes as one stored event with no parent, with the blocks' tokens ("stored"), the
+      KV cache events of spec/blocks/events.py; or, at the request level, every lookup that finds
+      a cached prefix re-announces it so ("lookup"): `find_cached_prefix` too, and the first
+      `allocate_slots` of a request also when it answers None (at the pool level "lookup" is
+      "stored"). vLLM's manager emits nothing by default; for a request whose
+      `kv_cache_report_mode` is "full" it is "lookup": `KVCacheManager.get_computed_blocks` calls
+      `BlockPool.emit_cached_block_events` on every hit it finds, before any allocation, and the
+      scheduler's connector lookup (`get_computed_blocks_for_connector`) goes through it. vLLM's
+      pool alone, which makes no lookups of its own, is "stored".
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -101,6 +106,13 @@ BLOCK_PROFILES: dict[str, Profile] = {
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
             "reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
             "held by vllm-block-pool",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-full",
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", hit_events="lookup"),
+            (*REQUEST_OPERATIONS, "reset", "num_free"),
+            "vllm-kv-cache-manager with its requests in kv_cache_report_mode full: every lookup that hits "
+            "re-announces the hit (get_computed_blocks' emit_cached_block_events)",
         ),
     )
 }
