@@ -13,7 +13,8 @@ where the contract's interface forces it: each reference is a synthetic request 
 checks are the contract's, and operations the design has no name for (put, pop, evict) are
 composed from its calls. Where the design trusts its caller (a free of an unknown request, a hit
 with another retain flag) the adapter trusts too; a hit with another size is rejected, as vLLM's
-scheduler rejects a request whose cached item holds another embedding count. `cacheproof check` reports where this diverges.
+scheduler rejects a request whose cached item holds another embedding count. `cacheproof check`
+reports where this diverges.
 """
 
 from __future__ import annotations

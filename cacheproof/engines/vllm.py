@@ -388,7 +388,8 @@ class VllmBlockPool:
     def _event_tokens(self, event: Any) -> tuple[int, ...]:
         """A BlockStored's token ids as the events view says them. The pool level's blocks hold no
         tokens: the made-up tokens of the call's Request (`_pool_request`) read back as none, and
-        any other token ids (another count) as vLLM wrote them."""
+        any other token ids (another count, or a request-level call's, which made up none) as vLLM
+        wrote them."""
         tokens = tuple(event.token_ids)
         return () if tokens == self._made_up else tokens
 

@@ -15,8 +15,8 @@ from cacheproof.spec import Acquired, CacheStats, CapacityError, ConflictError, 
 
 __all__ = ["EncoderRequest", "MEMBERS", "VllmEncoderCache", "encoder_manager_class", "encoder_module_profile"]
 
-MEMBERS = ("get_cached_num_encoder_embeds", "check_and_update_cache", "can_allocate", "allocate", "free_encoder_input", "free", "get_freed_mm_hashes",
-           "reset")
+MEMBERS = ("get_cached_num_encoder_embeds", "check_and_update_cache", "can_allocate", "allocate", "free_encoder_input",
+           "free", "get_freed_mm_hashes", "reset")
 """The manager's members the adapter calls."""
 
 

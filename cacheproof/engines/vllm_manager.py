@@ -127,10 +127,6 @@ class VllmKVCacheManager(VllmBlockPool):
             parent = self._int_of(hashes[i - 1]) if i else None
             self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
-    def _event_tokens(self, event: Any) -> tuple[int, ...]:
-        """A BlockStored's token ids, the request's own: read as vLLM wrote them."""
-        return tuple(event.token_ids)
-
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
         KV-cache spec), as vLLM's scheduler takes them."""

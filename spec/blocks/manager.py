@@ -82,7 +82,7 @@ class RequestLevel:
         under hit_events="lookup" a hit is re-announced."""
         tokens = check_tokens("find_cached_prefix", tokens)
         hit = self._prefix_hit(tokens)
-        self._announce_lookup(hit, tokens)
+        self._announce_request_hit(hit, tokens, "lookup")
         return len(hit) * self.block_size
 
     @announcing
@@ -98,13 +98,12 @@ class RequestLevel:
                     f"{tuple(self._held[request])}; a request is managed at one level only"
                 )
             hit = self._prefix_hit(tokens)
-            self._announce_lookup(hit, tokens)
+            self._announce_request_hit(hit, tokens, "lookup")
             need = self._blocks_for(len(tokens)) - len(hit)
             if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
                 return None
             self._pin(request, hit)
-            if self.semantics.hit_events == "stored":
-                self._announce_hit(hit, tokens[: len(hit) * self.block_size])
+            self._announce_request_hit(hit, tokens, "stored")
             self._tables[request] = list(hit) + self._take(request, need)
             self._cached[request] = len(hit)
             self._tokens[request] = tokens
@@ -164,9 +163,11 @@ class RequestLevel:
         """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1]."""
         return self._longest_prefix(chain_hashes(tokens[:-1], self.block_size))
 
-    def _announce_lookup(self, hit: tuple[int, ...], tokens: tuple[int, ...]) -> None:
-        """Under hit_events="lookup", the `hit` a lookup of `tokens` found is re-announced (none: nothing)."""
-        if hit and self.semantics.hit_events == "lookup":
+    def _announce_request_hit(self, hit: tuple[int, ...], tokens: tuple[int, ...], moment: str) -> None:
+        """The `hit` a request's `tokens` found, with the tokens its blocks hold, re-announced at
+        `moment` when hit_events names it: "lookup" as the lookup finds it, "stored" once an
+        allocation pins it (an empty hit announces nothing)."""
+        if self.semantics.hit_events == moment:
             self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
     def _write(self, request: int, first: int) -> None:
