@@ -13,8 +13,11 @@ import os
 from collections import Counter, OrderedDict
 
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, chain_hashes
-from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS
+from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+
+CONTRACT_OPERATIONS = BLOCK_PROFILES["contract"].operations
+"""The operations of the contract profile, which every pool here implements."""
 
 
 def _int(value: object) -> bool:
@@ -498,7 +501,7 @@ def _one_call(operation):
     return call
 
 
-for _name in ALL_BLOCK_OPERATIONS:
+for _name in CONTRACT_OPERATIONS:
     setattr(EventfulListPool, _name, _one_call(getattr(EventfulListPool, _name)))
 
 

@@ -15,8 +15,9 @@ import random
 from typing import Any, Callable, NamedTuple
 
 from cacheproof.spec.blocks.invariants import BlockStep, broken_invariants
-from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, REQUEST_OPERATIONS
+from cacheproof.spec.blocks.operations import REQUEST_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
+from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
 from cacheproof.spec.errors import CacheError
 
 POOL_REQUESTS = (1, 2, 3)
@@ -144,7 +145,7 @@ def differential_walk(
     pool = factory(num_blocks)
     spec = BlockPoolSpec(num_blocks)
     names = [
-        name for name in operations or ALL_BLOCK_OPERATIONS
+        name for name in operations or BLOCK_PROFILES["contract"].operations
         if name not in REQUEST_OPERATIONS or hasattr(pool, name)
     ]
     views = [view for view in VIEWS if hasattr(pool, view)]

@@ -189,8 +189,9 @@ def test_kind_and_profiles() -> None:
     assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "reset", "num_free")
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
-    assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "hit_events": "stored"}
-    assert vllm.operations == POOL_OPERATIONS
+    assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "hit_events": "stored", "hash_units": 2}
+    assert vllm.operations == (*POOL_OPERATIONS, "cache_partial", "move_hashes")
+    assert "cache_partial" not in BLOCK_PROFILES["contract"].operations
     assert not kind.operation("lookup").mutates and kind.operation("free_request").mutates
 
 

@@ -343,7 +343,7 @@ def test_profiles_command_groups_every_kinds_profiles_under_its_kind(capsys):
     assert cache_part.startswith("--spec cache:") and "trtllm-tensor-lru:" in cache_part
     assert "vllm-block-pool:" not in cache_part and "trtllm" not in blocks_part
     vllm = blocks_part.split("  vllm-block-pool:", 1)[1]
-    assert "operations: allocate,touch,cache_blocks,lookup,free,unpin,writable,evict,reset,num_free\n" in vllm
+    assert "operations: allocate,touch,cache_blocks,lookup,free,unpin,writable,evict,reset,num_free,cache_partial,move_hashes\n" in vllm
     assert "    misuse=trusted\n" in vllm and "    null_block=skip\n" in vllm
     contract = blocks_part.split("  contract:", 1)[1].split("  pool:", 1)[0]
     assert "misuse=" not in contract  # no field differs from the kind's own contract

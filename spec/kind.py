@@ -370,6 +370,13 @@ class SpecKind:
         return tuple(row.name for row in self.operations)
 
     @cached_property
+    def default_operations(self) -> tuple[str, ...]:
+        """The operations checked when none are named: the default profile's (every operation
+        where the kind has no profiles)."""
+        profile = self.profiles.get(self.default_profile)
+        return self.names if profile is None else tuple(profile.operations)
+
+    @cached_property
     def mutating(self) -> tuple[str, ...]:
         return tuple(row.name for row in self.operations if row.mutates)
 

@@ -228,7 +228,7 @@ def header_line(
     header: dict[str, Any] = {"cacheproof_trace": TRACE_FORMAT, "version": __version__ if version is None else version,
                               "spec": spec_kind.name, spec_kind.size_name: size, "profile": profile}
     contract = spec_kind.profiles[spec_kind.default_profile].semantics
-    if profile != spec_kind.default_profile or semantics != contract or operations != spec_kind.names:
+    if profile != spec_kind.default_profile or semantics != contract or operations != spec_kind.default_operations:
         header["semantics"] = written_differences(semantics)
         header["ops"] = list(operations)
     return json.dumps(header)

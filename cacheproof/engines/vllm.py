@@ -1,7 +1,7 @@
 """vLLM's real KV block pool (`vllm.v1.core.block_pool.BlockPool`) behind the block-pool contract.
 
 `block_pool(num_blocks)` builds vLLM's own `BlockPool(num_blocks, enable_caching=True,
-hash_block_size=1, enable_kv_cache_events=True)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
+hash_block_size=2, enable_kv_cache_events=True)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
 contract of docs/block-pool-contract.md (`factory(num_blocks)`, block 0 the null block, requests,
 blocks and hashes as ints). The adapter decides no outcome: every result, error and state change is
 vLLM's, and the snapshot is read back from vLLM's objects, so a difference between vLLM and the
@@ -18,15 +18,24 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
 - `allocate(request, n)` -> `get_new_blocks(n)`; the `ValueError` vLLM raises when `n` exceeds the
   free count becomes `CapacityError`. The blocks returned are recorded as held by `request`.
 - `touch(request, blocks)` -> `touch([blocks])`; each block is recorded as held once more.
+- Blocks of the pool level hold 4 tokens, two hash units of 2 (`hash_block_size=2`; the profile
+  vllm-block-pool's `hash_units=2`), so a prefix boundary can fall inside a block. A pool-level
+  call that needs a `vllm.v1.request.Request` builds a real one (id `str(request)`) whose
+  `block_hashes` are one per hash unit: a block's hash stands for both its units (vLLM's view at
+  the block size, `BlockHashListWithBlockSize`, takes a block's last unit), and its tokens are
+  made up, 0, 1, 2, ..., two per unit.
 - `cache_blocks(request, blocks, hashes)` -> `cache_full_blocks(req, [blocks], 0, len(blocks),
-  1, 0, block_mask)` where `req` is a real `vllm.v1.request.Request` (id `str(request)`, one
-  placeholder token per hash, `block_hashes` the hashes): every given block is a new full block of
-  size one token, in KV-cache group 0. vLLM has two ways to skip a block there, the null block and
+  4, 0, block_mask)`: every given block is a new full block of 4 tokens at its place in the
+  request (so its hash covers as many units), in KV-cache group 0. vLLM has two ways to skip a block there, the null block and
   a False in `block_mask` (its sliding-window and Mamba groups mask the blocks no hit can reach);
   the contract's one skip (`null_block="skip"`) takes both forms, by the blocks given: blocks that
   start with the null block are a sliding window's table (its leading blocks left the window, are
   null and masked), so `block_mask` is False exactly at the null blocks; other blocks pass
   `block_mask=None`, the null block alone marking a skip.
+- `cache_partial(request, block, hashes)` -> `cache_partial_block(req, block, 2 * len(hashes), 0,
+  4)` where `req` carries `hashes` as its unit hashes: the block is found by the boundary
+  len(hashes) units in. `move_hashes(request, source, target)` -> `move_block_hashes(source,
+  target)`.
 - `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
   miss (the prefix walk of vLLM's full-attention manager, without its token limit).
 - `free(request, blocks)` -> `free_blocks([blocks])` called on a second vLLM pool (`peer`, vLLM's
@@ -65,11 +74,12 @@ every hash it handed vLLM (an external hash it never handed stays as vLLM wrote 
 `cache_full_blocks` was given is the null block) announces nothing and is left out: the one
 translation that drops anything. `touch` plays vLLM's KVCacheManager in `kv_cache_report_mode`
 "full" (profile vllm-block-pool: `hit_events="stored"`): after `touch(blocks)`, when the non-null
-blocks all carry a hash, `emit_cached_block_events(req, len(hit), 1, 0)` over a Request whose
+blocks all carry a hash, `emit_cached_block_events(req, len(hit), 4, 0)` over a Request whose
 block hashes are theirs, as `get_computed_blocks` does for a prefix hit. The pool level's blocks
-hold no tokens, so its Requests carry one made-up token per block, and an event's token ids read
-back as none when they are exactly those (any others, as vLLM wrote them); the request level's
-events carry the request's own tokens.
+hold no tokens, so its Requests carry made-up tokens, and an event's token ids read back as none
+when they are exactly the made-up tokens of what the event names (the whole Request's for
+`cache_blocks` and a hit, the boundary's last unit for `cache_partial`), any others as vLLM wrote
+them; the request level's events carry the request's own tokens.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -97,6 +107,10 @@ MISSING_VLLM = (
 )
 _GROUP = 0
 """The one KV-cache group the adapter uses."""
+HASH_UNIT_TOKENS = 2
+"""Tokens per hash unit of the pool `block_pool` builds (vLLM's `hash_block_size`)."""
+HASH_UNITS = 2
+"""Hash units per block of that pool (the profile vllm-block-pool's `hash_units`)."""
 
 
 def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None,
@@ -116,9 +130,10 @@ def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = Non
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
-    pool = cls(num_blocks, enable_caching=caching, hash_block_size=1, enable_kv_cache_events=True)
+    pool = cls(num_blocks, enable_caching=caching, hash_block_size=HASH_UNIT_TOKENS, enable_kv_cache_events=True)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
-    return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class))
+    return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class),
+                         units=HASH_UNITS)
 
 
 def block_pool_uncached(num_blocks: int) -> "VllmBlockPool":
@@ -173,10 +188,13 @@ def _without_warnings(call: Any) -> Any:
 
 class VllmBlockPool:
     """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself,
-    `peer` the vLLM pool of no contract block that every `free` is called on."""
+    `peer` the vLLM pool of no contract block that every `free` is called on; a pool-level block
+    holds `units` of the pool's hash units."""
 
-    def __init__(self, pool: Any, vllm: _VllmNames, peer: Any) -> None:
+    def __init__(self, pool: Any, vllm: _VllmNames, peer: Any, *, units: int = 1) -> None:
         self.pool = pool
+        self.units = units
+        self.block_size = units * pool.hash_block_size  # tokens per block of the pool-level calls
         self._vllm = vllm
         self.peer = peer  # the other pool free_blocks is called on (module docstring)
         self._held: dict[int, list[int]] = {}
@@ -250,18 +268,33 @@ class VllmBlockPool:
         self.pool.touch(objects)
         self._hold(request, objects)
         if hit and None not in keys:
-            req = self._pool_request(request, [self._vllm.get_block_hash(key) for key in keys])
-            self.pool.emit_cached_block_events(req, len(hit), 1, _GROUP)
+            req = self._pool_request(request, self._per_unit([self._vllm.get_block_hash(key) for key in keys]))
+            self.pool.emit_cached_block_events(req, len(hit), self.block_size, _GROUP)
 
     @_events_taken
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
         """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes; blocks
         that start with the null block are a window's, their null blocks masked out too."""
         objects = self._blocks(tuple(blocks))
-        req = self._pool_request(request, [self._hash(value) for value in hashes])
+        req = self._pool_request(request, self._per_unit([self._hash(value) for value in hashes]))
         windowed = bool(objects) and objects[0].is_null
         mask = [not block.is_null for block in objects] if windowed else None
-        self.pool.cache_full_blocks(req, objects, 0, len(objects), 1, _GROUP, block_mask=mask)
+        self.pool.cache_full_blocks(req, objects, 0, len(objects), self.block_size, _GROUP, block_mask=mask)
+
+    @_events_taken
+    def cache_partial(self, request: int, block: int, hashes: tuple[int, ...]) -> None:
+        """cache_partial_block at the boundary len(hashes) units in, over a Request carrying
+        `hashes` as its unit hashes; its event names the boundary's last unit's made-up tokens."""
+        (target,) = self._blocks((block,))
+        unit = self.pool.hash_block_size
+        req = self._pool_request(request, [self._hash(value) for value in hashes])
+        self._made_up = self._made_up[(len(hashes) - 1) * unit : len(hashes) * unit]
+        self.pool.cache_partial_block(req, target, len(hashes) * unit, _GROUP, self.block_size)
+
+    @_events_taken
+    def move_hashes(self, request: int, source: int, target: int) -> None:
+        """move_block_hashes(source, target)."""
+        self.pool.move_block_hashes(*self._blocks((source, target)))
 
     @_events_taken
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
@@ -289,12 +322,18 @@ class VllmBlockPool:
         self.pool.unpin_blocks(objects, self._on_reuse)
         self._forget(request, objects)
 
-    def _pool_request(self, request: int, block_hashes: list[Any]) -> Any:
-        """A vLLM Request of the pool level for `request`, carrying `block_hashes`: one made-up token
-        0 per block (blocks hold no tokens at this level), remembered for the events view."""
+    def _pool_request(self, request: int, unit_hashes: list[Any]) -> Any:
+        """A vLLM Request of the pool level for `request`, carrying `unit_hashes` (one per hash
+        unit) and made-up tokens 0, 1, 2, ... filling those units (blocks hold no tokens at this
+        level), remembered for the events view."""
         vllm = self._vllm
-        self._made_up = (0,) * len(block_hashes)
-        return vllm.request(str(request), list(self._made_up), vllm.sampling, None, block_hashes=block_hashes)
+        self._made_up = tuple(range(len(unit_hashes) * self.pool.hash_block_size))
+        return vllm.request(str(request), list(self._made_up), vllm.sampling, None, block_hashes=unit_hashes)
+
+    def _per_unit(self, keys: list[Any]) -> list[Any]:
+        """Block hashes as unit hashes: each block's for each of its units (vLLM's view at the block
+        size takes a block's last unit, so the view gives the block hashes back)."""
+        return [key for key in keys for _ in range(self.units)]
 
     def _on_reuse(self, block: Any) -> None:
         """vLLM's call to the unpinner: `block` is reused, stop reading it."""
@@ -387,9 +426,9 @@ class VllmBlockPool:
 
     def _event_tokens(self, event: Any) -> tuple[int, ...]:
         """A BlockStored's token ids as the events view says them. The pool level's blocks hold no
-        tokens: the made-up tokens of the call's Request (`_pool_request`) read back as none, and
-        any other token ids (another count, or a request-level call's, which made up none) as vLLM
-        wrote them."""
+        tokens: the made-up tokens of what the call names (`_pool_request`, `cache_partial`) read
+        back as none, and any other token ids (other tokens, or a request-level call's, which made
+        up none) as vLLM wrote them."""
         tokens = tuple(event.token_ids)
         return () if tokens == self._made_up else tokens
 

@@ -28,6 +28,7 @@ class BlockStep(NamedTuple):
     hash_map: tuple | None = None  # after: (hash, blocks carrying it), as BlockPoolSpec.hash_map
     contents: tuple | None = None  # after: (block, parent, tokens), as BlockPoolSpec.contents
     block_size: int = BLOCK_SIZE
+    further: tuple | None = ()  # after: (block, hash) of each further hash (spec/blocks/partial.py); None: unseen
 
 
 class BlockInvariant(NamedTuple):
@@ -74,17 +75,30 @@ def _refs_valid(step: BlockStep) -> bool:
     return all(ref >= 0 for ref, _ in blocks) and blocks[0] == (0, None) and not null_held
 
 
+def _carries(step: BlockStep, block: int, value: int) -> bool:
+    """Before the step, `block` carries `value`: as its hash or a further hash; where further
+    hashes are unseen (`further` None), any block with a hash may carry it beside its own."""
+    own = _blocks(step.before)[block][1]
+    if step.further is None:
+        return own is not None
+    return own == value or (block, value) in step.further
+
+
+def _entries(step: BlockStep) -> list[tuple[int, int]]:
+    """(block, hash) of every hash a block carries after the step, further ones where seen."""
+    hashed = [(block, value) for block, (_, value) in enumerate(_blocks(step.after)) if value is not None]
+    return hashed + list(step.further or ())
+
+
 def _hash_map_exact(step: BlockStep) -> bool:
-    blocks = _blocks(step.after)
     if step.operation == "lookup" and not step.raised:
         asked = step.arguments[0]
-        if any(_blocks(step.before)[block][1] != asked[i] for i, block in enumerate(step.result)):
+        if not all(_carries(step, block, asked[i]) for i, block in enumerate(step.result)):
             return False
     if step.hash_map is None:
         return True
     listed = [(block, value) for value, carriers in step.hash_map for block in carriers]
-    hashed = [(block, value) for block, (_, value) in enumerate(blocks) if value is not None]
-    return sorted(listed) == sorted(hashed) and all(carriers for _, carriers in step.hash_map)
+    return sorted(listed) == sorted(_entries(step)) and all(carriers for _, carriers in step.hash_map)
 
 
 def _contents_match(step: BlockStep) -> bool:
@@ -99,7 +113,8 @@ def _contents_match(step: BlockStep) -> bool:
 
 
 def _cached_prefix_length(step: BlockStep, hashes: tuple[int, ...]) -> int:
-    carried = {value for _, value in _blocks(step.before) if value is not None}
+    """How many leading `hashes` some block carried before the step (as far as the step shows)."""
+    carried = {value for _, value in _blocks(step.before) if value is not None} | {v for _, v in step.further or ()}
     length = 0
     while length < len(hashes) and hashes[length] in carried:
         length += 1
@@ -110,7 +125,8 @@ def _prefix_contiguous(step: BlockStep) -> bool:
     if step.raised:
         return True
     if step.operation == "lookup":
-        return len(step.result) == _cached_prefix_length(step, tuple(step.arguments[0]))
+        length = _cached_prefix_length(step, tuple(step.arguments[0]))
+        return len(step.result) == length if step.further is not None else len(step.result) >= length
     if step.operation == "find_cached_prefix":
         tokens = tuple(step.arguments[0])
         hashes = chain_hashes(tokens[:-1], step.block_size)
@@ -187,10 +203,10 @@ def _why_hash_map(step: BlockStep) -> str:
     if step.operation == "lookup" and not step.raised:
         asked = step.arguments[0]
         for index, block in enumerate(step.result):
-            if _blocks(step.before)[block][1] != asked[index]:
+            if not _carries(step, block, asked[index]):
                 return f"lookup answered block {block!r} for hash {index + 1} asked, which that block does not carry"
     listed = sorted((block, value) for value, carriers in (step.hash_map or ()) for block in carriers)
-    hashed = sorted((block, value) for block, (_, value) in enumerate(_blocks(step.after)) if value is not None)
+    hashed = sorted(_entries(step))
     for block, value in sorted(set(listed) ^ set(hashed)):
         where = "listed in the hash map under a hash it does not carry" if (block, value) in listed \
             else "carrying a hash the hash map does not list it under"
@@ -338,6 +354,6 @@ def check_step(step: BlockStep) -> None:
 
 
 def check_state(num_blocks: int, snapshot: tuple, hash_map: tuple | None = None,
-                contents: tuple | None = None, block_size: int = BLOCK_SIZE) -> None:
-    """Raise `InvariantViolation` if the state breaks B1-B5 or B7."""
-    check_step(BlockStep(None, num_blocks, snapshot, snapshot, False, (), None, hash_map, contents, block_size))
+                contents: tuple | None = None, block_size: int = BLOCK_SIZE, further: tuple = ()) -> None:
+    """Raise `InvariantViolation` if the state breaks B1-B5 or B7; `further` as `BlockStep.further`."""
+    check_step(BlockStep(None, num_blocks, snapshot, snapshot, False, (), None, hash_map, contents, block_size, further))

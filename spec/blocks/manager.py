@@ -178,6 +178,6 @@ class RequestLevel:
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
         cached = self._cached[request]
         if len(hashes) > cached:
-            self._set_hashes(table[cached : len(hashes)], hashes[cached:], hashes[cached - 1] if cached else None,
-                             tokens[cached * size : len(hashes) * size])
+            self._set_hashes(table[cached : len(hashes)], hashes[cached:], range(cached + 1, len(hashes) + 1),
+                             hashes[cached - 1] if cached else None, tokens[cached * size : len(hashes) * size])
             self._cached[request] = len(hashes)

@@ -5,8 +5,13 @@ ints). The request level is a KV cache manager on top of it (vLLM's `KVCacheMana
 hands over its tokens and the pool finds its cached prefix, pins it, allocates the rest and caches
 the full blocks under their chained hashes.
 
-Domains: "request" (an int request id), "count" (an int >= 0), "blocks" (a tuple of block ids),
-"hashes" (a tuple of int block hashes), "tokens" (a tuple of int token ids).
+A third group belongs to the pool level of a pool that hashes in units smaller than a block
+(`BlockSemantics.hash_units` > 1, vLLM's `hash_block_size`): partial prefix-cache entries, which make
+a block reachable from a prefix boundary inside it, and the copy-on-write that moves a block's
+entries to a private copy.
+
+Domains: "request" (an int request id), "count" (an int >= 0), "block" (one block id), "blocks" (a
+tuple of block ids), "hashes" (a tuple of int block hashes), "tokens" (a tuple of int token ids).
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ _REQUEST = Argument("request", "request")
 _COUNT = Argument("n", "count")
 _BLOCKS = Argument("blocks", "blocks")
 _HASHES = Argument("hashes", "hashes")
+_BLOCK = Argument("block", "block")
+_SOURCE = Argument("source", "block")
+_TARGET = Argument("target", "block")
 _TOKENS = Argument("tokens", "tokens")
 _BAD = "InvalidArgumentError"
 _STATE = "WrongStateError"
@@ -41,6 +49,11 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
     Operation("reset", (), "bool", (), True,
               summary="drop every hash; False, changing nothing, while a non-null block is in use"),
     Operation("num_free", (), "count", (), False, summary="the free queue's length"),
+    Operation("cache_partial", (_REQUEST, _BLOCK, _HASHES), "None", (_BAD, _STATE), True,
+              summary="the block, held by the request, is also found by the last hash of the chain `hashes` "
+                      "(a boundary inside it, len(hashes) hash units from the start)"),
+    Operation("move_hashes", (_REQUEST, _SOURCE, _TARGET), "None", (_BAD, _STATE), True,
+              summary="every hash of source moves to target (held by the request, unhashed); no event"),
     Operation("find_cached_prefix", (_TOKENS,), "count", (_BAD,), False,
               summary="how many leading tokens a new request with these tokens would find cached"),
     Operation("allocate_slots", (_REQUEST, _TOKENS), "blocks or None", (_BAD, _STATE), True,
@@ -51,7 +64,7 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
 """The block pool's operations, pool level first, in the order the checker lists them."""
 
 BLOCK_TYPES: dict[str, str] = {
-    "request": "int", "count": "int", "blocks": "tuple[int, ...]", "hashes": "tuple[int, ...]",
+    "request": "int", "count": "int", "block": "int", "blocks": "tuple[int, ...]", "hashes": "tuple[int, ...]",
     "tokens": "tuple[int, ...]", "None": "None", "bool": "bool", "blocks or None": "tuple[int, ...] | None",
 }
 """The Python type of each argument domain and result above, as docs/block-pool-contract.md's
@@ -61,6 +74,11 @@ POOL_OPERATIONS: tuple[str, ...] = (
     "allocate", "touch", "cache_blocks", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free",
 )
 """The pool-level operations (vLLM's BlockPool has these)."""
+
+PARTIAL_OPERATIONS: tuple[str, ...] = ("cache_partial", "move_hashes")
+"""The pool-level operations of partial prefix-cache entries (vLLM's BlockPool has these: its
+`cache_partial_block` and `move_block_hashes`); only a pool whose hash unit is smaller than its block
+(`hash_units` > 1) has them."""
 
 REQUEST_OPERATIONS: tuple[str, ...] = ("find_cached_prefix", "allocate_slots", "free_request")
 """The request-level operations (vLLM's KVCacheManager has these)."""

@@ -21,9 +21,13 @@ Block 0 is the null block: never in the queue, never handed out, never hashed, r
 
 State: the free queue (a list, head first), per block its ref count and hash (or None), the hash
 map (hash -> the blocks carrying it, first inserted first: lookup answers with the first), per
+block the hash units its hash covers and the further hashes it carries (spec/blocks/partial.py), per
 request the blocks it holds (a multiset: a block touched twice by one request is held twice), and
 the watched blocks (unpinned, their readers not yet told of a reuse).
-The request level (spec/blocks/manager.py) adds per-request block tables and block contents.
+The request level (spec/blocks/manager.py) adds per-request block tables and block contents; a
+pool hashing in units smaller than a block (`hash_units` > 1) has partial prefix-cache entries
+(spec/blocks/partial.py), whose promotion `cache_blocks` makes: a block whose primary hash is a
+partial entry covering fewer units than the block's end at its place gets the full block's hash.
 """
 
 from __future__ import annotations
@@ -33,18 +37,15 @@ from typing import Any
 from cacheproof.spec.blocks import invariants as block_invariants
 from cacheproof.spec.blocks.events import CallEvents, Events, announcing
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
+from cacheproof.spec.blocks.partial import NULL_BLOCK, PartialEntries
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
-
-NULL_BLOCK = 0
-"""The null block's id."""
-
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-class BlockPoolSpec(RequestLevel):
+class BlockPoolSpec(RequestLevel, PartialEntries):
     """The executable spec of a block pool of `num_blocks` blocks (block 0 the null block).
 
     `semantics` picks the design choices on which real pools differ (spec/blocks/semantics.py);
@@ -61,7 +62,9 @@ class BlockPoolSpec(RequestLevel):
         self.block_size = block_size
         self._queue: list[int] = list(range(1, num_blocks))  # the free queue, head first
         self._ref: list[int] = [0] * num_blocks  # per block: its reference count
-        self._hash: list[int | None] = [None] * num_blocks  # per block: its hash, None if none
+        self._hash: list[int | None] = [None] * num_blocks  # per block: its (primary) hash, None if none
+        self._cover: list[int] = [0] * num_blocks  # per block: the hash units its hash covers (0: none)
+        self._further: dict[int, list[int]] = {}  # block -> its further hashes (partial entries), first added first
         self._map: dict[int, list[int]] = {}  # hash -> blocks carrying it, first inserted first
         self._held: dict[int, list[int]] = {}  # request -> blocks it holds, in acquisition order
         self._watched: dict[int, None] = {}  # blocks unpinned whose readers are not yet told of a reuse
@@ -105,8 +108,10 @@ class BlockPoolSpec(RequestLevel):
 
     @announcing
     def cache_blocks(self, request: int, blocks: tuple[int, ...], hashes: tuple[int, ...]) -> None:
-        """blocks[i] gets hashes[i]; each block must be held by `request`, unhashed and not written
-        by the request level. Several blocks may carry one hash."""
+        """blocks[i] gets hashes[i], at place i + 1 of a sequence (covering (i + 1) * hash_units
+        units); each block must be held by `request`, not written by the request level, and
+        unhashed, or carry a partial entry covering fewer units, which it loses with every further
+        hash (a promotion). Several blocks may carry one hash."""
         self._check_request("cache_blocks", request)
         ids = self._check_blocks("cache_blocks", blocks, keep_null=True)
         values = self._check_hashes("cache_blocks", hashes)
@@ -115,24 +120,28 @@ class BlockPoolSpec(RequestLevel):
                 f"cache_blocks(request={request}): {len(ids)} blocks but {len(values)} hashes; "
                 "blocks[i] gets hashes[i]"
             )
-        pairs = [(b, h) for b, h in zip(ids, values) if b != NULL_BLOCK]
-        if len({b for b, _ in pairs}) != len(pairs):
+        placed = [(b, h, place) for place, (b, h) in enumerate(zip(ids, values), 1) if b != NULL_BLOCK]
+        if len({b for b, _, _ in placed}) != len(placed):
             raise InvalidArgumentError(f"cache_blocks(request={request}, blocks={ids}): a block is given twice")
         self._check_unmanaged("cache_blocks", request)
-        for block, _ in pairs:
+        for block, _, place in placed:
             if block not in self._held.get(request, ()):
                 raise WrongStateError(f"cache_blocks(request={request}, block={block}): the request does not hold the block")
-            if self._hash[block] is not None:
+            if self._hash[block] is not None and not self._promoted_at(block, place):
                 raise WrongStateError(
                     f"cache_blocks(request={request}, block={block}): the block already has hash "
-                    f"{self._hash[block]}; a block is hashed once, when it becomes full"
+                    f"{self._hash[block]}; a block is hashed once, when it becomes full (only a partial entry "
+                    f"covering fewer than the {place * self.semantics.hash_units} hash units of place {place} is promoted)"
                 )
             if block in self._contents:
                 raise WrongStateError(
                     f"cache_blocks(request={request}, block={block}): the block holds tokens written "
                     "at the request level, which alone hashes them"
                 )
-        self._set_hashes([b for b, _ in pairs], [h for _, h in pairs], None)
+        for block, _, _ in placed:
+            if self._hash[block] is not None:
+                self._drop_hash(block)
+        self._set_hashes([b for b, _, _ in placed], [h for _, h, _ in placed], [p for _, _, p in placed], None)
 
     @announcing
     def lookup(self, hashes: tuple[int, ...]) -> tuple[int, ...]:
@@ -227,10 +236,12 @@ class BlockPoolSpec(RequestLevel):
 
     def state_key(self) -> tuple:
         """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
-        the watched blocks, the request tables, tokens, cached counts and block contents."""
+        the partial entries, the watched blocks, the request tables, tokens, cached counts and
+        block contents."""
         return (
             self.snapshot(),
             self.hash_map(),
+            self.entries(),
             tuple(sorted(self._watched)),
             self.tables(),
             tuple(sorted(self._tokens.items())),
@@ -242,7 +253,8 @@ class BlockPoolSpec(RequestLevel):
         """An independent spec in the same state."""
         twin = BlockPoolSpec.__new__(BlockPoolSpec)
         twin.__dict__.update(self.__dict__)
-        twin._queue, twin._ref, twin._hash = list(self._queue), list(self._ref), list(self._hash)
+        twin._queue, twin._ref, twin._hash, twin._cover = list(self._queue), list(self._ref), list(self._hash), list(self._cover)
+        twin._further = {block: list(values) for block, values in self._further.items()}
         twin._map = {value: list(blocks) for value, blocks in self._map.items()}
         twin._held = {request: list(held) for request, held in self._held.items()}
         twin._watched = dict(self._watched)
@@ -258,7 +270,9 @@ class BlockPoolSpec(RequestLevel):
                 raise block_invariants.InvariantViolation(
                     f"request {request}: table {table} != holdings {self._held.get(request, [])}"
                 )
-        block_invariants.check_state(self._num_blocks, self.snapshot(), self.hash_map(), self.contents(), self.block_size)
+        further = tuple((block, value) for block, _, values in self.entries() for value in values)
+        block_invariants.check_state(self._num_blocks, self.snapshot(), self.hash_map(), self.contents(), self.block_size,
+                                     further)
 
     def __repr__(self) -> str:
         hashed = sum(h is not None for h in self._hash)
@@ -340,11 +354,12 @@ class BlockPoolSpec(RequestLevel):
             self._ref[block] += 1
             self._held.setdefault(request, []).append(block)
 
-    def _set_hashes(self, blocks: Any, hashes: Any, parent: int | None, tokens: tuple[int, ...] = ()) -> None:
-        """blocks[i] gets hashes[i], announced as one stored event after `parent`, of the blocks'
-        `tokens` (none at the pool level)."""
-        for block, value in zip(blocks, hashes):
-            self._hash[block] = value
+    def _set_hashes(self, blocks: Any, hashes: Any, places: Any, parent: int | None, tokens: tuple[int, ...] = ()) -> None:
+        """blocks[i] gets hashes[i] at place places[i] of its sequence (covering places[i] *
+        hash_units units), announced as one stored event after `parent`, of the blocks' `tokens`
+        (none at the pool level)."""
+        for block, value, place in zip(blocks, hashes, places):
+            self._hash[block], self._cover[block] = value, place * self.semantics.hash_units
             self._map.setdefault(value, []).append(block)
         self._events.store(parent, hashes, tokens)
 
@@ -379,16 +394,21 @@ class BlockPoolSpec(RequestLevel):
             self._events.reuse(block)
 
     def _drop_hash(self, block: int, *, announce: bool = True) -> None:
-        """The block loses its hash, announced as removed unless `announce` is False (reset's
-        one cleared event replaces the removals)."""
-        value = self._hash[block]
-        if announce:
-            self._events.remove(value)
-        self._hash[block] = None
-        carriers = self._map[value]
-        carriers.remove(block)
-        if not carriers:
-            del self._map[value]
+        """The block loses its hash and every further hash, each announced as removed unless
+        `announce` is False (reset's one cleared event replaces the removals)."""
+        for value in (self._hash[block], *self._further.pop(block, ())):
+            if announce:
+                self._events.remove(value)
+            carriers = self._map[value]
+            carriers.remove(block)
+            if not carriers:
+                del self._map[value]
+        self._hash[block], self._cover[block] = None, 0
+
+    def _promoted_at(self, block: int, place: int) -> bool:
+        """The block's hash is a partial entry covering fewer units than the end of place `place`."""
+        units = self.semantics.hash_units
+        return self._cover[block] % units != 0 and self._cover[block] < place * units
 
     def _hash_order(self) -> list[int]:
         return [block for block, value in enumerate(self._hash) if value is not None]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS
+from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, PARTIAL_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS
 from cacheproof.spec.kind import Profile
 from cacheproof.spec.overrides import OptionSemantics
 
@@ -19,6 +19,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "null_block": ("error", "skip"),
     "free_unknown_request": ("error", "noop"),
     "hit_events": ("none", "stored", "lookup"),
+    "hash_units": (1, 2),
 }
 """The valid values of every field."""
 
@@ -54,6 +55,13 @@ class BlockSemantics(OptionSemantics):
       `BlockPool.emit_cached_block_events` on every hit it finds, before any allocation, and the
       scheduler's connector lookup (`get_computed_blocks_for_connector`) goes through it. vLLM's
       pool alone, which makes no lookups of its own, is "stored".
+    - hash_units: how many hash units a block holds: the hashes of a request's chain are taken
+      every 1/hash_units of a block, and a block's own hash is the chain's hash at the block's end.
+      At 1 (the contract) a block is hashed whole, once, when full. Above 1 a prefix boundary can
+      fall inside a block, and the pool level has the partial prefix-cache entries
+      (`cache_partial`, `move_hashes`; spec/blocks/partial.py): a block carries a primary hash with
+      the units it covers and further hashes beside it. vLLM's `BlockPool` is built with a
+      `hash_block_size` that divides its groups' block sizes; the adapter's is half its block (2).
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -61,6 +69,7 @@ class BlockSemantics(OptionSemantics):
     null_block: str = "error"
     free_unknown_request: str = "error"
     hit_events: str = "none"
+    hash_units: int = 1
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -72,8 +81,9 @@ BLOCK_PROFILES: dict[str, Profile] = {
         Profile(
             "contract",
             BLOCK_CONTRACT,
-            ALL_BLOCK_OPERATIONS,
-            "the block-pool contract of docs/block-pool-contract.md (default), pool and request level",
+            tuple(name for name in ALL_BLOCK_OPERATIONS if name not in PARTIAL_OPERATIONS),
+            "the block-pool contract of docs/block-pool-contract.md (default), pool and request level "
+            "(a block hashed whole, so no partial entries)",
         ),
         Profile(
             "pool",
@@ -84,16 +94,16 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-block-pool",
-            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored"),
-            POOL_OPERATIONS,
+            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored", hash_units=2),
+            (*POOL_OPERATIONS, *PARTIAL_OPERATIONS),
             "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
             "free_blocks, unpin_blocks, is_block_writable, evict_blocks, reset_prefix_cache, "
-            "get_num_free_blocks), KV cache events on, "
-            "a prefix hit re-announced (kv_cache_report_mode full)",
+            "get_num_free_blocks, cache_partial_block, move_block_hashes), KV cache events on, "
+            "a prefix hit re-announced (kv_cache_report_mode full), two hash units per block",
         ),
         Profile(
             "vllm-block-pool-uncached",
-            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored"),
+            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored", hash_units=2),
             tuple(name for name in POOL_OPERATIONS if name != "cache_blocks"),
             "vLLM 0.34.0 BlockPool built with enable_caching=False: vllm-block-pool without cache_blocks "
             "(no block is ever hashed, so every freed block goes to the head of the queue and lookup finds "

@@ -134,6 +134,9 @@ events (no `events()`), or has no `unpin` (no `reused()`), is compared on the ot
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,
                semantics: Any) -> BlockStep:
     """The `BlockStep` of a call (`op`, `args`) from the views before and after it; the same
-    invariants are judged under every semantics, which it does not read."""
+    invariants are judged under every semantics. Where a block holds several hash units
+    (`hash_units` > 1) it may carry further hashes that no view shows, so a lookup is judged
+    as far as the snapshot's hashes tell (`BlockStep.further` None)."""
+    further = () if getattr(semantics, "hash_units", 1) == 1 else None
     return BlockStep(call.op, size, before["snapshot"], after["snapshot"], raised, tuple(call.args), result,
-                     None, after.get("contents"))
+                     None, after.get("contents"), further=further)

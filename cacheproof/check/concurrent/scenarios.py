@@ -116,7 +116,7 @@ def draw_scenario(kind: SpecKind, generator: CallGenerator, rng: random.Random, 
     calls only when `misuse`, against the model under `semantics` (module doc)."""
     if not MIN_THREADS <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in {MIN_THREADS}..{MAX_THREADS}, got {threads}")
-    operations = operations or kind.names
+    operations = operations or kind.default_operations
     scenario = Scenario(generator.size(rng), (), (), semantics)
     model = scenario.new_model(kind)
 

@@ -268,7 +268,7 @@ def lacks_line(kind: SpecKind, impl: str, built: str, missing: list[str], operat
     """The usage error of an implementation without some of the checked `operations`; `built` is
     what the factory returned ("a NoEvict", "None")."""
     needed = (f"a {kind.name} implementation needs every operation of its contract (or check a subset with --ops)"
-              if set(operations) == set(kind.names) else f"the checked operations are --ops {','.join(operations)}")
+              if set(operations) == set(kind.default_operations) else f"the checked operations are --ops {','.join(operations)}")
     return f"cacheproof check: {impl}({kind.probe_size}) returned {built}, which lacks {', '.join(missing)}: {needed}"
 
 

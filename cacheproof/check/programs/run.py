@@ -199,7 +199,7 @@ def run_program_check(
 ) -> ProgramReport:
     """Check `factory(size)` against `kind`'s model; see the module docstring."""
     options = replace(options or ProgramOptions(), **fields)
-    operations = options.operations or kind.names
+    operations = options.operations or kind.default_operations
     checked = (op for op in kind.operations if op.name in operations)
     coverage = OutcomeCoverage(checked, generator.cases(options.semantics))
     report = ProgramReport(kind.name, coverage=coverage)

@@ -56,7 +56,7 @@ def merged(kind: SpecKind, result: CrewResult, options: ProgramOptions) -> Progr
     if winning is None and result.interrupted:
         raise KeyboardInterrupt
     reports = result.in_order
-    operations = options.operations or kind.names
+    operations = options.operations or kind.default_operations
     report = ProgramReport(
         kind.name, examples=result.examples, steps=result.steps, seconds=result.seconds,
         coverage=OutcomeCoverage.merged(report.coverage for report in reports)

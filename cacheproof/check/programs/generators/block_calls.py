@@ -43,7 +43,7 @@ from typing import Any
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
-from cacheproof.check.programs.generators import block_exhaustive
+from cacheproof.check.programs.generators import block_exhaustive, block_partial
 from cacheproof.check.programs.generators.block_exhaustive import ExhaustiveBlockScope, enabled_calls
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.pool import NULL_BLOCK
@@ -195,11 +195,14 @@ def _touch(draws: Draws, s: _State) -> Call:
 
 
 def _cache_blocks(draws: Draws, s: _State) -> Call:
+    """Unhashed blocks the request holds, and blocks carrying a partial entry where a place past
+    its cover promotes them (block_partial.promotable)."""
     request = s.holder(draws)
-    unhashed = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None]
-    chosen = _distinct(draws, unhashed, s.scope.most_named)
+    partial = {block for block, cover, _ in s.model.entries() if cover % s.model.semantics.hash_units}
+    cachable = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None or b in partial]
+    chosen = _distinct(draws, cachable, s.scope.most_named)
     blocks, hashes = _padded(draws, s, chosen, tuple(choice(draws, s.hashes) for _ in chosen))
-    return Call("cache_blocks", (request, blocks, hashes))
+    return Call("cache_blocks", (request, *block_partial.promotable(s, blocks, hashes)))
 
 
 def _lookup(draws: Draws, s: _State) -> Call:
@@ -272,7 +275,7 @@ def _free_request(draws: Draws, s: _State) -> Call:
 _SUITED = {
     "allocate": _allocate, "touch": _touch, "cache_blocks": _cache_blocks, "lookup": _lookup, "free": _free,
     "unpin": _unpin, "writable": _writable, "evict": _evict, "reset": _reset, "num_free": _num_free, "find_cached_prefix": _find_cached_prefix,
-    "allocate_slots": _allocate_slots, "free_request": _free_request,
+    "allocate_slots": _allocate_slots, "free_request": _free_request, **block_partial.SUITED,
 }
 
 
@@ -347,5 +350,5 @@ _MISUSE = {
     **_SUITED,
     "allocate": _misuse_allocate, "touch": _misuse_touch, "cache_blocks": _misuse_cache, "free": _misuse_free,
     "unpin": _misuse_unpin, "writable": _out_of_range("writable"), "evict": _out_of_range("evict"), "free_request": _misuse_free_request, "allocate_slots": _misuse_allocate_slots,
-    "lookup": _misuse_lookup, "find_cached_prefix": _misuse_find_cached_prefix,
+    "lookup": _misuse_lookup, "find_cached_prefix": _misuse_find_cached_prefix, **block_partial.MISUSE,
 }

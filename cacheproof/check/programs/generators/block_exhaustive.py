@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import permutations, product
 from typing import Any
 
-from cacheproof.check.programs.generators import NOT_INTS
+from cacheproof.check.programs.generators import NOT_INTS, block_partial
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.pool import NULL_BLOCK
 
@@ -87,11 +87,14 @@ def _every_touch(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
 
 
 def _every_cache_blocks(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
+    """Runs of the unhashed blocks a request holds and of those carrying a partial entry, each
+    where a place past its cover promotes it (block_partial.promotable)."""
+    partial = {block for block, cover, _ in s.model.entries() if cover % s.model.semantics.hash_units}
     calls = []
     for r in _pool_level(s, scope):
-        unhashed = [b for b in dict.fromkeys(s.held_by(r)) if s.blocks[b][1] is None]
-        calls += [Call("cache_blocks", (r, run, hashes)) for run in _runs(unhashed, scope.most_named)
-                  for hashes in product(scope.hashes, repeat=len(run))]
+        cachable = [b for b in dict.fromkeys(s.held_by(r)) if s.blocks[b][1] is None or b in partial]
+        calls += [Call("cache_blocks", (r, *block_partial.promotable(s, run, hashes)))
+                  for run in _runs(cachable, scope.most_named) for hashes in product(scope.hashes, repeat=len(run))]
     return calls
 
 
@@ -137,7 +140,7 @@ _EVERY = {
     "free": _every_release("free"), "unpin": _every_release("unpin"), "writable": _every_run("writable"),
     "evict": _every_run("evict"), "reset": lambda s, scope: [Call("reset", ())],
     "num_free": lambda s, scope: [Call("num_free", ())], "find_cached_prefix": _every_find_cached_prefix,
-    "allocate_slots": _every_allocate_slots, "free_request": _every_free_request,
+    "allocate_slots": _every_allocate_slots, "free_request": _every_free_request, **block_partial.EVERY,
 }
 
 
@@ -196,5 +199,5 @@ _EVERY_MISUSE = {
     "free": _misuse_every_release("free"), "unpin": _misuse_every_release("unpin"),
     "writable": _misuse_every_out_of_range("writable"), "evict": _misuse_every_out_of_range("evict"), "lookup": _misuse_every_lookup,
     "find_cached_prefix": _misuse_every_find_cached_prefix, "allocate_slots": _misuse_every_allocate_slots,
-    "free_request": _misuse_every_free_request,
+    "free_request": _misuse_every_free_request, **block_partial.EVERY_MISUSE,
 }
