@@ -32,8 +32,8 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   start with the null block are a sliding window's table (its leading blocks left the window, are
   null and masked), so `block_mask` is False exactly at the null blocks; other blocks pass
   `block_mask=None`, the null block alone marking a skip.
-- `cache_partial(request, block, hashes)` -> `cache_partial_block(req, block, 2 * len(hashes), 0,
-  4)` where `req` carries `hashes` as its unit hashes: the block is found by the boundary
+- `cache_partial(request, block, hashes, replace=r)` -> `cache_partial_block(req, block,
+  2 * len(hashes), 0, 4, replace_existing_hashes=r)` where `req` carries `hashes` as its unit hashes: the block is found by the boundary
   len(hashes) units in. `move_hashes(request, source, target)` -> `move_block_hashes(source,
   target)`.
 - `lookup(hashes)` -> `get_cached_block(hash, [0])` for each hash in turn, stopping at the first
@@ -282,14 +282,15 @@ class VllmBlockPool:
         self.pool.cache_full_blocks(req, objects, 0, len(objects), self.block_size, _GROUP, block_mask=mask)
 
     @_events_taken
-    def cache_partial(self, request: int, block: int, hashes: tuple[int, ...]) -> None:
+    def cache_partial(self, request: int, block: int, hashes: tuple[int, ...], *, replace: bool = False) -> None:
         """cache_partial_block at the boundary len(hashes) units in, over a Request carrying
         `hashes` as its unit hashes; its event names the boundary's last unit's made-up tokens."""
         (target,) = self._blocks((block,))
         unit = self.pool.hash_block_size
         req = self._pool_request(request, [self._hash(value) for value in hashes])
         self._made_up = self._made_up[(len(hashes) - 1) * unit : len(hashes) * unit]
-        self.pool.cache_partial_block(req, target, len(hashes) * unit, _GROUP, self.block_size)
+        self.pool.cache_partial_block(req, target, len(hashes) * unit, _GROUP, self.block_size,
+                                      replace_existing_hashes=replace)
 
     @_events_taken
     def move_hashes(self, request: int, source: int, target: int) -> None:

@@ -10,7 +10,8 @@ A third group belongs to the pool level of a pool that hashes in units smaller t
 a block reachable from a prefix boundary inside it, and the copy-on-write that moves a block's
 entries to a private copy.
 
-Domains: "request" (an int request id), "count" (an int >= 0), "block" (one block id), "blocks" (a
+Domains: "request" (an int request id), "count" (an int >= 0), "block" (one block id), "flag" (a
+bool), "blocks" (a
 tuple of block ids), "hashes" (a tuple of int block hashes), "tokens" (a tuple of int token ids).
 """
 
@@ -25,6 +26,7 @@ _HASHES = Argument("hashes", "hashes")
 _BLOCK = Argument("block", "block")
 _SOURCE = Argument("source", "block")
 _TARGET = Argument("target", "block")
+_REPLACE = Argument("replace", "flag", keyword=True, default="False")
 _TOKENS = Argument("tokens", "tokens")
 _BAD = "InvalidArgumentError"
 _STATE = "WrongStateError"
@@ -49,9 +51,9 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
     Operation("reset", (), "bool", (), True,
               summary="drop every hash; False, changing nothing, while a non-null block is in use"),
     Operation("num_free", (), "count", (), False, summary="the free queue's length"),
-    Operation("cache_partial", (_REQUEST, _BLOCK, _HASHES), "None", (_BAD, _STATE), True,
+    Operation("cache_partial", (_REQUEST, _BLOCK, _HASHES, _REPLACE), "None", (_BAD, _STATE), True,
               summary="the block, held by the request, is also found by the last hash of the chain `hashes` "
-                      "(a boundary inside it, len(hashes) hash units from the start)"),
+                      "(a boundary inside it, len(hashes) hash units from the start); replace: its other hashes go"),
     Operation("move_hashes", (_REQUEST, _SOURCE, _TARGET), "None", (_BAD, _STATE), True,
               summary="every hash of source moves to target (held by the request, unhashed); no event"),
     Operation("find_cached_prefix", (_TOKENS,), "count", (_BAD,), False,
@@ -64,7 +66,7 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
 """The block pool's operations, pool level first, in the order the checker lists them."""
 
 BLOCK_TYPES: dict[str, str] = {
-    "request": "int", "count": "int", "block": "int", "blocks": "tuple[int, ...]", "hashes": "tuple[int, ...]",
+    "request": "int", "count": "int", "block": "int", "flag": "bool", "blocks": "tuple[int, ...]", "hashes": "tuple[int, ...]",
     "tokens": "tuple[int, ...]", "None": "None", "bool": "bool", "blocks or None": "tuple[int, ...] | None",
 }
 """The Python type of each argument domain and result above, as docs/block-pool-contract.md's

@@ -14,15 +14,17 @@ A block loses every entry together, each announced as removed: when `allocate` h
 when `evict` names it, when `cache_blocks` promotes a partial primary to the full block's hash, and
 when `cache_partial` replaces a primary covering fewer units (`reset` drops all at once). Rules:
 
-1. `cache_partial(request, block, hashes)`: `hashes` is the request's chain up to the boundary, one
+1. `cache_partial(request, block, hashes, *, replace=False)`: `hashes` is the request's chain up to the boundary, one
    hash per unit (at least one; a count that is a multiple of hash_units ends at a block's end,
    which is `cache_blocks`' hash: InvalidArgumentError); the block must be held by the request and
    not written at the request level (WrongStateError). The key is hashes[-1], covering len(hashes)
-   units. If the block already carries the key: nothing changes and nothing is announced. Else, if
-   its primary covers fewer units, all its entries are removed and the key becomes the primary; if
-   it has no primary, the key becomes the primary; else the key is added as a further hash. The key
-   is announced stored after hashes[-2] (no parent for a chain of one). The null block, where the
-   semantics skip it, is passed over: nothing changes.
+   units. With `replace` (the block's contents were rewritten, as vLLM's Mamba checkpoints do) all
+   its entries are removed and the key becomes its primary. Else: if the block already carries the
+   key, nothing changes and nothing is announced; if its primary covers fewer units, all its
+   entries are removed and the key becomes the primary; if it has no primary, the key becomes the
+   primary; else the key is added as a further hash. The key is announced stored after hashes[-2]
+   (no parent for a chain of one). `replace` must be a bool (InvalidArgumentError). The null
+   block, where the semantics skip it, is passed over: nothing changes.
 2. `move_hashes(request, source, target)`: the copy-on-write of a block its request keeps writing
    (vLLM's Mamba groups): every entry of source moves to target, the primary with its cover, in the
    hash map each appended after the blocks already carrying it; source is left unhashed, keeping
@@ -50,9 +52,9 @@ class PartialEntries:
     """
 
     @announcing
-    def cache_partial(self, request: int, block: int, hashes: tuple[int, ...]) -> None:
+    def cache_partial(self, request: int, block: int, hashes: tuple[int, ...], *, replace: bool = False) -> None:
         """Rule 1 of the module docstring: `block` is also found by hashes[-1], a boundary
-        len(hashes) units into the request's sequence."""
+        len(hashes) units into the request's sequence; with `replace`, by that hash alone."""
         call = f"cache_partial(request={request!r}, block={block!r})"
         self._check_request("cache_partial", request)
         (block,) = self._check_blocks("cache_partial", (block,), keep_null=True)
@@ -63,16 +65,18 @@ class PartialEntries:
                 f"{call}: {len(values)} hashes end at a block's end ({units} hash units per block); a partial "
                 "entry's boundary is inside a block, a block's end is cache_blocks' hash"
             )
+        if not isinstance(replace, bool):
+            raise InvalidArgumentError(f"{call}: replace must be a bool, got {replace!r}")
         if block == NULL_BLOCK:
             return
         self._check_unmanaged("cache_partial", request)
         self._check_own_unwritten(call, request, block)
         key = values[-1]
-        if key == self._hash[block] or key in self._further.get(block, ()):
+        if not replace and (key == self._hash[block] or key in self._further.get(block, ())):
             return
-        if self._hash[block] is None or self._cover[block] < len(values):
-            if self._hash[block] is not None:
-                self._drop_hash(block)
+        if self._hash[block] is not None and (replace or self._cover[block] < len(values)):
+            self._drop_hash(block)
+        if self._hash[block] is None:
             self._hash[block], self._cover[block] = key, len(values)
         else:
             self._further.setdefault(block, []).append(key)

@@ -1,7 +1,7 @@
 """The calls of partial prefix-cache entries (spec/blocks/partial.py), drawn and enumerated: the
 block pool generators' part for a pool of more than one hash unit per block.
 
-Drawn (`SUITED`, `MISUSE`): `cache_partial` of a block the request holds (the null block instead,
+Drawn (`SUITED`, `MISUSE`): `cache_partial` of a block the request holds (one in REPLACE_IN replacing its entries; the null block instead,
 one call in NULL_PAD_IN, where the semantics skip it), with a chain whose length is drawn among
 those that end inside a block (up to `most_named` blocks long), its hashes from the scope's, so
 keys collide with the hashes blocks carry (a hashed block half the time, so that entries are
@@ -10,11 +10,11 @@ hashed one) to an unhashed one it holds. A request holding no block to name allo
 none, when none is free) instead, which is always suited; so does a cache_partial where no chain
 ends inside a block (one hash unit per block). `cache_blocks` names a block carrying a
 partial entry only at a place past its cover (`promotable`), so a suited call promotes it.
-Misuse: a chain ending at a block's end, a block the request does not hold, the null block, a
-target that carries a hash or is the source.
+Misuse: a chain ending at a block's end, a `replace` that is not a bool, a block the request does
+not hold, the null block, a target that carries a hash or is the source.
 
 Enumerated (`EVERY`, `EVERY_MISUSE`, for `check --exhaustive`): `cache_partial` of every held block
-with every key, and every key after every parent, at each chain length that ends inside a block
+with every key, and every key after every parent, replacing its entries or not, at each chain length that ends inside a block
 (the hashes before the parent are the scope's first: no rule reads them); `move_hashes` of every
 held source to every held unhashed target; the misuse above on the same values.
 """
@@ -24,11 +24,14 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.check.programs.draws import Draws, choice, coin
+from cacheproof.check.programs.generators import NOT_INTS
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.partial import NULL_BLOCK
 
 NULL_PAD_IN = 4
 """Where the null block is skipped, one drawn cache_partial in this many names it."""
+REPLACE_IN = 4
+"""One drawn cache_partial in this many replaces the block's entries (`replace=True`)."""
 
 
 def units(s: Any) -> int:
@@ -83,7 +86,8 @@ def _cache_partial(draws: Draws, s: Any) -> Call:
     else:
         return _allocate_instead(s, request)
     n = choice(draws, lengths)
-    return Call("cache_partial", (request, block, tuple(choice(draws, s.hashes) for _ in range(n))))
+    chain = tuple(choice(draws, s.hashes) for _ in range(n))
+    return Call("cache_partial", (request, block, chain), {"replace": True} if not draws.randrange(REPLACE_IN) else {})
 
 
 def _move_hashes(draws: Draws, s: Any) -> Call:
@@ -100,6 +104,8 @@ def _move_hashes(draws: Draws, s: Any) -> Call:
 def _misuse_cache_partial(draws: Draws, s: Any) -> Call:
     request = s.pool_request(draws)
     held = _held(s, request)
+    if held and not draws.randrange(3):
+        return Call("cache_partial", (request, choice(draws, held), (choice(draws, s.hashes),)), {"replace": choice(draws, NOT_INTS)})
     if held and coin(draws):
         n = choice(draws, [0, units(s), 2 * units(s)])
         return Call("cache_partial", (request, choice(draws, held), tuple(choice(draws, s.hashes) for _ in range(n))))
@@ -128,7 +134,8 @@ def _every_cache_partial(s: Any, scope: Any) -> list[Call]:
     calls = []
     for r in _pool_requests(s):
         named = _held(s, r) + ([NULL_BLOCK] if s.skips_null else [])
-        calls += [Call("cache_partial", (r, block, chain)) for block in named for chain in chains]
+        calls += [Call("cache_partial", (r, block, chain), kwargs) for block in named for chain in chains
+                  for kwargs in ({}, {"replace": True})]
     return calls
 
 
@@ -146,6 +153,7 @@ def _misuse_every_cache_partial(s: Any, scope: Any) -> list[Call]:
     for r in _pool_requests(s):
         held = _held(s, r)
         calls += [Call("cache_partial", (r, block, (scope.hashes[0],) * units(s))) for block in held[:1]]
+        calls += [Call("cache_partial", (r, block, (scope.hashes[0],)), {"replace": bad}) for block in held[:1] for bad in NOT_INTS]
         calls += [Call("cache_partial", (r, block, (scope.hashes[0],))) for block in range(s.num_blocks + 1)
                   if block not in held]
     return calls
