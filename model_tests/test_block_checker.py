@@ -108,9 +108,9 @@ def _locked(name: str):
     return method
 
 
-for _name in KIND.names + KIND.views:
+for _name in KIND.default_operations + KIND.views:
     setattr(LockedListPool, _name, _locked(_name))
-counts_completed_calls(LockedListPool, KIND.names + KIND.views)
+counts_completed_calls(LockedListPool, KIND.default_operations + KIND.views)
 
 
 class RacyAllocatePool(LockedListPool):

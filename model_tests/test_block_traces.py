@@ -235,7 +235,7 @@ def test_monitor_lets_a_correct_pool_run_and_passes_other_attributes_through(dat
     pool = monitor(target, kind="blocks", state_every=3)
     generator = BlockCalls()
     for _ in range(100):
-        call = generator.draw_call(DataDraws(data), model, BLOCK_KIND.names, True)
+        call = generator.draw_call(DataDraws(data), model, BLOCK_KIND.default_operations, True)
         for side in (pool, model):
             try:
                 invoke(side, call)

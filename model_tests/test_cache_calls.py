@@ -139,7 +139,7 @@ def test_a_block_pool_counterexample_is_shrunk_to_the_smallest_pool_its_calls_di
     """The size lowering serves every kind: one block fewer, the same calls no longer diverge so."""
     kind, factory = get_kind("blocks"), getattr(block_pools, pool)
     example = run_program_check(kind, factory, generator_for("blocks"), examples=200, steps=100, seed=0).counterexample
-    setup = ProgramSetup(kind, kind.new, factory, generator_for("blocks"), kind.names, True, 100)
+    setup = ProgramSetup(kind, kind.new, factory, generator_for("blocks"), kind.default_operations, True, 100)
     assert program_failure(setup, example.size, example.calls, None) is not None
     smaller = program_failure(setup, example.size - 1, example.calls, None) if example.size > 1 else None
     assert smaller is None or divergence_kind(smaller[1]) != divergence_kind(example.difference), example

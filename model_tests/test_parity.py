@@ -12,6 +12,7 @@ fails every cell, naming what to add.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 from dataclasses import dataclass, field
@@ -233,9 +234,20 @@ def ops(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
 
 
 def profile(kind: str, subject: Subject, tmp_path: Path, capsys) -> None:
-    """Every profile of the kind is accepted and recorded, with its operations."""
+    """Every profile of the kind is accepted and recorded, with its operations; a profile with an
+    operation the implementation lacks (vllm-block-pool's partial entries, which the list pool
+    does not have) is a usage error naming it."""
+    module, _, attribute = subject.conforming.partition(":")
+    implementation = getattr(importlib.import_module(module), attribute)
     for name, chosen in get_kind(kind).profiles.items():
         path = tmp_path / f"{name}.json"
+        missing = [op for op in chosen.operations
+                   if get_kind(kind).operation(op).form == "method" and not hasattr(implementation, op)]
+        if missing:
+            capsys.readouterr()
+            assert _check(subject, subject.conforming, "--profile", name, *SHORT, "--json", str(path)) == 2, name
+            assert f"lacks {', '.join(missing)}" in capsys.readouterr().err, name
+            continue
         assert _check(subject, subject.conforming, "--profile", name, *SHORT, "--max-divergences", "1", "--quiet",
                       "--json", str(path)) in (0, 1), name
         report = _json(path)

@@ -115,9 +115,37 @@ class TokensOneLatePool(BlockPool):
                                                  *args, **kwargs)
 
 
+class FurtherHashesKeptPool(BlockPool):
+    """Evicting a block drops its primary hash but not the partial entries beside it (vLLM #4761's
+    stale tracking, for the further hashes of `cached_block_hashes_by_block`): a lookup of such a
+    prefix boundary still answers the block after it was handed out to hold another request's KV."""
+
+    def _remove_cached_block_hashes(self, block):
+        if block.block_hash is None:
+            return []
+        self.cached_block_hashes_by_block.pop(block.block_id, None)
+        removed = [block.block_hash] if self.cached_block_hash_to_block.pop(block.block_hash, block.block_id) else []
+        block.reset_hash()
+        return removed
+
+
+class CopyKeepsSourcePool(BlockPool):
+    """The copy-on-write of a block still being written re-points its prefix-cache entries to the
+    private copy but leaves them on the source too, so a lookup can answer the source block, which
+    the request goes on overwriting."""
+
+    def move_block_hashes(self, src_block, dst_block):
+        if src_block.block_hash is None:
+            return
+        keys = [src_block.block_hash, *self.cached_block_hashes_by_block.get(src_block.block_id, ())]
+        for key in keys:
+            self._insert_block_hash(key, dst_block, num_tokens=src_block.block_hash_num_tokens)
+
+
 BROKEN_POOL_CLASSES = (
     HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
     EvictRequeuesPool, ResetInUsePool, SilentEvictionPool, ForeignBlocksKeptPool, TokensOneLatePool,
+    FurtherHashesKeptPool, CopyKeepsSourcePool,
 )
 """Every broken subclass, one bug each."""
 
@@ -158,10 +186,19 @@ def tokens_one_late(num_blocks: int) -> VllmBlockPool:
     return block_pool(num_blocks, pool_class=TokensOneLatePool)
 
 
+def further_hashes_kept(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=FurtherHashesKeptPool)
+
+
+def copy_keeps_source(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=CopyKeepsSourcePool)
+
+
 FACTORIES = {
     "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
     "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
     "evict_requeues": evict_requeues, "reset_in_use": reset_in_use, "silent_eviction": silent_eviction,
     "foreign_blocks_kept": foreign_blocks_kept, "tokens_one_late": tokens_one_late,
+    "further_hashes_kept": further_hashes_kept, "copy_keeps_source": copy_keeps_source,
 }
 """Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""

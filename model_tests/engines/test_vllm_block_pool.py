@@ -206,3 +206,24 @@ def test_cache_blocks_masks_the_null_blocks_of_a_window() -> None:
     assert pool.allocate(1, 1) == (3,)
     pool.cache_blocks(1, (3, 0), (9, 10))
     assert masks[1] is None and pool.lookup((9,)) == (3,) and pool.lookup((10,)) == ()
+
+
+def test_partial_entries_on_the_real_pool() -> None:
+    """cache_partial_block and move_block_hashes at two hash units per block (`hash_block_size=2`,
+    blocks of 4 tokens): a boundary inside a block, a further hash, a promotion, a copy."""
+    pool = block_pool(5)
+    assert pool.pool.hash_block_size == 2 and pool.block_size == 4
+    assert pool.allocate(1, 3) == (1, 2, 3)
+    pool.cache_partial(1, 1, (10, 11, 12))  # 3 units: inside block 1's place 2
+    assert pool.events() == (((11, (12,), ()),), (), False) and pool.snapshot()[1][1] == (1, 12)
+    pool.cache_blocks(1, (2,), (20,))
+    pool.cache_partial(1, 2, (9,))  # 1 unit, fewer than block 2's 2: beside its hash
+    assert pool.lookup((9,)) == (2,) and pool.snapshot()[1][2] == (1, 20)
+    pool.cache_blocks(1, (3, 1), (30, 31))  # block 1 at place 2 covers 4 units: promoted
+    assert pool.events() == (((None, (30, 31), ()),), (12,), False)
+    assert pool.allocate(1, 1) == (4,)
+    pool.move_hashes(1, 2, 4)
+    assert pool.events() == ((), (), False)
+    assert pool.snapshot()[1][2:] == ((1, None), (1, 30), (1, 20)) and pool.lookup((9,)) == (4,)
+    pool.free(1, (4,))
+    assert pool.evict((4,)) == (4,) and pool.events() == ((), (9, 20), False)

@@ -1,4 +1,4 @@
-"""`cacheproof mutate` on vLLM's real BlockPool, a fixed sample of 16 mutants (the CI engines step):
+"""`cacheproof mutate` on vLLM's real BlockPool, fixed samples of mutants (the CI engines step):
 the command keeps working on the engine's code, and each sampled mutant keeps the fate measured in
 docs/mutation-duel.md. vLLM's own tests are not committed, so only the cacheproof side runs here.
 Skipped without vLLM."""
@@ -71,3 +71,33 @@ def test_the_uncached_pool_kills_the_caching_off_branch(tmp_path: Path, monkeypa
         ["--impl", "cacheproof.engines.vllm:block_pool_uncached", "--spec", "blocks",
          "--profile", "vllm-block-pool-uncached", "--examples", "100", "--check-args", "--call-timeout 60"],
         UNCACHED_KILLED, UNCACHED_SURVIVING, 395, tmp_path, monkeypatch, capsys)
+
+
+PARTIAL_KILLED = {
+    5: "contain()'s test of the duplicates map inverted: `block_id in None` raises TypeError once a "
+       "block with a hash is given another (only partial entries do that)",
+    77: "cache_full_blocks' cover one block too many: a later partial entry goes beside the hash "
+        "instead of replacing it",
+    174: "cache_partial_block(replace_existing_hashes=True) no longer removes the block's entries: "
+         "NameError on the replace path",
+    188: "a partial entry's cover divided instead of multiplied by hash_block_size",
+    226: "a partial entry keyed by the hash one unit before its boundary",
+    261: "the further hashes' set made with exchanged setdefault arguments: TypeError",
+    269: "move_block_hashes drops the source's entries without giving them to the copy",
+}
+"""Mutants in the partial prefix-cache entries (cache_partial_block, move_block_hashes and what they
+read), which vLLM's tests kill and the block contract reached only once it had cache_partial and
+move_hashes (profile vllm-block-pool, hash_units=2)."""
+PARTIAL_SURVIVING = {
+    160: "cache_partial_block's assert that the block size is a multiple of hash_block_size removed: "
+         "it holds on every call (equivalent)",
+}
+
+
+def test_the_partial_entries_mutants_keep_their_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    check_fixed_sample(
+        "vllm.v1.core.block_pool",
+        ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool",
+         "--examples", "100", "--check-args", "--call-timeout 60"],
+        PARTIAL_KILLED, PARTIAL_SURVIVING, 395, tmp_path, monkeypatch, capsys)
