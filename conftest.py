@@ -55,7 +55,7 @@ SLOW = (
     "model_tests/test_prove_radix.py::test_the_spec_refines_the_model_under_every_profile",
     "model_tests/test_prove_radix.py::test_a_spec_whose_split_drops_the_lock_disagrees",
     "model_tests/test_prove_radix.py::test_the_command_exits_0_and_writes_its_report",
-    "model_tests/engines/test_vllm_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",
+    "model_tests/engines/test_vllm_mutation_sample.py::test_each_fixed_sample_keeps_its_fates",
     "model_tests/engines/test_vllm_encoder_cache.py::test_conforms_under_the_profile_of_vllm_as_shipped",
     "model_tests/engines/test_vllm_encoder_cache.py::test_the_two_choices_are_divergences_under_vllm_encoder_cache",
     "model_tests/engines/test_sglang_mutation_sample.py::test_the_fixed_sample_keeps_its_fates",

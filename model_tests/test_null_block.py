@@ -8,16 +8,15 @@ import pytest
 
 from cacheproof.check.programs.generators.block_calls import NULL_BLOCK_CASE, BlockCalls
 from cacheproof.check.programs.command import snippet_of
-from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.operations import PARTIAL_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
-from cacheproof.spec.errors import CapacityError, WrongStateError
 from cacheproof.spec.kinds import get_kind
 from model_tests import null_block_pools
+from model_tests.drawn_block_calls import drawn_calls
 
 KIND = get_kind("blocks")
 VLLM = KIND.profiles["vllm-block-pool"]
@@ -33,21 +32,12 @@ def _vllm_check(factory, **options):
     )
 
 
-def _drawn_calls(semantics, programs: int = 60, steps: int = 30):
-    """The calls of `programs` fixed byte strings, each drawn against a model it runs on; no suited
-    call is an InvalidArgumentError (the null block among them, where it is skipped)."""
-    generator, calls = BlockCalls(), []
-    for seed in range(programs):
-        draws = ProgramDraws(bytes((seed * 131 + i * 29 + (i * i) % 7) % 256 for i in range(steps * 12)))
-        model = BlockPoolSpec(6, semantics)
-        for _ in range(steps):
-            call = generator.draw_call(draws, model, POOL_OPS, False)
-            calls.append(call)
-            try:
-                getattr(model, call.op)(*call.args)
-            except (WrongStateError, CapacityError):  # suited calls may still meet the state's limits
-                pass
-    return calls
+def _drawn_calls(semantics):
+    """The suited calls of 60 fixed byte strings; none is an InvalidArgumentError (the null block
+    among them, where it is skipped)."""
+    drawn = drawn_calls(semantics, POOL_OPS)
+    assert [d.call for d in drawn if d.raised == "InvalidArgumentError"] == []
+    return [d.call for d in drawn]
 
 
 def _carry_the_null_block(calls) -> set[str]:

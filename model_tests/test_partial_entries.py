@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from cacheproof.check.programs.draws import ProgramDraws
 from cacheproof.check.programs.generators.block_calls import BlockCalls
 from cacheproof.check.programs.generators.block_exhaustive import EXHAUSTIVE
 from cacheproof.spec.blocks.operations import PARTIAL_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES, BlockSemantics
-from cacheproof.spec.errors import CacheError, InvalidArgumentError, WrongStateError
+from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
+from model_tests.drawn_block_calls import drawn_calls
 
 TWO_UNITS = BlockSemantics(hash_units=2)
 VLLM = BLOCK_PROFILES["vllm-block-pool"]
@@ -132,26 +132,8 @@ def test_at_one_hash_unit_per_block_no_chain_ends_inside_a_block():
     assert "cache_partial" not in BLOCK_PROFILES["contract"].operations
 
 
-def _drawn(semantics, operations, programs: int = 80, steps: int = 40):
-    """The calls of `programs` fixed byte strings, each made on the model it was drawn against."""
-    generator, calls = BlockCalls(), []
-    for seed in range(programs):
-        draws = ProgramDraws(bytes((seed * 131 + i * 29 + (i * i) % 7) % 256 for i in range(steps * 12)))
-        model = BlockPoolSpec(6, semantics)
-        for _ in range(steps):
-            call = generator.draw_call(draws, model, operations, False)
-            entries = model.entries()
-            outcome = None
-            try:
-                getattr(model, call.op)(*call.args, **call.kwargs)
-            except CacheError as error:
-                outcome = type(error).__name__
-            calls.append((call, entries, outcome))
-    return calls
-
-
 def test_the_suited_calls_reach_every_branch_of_the_partial_entries_and_none_is_misuse():
-    drawn = _drawn(VLLM.semantics, VLLM.operations)
+    drawn = drawn_calls(VLLM.semantics, VLLM.operations, programs=80, steps=40)
     assert [c for c, _, outcome in drawn if outcome == "InvalidArgumentError"] == []
     partial = [(c, entries) for c, entries, outcome in drawn if c.op == "cache_partial" and outcome is None]
     covers = [{b: cover for b, cover, _ in entries} for _, entries in partial]
@@ -165,12 +147,11 @@ def test_the_suited_calls_reach_every_branch_of_the_partial_entries_and_none_is_
 
 
 def test_exhaustive_enumeration_offers_the_partial_entries_and_each_is_suited():
-    from cacheproof.check.programs.generators.block_calls import BlockCalls as Calls
     scope = next(iter(EXHAUSTIVE.values()))
     model = BlockPoolSpec(3, VLLM.semantics)
     model.allocate(1, 2)
     model.cache_blocks(1, (1,), (scope.hashes[0],))
-    calls = Calls().enabled_calls(scope, model, VLLM.operations, False)
+    calls = BlockCalls().enabled_calls(scope, model, VLLM.operations, False)
     ops = {call.op for call in calls}
     assert set(PARTIAL_OPERATIONS) <= ops
     for call in calls:

@@ -142,10 +142,31 @@ class CopyKeepsSourcePool(BlockPool):
             self._insert_block_hash(key, dst_block, num_tokens=src_block.block_hash_num_tokens)
 
 
+class LookaheadOneLatePool(BlockPool):
+    """Each block's lookahead token ids are read from one token late (the slice of
+    `get_lookahead_token_ids` shifted, as block_pool.py mutant #129 shifts it the other way): a
+    router that rebuilds the hashes from the events gets other hashes. Only the events differ."""
+
+    def get_lookahead_token_ids(self, request, block_end):
+        return super().get_lookahead_token_ids(request, block_end + 1)
+
+
+class ExtraKeysDroppedPool(BlockPool):
+    """A stored event names no extra keys at all instead of one (empty) entry per block (as
+    mutant #118 of block_pool.py drops them): a router zipping hashes with extra keys loses
+    every block. Only the events differ."""
+
+    def _build_block_stored_event(self, request, block_hashes, parent_block_hash, start_token_idx, end_token_idx,
+                                  block_size, kv_cache_group_id, extra_keys_list, lookahead_token_ids):
+        return super()._build_block_stored_event(request, block_hashes, parent_block_hash, start_token_idx,
+                                                 end_token_idx, block_size, kv_cache_group_id, [],
+                                                 lookahead_token_ids)
+
+
 BROKEN_POOL_CLASSES = (
     HeadQueuedHashedPool, TouchLeavesQueuedPool, StaleHashMapPool, DoubleFreeInOneCallPool,
     EvictRequeuesPool, ResetInUsePool, SilentEvictionPool, ForeignBlocksKeptPool, TokensOneLatePool,
-    FurtherHashesKeptPool, CopyKeepsSourcePool,
+    FurtherHashesKeptPool, CopyKeepsSourcePool, LookaheadOneLatePool, ExtraKeysDroppedPool,
 )
 """Every broken subclass, one bug each."""
 
@@ -194,11 +215,20 @@ def copy_keeps_source(num_blocks: int) -> VllmBlockPool:
     return block_pool(num_blocks, pool_class=CopyKeepsSourcePool)
 
 
+def lookahead_one_late(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=LookaheadOneLatePool)
+
+
+def extra_keys_dropped(num_blocks: int) -> VllmBlockPool:
+    return block_pool(num_blocks, pool_class=ExtraKeysDroppedPool)
+
+
 FACTORIES = {
     "head_queued_hashed": head_queued_hashed, "touch_leaves_queued": touch_leaves_queued,
     "stale_hash_map": stale_hash_map, "double_free_in_one_call": double_free_in_one_call,
     "evict_requeues": evict_requeues, "reset_in_use": reset_in_use, "silent_eviction": silent_eviction,
     "foreign_blocks_kept": foreign_blocks_kept, "tokens_one_late": tokens_one_late,
     "further_hashes_kept": further_hashes_kept, "copy_keeps_source": copy_keeps_source,
+    "lookahead_one_late": lookahead_one_late, "extra_keys_dropped": extra_keys_dropped,
 }
 """Each broken pool's factory, by name (`--impl model_tests.vllm_broken_pools:NAME`)."""

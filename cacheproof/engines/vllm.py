@@ -1,7 +1,7 @@
 """vLLM's real KV block pool (`vllm.v1.core.block_pool.BlockPool`) behind the block-pool contract.
 
 `block_pool(num_blocks)` builds vLLM's own `BlockPool(num_blocks, enable_caching=True,
-hash_block_size=2, enable_kv_cache_events=True)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
+hash_block_size=2, enable_kv_cache_events=True, num_hash_lookahead_tokens=1)` from the installed package and wraps it in `VllmBlockPool`, which speaks the
 contract of docs/block-pool-contract.md (`factory(num_blocks)`, block 0 the null block, requests,
 blocks and hashes as ints). The adapter decides no outcome: every result, error and state change is
 vLLM's, and the snapshot is read back from vLLM's objects, so a difference between vLLM and the
@@ -23,7 +23,8 @@ Translations, call by call (vLLM's names are those of vllm 0.34.0):
   call that needs a `vllm.v1.request.Request` builds a real one (id `str(request)`) whose
   `block_hashes` are one per hash unit: a block's hash stands for both its units (vLLM's view at
   the block size, `BlockHashListWithBlockSize`, takes a block's last unit), and its tokens are
-  made up, 0, 1, 2, ..., two per unit.
+  made up, 0, 1, 2, ..., two per unit and one more past the last (the pool's hashes cover one
+  lookahead token after each block, `num_hash_lookahead_tokens=1`, which its events name).
 - `cache_blocks(request, blocks, hashes)` -> `cache_full_blocks(req, [blocks], 0, len(blocks),
   4, 0, block_mask)`: every given block is a new full block of 4 tokens at its place in the
   request (so its hash covers as many units), in KV-cache group 0. vLLM has two ways to skip a block there, the null block and
@@ -76,10 +77,13 @@ translation that drops anything. `touch` plays vLLM's KVCacheManager in `kv_cach
 "full" (profile vllm-block-pool: `hit_events="stored"`): after `touch(blocks)`, when the non-null
 blocks all carry a hash, `emit_cached_block_events(req, len(hit), 4, 0)` over a Request whose
 block hashes are theirs, as `get_computed_blocks` does for a prefix hit. The pool level's blocks
-hold no tokens, so its Requests carry made-up tokens, and an event's token ids read back as none
-when they are exactly the made-up tokens of what the event names (the whole Request's for
-`cache_blocks` and a hit, the boundary's last unit for `cache_partial`), any others as vLLM wrote
-them; the request level's events carry the request's own tokens.
+hold no tokens, so its Requests carry made-up tokens. What an event says of its blocks' tokens, its
+token ids, each block's lookahead token ids and each block's extra keys (multimodal features,
+LoRA, cache salt: the contract's requests have none), reads back as none when it is exactly what
+the call made up for the blocks the event names (their tokens, the token after each block's end,
+no extra key for any block; for `cache_partial` the boundary's last unit and the token after it),
+and otherwise as the `TokenData` vLLM wrote, which differs; the request level's events read as
+the request's own token ids when they name no lookahead and no extra key.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -94,7 +98,7 @@ from __future__ import annotations
 import functools
 import logging
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
@@ -111,6 +115,9 @@ HASH_UNIT_TOKENS = 2
 """Tokens per hash unit of the pool `block_pool` builds (vLLM's `hash_block_size`)."""
 HASH_UNITS = 2
 """Hash units per block of that pool (the profile vllm-block-pool's `hash_units`)."""
+LOOKAHEAD_TOKENS = 1
+"""Tokens after each block that its hash covers in the pool `block_pool` builds (vLLM's
+`num_hash_lookahead_tokens`): its KV cache events then name them too."""
 
 
 def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = None,
@@ -130,7 +137,8 @@ def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = Non
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
-    pool = cls(num_blocks, enable_caching=caching, hash_block_size=HASH_UNIT_TOKENS, enable_kv_cache_events=True)
+    pool = cls(num_blocks, enable_caching=caching, hash_block_size=HASH_UNIT_TOKENS, enable_kv_cache_events=True,
+               num_hash_lookahead_tokens=LOOKAHEAD_TOKENS)
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class),
                          units=HASH_UNITS)
@@ -146,6 +154,22 @@ def _peer_pool(cls: Any) -> Any:
     """The pool every `free` is called on: vLLM's `cls` of one block (the null block), caching on,
     events off; it owns none of the contract's blocks, so its `free_blocks` hands them on."""
     return cls(1, enable_caching=True, hash_block_size=1)
+
+
+class TokenData(NamedTuple):
+    """What a BlockStored says of its blocks' tokens: the token ids, each block's lookahead token
+    ids (None: the pool has no lookahead) and each block's extra keys (None: no entry at all)."""
+
+    token_ids: tuple[int, ...]
+    lookahead: tuple[tuple[int, ...], ...] | None
+    extra_keys: tuple[Any, ...] | None
+
+    @classmethod
+    def of(cls, event: Any) -> "TokenData":
+        lookahead = event.lookahead_token_ids
+        extra_keys = event.extra_keys
+        return cls(tuple(event.token_ids), None if lookahead is None else tuple(tuple(ids) for ids in lookahead),
+                   None if extra_keys is None else tuple(extra_keys))
 
 
 class _VllmNames:
@@ -167,7 +191,7 @@ def _events_taken(operation: Any) -> Any:
     for each call (`reused()`)."""
     @functools.wraps(operation)
     def taking(self: "VllmBlockPool", *args: Any, **kwargs: Any) -> Any:
-        self._told, self._made_up = [], ()
+        self._told, self._made_up = [], None
         try:
             return operation(self, *args, **kwargs)
         finally:
@@ -201,7 +225,7 @@ class VllmBlockPool:
         self._emitted: list[Any] = []  # vLLM's KV cache events of the last call
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
         self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
-        self._made_up: tuple[int, ...] = ()  # the tokens of the last call's pool-level Request (`_pool_request`)
+        self._made_up: TokenData | None = None  # what the last call's made-up Request gives the blocks it names
 
     @property
     def num_blocks(self) -> int:
@@ -268,7 +292,8 @@ class VllmBlockPool:
         self.pool.touch(objects)
         self._hold(request, objects)
         if hit and None not in keys:
-            req = self._pool_request(request, self._per_unit([self._vllm.get_block_hash(key) for key in keys]))
+            req = self._pool_request(request, self._per_unit([self._vllm.get_block_hash(key) for key in keys]),
+                                     0, len(hit) * self.block_size, [(i + 1) * self.block_size for i in range(len(hit))])
             self.pool.emit_cached_block_events(req, len(hit), self.block_size, _GROUP)
 
     @_events_taken
@@ -276,7 +301,9 @@ class VllmBlockPool:
         """cache_full_blocks over a real vLLM Request carrying `hashes` as its block hashes; blocks
         that start with the null block are a window's, their null blocks masked out too."""
         objects = self._blocks(tuple(blocks))
-        req = self._pool_request(request, self._per_unit([self._hash(value) for value in hashes]))
+        ends = [(place + 1) * self.block_size for place, block in enumerate(objects) if not block.is_null]
+        req = self._pool_request(request, self._per_unit([self._hash(value) for value in hashes]),
+                                 0, len(objects) * self.block_size, ends)
         windowed = bool(objects) and objects[0].is_null
         mask = [not block.is_null for block in objects] if windowed else None
         self.pool.cache_full_blocks(req, objects, 0, len(objects), self.block_size, _GROUP, block_mask=mask)
@@ -284,11 +311,11 @@ class VllmBlockPool:
     @_events_taken
     def cache_partial(self, request: int, block: int, hashes: tuple[int, ...], *, replace: bool = False) -> None:
         """cache_partial_block at the boundary len(hashes) units in, over a Request carrying
-        `hashes` as its unit hashes; its event names the boundary's last unit's made-up tokens."""
+        `hashes` as its unit hashes; its event names the boundary's last unit."""
         (target,) = self._blocks((block,))
         unit = self.pool.hash_block_size
-        req = self._pool_request(request, [self._hash(value) for value in hashes])
-        self._made_up = self._made_up[(len(hashes) - 1) * unit : len(hashes) * unit]
+        boundary = len(hashes) * unit
+        req = self._pool_request(request, [self._hash(value) for value in hashes], boundary - unit, boundary, [boundary])
         self.pool.cache_partial_block(req, target, len(hashes) * unit, _GROUP, self.block_size,
                                       replace_existing_hashes=replace)
 
@@ -323,13 +350,18 @@ class VllmBlockPool:
         self.pool.unpin_blocks(objects, self._on_reuse)
         self._forget(request, objects)
 
-    def _pool_request(self, request: int, unit_hashes: list[Any]) -> Any:
+    def _pool_request(self, request: int, unit_hashes: list[Any], start: int, end: int, ends: list[int]) -> Any:
         """A vLLM Request of the pool level for `request`, carrying `unit_hashes` (one per hash
-        unit) and made-up tokens 0, 1, 2, ... filling those units (blocks hold no tokens at this
-        level), remembered for the events view."""
-        vllm = self._vllm
-        self._made_up = tuple(range(len(unit_hashes) * self.pool.hash_block_size))
-        return vllm.request(str(request), list(self._made_up), vllm.sampling, None, block_hashes=unit_hashes)
+        unit) and made-up tokens 0, 1, 2, ... filling those units and the lookahead after them
+        (blocks hold no tokens at this level). Remembered for the events view: the token data of
+        the call's event (`TokenData`), tokens[start:end] and the lookahead after each of `ends`,
+        the ends of the blocks (or boundary) it names."""
+        vllm, lookahead = self._vllm, self.pool.num_hash_lookahead_tokens
+        tokens = tuple(range(len(unit_hashes) * self.pool.hash_block_size + lookahead))
+        self._made_up = TokenData(tokens[start:end],
+                                  tuple(tokens[e : e + lookahead] for e in ends) if lookahead else None,
+                                  (None,) * len(ends))
+        return vllm.request(str(request), list(tokens), vllm.sampling, None, block_hashes=unit_hashes)
 
     def _per_unit(self, keys: list[Any]) -> list[Any]:
         """Block hashes as unit hashes: each block's for each of its units (vLLM's view at the block
@@ -425,13 +457,18 @@ class VllmBlockPool:
                 raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
         return tuple(stored), tuple(sorted(removed)), cleared
 
-    def _event_tokens(self, event: Any) -> tuple[int, ...]:
-        """A BlockStored's token ids as the events view says them. The pool level's blocks hold no
-        tokens: the made-up tokens of what the call names (`_pool_request`, `cache_partial`) read
-        back as none, and any other token ids (other tokens, or a request-level call's, which made
-        up none) as vLLM wrote them."""
-        tokens = tuple(event.token_ids)
-        return () if tokens == self._made_up else tokens
+    def _event_tokens(self, event: Any) -> Any:
+        """A BlockStored's token data as the events view says it. The contract's requests have no
+        extra keys and no lookahead, and the pool level's blocks hold no tokens: a pool-level
+        call's event whose token data is exactly what the call made up (`_pool_request`) reads as
+        none; a request-level event with one None extra key per block and no lookahead reads as
+        its token ids; any other data as the `TokenData` vLLM wrote, which then differs."""
+        written = TokenData.of(event)
+        if self._made_up is not None and written == self._made_up:
+            return ()
+        if written.lookahead is None and written.extra_keys == (None,) * len(event.block_hashes):
+            return written.token_ids
+        return written
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> Any:

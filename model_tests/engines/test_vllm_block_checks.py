@@ -58,6 +58,15 @@ def test_event_tokens_one_late_differ_in_the_events_view_alone() -> None:
     assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
 
 
+@pytest.mark.parametrize("factory", [vllm_broken_pools.lookahead_one_late, vllm_broken_pools.extra_keys_dropped])
+def test_lookahead_and_extra_keys_differ_in_the_events_view_alone(factory) -> None:
+    """vLLM's pool naming each block's lookahead tokens one token late, or no extra keys at all:
+    what an event says of its blocks' tokens is compared, so the events view alone finds it."""
+    report = check_under_profile("blocks", "vllm-block-pool", factory, examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
+
+
 def test_the_request_levels_events_carry_the_requests_tokens() -> None:
     """vLLM's manager names the tokens of the blocks it stores, chained after the ones it stored
     before; the pool level's made-up tokens read back as none."""

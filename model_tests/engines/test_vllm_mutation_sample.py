@@ -32,26 +32,19 @@ KILLED = {
         "masks the null blocks)",
     315: "unpin_blocks puts the released blocks with appendleft on a list: AttributeError",
     333: "is_block_writable's `not is_null` dropped: no block in use is writable",
+    106: "the events loop of cache_full_blocks stops at a null block: fewer lookahead tokens and extra "
+         "keys than hashes (the events view reads them with the tokens)",
     343: "free_blocks keeps another pool's block (block.pool not followed): it never rejoins its "
          "own pool's free queue (the adapter frees through a peer pool)",
 }
-"""Mutants cacheproof kills, by number (vLLM 0.34.0's block_pool.py), with what they change; the
-three before the last (#93, #132, #145) change only what vLLM's KV cache events say (the events
-view of the block kind)."""
+"""Mutants cacheproof kills, by number (vLLM 0.34.0's block_pool.py), with what they change; #93,
+#106, #132 and #145 change only what vLLM's KV cache events say (the events view of the block
+kind)."""
 SURVIVING = {
-    106: "the events loop of cache_full_blocks stops at a null block: fewer extra keys, which the "
-         "events view does not compare (the block contract's blocks have none)",
+    130: "emit_cached_block_events' early return for no hit made `and`: the same return is reached one "
+         "line later, as no hash is named",
 }
 """A mutant cacheproof misses (docs/mutation-duel.md: vLLM's tests miss it too)."""
-
-
-def test_the_fixed_sample_keeps_its_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    check_fixed_sample(
-        "vllm.v1.core.block_pool",
-        ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool",
-         "--examples", "100", "--check-args", "--call-timeout 60"],
-        KILLED, SURVIVING, 395, tmp_path, monkeypatch, capsys)
 
 
 UNCACHED_KILLED = {
@@ -62,15 +55,6 @@ UNCACHED_KILLED = {
 """Mutants in the enable_caching=False branch of get_new_blocks, which vLLM's tests kill and the
 duel's pool (caching on) never reaches: killed under the profile of a pool built without caching."""
 UNCACHED_SURVIVING = {296: "the metrics collector's call in that branch: no collector"}
-
-
-def test_the_uncached_pool_kills_the_caching_off_branch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    check_fixed_sample(
-        "vllm.v1.core.block_pool",
-        ["--impl", "cacheproof.engines.vllm:block_pool_uncached", "--spec", "blocks",
-         "--profile", "vllm-block-pool-uncached", "--examples", "100", "--check-args", "--call-timeout 60"],
-        UNCACHED_KILLED, UNCACHED_SURVIVING, 395, tmp_path, monkeypatch, capsys)
 
 
 PARTIAL_KILLED = {
@@ -88,16 +72,33 @@ PARTIAL_KILLED = {
 """Mutants in the partial prefix-cache entries (cache_partial_block, move_block_hashes and what they
 read), which vLLM's tests kill and the block contract reached only once it had cache_partial and
 move_hashes (profile vllm-block-pool, hash_units=2)."""
+EVENT_DATA_KILLED = {
+    118: "cache_full_blocks' events name no extra keys (the per-block list never filled)",
+    129: "each block's lookahead token ids sliced before the block's end instead of after it",
+}
+"""Mutants in what a BlockStored says of its blocks' tokens besides their ids, which the events
+view compares since the adapter's pool hashes one lookahead token after each block."""
 PARTIAL_SURVIVING = {
     160: "cache_partial_block's assert that the block size is a multiple of hash_block_size removed: "
          "it holds on every call (equivalent)",
 }
 
 
-def test_the_partial_entries_mutants_keep_their_fates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    check_fixed_sample(
-        "vllm.v1.core.block_pool",
-        ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool",
-         "--examples", "100", "--check-args", "--call-timeout 60"],
-        PARTIAL_KILLED, PARTIAL_SURVIVING, 395, tmp_path, monkeypatch, capsys)
+POOL = ["--impl", "cacheproof.engines.vllm:block_pool", "--spec", "blocks", "--profile", "vllm-block-pool"]
+UNCACHED = ["--impl", "cacheproof.engines.vllm:block_pool_uncached", "--spec", "blocks",
+            "--profile", "vllm-block-pool-uncached"]
+SAMPLES = {
+    "pool": (POOL, KILLED, SURVIVING),
+    "uncached pool": (UNCACHED, UNCACHED_KILLED, UNCACHED_SURVIVING),
+    "partial entries and event data": (POOL, {**PARTIAL_KILLED, **EVENT_DATA_KILLED}, PARTIAL_SURVIVING),
+}
+"""Each fixed sample: the adapter and profile it runs under, the mutants it must kill, the ones it
+must not."""
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_each_fixed_sample_keeps_its_fates(sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    check_args, killed, surviving = SAMPLES[sample]
+    check_fixed_sample("vllm.v1.core.block_pool", [*check_args, "--examples", "100", "--check-args", "--call-timeout 60"],
+                       killed, surviving, 395, tmp_path, monkeypatch, capsys)

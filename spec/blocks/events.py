@@ -10,8 +10,10 @@ pool's hash map from the pool's events, so the events must say exactly how the c
   of a sequence and for the pool level's `cache_blocks`, whose hashes carry no chain. The tokens
   are those the group's blocks hold, in token order (what a router hashes itself to index the
   prefix): at the request level the request's tokens of those blocks, at the pool level none (its
-  blocks hold no tokens). A group that names no hash (every block given was the null block)
-  announces nothing and is no event.
+  blocks hold no tokens). They are all a group says of what its blocks hold: the contract's
+  requests have no extra keys and no lookahead tokens, so a pool that names some differs. A group
+  that names no hash (every block given was the null block) announces nothing and is no event.
+  `cache_partial` stores its key alone, after the hash before it in the chain.
 - removed: every hash a block lost, once per block that carried it, as a multiset (sorted: the
   order of removals within one call tells a router nothing).
 - cleared: whether every hash was dropped at once (`reset`); that one event replaces the removals.
