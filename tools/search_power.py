@@ -52,6 +52,8 @@ from datetime import date
 from pathlib import Path
 
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
+from cacheproof.spec.blocks.operations import PARTIAL_OPERATIONS
+from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
 
 DEFAULT_SEEDS = 10
 LONG_BUDGET_SECONDS = 600
@@ -77,7 +79,9 @@ PROFILE_CACHES = {
 
 NULL_BLOCK_POOLS = ("NullPinningPool",)
 """model_tests/null_block_pools.py's broken pools, checked under vllm-block-pool (where the null
-block is a valid argument)."""
+block is a valid argument), on its operations but the partial entries, which these list pools do
+not have (`NULL_BLOCK_OPS`)."""
+NULL_BLOCK_OPS = ",".join(op for op in BLOCK_PROFILES["vllm-block-pool"].operations if op not in PARTIAL_OPERATIONS)
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,8 @@ def targets(thorough: bool = False) -> list[Target]:
           for name, profile in PROFILE_CACHES.items()),
         *_module_targets("block_pools", names(block_pools.BROKEN_POOLS), ("--spec", "blocks")),
         *_module_targets("broken_sharing_pools", names(broken_sharing_pools.BROKEN_SHARING_POOLS), ("--spec", "blocks")),
-        *(Target(f"model_tests.null_block_pools:{name}", ("--spec", "blocks", "--profile", "vllm-block-pool"))
+        *(Target(f"model_tests.null_block_pools:{name}",
+                 ("--spec", "blocks", "--profile", "vllm-block-pool", "--ops", NULL_BLOCK_OPS))
           for name in NULL_BLOCK_POOLS),
     ]
     if thorough:
