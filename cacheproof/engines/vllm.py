@@ -316,8 +316,7 @@ class VllmBlockPool:
         unit = self.pool.hash_block_size
         boundary = len(hashes) * unit
         req = self._pool_request(request, [self._hash(value) for value in hashes], boundary - unit, boundary, [boundary])
-        self.pool.cache_partial_block(req, target, len(hashes) * unit, _GROUP, self.block_size,
-                                      replace_existing_hashes=replace)
+        self.pool.cache_partial_block(req, target, boundary, _GROUP, self.block_size, replace_existing_hashes=replace)
 
     @_events_taken
     def move_hashes(self, request: int, source: int, target: int) -> None:
