@@ -12,7 +12,7 @@ from cacheproof.check.programs.generators import generator_for
 from cacheproof.check.programs.run import run_program_check
 from cacheproof.cli import main
 from cacheproof.contract.calls import Call
-from cacheproof.spec.blocks.operations import PARTIAL_OPERATIONS
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.kinds import get_kind
 from model_tests import null_block_pools
@@ -20,7 +20,7 @@ from model_tests.drawn_block_calls import drawn_calls
 
 KIND = get_kind("blocks")
 VLLM = KIND.profiles["vllm-block-pool"]
-POOL_OPS = tuple(op for op in VLLM.operations if op not in PARTIAL_OPERATIONS)
+POOL_OPS = POOL_OPERATIONS
 """vllm-block-pool's operations but the partial entries, which the list pools here do not have."""
 TAKES_BLOCKS = {"touch": 1, "cache_blocks": 1, "free": 1, "writable": 0, "evict": 0}
 

@@ -52,8 +52,7 @@ from datetime import date
 from pathlib import Path
 
 from cacheproof.cmdline.output_paths import first_problem, write_atomically
-from cacheproof.spec.blocks.operations import PARTIAL_OPERATIONS
-from cacheproof.spec.blocks.semantics import BLOCK_PROFILES
+from cacheproof.spec.blocks.operations import POOL_OPERATIONS
 
 DEFAULT_SEEDS = 10
 LONG_BUDGET_SECONDS = 600
@@ -81,7 +80,7 @@ NULL_BLOCK_POOLS = ("NullPinningPool",)
 """model_tests/null_block_pools.py's broken pools, checked under vllm-block-pool (where the null
 block is a valid argument), on its operations but the partial entries, which these list pools do
 not have (`NULL_BLOCK_OPS`)."""
-NULL_BLOCK_OPS = ",".join(op for op in BLOCK_PROFILES["vllm-block-pool"].operations if op not in PARTIAL_OPERATIONS)
+NULL_BLOCK_OPS = ",".join(POOL_OPERATIONS)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ a block reachable from a prefix boundary inside it, and the copy-on-write that m
 entries to a private copy.
 
 Domains: "request" (an int request id), "count" (an int >= 0), "block" (one block id), "flag" (a
-bool), "blocks" (a
-tuple of block ids), "hashes" (a tuple of int block hashes), "tokens" (a tuple of int token ids).
+bool), "blocks" (a tuple of block ids), "hashes" (a tuple of int block hashes), "tokens" (a tuple
+of int token ids).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ suits it, and where misuse is checked the misuse the drawn calls make (docs/exha
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from cacheproof.check.phases import Phase
@@ -140,10 +141,19 @@ class _State:
         self.in_use = [b for b, (ref, _) in enumerate(blocks) if ref > 0 and b != 0]
         self.skips_null = getattr(getattr(model, "semantics", None), "null_block", None) == "skip"
 
+    @property
+    def pool_requests(self) -> list[int]:
+        """The scope's requests not managed at the request level (the levels never share one)."""
+        return [r for r in self.requests if r not in self.tables]
+
+    @cached_property
+    def covers(self) -> dict[int, int]:
+        """The hash units each hashed block's hash covers (the model's `entries`)."""
+        return {block: cover for block, cover, _ in self.model.entries()}
+
     def pool_request(self, draws: Draws) -> int:
-        """A request not managed at the request level (the levels never share a request)."""
-        free = [r for r in self.requests if r not in self.tables] or [self.requests[-1] + 1]
-        return choice(draws, free)
+        """A request not managed at the request level, or a new one if every request is."""
+        return choice(draws, self.pool_requests or [self.requests[-1] + 1])
 
     def held_by(self, request: int) -> list[int]:
         return list(self.holdings.get(request, ()))
@@ -198,9 +208,7 @@ def _cache_blocks(draws: Draws, s: _State) -> Call:
     """Unhashed blocks the request holds, and blocks carrying a partial entry where a place past
     its cover promotes them (block_partial.promotable)."""
     request = s.holder(draws)
-    partial = {block for block, cover, _ in s.model.entries() if cover % s.model.semantics.hash_units}
-    cachable = [b for b in dict.fromkeys(s.held_by(request)) if s.blocks[b][1] is None or b in partial]
-    chosen = _distinct(draws, cachable, s.scope.most_named)
+    chosen = _distinct(draws, block_partial.cachable(s, request), s.scope.most_named)
     blocks, hashes = _padded(draws, s, chosen, tuple(choice(draws, s.hashes) for _ in chosen))
     return Call("cache_blocks", (request, *block_partial.promotable(s, blocks, hashes)))
 

@@ -69,32 +69,27 @@ def _words(letters: tuple, most: int) -> list[tuple]:
     return [word for length in range(1, most + 1) for word in product(letters, repeat=length)]
 
 
-def _pool_level(s: Any, scope: ExhaustiveBlockScope) -> list[int]:
-    return [r for r in scope.requests if r not in s.tables]
-
-
 def _none(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     return []
 
 
 def _every_allocate(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("allocate", (r, n)) for r in _pool_level(s, scope) for n in range(len(s.queue) + 1)]
+    return [Call("allocate", (r, n)) for r in s.pool_requests for n in range(len(s.queue) + 1)]
 
 
 def _every_touch(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     touchable = sorted(set(s.hashed + s.in_use) - {NULL_BLOCK})
-    return [Call("touch", (r, run)) for r in _pool_level(s, scope) for run in _runs(touchable, scope.most_named)]
+    return [Call("touch", (r, run)) for r in s.pool_requests for run in _runs(touchable, scope.most_named)]
 
 
 def _every_cache_blocks(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     """Runs of the unhashed blocks a request holds and of those carrying a partial entry, each
     where a place past its cover promotes it (block_partial.promotable)."""
-    partial = {block for block, cover, _ in s.model.entries() if cover % s.model.semantics.hash_units}
     calls = []
-    for r in _pool_level(s, scope):
-        cachable = [b for b in dict.fromkeys(s.held_by(r)) if s.blocks[b][1] is None or b in partial]
+    for r in s.pool_requests:
         calls += [Call("cache_blocks", (r, *block_partial.promotable(s, run, hashes)))
-                  for run in _runs(cachable, scope.most_named) for hashes in product(scope.hashes, repeat=len(run))]
+                  for run in _runs(block_partial.cachable(s, r), scope.most_named)
+                  for hashes in product(scope.hashes, repeat=len(run))]
     return calls
 
 
@@ -106,7 +101,7 @@ def _every_release(operation: str) -> Any:
     """Every call of free or unpin: each run of a request's blocks, last first or as held."""
     def every(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
         calls = []
-        for r in _pool_level(s, scope):
+        for r in s.pool_requests:
             held = s.held_by(r)
             for count in range(1, len(held) + 1):
                 calls += [Call(operation, (r, tuple(held[-count:][::-1]))), Call(operation, (r, tuple(held[:count])))]
@@ -145,17 +140,17 @@ _EVERY = {
 
 
 def _misuse_every_allocate(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-    return ([Call("allocate", (r, n)) for r in _pool_level(s, scope) for n in (-1, len(s.queue) + 1)]
+    return ([Call("allocate", (r, n)) for r in s.pool_requests for n in (-1, len(s.queue) + 1)]
             + [Call("allocate", (r, 1)) for r in sorted(s.tables)])
 
 
 def _misuse_every_touch(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     idle = [b for b in s.queue if s.blocks[b][1] is None]
-    return [Call("touch", (r, (b,))) for r in _pool_level(s, scope) for b in idle + [NULL_BLOCK, s.num_blocks]]
+    return [Call("touch", (r, (b,))) for r in s.pool_requests for b in idle + [NULL_BLOCK, s.num_blocks]]
 
 
 def _misuse_every_cache_blocks(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("cache_blocks", (r, (b,), (scope.hashes[0],))) for r in _pool_level(s, scope)
+    return [Call("cache_blocks", (r, (b,), (scope.hashes[0],))) for r in s.pool_requests
             for b in sorted(set(s.hashed) | {NULL_BLOCK} | (set(range(1, s.num_blocks)) - set(s.held_by(r))))]
 
 
@@ -163,7 +158,7 @@ def _misuse_every_release(operation: str) -> Any:
     """Every misuse of free or unpin: each block (the null block and one out of range among them)
     that the request does not hold."""
     def every(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-        return [Call(operation, (r, (b,))) for r in _pool_level(s, scope)
+        return [Call(operation, (r, (b,))) for r in s.pool_requests
                 for b in range(s.num_blocks + 1) if b not in s.held_by(r)]
     return every
 

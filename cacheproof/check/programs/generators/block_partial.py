@@ -1,21 +1,23 @@
 """The calls of partial prefix-cache entries (spec/blocks/partial.py), drawn and enumerated: the
 block pool generators' part for a pool of more than one hash unit per block.
 
-Drawn (`SUITED`, `MISUSE`): `cache_partial` of a block the request holds (one in REPLACE_IN replacing its entries; the null block instead,
-one call in NULL_PAD_IN, where the semantics skip it), with a chain whose length is drawn among
-those that end inside a block (up to `most_named` blocks long), its hashes from the scope's, so
-keys collide with the hashes blocks carry (a hashed block half the time, so that entries are
-replaced and added beside a primary); `move_hashes` from a block the request holds (mostly a
-hashed one) to an unhashed one it holds. A request holding no block to name allocates one (or
-none, when none is free) instead, which is always suited; so does a cache_partial where no chain
-ends inside a block (one hash unit per block). `cache_blocks` names a block carrying a
-partial entry only at a place past its cover (`promotable`), so a suited call promotes it.
+Drawn (`SUITED`, `MISUSE`): `cache_partial` of a block the request holds (a hashed block half the
+time, so that entries are replaced and added beside a primary; the null block instead, one call
+in NULL_PAD_IN, where the semantics skip it; one call in REPLACE_IN replacing the block's
+entries), with a chain whose length is drawn among those that end inside a block (up to
+`most_named` blocks long), its hashes from the scope's, so keys collide with the hashes blocks
+carry; `move_hashes` from a block the request holds (mostly a hashed one) to an unhashed one it
+holds. A request holding no block to name allocates one (or none, when none is free) instead,
+which is always suited; so does a cache_partial where no chain ends inside a block (one hash unit
+per block). `cache_blocks` names the blocks `cachable` gives, a block carrying a partial entry
+only at a place past its cover (`promotable`), so a suited call promotes it.
 Misuse: a chain ending at a block's end, a `replace` that is not a bool, a block the request does
 not hold, the null block, a target that carries a hash or is the source.
 
 Enumerated (`EVERY`, `EVERY_MISUSE`, for `check --exhaustive`): `cache_partial` of every held block
-with every key, and every key after every parent, replacing its entries or not, at each chain length that ends inside a block
-(the hashes before the parent are the scope's first: no rule reads them); `move_hashes` of every
+with every key, and every key after every parent, replacing its entries or not, at each chain
+length that ends inside a block (the hashes before the parent are the scope's first: no rule
+reads them); `move_hashes` of every
 held source to every held unhashed target; the misuse above on the same values.
 """
 
@@ -44,11 +46,17 @@ def chain_lengths(s: Any, most_named: int) -> list[int]:
     return [n for n in range(1, most_named * units(s)) if n % units(s)]
 
 
+def cachable(s: Any, request: int) -> list[int]:
+    """The blocks `request` holds, once each, that `cache_blocks` may name: the unhashed ones and
+    those whose hash is a partial entry (a cover that is not a whole number of blocks)."""
+    return [b for b in _held(s, request) if s.blocks[b][1] is None or s.covers[b] % units(s)]
+
+
 def promotable(s: Any, blocks: tuple, hashes: tuple) -> tuple[tuple, tuple]:
     """`blocks` and their `hashes` without the hashed blocks `cache_blocks` may not name where
     they stand: a block with a hash stays only if it is a partial entry covering fewer units than
     its place's end (places counted after each removal)."""
-    covers = {block: cover for block, cover, _ in s.model.entries()}
+    covers = s.covers
     kept = list(zip(blocks, hashes))
     while True:
         wrong = [i for i, (block, _) in enumerate(kept) if block in covers
@@ -56,11 +64,6 @@ def promotable(s: Any, blocks: tuple, hashes: tuple) -> tuple[tuple, tuple]:
         if not wrong:
             return tuple(b for b, _ in kept), tuple(h for _, h in kept)
         del kept[wrong[0]]
-
-
-def _pool_requests(s: Any) -> list[int]:
-    """The requests of the scope not managed at the request level."""
-    return [r for r in s.requests if r not in s.tables]
 
 
 def _held(s: Any, request: int) -> list[int]:
@@ -76,9 +79,9 @@ def _cache_partial(draws: Draws, s: Any) -> Call:
     request = s.holder(draws)
     held = _held(s, request)
     lengths = chain_lengths(s, s.scope.most_named)
-    hashed = [b for b in held if s.blocks[b][1] is not None]
     if not lengths:
         return _allocate_instead(s, request)
+    hashed = [b for b in held if s.blocks[b][1] is not None]
     if s.skips_null and not draws.randrange(NULL_PAD_IN):
         block = NULL_BLOCK
     elif held:
@@ -132,7 +135,7 @@ def _every_cache_partial(s: Any, scope: Any) -> list[Call]:
               for n in chain_lengths(s, scope.most_named) for key in scope.hashes
               for parent in (scope.hashes if n > 1 else (None,))]
     calls = []
-    for r in _pool_requests(s):
+    for r in s.pool_requests:
         named = _held(s, r) + ([NULL_BLOCK] if s.skips_null else [])
         calls += [Call("cache_partial", (r, block, chain), kwargs) for block in named for chain in chains
                   for kwargs in ({}, {"replace": True})]
@@ -141,7 +144,7 @@ def _every_cache_partial(s: Any, scope: Any) -> list[Call]:
 
 def _every_move_hashes(s: Any, scope: Any) -> list[Call]:
     calls = []
-    for r in _pool_requests(s):
+    for r in s.pool_requests:
         held = _held(s, r)
         calls += [Call("move_hashes", (r, source, target)) for source in held for target in held
                   if target != source and s.blocks[target][1] is None]
@@ -150,7 +153,7 @@ def _every_move_hashes(s: Any, scope: Any) -> list[Call]:
 
 def _misuse_every_cache_partial(s: Any, scope: Any) -> list[Call]:
     calls = []
-    for r in _pool_requests(s):
+    for r in s.pool_requests:
         held = _held(s, r)
         calls += [Call("cache_partial", (r, block, (scope.hashes[0],) * units(s))) for block in held[:1]]
         calls += [Call("cache_partial", (r, block, (scope.hashes[0],)), {"replace": bad}) for block in held[:1] for bad in NOT_INTS]
@@ -161,7 +164,7 @@ def _misuse_every_cache_partial(s: Any, scope: Any) -> list[Call]:
 
 def _misuse_every_move_hashes(s: Any, scope: Any) -> list[Call]:
     calls = []
-    for r in _pool_requests(s):
+    for r in s.pool_requests:
         held = _held(s, r)
         calls += [Call("move_hashes", (r, b, b)) for b in held[:1]]
         calls += [Call("move_hashes", (r, source, target)) for source in held for target in held
