@@ -21,19 +21,25 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 - `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
   num_new_tokens, num_hit_tokens, hit_blocks)`; later calls -> a Request of the old tokens
   (computed) extended by `append_output_token_ids(new tokens)`, as a running request after a
-  step, then `allocate_slots(req, num_new_tokens)`. The answer is `get_block_ids(str(r))[0]`
-  read back, or vLLM's None; on None the request keeps its old Request (vLLM's state is vLLM's).
+  step, then `allocate_slots(req, num_new_tokens)`. The answer is the block table the scheduler
+  hands the worker, or vLLM's None (on None the request keeps its old Request: vLLM's state is
+  vLLM's): a new request's whole table, `get_blocks(str(r)).get_block_ids()` (the 0.34.0
+  scheduler's `NewRequestData`), a running request's table extended by the new blocks
+  allocate_slots answered, `get_block_ids(allow_none=True)` (its `CachedRequestData.new_block_ids`;
+  None adds none).
   Tokens that do not extend the request's have no vLLM form (a Request's tokens only grow):
   WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
 - `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
   id, so what vLLM does with it is vLLM's answer.
 - `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
   taken with the manager's `take_events()`, as vLLM's scheduler does both.
-- `tables()` reads `get_block_ids`; the snapshot's holdings add each request's vLLM blocks.
+- `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
+  request's blocks there. A manager that answers the scheduler one table and records another
+  diverges from the spec in one of the two.
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
-  model runner: after each allocation it writes the new tokens into the blocks vLLM's table
-  names, with vLLM's parent hash, and forgets a block's record when vLLM hands it out again. The
+  model runner: after each allocation it writes the new tokens into the blocks the worker's
+  table (the answer above) names, with vLLM's parent hash, and forgets a block's record when vLLM hands it out again. The
   view checks vLLM's table and hashes against the tokens (B5), not a KV tensor.
 """
 
@@ -88,6 +94,7 @@ class VllmKVCacheManager(VllmBlockPool):
         super().__init__(manager.block_pool, vllm, peer)
         self.manager = manager
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
+        self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)
 
     # ----------------------------------------------------------------- translations
@@ -120,8 +127,8 @@ class VllmKVCacheManager(VllmBlockPool):
             self._written.pop(block.block_id, None)
 
     def _write(self, request: int, first: int) -> None:
-        """Play the model runner: the tokens of table[first:] land in the blocks vLLM's table names."""
-        req, table = self._requests[request], self._table(request)
+        """Play the model runner: the tokens of table[first:] land in the blocks the worker's table names."""
+        req, table = self._requests[request], self._worker[request]
         tokens, hashes = tuple(req.all_token_ids), req.block_hashes
         for i in range(first, len(table)):
             parent = self._int_of(hashes[i - 1]) if i else None
@@ -176,13 +183,19 @@ class VllmKVCacheManager(VllmBlockPool):
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
         self._handed_out(new.blocks[_GROUP])
+        if old is None:
+            self._worker[request] = tuple(self.manager.get_blocks(str(request)).get_block_ids()[_GROUP])
+        else:
+            added = new.get_block_ids(allow_none=True)
+            self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
         self._write(request, first)
-        return self._table(request)
+        return self._worker[request]
 
     @_events_taken
     def free_request(self, request: int) -> None:
         """free(req); a request vLLM never saw is freed as a fresh Request of that id."""
         req = self._requests.pop(request, None)
+        self._worker.pop(request, None)
         self.manager.free(req if req is not None else self._new_request(request, ()))
 
     # ----------------------------------------------------------------- views

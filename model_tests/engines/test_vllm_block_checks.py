@@ -19,7 +19,7 @@ from cacheproof.engines.vllm import block_pool, block_pool_uncached, kv_cache_ma
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
-from model_tests import vllm_broken_pools  # noqa: E402
+from model_tests import vllm_broken_managers, vllm_broken_pools  # noqa: E402
 
 KIND = get_kind("blocks")
 
@@ -141,6 +141,28 @@ def test_vllm_kv_cache_manager_in_full_report_mode_conforms_under_its_profile() 
     m.allocate_slots(1, (0, 1, 2, 0, 1))
     assert m.find_cached_prefix((0, 1, 2, 0, 9)) == 4
     assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
+
+
+@pytest.mark.parametrize("name", sorted(vllm_broken_managers.FACTORIES))
+def test_each_broken_manager_is_found(name: str) -> None:
+    factory = vllm_broken_managers.FACTORIES[name]
+    assert type(factory(4).manager) in vllm_broken_managers.BROKEN_MANAGER_CLASSES
+    found = any(not check_under_profile("blocks", "vllm-kv-cache-manager", factory, examples=200, seed=seed).ok
+                for seed in (1, 2))
+    assert found, f"{name} was not found in two seeded runs of 200 programs"
+
+
+def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
+    """A running request's answer is its table extended by the blocks allocate_slots answered, as the
+    scheduler hands them to the worker: a manager that records new blocks but answers none is
+    seen in the answer, while its own record (the tables view) holds them."""
+    m = vllm_broken_managers.new_blocks_unreported(6)
+    assert m.allocate_slots(1, (0, 1, 2)) == (1, 2)
+    assert m.allocate_slots(1, (0, 1, 2, 0, 1)) == (1, 2)  # the contract answers (1, 2, 3)
+    assert m.tables() == ((1, (1, 2, 3)),)
+    healthy = kv_cache_manager(6)
+    healthy.allocate_slots(1, (0, 1, 2))
+    assert healthy.allocate_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3) and healthy.tables() == ((1, (1, 2, 3)),)
 
 
 def test_the_contract_flags_vllms_free_of_an_unknown_request() -> None:
