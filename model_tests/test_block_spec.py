@@ -171,12 +171,32 @@ def test_free_of_an_unknown_request_is_an_error_or_nothing() -> None:
         BlockSemantics(free_unknown_request="ignore")
 
 
+def test_request_level_without_prefix_caching_hashes_nothing_and_finds_nothing() -> None:
+    """prefix_caching="off": a request's full blocks get no hash, so no later request or lookup hits
+    them, and freed blocks go to the head of the queue; the contract caches the same calls."""
+    off = BlockPoolSpec(5, BlockSemantics(prefix_caching="off"))
+    assert off.allocate_slots(1, (5, 6, 7)) == (1, 2)
+    assert off.snapshot() == ((3, 4), ((0, None), (1, None), (1, None), (0, None), (0, None)), ((1, (1, 2)),))
+    assert off.find_cached_prefix((5, 6, 7)) == 0 and off.allocate_slots(2, (5, 6, 7)) == (3, 4)
+    off.free_request(1)
+    assert off.snapshot()[0] == (2, 1) and off.events() == ((), (), False)  # freed last first, prepended together
+    on = BlockPoolSpec(5)
+    on.allocate_slots(1, (5, 6, 7))
+    assert on.find_cached_prefix((5, 6, 7)) == 2 and on.allocate_slots(2, (5, 6, 7)) == (1, 3)
+    with pytest.raises(InvalidArgumentError):
+        BlockSemantics(prefix_caching="lazy")
+
+
 def test_kind_and_profiles() -> None:
     kind = get_kind("blocks")
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
-                                   "vllm-kv-cache-manager-full"}
+                                   "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached"}
+    off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
+    assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
+                                           "prefix_caching": "off"}
+    assert off.operations == BLOCK_PROFILES["vllm-kv-cache-manager"].operations
     full = BLOCK_PROFILES["vllm-kv-cache-manager-full"]
     assert full.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                             "hit_events": "lookup"}

@@ -1,7 +1,7 @@
 """Broken subclasses of vLLM's REAL `KVCacheManager`, one bug each, and factories that pass each
 through `cacheproof.engines.vllm:kv_cache_manager(num_blocks, manager_class=...)`.
 
-Under `--profile vllm-kv-cache-manager` the unmodified class conforms and the checker must find
+Under each factory's profile (`FACTORIES`) the unmodified class conforms and the checker must find
 every class here (model_tests/engines/test_vllm_block_checks.py). Importing this module needs vLLM
 (the engines venv, tools/engines_venv.sh).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vllm.v1.core.kv_cache_manager import KVCacheManager
 
-from cacheproof.engines.vllm import kv_cache_manager
+from cacheproof.engines.vllm import kv_cache_manager, kv_cache_manager_uncached
 
 
 class NewBlocksUnreportedManager(KVCacheManager):
@@ -25,7 +25,17 @@ class NewBlocksUnreportedManager(KVCacheManager):
         return answer.new_empty()
 
 
-BROKEN_MANAGER_CLASSES = (NewBlocksUnreportedManager,)
+class CachingFlagDroppedManager(KVCacheManager):
+    """Built with `enable_caching=False`, it builds its coordinator with caching on (the flag not
+    passed on): no lookup hits, since the manager's own check is off, but every full block is
+    hashed, so freed blocks stay cached at the queue's tail and stored events are announced."""
+
+    def __init__(self, *args, enable_caching: bool = True, **kwargs):
+        super().__init__(*args, enable_caching=True, **kwargs)
+        self.enable_caching = enable_caching
+
+
+BROKEN_MANAGER_CLASSES = (NewBlocksUnreportedManager, CachingFlagDroppedManager)
 """Every broken subclass, one bug each."""
 
 
@@ -33,5 +43,12 @@ def new_blocks_unreported(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=NewBlocksUnreportedManager)
 
 
-FACTORIES = {"new_blocks_unreported": new_blocks_unreported}
-"""Each broken manager's factory, by name."""
+def caching_flag_dropped(num_blocks: int):
+    return kv_cache_manager_uncached(num_blocks, manager_class=CachingFlagDroppedManager)
+
+
+FACTORIES = {
+    "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
+    "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
+}
+"""Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

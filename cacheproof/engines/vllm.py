@@ -102,7 +102,7 @@ from typing import Any, NamedTuple
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
-__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -484,6 +484,15 @@ def kv_cache_manager_full(num_blocks: int, *, manager_class: Any = None) -> Any:
     from cacheproof.engines import vllm_manager
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, report_mode="full")
+
+
+def kv_cache_manager_uncached(num_blocks: int, *, manager_class: Any = None) -> Any:
+    """`kv_cache_manager` built with prefix caching off (`enable_caching=False`, as vLLM builds it
+    when the engine's `enable_prefix_caching` is off); checked under the profile
+    vllm-kv-cache-manager-uncached."""
+    from cacheproof.engines import vllm_manager
+
+    return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, caching=False)
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache

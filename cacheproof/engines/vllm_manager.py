@@ -60,11 +60,12 @@ _MAX_MODEL_LEN = 1 << 16
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
-                     ) -> "VllmKVCacheManager":
+                     caching: bool = True) -> "VllmKVCacheManager":
     """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one full-attention
     group), as a contract pool with a request level; `manager_class` replaces
     `vllm.v1.core.kv_cache_manager.KVCacheManager` and is built with the same arguments;
-    `report_mode` is every request's `kv_cache_report_mode` ("full": each hit found is re-announced).
+    `report_mode` is every request's `kv_cache_report_mode` ("full": each hit found is re-announced);
+    `caching` is the manager's `enable_caching` (False: prefix caching off).
     Raises ImportError naming the extra and the tools script when vLLM is not installed."""
     try:
         import torch
@@ -80,7 +81,7 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
     config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
     cls = KVCacheManager if manager_class is None else manager_class
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
-                  enable_kv_cache_events=True)
+                  enable_kv_cache_events=True, enable_caching=caching)
     sampling = SamplingParams(max_tokens=1, extra_args={"kv_cache_report_mode": report_mode})
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, sampling)
     return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool))

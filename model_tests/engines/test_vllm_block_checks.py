@@ -15,7 +15,9 @@ pytest.importorskip(
 from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
-from cacheproof.engines.vllm import block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full  # noqa: E402
+from cacheproof.engines.vllm import (  # noqa: E402
+    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_uncached,
+)
 from cacheproof.spec.errors import WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -145,10 +147,9 @@ def test_vllm_kv_cache_manager_in_full_report_mode_conforms_under_its_profile() 
 
 @pytest.mark.parametrize("name", sorted(vllm_broken_managers.FACTORIES))
 def test_each_broken_manager_is_found(name: str) -> None:
-    factory = vllm_broken_managers.FACTORIES[name]
+    profile, factory = vllm_broken_managers.FACTORIES[name]
     assert type(factory(4).manager) in vllm_broken_managers.BROKEN_MANAGER_CLASSES
-    found = any(not check_under_profile("blocks", "vllm-kv-cache-manager", factory, examples=200, seed=seed).ok
-                for seed in (1, 2))
+    found = any(not check_under_profile("blocks", profile, factory, examples=200, seed=seed).ok for seed in (1, 2))
     assert found, f"{name} was not found in two seeded runs of 200 programs"
 
 
@@ -163,6 +164,17 @@ def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> No
     healthy = kv_cache_manager(6)
     healthy.allocate_slots(1, (0, 1, 2))
     assert healthy.allocate_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3) and healthy.tables() == ((1, (1, 2, 3)),)
+
+
+def test_vllm_kv_cache_manager_without_prefix_caching_conforms_under_its_profile() -> None:
+    """Built with enable_caching=False the manager hashes nothing and finds nothing
+    (prefix_caching="off"); under the caching profile the same manager is flagged."""
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-uncached", kv_cache_manager_uncached, examples=60)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    assert not check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_uncached, examples=60).ok
+    m = kv_cache_manager_uncached(6)
+    assert m.allocate_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3) and m.find_cached_prefix((0, 1, 2, 0, 9)) == 0
+    assert m.manager.enable_caching is False
 
 
 def test_the_contract_flags_vllms_free_of_an_unknown_request() -> None:

@@ -73,7 +73,8 @@ class RequestLevel:
         _tokens: request -> its tokens so far.
         _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
         _contents: block -> (parent hash, tokens) written here since the block was last allocated.
-        semantics: the pool's BlockSemantics (free_unknown_request is read here).
+        semantics: the pool's BlockSemantics (free_unknown_request, hit_events and prefix_caching are
+            read here).
     """
 
     @announcing
@@ -160,7 +161,10 @@ class RequestLevel:
         return -(-num_tokens // self.block_size)
 
     def _prefix_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
-        """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1]."""
+        """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1] (none
+        under prefix_caching="off")."""
+        if self.semantics.prefix_caching == "off":
+            return ()
         return self._longest_prefix(chain_hashes(tokens[:-1], self.block_size))
 
     def _announce_request_hit(self, hit: tuple[int, ...], tokens: tuple[int, ...], moment: str) -> None:
@@ -171,13 +175,14 @@ class RequestLevel:
             self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
     def _write(self, request: int, first: int) -> None:
-        """Record the tokens of table[first:], then cache the full blocks not cached yet."""
+        """Record the tokens of table[first:], then cache the full blocks not cached yet (none under
+        prefix_caching="off")."""
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
         hashes = chain_hashes(tokens, size)
         for i in range(first, len(table)):
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
         cached = self._cached[request]
-        if len(hashes) > cached:
+        if len(hashes) > cached and self.semantics.prefix_caching == "on":
             self._set_hashes(table[cached : len(hashes)], hashes[cached:], range(cached + 1, len(hashes) + 1),
                              hashes[cached - 1] if cached else None, tokens[cached * size : len(hashes) * size])
             self._cached[request] = len(hashes)

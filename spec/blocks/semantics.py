@@ -20,6 +20,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "free_unknown_request": ("error", "noop"),
     "hit_events": ("none", "stored", "lookup"),
     "hash_units": (1, 2),
+    "prefix_caching": ("on", "off"),
 }
 """The valid values of every field."""
 
@@ -62,6 +63,13 @@ class BlockSemantics(OptionSemantics):
       (`cache_partial`, `move_hashes`; spec/blocks/partial.py): a block carries a primary hash with
       the units it covers and further hashes beside it. vLLM's `BlockPool` is built with a
       `hash_block_size` that divides its groups' block sizes; the adapter's is half its block (2).
+    - prefix_caching: the request level caches each full block of a request and finds cached
+      prefixes ("on"), or neither ("off": `allocate_slots` hashes no block, so a freed block goes to
+      the head of the queue, and `allocate_slots` and `find_cached_prefix` find no cached prefix).
+      The pool level is unchanged (a profile under "off" lists no `cache_blocks`, as vLLM's pool
+      built without caching never hashes). vLLM's manager built with `enable_caching=False` (the
+      engine's `enable_prefix_caching=False`) is "off": it runs `KVCacheCoordinatorNoPrefixCache`,
+      whose lookup finds nothing, and its `cache_blocks` does nothing.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -70,6 +78,7 @@ class BlockSemantics(OptionSemantics):
     free_unknown_request: str = "error"
     hit_events: str = "none"
     hash_units: int = 1
+    prefix_caching: str = "on"
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -123,6 +132,13 @@ BLOCK_PROFILES: dict[str, Profile] = {
             (*REQUEST_OPERATIONS, "reset", "num_free"),
             "vllm-kv-cache-manager with its requests in kv_cache_report_mode full: every lookup that hits "
             "re-announces the hit (get_computed_blocks' emit_cached_block_events)",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-uncached",
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", prefix_caching="off"),
+            (*REQUEST_OPERATIONS, "reset", "num_free"),
+            "vllm-kv-cache-manager built with enable_caching=False (the engine's prefix caching off): no block "
+            "is hashed and no lookup finds a cached prefix",
         ),
     )
 }
