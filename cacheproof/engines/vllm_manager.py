@@ -19,7 +19,8 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   `get_computed_blocks`; `allocate_slots` below uses `get_computed_blocks` itself, so both of
   vLLM's lookups run under the check;
 - `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
-  num_new_tokens, num_hit_tokens, hit_blocks)`; later calls -> a Request of the old tokens
+  num_new_tokens, num_hit_tokens, hit_blocks, full_sequence_must_fit=True)` (the 0.34.0 scheduler
+  admits a waiting request so by default, `scheduler_reserve_full_isl`); later calls -> a Request of the old tokens
   (computed) extended by `append_output_token_ids(new tokens)`, as a running request after a
   step, then `allocate_slots(req, num_new_tokens)`. The answer is the block table the scheduler
   hands the worker, or vLLM's None (on None the request keeps its old Request: vLLM's state is
@@ -164,7 +165,7 @@ class VllmKVCacheManager(VllmBlockPool):
         if old is None:
             req = self._new_request(request, tokens)
             hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
-            new = self.manager.allocate_slots(req, len(tokens) - hit, hit, hit_blocks)
+            new = self.manager.allocate_slots(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
             first = hit // BLOCK_SIZE
         else:
             done = tuple(old.all_token_ids)
