@@ -206,7 +206,7 @@ def test_kind_and_profiles() -> None:
     assert uncached.operations == ("allocate", "touch", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
     assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
-    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "reset", "num_free")
+    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "evict", "reset", "num_free")
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
     assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "hit_events": "stored", "hash_units": 2}

@@ -393,8 +393,12 @@ class VllmBlockPool:
             hashed = [block for block in ids if objects[block].block_hash is not None]
         except (IndexError, TypeError):
             hashed = []  # vLLM's own check answers below
-        self.pool.evict_blocks(set(ids))
+        self._evict_blocks(set(ids))
         return tuple(block for block in hashed if objects[block].block_hash is None)
+
+    def _evict_blocks(self, ids: set[int]) -> None:
+        """The evict_blocks call: the pool's (a manager's adapter calls its manager's)."""
+        self.pool.evict_blocks(ids)
 
     @_events_taken
     def reset(self) -> bool:

@@ -141,6 +141,10 @@ class VllmKVCacheManager(VllmBlockPool):
         KV-cache spec), as vLLM's scheduler takes them."""
         return self.manager.take_events()
 
+    def _evict_blocks(self, ids: set[int]) -> None:
+        """The manager's evict_blocks, as the scheduler evicts the blocks of a failed KV load."""
+        self.manager.evict_blocks(ids)
+
     @_events_taken
     def reset(self) -> bool:
         """The manager's reset_prefix_cache(), as vLLM's scheduler resets (its warning on a busy pool

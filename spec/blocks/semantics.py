@@ -84,6 +84,11 @@ class BlockSemantics(OptionSemantics):
 BLOCK_CONTRACT = BlockSemantics()
 """The block contract's semantics."""
 
+MANAGER_OPERATIONS = (*REQUEST_OPERATIONS, "evict", "reset", "num_free")
+"""The operations of vLLM's KV cache manager profiles: the request level, and the pool-level calls the
+scheduler makes through the manager (`evict_blocks` of a failed KV load, `reset_prefix_cache`, its
+pool's free count)."""
+
 BLOCK_PROFILES: dict[str, Profile] = {
     profile.name: profile
     for profile in (
@@ -121,22 +126,22 @@ BLOCK_PROFILES: dict[str, Profile] = {
         Profile(
             "vllm-kv-cache-manager",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
-            (*REQUEST_OPERATIONS, "reset", "num_free"),
+            MANAGER_OPERATIONS,
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
-            "reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
+            "evict_blocks, reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
             "held by vllm-block-pool",
         ),
         Profile(
             "vllm-kv-cache-manager-full",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", hit_events="lookup"),
-            (*REQUEST_OPERATIONS, "reset", "num_free"),
+            MANAGER_OPERATIONS,
             "vllm-kv-cache-manager with its requests in kv_cache_report_mode full: every lookup that hits "
             "re-announces the hit (get_computed_blocks' emit_cached_block_events)",
         ),
         Profile(
             "vllm-kv-cache-manager-uncached",
             BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", prefix_caching="off"),
-            (*REQUEST_OPERATIONS, "reset", "num_free"),
+            MANAGER_OPERATIONS,
             "vllm-kv-cache-manager built with enable_caching=False (the engine's prefix caching off): no block "
             "is hashed and no lookup finds a cached prefix",
         ),
