@@ -35,7 +35,15 @@ class CachingFlagDroppedManager(KVCacheManager):
         self.enable_caching = enable_caching
 
 
-BROKEN_MANAGER_CLASSES = (NewBlocksUnreportedManager, CachingFlagDroppedManager)
+class UnannotatedEventsManager(KVCacheManager):
+    """take_events hands over the pool's events without naming each stored block's KV-cache spec
+    (kind and sliding window), so a router that filters groups by kind drops every event."""
+
+    def take_events(self):
+        return self.block_pool.take_events()
+
+
+BROKEN_MANAGER_CLASSES = (NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager)
 """Every broken subclass, one bug each."""
 
 
@@ -47,8 +55,13 @@ def caching_flag_dropped(num_blocks: int):
     return kv_cache_manager_uncached(num_blocks, manager_class=CachingFlagDroppedManager)
 
 
+def unannotated_events(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=UnannotatedEventsManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
+    "unannotated_events": ("vllm-kv-cache-manager", unannotated_events),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

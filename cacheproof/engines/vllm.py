@@ -83,7 +83,11 @@ LoRA, cache salt: the contract's requests have none), reads back as none when it
 the call made up for the blocks the event names (their tokens, the token after each block's end,
 no extra key for any block; for `cache_partial` the boundary's last unit and the token after it),
 and otherwise as the `TokenData` vLLM wrote, which differs; the request level's events read as
-the request's own token ids when they name no lookahead and no extra key.
+the request's own token ids when they name no lookahead and no extra key. A stored event also names
+its KV-cache group (`group_idx`, and at the manager `kv_cache_spec_kind` and
+`kv_cache_spec_sliding_window`, which a router filters groups by): naming the one group as vLLM's
+code there does (the pool: index 0 unannotated; the manager: its group's kind, no window) reads as
+nothing more, any other naming is joined to the token data, so the view differs.
 
 Holdings are the adapter's record of what it was asked to do, not a check: a request may "free"
 a block it never held (vLLM then decrements the count anyway, to -1 on a double free) and the
@@ -226,6 +230,7 @@ class VllmBlockPool:
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
         self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
         self._made_up: TokenData | None = None  # what the last call's made-up Request gives the blocks it names
+        self._group: tuple[int, Any, Any] = (_GROUP, None, None)  # how an event names the one group: the pool leaves it unannotated
 
     @property
     def num_blocks(self) -> int:
@@ -451,7 +456,7 @@ class VllmBlockPool:
                 if event.block_hashes:
                     parent = None if event.parent_block_hash is None else self._event_hash(event.parent_block_hash)
                     stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes),
-                                   self._event_tokens(event)))
+                                   self._event_data(event)))
             elif kind == "BlockRemoved":
                 removed.extend(self._event_hash(value) for value in event.block_hashes)
             elif kind == "AllBlocksCleared":
@@ -459,6 +464,15 @@ class VllmBlockPool:
             else:
                 raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
         return tuple(stored), tuple(sorted(removed)), cleared
+
+    def _event_data(self, event: Any) -> Any:
+        """A BlockStored's token data (`_event_tokens`), and the KV-cache group it names, as a router
+        reads it to filter groups (`group_idx`, `kv_cache_spec_kind`, `kv_cache_spec_sliding_window`):
+        naming the adapter's one group as vLLM's code there names it (`_group`) reads as the token
+        data alone; any other naming is joined to it, so the view differs."""
+        data = self._event_tokens(event)
+        named = (event.group_idx, event.kv_cache_spec_kind, event.kv_cache_spec_sliding_window)
+        return data if named == self._group else (data, named)
 
     def _event_tokens(self, event: Any) -> Any:
         """A BlockStored's token data as the events view says it. The contract's requests have no

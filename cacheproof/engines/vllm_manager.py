@@ -74,7 +74,9 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
         from vllm.v1.core.block_pool import BlockPool
         from vllm.v1.core.kv_cache_manager import KVCacheManager
         from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
-        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+        from vllm.v1.kv_cache_interface import (
+            FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, get_kv_cache_spec_kind, get_kv_cache_spec_sliding_window,
+        )
         from vllm.v1.request import Request
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
@@ -85,16 +87,18 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
                   enable_kv_cache_events=True, enable_caching=caching)
     sampling = SamplingParams(max_tokens=1, extra_args={"kv_cache_report_mode": report_mode})
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, sampling)
-    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool))
+    group = (_GROUP, get_kv_cache_spec_kind(attention).value, get_kv_cache_spec_sliding_window(attention))
+    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool), group)
 
 
 class VllmKVCacheManager(VllmBlockPool):
     """A vLLM `KVCacheManager` speaking the whole block contract; `manager` is the vLLM object,
     `pool` its block pool. See the module docstring for the translations."""
 
-    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any) -> None:
+    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any, group: tuple[int, Any, Any]) -> None:
         super().__init__(manager.block_pool, vllm, peer)
         self.manager = manager
+        self._group = group  # how take_events annotates the one group's events
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
         self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)

@@ -153,6 +153,17 @@ def test_each_broken_manager_is_found(name: str) -> None:
     assert found, f"{name} was not found in two seeded runs of 200 programs"
 
 
+def test_events_naming_no_group_kind_differ_in_the_events_view_alone() -> None:
+    """A manager whose stored events leave out the group's kind: the events view finds it."""
+    report = check_under_profile("blocks", "vllm-kv-cache-manager", vllm_broken_managers.unannotated_events,
+                                 examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["events"]
+    m = vllm_broken_managers.unannotated_events(6)
+    m.allocate_slots(1, (0, 1, 2))
+    assert m.events()[0][0][2] == ((0, 1), (0, None, None))  # the group named without its kind
+
+
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
     """A running request's answer is its table extended by the blocks allocate_slots answered, as the
     scheduler hands them to the worker: a manager that records new blocks but answers none is
