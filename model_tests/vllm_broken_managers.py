@@ -43,7 +43,22 @@ class UnannotatedEventsManager(KVCacheManager):
         return self.block_pool.take_events()
 
 
-BROKEN_MANAGER_CLASSES = (NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager)
+class ProbeCountsLastTokenManager(KVCacheManager):
+    """get_num_cached_tokens probes up to the prompt's last token, where `get_computed_blocks`
+    stops one short (the last token is always recomputed): a prompt cached whole is probed a block
+    deeper than any allocation hits, so the scheduler's waiting queue is ordered by hits that never
+    come."""
+
+    def get_num_cached_tokens(self, request):
+        if not self.prefix_cache_lookup_enabled(request):
+            return 0
+        _, num_computed_tokens, _ = self.coordinator.find_longest_cache_hit(request.block_hashes, request.num_tokens)
+        return num_computed_tokens
+
+
+BROKEN_MANAGER_CLASSES = (
+    NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
+)
 """Every broken subclass, one bug each."""
 
 
@@ -59,9 +74,14 @@ def unannotated_events(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=UnannotatedEventsManager)
 
 
+def probe_counts_last_token(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=ProbeCountsLastTokenManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
     "unannotated_events": ("vllm-kv-cache-manager", unannotated_events),
+    "probe_counts_last_token": ("vllm-kv-cache-manager", probe_counts_last_token),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

@@ -13,11 +13,14 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 `block_pool`. Translations:
 - a request id r <-> a real `vllm.v1.request.Request` with id `str(r)` whose `block_hasher`
   gives each full block the contract's chained hash (`block_hash`) as a BlockHash;
-- `find_cached_prefix(tokens)` -> `get_computed_blocks_for_connector(Request(tokens))`'s hit
-  tokens (vLLM caps the hit at num_tokens - 1 itself): the local lookup a scheduler with a KV
-  connector makes before it asks the connector, which for a model without Mamba layers is
-  `get_computed_blocks`; `allocate_slots` below uses `get_computed_blocks` itself, so both of
-  vLLM's lookups run under the check;
+- `find_cached_prefix(tokens)` -> `get_num_cached_tokens(Request(tokens))` (the probe the
+  scheduler orders its waiting requests by, deepest cached prefix first) and
+  `get_computed_blocks_for_connector(Request(tokens))`'s hit tokens (vLLM caps the hit at
+  num_tokens - 1 itself): the local lookup a scheduler with a KV connector makes before it asks
+  the connector, which for a model without Mamba layers is `get_computed_blocks`. The answer is
+  the hit both give, or the pair (probe, lookup) when they differ, which the spec's int never is.
+  `allocate_slots` below uses `get_computed_blocks` itself, so all three of vLLM's lookups run
+  under the check;
 - `allocate_slots(r, tokens)`, first call -> `get_computed_blocks` then `allocate_slots(req,
   num_new_tokens, num_hit_tokens, hit_blocks, full_sequence_must_fit=True)` (the 0.34.0 scheduler
   admits a waiting request so by default, `scheduler_reserve_full_isl`); later calls -> a Request of the old tokens
@@ -158,11 +161,13 @@ class VllmKVCacheManager(VllmBlockPool):
     # ----------------------------------------------------------------- request level
 
     @_events_taken
-    def find_cached_prefix(self, tokens: tuple[int, ...]) -> int:
-        """get_computed_blocks_for_connector of a Request of `tokens`: its hit tokens."""
+    def find_cached_prefix(self, tokens: tuple[int, ...]) -> Any:
+        """get_num_cached_tokens, then get_computed_blocks_for_connector, of a Request of `tokens`:
+        the hit tokens both answer, or (probe's, lookup's) when they differ."""
         request = self._new_request("find_cached_prefix", self._tokens(tokens))
+        probed = self.manager.get_num_cached_tokens(request)
         _, hit, _, _ = self.manager.get_computed_blocks_for_connector(request)
-        return hit
+        return hit if probed == hit else (probed, hit)
 
     @_events_taken
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:

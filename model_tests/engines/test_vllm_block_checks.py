@@ -164,6 +164,17 @@ def test_events_naming_no_group_kind_differ_in_the_events_view_alone() -> None:
     assert m.events()[0][0][2] == ((0, 1), (0, None, None))  # the group named without its kind
 
 
+def test_find_cached_prefix_answers_both_lookups_when_they_differ() -> None:
+    """The probe (get_num_cached_tokens) and the lookup must agree: a probe that counts the last
+    token answers a pair, which no spec answer equals."""
+    m = vllm_broken_managers.probe_counts_last_token(6)
+    m.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert m.find_cached_prefix((0, 1, 2, 0)) == (4, 2)  # the lookup leaves the last token: 2
+    healthy = kv_cache_manager(6)
+    healthy.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert healthy.find_cached_prefix((0, 1, 2, 0)) == 2
+
+
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
     """A running request's answer is its table extended by the blocks allocate_slots answered, as the
     scheduler hands them to the worker: a manager that records new blocks but answers none is
