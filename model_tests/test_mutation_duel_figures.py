@@ -152,8 +152,11 @@ def test_the_fixture_names_every_check_s_interpreter_python_and_a_rerun_runs_the
     rerun["also_check_commands"] = [["/elsewhere/python", "-m", "cacheproof", "check", "--impl", "m:g"]]
     assert duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)["counts"]["both"] == 1
     rerun["also_check_commands"] = []
+    partial = dict(rerun, mutants=[])
     with pytest.raises(ValueError, match="also_check_commands"):
-        duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)
+        duel_fixture.merged(json.loads(json.dumps(fixture)), partial)
+    whole = duel_fixture.merged(json.loads(json.dumps(fixture)), rerun)  # every mutant rerun: its checks are the report's
+    assert whole["also_check_commands"] == []
 
 
 @pytest.mark.parametrize("breaking, where", [

@@ -18,7 +18,9 @@ mutant's killing `check` 1 when cacheproof killed it, else null.
 also-checks (after a gap was closed in the adapter or the spec, only the mutants it could change
 rerun): each of its mutants replaces that mutant's cacheproof side, and the categories and counts
 are recomputed by the duel's rule (a side kills unless it survived). A rerun that ran the tests
-too replaces that side as well. docs/mutation-duel.md names every rerun mutant.
+too replaces that side as well. A rerun of every mutant the report ran may run other checks (an
+adapter added with `--also-check`): every cacheproof side is then its, so its check commands
+replace the report's. docs/mutation-duel.md names every rerun mutant.
 """
 
 from __future__ import annotations
@@ -60,13 +62,18 @@ def _also_check_arguments(report: dict) -> list[list[str]]:
 def merged(report: dict, rerun: dict) -> dict:
     """`report` (a duel's report, or its committed fixture) with the sides `rerun` ran for its
     mutants put in; ValueError naming the mismatch when `rerun` is of another module or source,
-    or runs other also-checks (their killing check numbers would name other commands), or names a
-    mutant `report` did not run or one whose diff is not the report's."""
+    or runs other also-checks on only some of the report's mutants (their killing check numbers
+    would name other commands), or names a mutant `report` did not run or one whose diff is not the
+    report's. A rerun of all the report's mutants brings its own check commands."""
+    whole = {mutant["number"] for mutant in rerun["mutants"]} == {mutant["number"] for mutant in report["mutants"]}
     for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
                          ("mutants_generated", lambda r: r.get("mutants_generated")),
                          ("also_check_commands", _also_check_arguments)):
-        if value(rerun) != value(report):
+        if value(rerun) != value(report) and not (whole and field == "also_check_commands"):
             raise ValueError(f"the rerun's {field} is {value(rerun)!r}, the report's {value(report)!r}")
+    if whole:
+        report["check_command"] = rerun.get("check_command", report.get("check_command"))
+        report["also_check_commands"] = rerun.get("also_check_commands", [])
     by_number = {mutant["number"]: mutant for mutant in report["mutants"]}
     for again in rerun["mutants"]:
         mutant = by_number.get(again["number"])
