@@ -102,8 +102,9 @@ from __future__ import annotations
 import functools
 import logging
 
-from typing import Any, NamedTuple
+from typing import Any
 
+from cacheproof.engines.vllm_events import TokenData, VllmEvents
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
 __all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
@@ -160,22 +161,6 @@ def _peer_pool(cls: Any) -> Any:
     return cls(1, enable_caching=True, hash_block_size=1)
 
 
-class TokenData(NamedTuple):
-    """What a BlockStored says of its blocks' tokens: the token ids, each block's lookahead token
-    ids (None: the pool has no lookahead) and each block's extra keys (None: no entry at all)."""
-
-    token_ids: tuple[int, ...]
-    lookahead: tuple[tuple[int, ...], ...] | None
-    extra_keys: tuple[Any, ...] | None
-
-    @classmethod
-    def of(cls, event: Any) -> "TokenData":
-        lookahead = event.lookahead_token_ids
-        extra_keys = event.extra_keys
-        return cls(tuple(event.token_ids), None if lookahead is None else tuple(tuple(ids) for ids in lookahead),
-                   None if extra_keys is None else tuple(extra_keys))
-
-
 class _VllmNames:
     """The vLLM types and helpers the adapter builds arguments with (imported lazily)."""
 
@@ -214,7 +199,7 @@ def _without_warnings(call: Any) -> Any:
         logger.setLevel(level)
 
 
-class VllmBlockPool:
+class VllmBlockPool(VllmEvents):
     """A vLLM `BlockPool` speaking the block-pool contract; `pool` is the vLLM object itself,
     `peer` the vLLM pool of no contract block that every `free` is called on; a pool-level block
     holds `units` of the pool's hash units."""
@@ -441,51 +426,6 @@ class VllmBlockPool:
     def reused(self) -> tuple[int, ...]:
         """The blocks vLLM reported reused to the unpinner during the last call, sorted."""
         return tuple(sorted(self._told))
-
-    def _event_hash(self, value: Any) -> Any:
-        """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it)."""
-        return self._external.get(value, value)
-
-    def events(self) -> tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]:
-        """vLLM's KV cache events of the last call as (stored, removed, cleared); an event of
-        another type raises TypeError naming it (the view then differs)."""
-        stored, removed, cleared = [], [], False
-        for event in self._emitted:
-            kind = type(event).__name__
-            if kind == "BlockStored":
-                if event.block_hashes:
-                    parent = None if event.parent_block_hash is None else self._event_hash(event.parent_block_hash)
-                    stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes),
-                                   self._event_data(event)))
-            elif kind == "BlockRemoved":
-                removed.extend(self._event_hash(value) for value in event.block_hashes)
-            elif kind == "AllBlocksCleared":
-                cleared = True
-            else:
-                raise TypeError(f"vLLM emitted a KV cache event of type {kind}, which the events view does not read")
-        return tuple(stored), tuple(sorted(removed)), cleared
-
-    def _event_data(self, event: Any) -> Any:
-        """A BlockStored's token data (`_event_tokens`), and the KV-cache group it names, as a router
-        reads it to filter groups (`group_idx`, `kv_cache_spec_kind`, `kv_cache_spec_sliding_window`):
-        naming the adapter's one group as vLLM's code there names it (`_group`) reads as the token
-        data alone; any other naming is joined to it, so the view differs."""
-        data = self._event_tokens(event)
-        named = (event.group_idx, event.kv_cache_spec_kind, event.kv_cache_spec_sliding_window)
-        return data if named == self._group else (data, named)
-
-    def _event_tokens(self, event: Any) -> Any:
-        """A BlockStored's token data as the events view says it. The contract's requests have no
-        extra keys and no lookahead, and the pool level's blocks hold no tokens: a pool-level
-        call's event whose token data is exactly what the call made up (`_pool_request`) reads as
-        none; a request-level event with one None extra key per block and no lookahead reads as
-        its token ids; any other data as the `TokenData` vLLM wrote, which then differs."""
-        written = TokenData.of(event)
-        if self._made_up is not None and written == self._made_up:
-            return ()
-        if written.lookahead is None and written.extra_keys == (None,) * len(event.block_hashes):
-            return written.token_ids
-        return written
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None) -> Any:
