@@ -108,9 +108,10 @@ def _locked(name: str):
     return method
 
 
-for _name in KIND.default_operations + KIND.views:
+_LOCKED = tuple(name for name in KIND.default_operations + KIND.views if hasattr(block_pools.ListBlockPool, name))
+for _name in _LOCKED:
     setattr(LockedListPool, _name, _locked(_name))
-counts_completed_calls(LockedListPool, KIND.default_operations + KIND.views)
+counts_completed_calls(LockedListPool, _LOCKED)
 
 
 class RacyAllocatePool(LockedListPool):

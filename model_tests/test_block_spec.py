@@ -171,6 +171,22 @@ def test_free_of_an_unknown_request_is_an_error_or_nothing() -> None:
         BlockSemantics(free_unknown_request="ignore")
 
 
+def test_cached_tokens_reach_the_last_hashed_block_of_each_table() -> None:
+    """A request's cached tokens: its table up to its last block carrying a hash (a prefix hit and
+    the blocks it filled itself), a partial last block not counted; an evicted block no longer counts."""
+    spec = BlockPoolSpec(6)
+    spec.allocate_slots(1, (5, 6, 7, 8, 9))
+    assert spec.cached_tokens() == ((1, 4),)  # two full blocks of 2, the third holds one token
+    spec.allocate_slots(2, (5, 6, 7, 1))  # hits (5, 6) only: the last token is always recomputed
+    assert spec.cached_tokens() == ((1, 4), (2, 4))
+    spec.evict((2,))  # request 1's second block, held, loses its hash
+    assert spec.cached_tokens() == ((1, 2), (2, 4))
+    assert BlockPoolSpec(6, BlockSemantics(prefix_caching="off")).cached_tokens() == ()
+    off = BlockPoolSpec(6, BlockSemantics(prefix_caching="off"))
+    off.allocate_slots(1, (5, 6, 7, 8, 9))
+    assert off.cached_tokens() == ((1, 0),)
+
+
 def test_request_level_without_prefix_caching_hashes_nothing_and_finds_nothing() -> None:
     """prefix_caching="off": a request's full blocks get no hash, so no later request or lookup hits
     them, and freed blocks go to the head of the queue; the contract caches the same calls."""

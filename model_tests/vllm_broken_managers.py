@@ -56,8 +56,24 @@ class ProbeCountsLastTokenManager(KVCacheManager):
         return num_computed_tokens
 
 
+class CachedTokensOfHitManager(KVCacheManager):
+    """estimate_cached_tokens counts the prefix hit alone (the leading blocks that were cached
+    before the request came), not the blocks the request filled and cached itself: a request's
+    cached-token count in its prefill stats stays 0 after its own prompt is cached."""
+
+    def estimate_cached_tokens(self, request):
+        blocks = self.get_blocks(request.request_id).blocks[0]
+        hit = 0
+        for block in blocks:
+            if not block.block_hash_num_tokens or block.ref_cnt < 2:
+                break
+            hit = block.block_hash_num_tokens
+        return hit
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
+    CachedTokensOfHitManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -78,10 +94,15 @@ def probe_counts_last_token(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=ProbeCountsLastTokenManager)
 
 
+def cached_tokens_of_hit(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=CachedTokensOfHitManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
     "unannotated_events": ("vllm-kv-cache-manager", unannotated_events),
     "probe_counts_last_token": ("vllm-kv-cache-manager", probe_counts_last_token),
+    "cached_tokens_of_hit": ("vllm-kv-cache-manager", cached_tokens_of_hit),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

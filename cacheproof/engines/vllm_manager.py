@@ -37,6 +37,8 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   id, so what vLLM does with it is vLLM's answer.
 - `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
   taken with the manager's `take_events()`, as vLLM's scheduler does both.
+- `cached_tokens()` reads `estimate_cached_tokens(req)` of each request, as the scheduler reports
+  a request's cached tokens when its prefill ends;
 - `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
   request's blocks there. A manager that answers the scheduler one table and records another
   diverges from the spec in one of the two.
@@ -218,6 +220,11 @@ class VllmKVCacheManager(VllmBlockPool):
     def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(request, its block ids) read from vLLM's manager, by request."""
         return tuple((request, self._table(request)) for request in sorted(self._requests))
+
+    def cached_tokens(self) -> tuple[tuple[int, int], ...]:
+        """(request, the manager's estimate_cached_tokens of its Request), by request: the cached tokens
+        the 0.34.0 scheduler reports in a request's prefill stats."""
+        return tuple((request, self.manager.estimate_cached_tokens(req)) for request, req in sorted(self._requests.items()))
 
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) the adapter's model runner wrote, by block."""

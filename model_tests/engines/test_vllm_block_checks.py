@@ -175,6 +175,16 @@ def test_find_cached_prefix_answers_both_lookups_when_they_differ() -> None:
     assert healthy.find_cached_prefix((0, 1, 2, 0)) == 2
 
 
+def test_cached_tokens_are_the_managers_estimate_and_a_wrong_one_differs_in_that_view_alone() -> None:
+    m = kv_cache_manager(6)
+    m.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert m.cached_tokens() == ((1, 4),)
+    report = check_under_profile("blocks", "vllm-kv-cache-manager", vllm_broken_managers.cached_tokens_of_hit,
+                                 examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["cached_tokens"]
+
+
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
     """A running request's answer is its table extended by the blocks allocate_slots answered, as the
     scheduler hands them to the worker: a manager that records new blocks but answers none is

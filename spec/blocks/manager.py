@@ -146,6 +146,13 @@ class RequestLevel:
         """(request, its blocks in token order), by request: the requests managed here."""
         return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
 
+    def cached_tokens(self) -> tuple[tuple[int, int], ...]:
+        """(request, the tokens its block table covers up to its last block that carries a hash, 0 if
+        none), by request: the requests managed here, and the cached tokens a scheduler reports."""
+        return tuple((request, self.block_size * max((i + 1 for i, block in enumerate(table) if self._hash[block] is not None),
+                                                     default=0))
+                     for request, table in sorted(self._tables.items()))
+
     def tokens_of(self, request: int) -> tuple[int, ...]:
         """The tokens `request` has handed over so far; () for a request not managed here."""
         return self._tokens.get(request, ())

@@ -2,7 +2,7 @@
 
 A report shows a view that differs part by part: the free queue, each block's ref count and hash,
 each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
-written block's contents (`contents()`), the KV cache events of the last call (`events()`), the
+written block's contents (`contents()`), each request's cached tokens (`cached_tokens()`), the KV cache events of the last call (`events()`), the
 blocks the last call reused under a reader (`reused()`). Each part names the invariants of spec/blocks/invariants.py
 that a difference in it concerns, or the rule of docs/block-pool-contract.md that none states.
 `block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
@@ -30,6 +30,8 @@ EVENTS_RULE = ("a call announces exactly how it changed the hash map: each group
                "(docs/block-pool-contract.md, KV cache events)")
 REUSED_RULE = ("a block released with unpin stays readable until a call reuses it: the allocate that hands it out, "
                "or a reset, tells its reader once (docs/block-pool-contract.md, Readable released blocks)")
+CACHED_RULE = ("a request's cached tokens are those its block table covers up to its last block that carries a "
+               "hash (docs/block-pool-contract.md, Request level)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings (docs/block-pool-contract.md, Request level)")
 
@@ -70,6 +72,14 @@ def tables_parts(tables: Any, names: Naming) -> Sequence[ViewPart] | None:
                      HOLDING_CONCERNS, TABLE_RULE) for request, table in tables]
 
 
+def cached_tokens_parts(cached: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(request, its cached tokens) as one part per request."""
+    if not _is_tuple(cached) or not all(_is_tuple(row, 2) for row in cached):
+        return None
+    return [ViewPart(f"{names.thing('request', request)} cached tokens", names.value(tokens), HASH_CONCERNS, CACHED_RULE)
+            for request, tokens in cached]
+
+
 def contents_parts(contents: Any, names: Naming) -> Sequence[ViewPart] | None:
     """(block, parent hash, tokens) as one part per written block."""
     if not _is_tuple(contents) or not all(_is_tuple(row, 3) for row in contents):
@@ -106,7 +116,7 @@ def reused_parts(reused: Any, names: Naming) -> Sequence[ViewPart] | None:
 
 
 BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts,
-                  "events": events_parts, "reused": reused_parts}
+                  "cached_tokens": cached_tokens_parts, "events": events_parts, "reused": reused_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
 BLOCK_SHAPES = {
@@ -115,20 +125,24 @@ BLOCK_SHAPES = {
                 "tuple of (request id, tuple of the block ids it holds) pairs, one per request holding blocks",
     "tables": "a tuple of (request id, tuple of block ids in token order) pairs, one per request at the request level",
     "contents": "a tuple of (block id, parent hash or None, tuple of tokens) triples, one per written block",
+    "cached_tokens": "a tuple of (request id, int) pairs, one per request at the request level",
     "events": "a tuple (stored, removed, cleared): stored a tuple of (parent hash or None, tuple of hashes, tuple "
               "of the tokens the blocks hold) triples in the order announced, removed a sorted tuple of hashes, "
               "cleared a bool",
     "reused": "a sorted tuple of block ids: the unpinned blocks the last call reused",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
-`tables_parts`, `contents_parts`, `events_parts` and `reused_parts` read it."""
+`tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts` and `reused_parts` read it."""
 
 BLOCK_VIEW_READERS = {
+    "cached_tokens": ViewReader(lambda target, model: target.cached_tokens(), lambda model: "cache.cached_tokens()",
+                                optional=True),
     "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
     "reused": ViewReader(lambda target, model: target.reused(), lambda model: "cache.reused()", optional=True),
 }
-"""The announcement views are optional (`SpecKind.view_readers`): a pool that announces no KV cache
-events (no `events()`), or has no `unpin` (no `reused()`), is compared on the other views."""
+"""The optional views (`SpecKind.view_readers`): a request level that reports no cached tokens (no
+`cached_tokens()`), a pool that announces no KV cache events (no `events()`), or has no `unpin` (no
+`reused()`), is compared on the other views."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,
