@@ -184,6 +184,11 @@ class MinimalPool:
     def contents(self) -> tuple:
         return tuple((block, parent, tokens) for block, (parent, tokens) in sorted(self.written.items()))
 
+    def cached_tokens(self) -> tuple:
+        return tuple((request, BLOCK_SIZE * max((i + 1 for i, block in enumerate(record.table) if self.hash[block] is not None),
+                                                default=0))
+                     for request, record in sorted(self.requests.items()))
+
     # Checks -----------------------------------------------------------------------------------
 
     def _check_request(self, operation: str, request: object) -> None:

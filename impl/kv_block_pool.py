@@ -205,6 +205,10 @@ class KVBlockPool:
         """How many holdings of `block` exist (0: free, or the null block)."""
         return self._ref.get(block, 0)
 
+    def hash_of(self, block: int) -> int | None:
+        """The hash `block` carries (None: none)."""
+        return self._hash.get(block)
+
     def holds(self, request: int) -> bool:
         """Whether `request` holds any block."""
         return bool(self._held.get(request))

@@ -340,6 +340,13 @@ class KVCacheManager:
         return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
 
     @_locked
+    def cached_tokens(self) -> tuple[tuple[int, int], ...]:
+        """(request, the tokens its table covers up to its last hashed block), by request."""
+        return tuple((request, self.block_size * max((i + 1 for i, block in enumerate(table)
+                                                      if self.pool.hash_of(block) is not None), default=0))
+                     for request, table in sorted(self._tables.items()))
+
+    @_locked
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) per written block, by block, the tokens read from storage."""
         if not self._written:

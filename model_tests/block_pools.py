@@ -278,6 +278,10 @@ class ListBlockPool:
     def contents(self):
         return tuple((b, p, t) for b, (p, t) in sorted(self._written.items()))
 
+    def cached_tokens(self):
+        return tuple((r, self.block_size * max((i + 1 for i, b in enumerate(rec[0]) if b in self._block_hash), default=0))
+                     for r, rec in sorted(self._requests.items()))
+
 
 class DoubleFreePool(ListBlockPool):
     """vLLM #42571 / vLLM's unchecked free_blocks: a free of a block the request does not hold is

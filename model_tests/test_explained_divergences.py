@@ -38,8 +38,10 @@ def _explained(pool_class, size: int, calls: list[Call]):
     difference at the last one, explained."""
     model, pool = BLOCK_KIND.new(size, BLOCK_CONTRACT), pool_class(size)
     for call in calls[:-1]:
-        assert differential_step(model, pool, call, BLOCK_KIND.views, error_names=BLOCK_KIND.error_names) is None
-    difference = differential_step(model, pool, calls[-1], BLOCK_KIND.views, error_names=BLOCK_KIND.error_names)
+        assert differential_step(model, pool, call, BLOCK_KIND.views, error_names=BLOCK_KIND.error_names,
+                                 readers=BLOCK_KIND.view_readers) is None
+    difference = differential_step(model, pool, calls[-1], BLOCK_KIND.views, error_names=BLOCK_KIND.error_names,
+                                   readers=BLOCK_KIND.view_readers)
     assert difference is not None
     (explanation,) = explain_all(BLOCK_KIND, [diverging_call(BLOCK_KIND, size, BLOCK_CONTRACT, calls, difference)])
     return difference, explanation
