@@ -104,6 +104,7 @@ def test_hashes_are_short_the_same_hash_reads_the_same_and_the_differences_name_
     assert explanation.differences[1:] == (  # the ref counts agree: the differences concern the hashes' invariants
         f"snapshot(), block 1: spec ref 1, hash {short[first]}; this implementation ref 1, no hash (concerns B4, B5)",
         f"snapshot(), block 2: spec ref 1, hash {short[second]}; this implementation ref 1, no hash (concerns B4, B5)",
+        "cached_tokens(), request 1 cached tokens: spec 4; this implementation 0 (concerns B4, B5)",  # two full blocks of 2
     )
     text = "\n".join(explanation.lines())
     assert str(first) not in text and str(second) not in text  # never the 19-digit form
