@@ -204,7 +204,8 @@ class VllmBlockPool(VllmEvents):
     `peer` the vLLM pool of no contract block that every `free` is called on; a pool-level block
     holds `units` of the pool's hash units."""
 
-    def __init__(self, pool: Any, vllm: _VllmNames, peer: Any, *, units: int = 1) -> None:
+    def __init__(self, pool: Any, vllm: _VllmNames, peer: Any, *, units: int = 1,
+                 group: tuple[int, Any, Any] = (_GROUP, None, None)) -> None:
         self.pool = pool
         self.units = units
         self.block_size = units * pool.hash_block_size  # tokens per block of the pool-level calls
@@ -215,7 +216,7 @@ class VllmBlockPool(VllmEvents):
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
         self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
         self._made_up: TokenData | None = None  # what the last call's made-up Request gives the blocks it names
-        self._group: tuple[int, Any, Any] = (_GROUP, None, None)  # how an event names the one group: the pool leaves it unannotated
+        self._group = group  # how an event names the one group (the pool leaves it unannotated; a manager annotates it)
 
     @property
     def num_blocks(self) -> int:

@@ -101,9 +101,8 @@ class VllmKVCacheManager(VllmBlockPool):
     `pool` its block pool. See the module docstring for the translations."""
 
     def __init__(self, manager: Any, vllm: _VllmNames, peer: Any, group: tuple[int, Any, Any]) -> None:
-        super().__init__(manager.block_pool, vllm, peer)
+        super().__init__(manager.block_pool, vllm, peer, group=group)  # group: how take_events annotates its events
         self.manager = manager
-        self._group = group  # how take_events annotates the one group's events
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
         self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)

@@ -31,7 +31,7 @@ EVENTS_RULE = ("a call announces exactly how it changed the hash map: each group
 REUSED_RULE = ("a block released with unpin stays readable until a call reuses it: the allocate that hands it out, "
                "or a reset, tells its reader once (docs/block-pool-contract.md, Readable released blocks)")
 CACHED_RULE = ("a request's cached tokens are those its block table covers up to its last block that carries a "
-               "hash (docs/block-pool-contract.md, Request level)")
+               "hash (docs/block-pool-contract.md, Views)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings (docs/block-pool-contract.md, Request level)")
 
