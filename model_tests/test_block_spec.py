@@ -187,6 +187,33 @@ def test_cached_tokens_reach_the_last_hashed_block_of_each_table() -> None:
     assert off.cached_tokens() == ((1, 0),)
 
 
+def test_prefix_cache_stats_count_the_requests_a_call_admits_and_a_reset() -> None:
+    """The last call's statistics: an admitted request with its tokens and hit tokens; a probe, a
+    refused allocation and a running request's call count nothing; a reset that drops every hash is
+    flagged, one refused while blocks are in use is not; with prefix caching off nothing is counted."""
+    spec = BlockPoolSpec(6)  # 5 blocks besides the null block
+    assert spec.prefix_cache_stats() == (0, 0, 0, False)
+    spec.allocate_slots(1, (5, 6, 7, 8, 9))
+    assert spec.prefix_cache_stats() == (1, 5, 0, False)
+    spec.find_cached_prefix((5, 6, 7, 8, 9))
+    assert spec.prefix_cache_stats() == (0, 0, 0, False)
+    assert spec.allocate_slots(2, (5, 6, 7, 8, 1, 2, 3, 4, 1)) is None  # hits 4 tokens, needs 3 blocks, 2 free
+    assert spec.prefix_cache_stats() == (0, 0, 0, False)
+    spec.allocate_slots(2, (5, 6, 7, 1))
+    assert spec.prefix_cache_stats() == (1, 4, 2, False)  # (5, 6) hit; (7, 1) is the recomputed last block
+    spec.allocate_slots(1, (5, 6, 7, 8, 9, 1))
+    assert spec.prefix_cache_stats() == (0, 0, 0, False)
+    assert spec.reset() is False
+    assert spec.prefix_cache_stats() == (0, 0, 0, False)
+    spec.free_request(1)
+    spec.free_request(2)
+    assert spec.reset() is True
+    assert spec.prefix_cache_stats() == (0, 0, 0, True)
+    off = BlockPoolSpec(4, BlockSemantics(prefix_caching="off"))
+    off.allocate_slots(1, (5, 6, 7))
+    assert off.prefix_cache_stats() == (0, 0, 0, False)
+
+
 def test_request_level_without_prefix_caching_hashes_nothing_and_finds_nothing() -> None:
     """prefix_caching="off": a request's full blocks get no hash, so no later request or lookup hits
     them, and freed blocks go to the head of the queue; the contract caches the same calls."""

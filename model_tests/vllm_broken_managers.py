@@ -71,9 +71,21 @@ class CachedTokensOfHitManager(KVCacheManager):
         return hit
 
 
+class StatsAtLookupManager(KVCacheManager):
+    """get_computed_blocks records the request in the prefix-cache statistics itself, besides the
+    scheduler's record at admission: every lookup counts, so a request waiting for blocks is
+    counted once per step it waits and an admitted one twice, and the hit rate a server logs is
+    not its requests'."""
+
+    def get_computed_blocks(self, request, max_cache_hit_length=None):
+        answer = super().get_computed_blocks(request, max_cache_hit_length)
+        self.record_prefix_cache_stats(request, answer[1])
+        return answer
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
-    CachedTokensOfHitManager,
+    CachedTokensOfHitManager, StatsAtLookupManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -98,11 +110,16 @@ def cached_tokens_of_hit(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=CachedTokensOfHitManager)
 
 
+def stats_at_lookup(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=StatsAtLookupManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
     "unannotated_events": ("vllm-kv-cache-manager", unannotated_events),
     "probe_counts_last_token": ("vllm-kv-cache-manager", probe_counts_last_token),
     "cached_tokens_of_hit": ("vllm-kv-cache-manager", cached_tokens_of_hit),
+    "stats_at_lookup": ("vllm-kv-cache-manager", stats_at_lookup),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

@@ -5,7 +5,8 @@ peer pool it shares.
 `kv_cache_manager(num_blocks)` builds vLLM's own
 `vllm.v1.core.kv_cache_manager.KVCacheManager` (it runs on the CPU: it is bookkeeping over
 `BlockPool`, no tensors) for a `KVCacheConfig` of one full-attention group of block size
-BLOCK_SIZE, KV cache events on (its requests in the default `kv_cache_report_mode`, "incremental":
+BLOCK_SIZE, prefix-cache statistics on (`log_stats`, as an engine server logs them), KV cache
+events on (its requests in the default `kv_cache_report_mode`, "incremental":
 a prefix hit announces nothing, profile vllm-kv-cache-manager's `hit_events="none"`; in
 `kv_cache_manager_full`, "full": every hit `get_computed_blocks` finds is re-announced with its
 tokens, profile vllm-kv-cache-manager-full's `hit_events="lookup"`), and wraps it
@@ -37,6 +38,12 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   id, so what vLLM does with it is vLLM's answer.
 - `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
   taken with the manager's `take_events()`, as vLLM's scheduler does both.
+- `prefix_cache_stats()`: the scheduler records a request's hit with `record_prefix_cache_stats(req,
+  hit)` once it admits it (a first `allocate_slots` that answers blocks), and takes the step's
+  statistics with `make_prefix_cache_stats()`; the adapter does both, taking them after every call
+  (a call is a step), and answers their (requests, queries, hits, reset). The contract's requests
+  are never preempted (a freed request that comes back is a new one), so vLLM's preempted counts
+  are not read;
 - `cached_tokens()` reads `estimate_cached_tokens(req)` of each request, as the scheduler reports
   a request's cached tokens when its prefill ends;
 - `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
@@ -89,7 +96,7 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
     config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
     cls = KVCacheManager if manager_class is None else manager_class
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
-                  enable_kv_cache_events=True, enable_caching=caching)
+                  enable_kv_cache_events=True, enable_caching=caching, log_stats=True)
     sampling = SamplingParams(max_tokens=1, extra_args={"kv_cache_report_mode": report_mode})
     vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, sampling)
     group = (_GROUP, get_kv_cache_spec_kind(attention).value, get_kv_cache_spec_sliding_window(attention))
@@ -106,6 +113,7 @@ class VllmKVCacheManager(VllmBlockPool):
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
         self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)
+        self._stats = (0, 0, 0, False)  # (requests, queries, hits, reset) of the last call's step
 
     # ----------------------------------------------------------------- translations
 
@@ -146,7 +154,10 @@ class VllmKVCacheManager(VllmBlockPool):
 
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
-        KV-cache spec), as vLLM's scheduler takes them."""
+        KV-cache spec) and its step's prefix-cache statistics (`make_prefix_cache_stats`), as vLLM's
+        scheduler takes both at the end of a step."""
+        stats = self.manager.make_prefix_cache_stats()
+        self._stats = (stats.requests, stats.queries, stats.hits, stats.reset)
         return self.manager.take_events()
 
     def _evict_blocks(self, ids: set[int]) -> None:
@@ -180,6 +191,8 @@ class VllmKVCacheManager(VllmBlockPool):
             req = self._new_request(request, tokens)
             hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
             new = self.manager.allocate_slots(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
+            if new is not None:  # admitted: the scheduler records the lookup's hit
+                self.manager.record_prefix_cache_stats(req, hit)
             first = hit // BLOCK_SIZE
         else:
             done = tuple(old.all_token_ids)
@@ -224,6 +237,10 @@ class VllmKVCacheManager(VllmBlockPool):
         """(request, the manager's estimate_cached_tokens of its Request), by request: the cached tokens
         the 0.34.0 scheduler reports in a request's prefill stats."""
         return tuple((request, self.manager.estimate_cached_tokens(req)) for request, req in sorted(self._requests.items()))
+
+    def prefix_cache_stats(self) -> tuple[int, int, int, bool]:
+        """(requests, queries, hits, reset) of the statistics the last call's step made."""
+        return self._stats
 
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) the adapter's model runner wrote, by block."""

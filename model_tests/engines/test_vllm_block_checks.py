@@ -185,6 +185,26 @@ def test_cached_tokens_are_the_managers_estimate_and_a_wrong_one_differs_in_that
     assert [view for view, _, _ in report.counterexample.difference.views] == ["cached_tokens"]
 
 
+def test_prefix_cache_stats_count_each_admitted_request_and_a_wrong_count_differs_in_that_view_alone() -> None:
+    """The manager's statistics, taken after each call: an admitted request with its tokens and hit
+    tokens, a probe counted nowhere, a reset flagged; a manager that also counts at lookup differs there alone."""
+    m = kv_cache_manager(6)
+    m.allocate_slots(1, (0, 1, 2, 0, 1))
+    assert m.prefix_cache_stats() == (1, 5, 0, False)
+    m.find_cached_prefix((0, 1, 2, 0, 1))
+    assert m.prefix_cache_stats() == (0, 0, 0, False)
+    m.allocate_slots(2, (0, 1, 2, 0, 1))
+    assert m.prefix_cache_stats() == (1, 5, 4, False)  # two full blocks of 2 hit; the last token is recomputed
+    m.free_request(1)
+    m.free_request(2)
+    assert m.reset() is True
+    assert m.prefix_cache_stats() == (0, 0, 0, True)
+    report = check_under_profile("blocks", "vllm-kv-cache-manager", vllm_broken_managers.stats_at_lookup,
+                                 examples=200, seed=1)
+    assert not report.ok
+    assert [view for view, _, _ in report.counterexample.difference.views] == ["prefix_cache_stats"]
+
+
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
     """A running request's answer is its table extended by the blocks allocate_slots answered, as the
     scheduler hands them to the worker: a manager that records new blocks but answers none is

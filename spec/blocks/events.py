@@ -23,6 +23,14 @@ a block released with `unpin` stays readable by whoever unpinned it until the po
 again (`allocate`) or drops every hash (`reset`); that call tells the reader to stop, once. The
 view is the blocks told, sorted (the order within one call tells a reader nothing).
 
+A call also announces the prefix-cache statistics a scheduler reads once per step
+(`prefix_cache_stats()`, vLLM's `PrefixCacheStats`): (requests, queries, hits, reset), the requests
+the call admitted at the request level after a prefix-cache lookup (a first `allocate_slots` that
+answers a table; none under prefix_caching="off", where no lookup runs), their tokens, their
+prefix-hit tokens, and whether the call dropped every hash (a `reset` that answered True). A
+probe (`find_cached_prefix`) admits nothing, so it counts nothing: a lookup is counted once its
+request is admitted.
+
 `BlockSemantics.hit_events` says whether a prefix hit also re-announces the reused blocks as
 stored (vLLM's `kv_cache_report_mode="full"`). The view `events()` is the events of the last call,
 read after every call; a call that raises announces nothing (B8).
@@ -36,6 +44,9 @@ from typing import Any, Callable, Iterable, TypeVar
 Events = tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]
 """The `events()` view: (stored, removed, cleared) as the module docstring defines them."""
 
+PrefixCacheStats = tuple[int, int, int, bool]
+"""The `prefix_cache_stats()` view: (requests, queries, hits, reset) as the module docstring defines them."""
+
 NO_EVENTS: Events = ((), (), False)
 """What a call that changes no hash announces."""
 
@@ -43,13 +54,14 @@ NO_EVENTS: Events = ((), (), False)
 class CallEvents:
     """The events of one call, recorded as its steps change hashes."""
 
-    __slots__ = ("_stored", "_removed", "_cleared", "_reused")
+    __slots__ = ("_stored", "_removed", "_cleared", "_reused", "_admitted")
 
     def __init__(self) -> None:
         self._stored: list[tuple[int | None, tuple[int, ...], tuple[int, ...]]] = []
         self._removed: list[int] = []
         self._cleared = False
         self._reused: list[int] = []
+        self._admitted: list[tuple[int, int]] = []
 
     def store(self, parent: int | None, hashes: Iterable[int], tokens: Iterable[int] = ()) -> None:
         """Blocks holding `tokens` gained `hashes` together, the first after `parent`; none: no event."""
@@ -69,12 +81,21 @@ class CallEvents:
         """The reader of unpinned `block` is told that the pool reused it."""
         self._reused.append(block)
 
+    def admit(self, queries: int, hits: int) -> None:
+        """A request of `queries` tokens, `hits` of them a prefix hit, was admitted after a lookup."""
+        self._admitted.append((queries, hits))
+
     def view(self) -> Events:
         return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
 
     def reused_view(self) -> tuple[int, ...]:
         """The blocks reused under a reader in this call, sorted."""
         return tuple(sorted(self._reused))
+
+    def stats_view(self) -> PrefixCacheStats:
+        """(requests admitted after a lookup, their tokens, their hit tokens, whether every hash was dropped)."""
+        return (len(self._admitted), sum(q for q, _ in self._admitted), sum(h for _, h in self._admitted),
+                self._cleared)
 
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])

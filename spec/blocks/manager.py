@@ -14,7 +14,9 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    blocks for the new tokens are allocated (None, nothing changed, if too few are free).
    Either way the blocks the request wrote record their tokens (`contents`), every block that is
    now full and not yet cached by the request gets its chained hash, and the answer is the
-   request's whole block table.
+   request's whole block table. A first call that answers a table admits the request: under
+   prefix_caching="on" it is counted, with its tokens and hit tokens, in the call's prefix-cache
+   statistics (`prefix_cache_stats()`).
 3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
    in reverse), so its tail blocks are the first evicted; the request is forgotten.
 
@@ -109,6 +111,8 @@ class RequestLevel:
             self._cached[request] = len(hit)
             self._tokens[request] = tokens
             self._write(request, len(hit))
+            if self.semantics.prefix_caching == "on":
+                self._events.admit(len(tokens), len(hit) * self.block_size)
             return tuple(self._tables[request])
         old = self._tokens[request]
         if tokens[: len(old)] != old:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.spec.blocks import invariants as block_invariants
-from cacheproof.spec.blocks.events import CallEvents, Events, announcing
+from cacheproof.spec.blocks.events import CallEvents, Events, PrefixCacheStats, announcing
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
 from cacheproof.spec.blocks.partial import NULL_BLOCK, PartialEntries
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
@@ -229,6 +229,11 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     def reused(self) -> tuple[int, ...]:
         """The watched blocks the last call reused (allocate, reset), sorted: each reader told once."""
         return self._events.reused_view()
+
+    def prefix_cache_stats(self) -> PrefixCacheStats:
+        """The prefix-cache statistics of the last call: (requests admitted after a lookup, their
+        tokens, their hit tokens, whether every hash was dropped), spec/blocks/events.py."""
+        return self._events.stats_view()
 
     def hash_map(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(hash, the blocks carrying it, first inserted first), by hash."""

@@ -3,7 +3,7 @@
 A report shows a view that differs part by part: the free queue, each block's ref count and hash,
 each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
 written block's contents (`contents()`), each request's cached tokens (`cached_tokens()`), the KV cache events of the last call (`events()`), the
-blocks the last call reused under a reader (`reused()`). Each part names the invariants of spec/blocks/invariants.py
+blocks the last call reused under a reader (`reused()`), the last call's prefix-cache statistics (`prefix_cache_stats()`). Each part names the invariants of spec/blocks/invariants.py
 that a difference in it concerns, or the rule of docs/block-pool-contract.md that none states.
 `block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
 invariants judge. `cacheproof.contract.explaining.steps` reads both through the kind
@@ -32,6 +32,8 @@ REUSED_RULE = ("a block released with unpin stays readable until a call reuses i
                "or a reset, tells its reader once (docs/block-pool-contract.md, Readable released blocks)")
 CACHED_RULE = ("a request's cached tokens are those its block table covers up to its last block that carries a "
                "hash (docs/block-pool-contract.md, Views)")
+STATS_RULE = ("a call counts each request it admits after a prefix-cache lookup, with its tokens and hit tokens, "
+              "and a reset that drops every hash (docs/block-pool-contract.md, Prefix-cache statistics)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings (docs/block-pool-contract.md, Request level)")
 
@@ -115,8 +117,19 @@ def reused_parts(reused: Any, names: Naming) -> Sequence[ViewPart] | None:
     return [ViewPart("reused under a reader", names.things("block", reused), rule=REUSED_RULE)]
 
 
+def prefix_cache_stats_parts(stats: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(requests, queries, hits, reset) as one part."""
+    if not _is_tuple(stats, 4):
+        return None
+    requests, queries, hits, reset = stats
+    return [ViewPart("prefix-cache statistics",
+                     f"requests {names.value(requests)}, queries {names.value(queries)}, hits {names.value(hits)}, "
+                     f"reset {'yes' if reset else 'no'}", rule=STATS_RULE)]
+
+
 BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts,
-                  "cached_tokens": cached_tokens_parts, "events": events_parts, "reused": reused_parts}
+                  "cached_tokens": cached_tokens_parts, "events": events_parts, "reused": reused_parts,
+                  "prefix_cache_stats": prefix_cache_stats_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
 BLOCK_SHAPES = {
@@ -130,19 +143,24 @@ BLOCK_SHAPES = {
               "of the tokens the blocks hold) triples in the order announced, removed a sorted tuple of hashes, "
               "cleared a bool",
     "reused": "a sorted tuple of block ids: the unpinned blocks the last call reused",
+    "prefix_cache_stats": "a tuple (requests, queries, hits, reset) of three ints and a bool: the last call's "
+                          "prefix-cache statistics",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
-`tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts` and `reused_parts` read it."""
+`tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts`, `reused_parts` and
+`prefix_cache_stats_parts` read it."""
 
 BLOCK_VIEW_READERS = {
     "cached_tokens": ViewReader(lambda target, model: target.cached_tokens(), lambda model: "cache.cached_tokens()",
                                 optional=True),
     "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
     "reused": ViewReader(lambda target, model: target.reused(), lambda model: "cache.reused()", optional=True),
+    "prefix_cache_stats": ViewReader(lambda target, model: target.prefix_cache_stats(),
+                                     lambda model: "cache.prefix_cache_stats()", optional=True),
 }
 """The optional views (`SpecKind.view_readers`): a request level that reports no cached tokens (no
-`cached_tokens()`), a pool that announces no KV cache events (no `events()`), or has no `unpin` (no
-`reused()`), is compared on the other views."""
+`cached_tokens()`), a pool that announces no KV cache events (no `events()`), has no `unpin` (no
+`reused()`) or keeps no prefix-cache statistics (no `prefix_cache_stats()`), is compared on the other views."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,
