@@ -187,6 +187,24 @@ def test_cached_tokens_reach_the_last_hashed_block_of_each_table() -> None:
     assert off.cached_tokens() == ((1, 0),)
 
 
+def test_a_call_with_no_new_token_answers_the_table_or_is_refused() -> None:
+    """A running request handed its own tokens again: the table, nothing changed; under
+    no_new_tokens="refused" InvalidArgumentError, nothing changed."""
+    for semantics in (BlockSemantics(), BlockSemantics(no_new_tokens="refused")):
+        spec = BlockPoolSpec(6, semantics)
+        table = spec.allocate_slots(1, (5, 6, 7))
+        before = spec.state_key()
+        if semantics.no_new_tokens == "answered":
+            assert spec.allocate_slots(1, (5, 6, 7)) == table == (1, 2)
+        else:
+            with pytest.raises(InvalidArgumentError):
+                spec.allocate_slots(1, (5, 6, 7))
+        assert spec.state_key() == before
+        assert spec.allocate_slots(1, (5, 6, 7, 8)) == (1, 2)
+    with pytest.raises(InvalidArgumentError):
+        BlockSemantics(no_new_tokens="ignored")
+
+
 def test_prefix_cache_stats_count_the_requests_a_call_admits_and_a_reset() -> None:
     """The last call's statistics: an admitted request with its tokens and hit tokens; a probe, a
     refused allocation and a running request's call count nothing; a reset that drops every hash is
@@ -238,17 +256,18 @@ def test_kind_and_profiles() -> None:
                                    "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached"}
     off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
     assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
-                                           "prefix_caching": "off"}
+                                           "prefix_caching": "off", "no_new_tokens": "refused"}
     assert off.operations == BLOCK_PROFILES["vllm-kv-cache-manager"].operations
     full = BLOCK_PROFILES["vllm-kv-cache-manager-full"]
     assert full.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
-                                            "hit_events": "lookup"}
+                                            "hit_events": "lookup", "no_new_tokens": "refused"}
     assert full.operations == BLOCK_PROFILES["vllm-kv-cache-manager"].operations
     uncached = BLOCK_PROFILES["vllm-block-pool-uncached"]
     assert uncached.semantics == BLOCK_PROFILES["vllm-block-pool"].semantics
     assert uncached.operations == ("allocate", "touch", "lookup", "free", "unpin", "writable", "evict", "reset", "num_free")
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
-    assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop"}
+    assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
+                                               "no_new_tokens": "refused"}
     assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "evict", "reset", "num_free")
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]

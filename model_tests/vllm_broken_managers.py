@@ -83,9 +83,20 @@ class StatsAtLookupManager(KVCacheManager):
         return answer
 
 
+class NoNewTokensAnsweredManager(KVCacheManager):
+    """allocate_slots answers a running request's call with no new tokens as if it had some (no
+    blocks added), where vLLM refuses it: a scheduler that schedules a request zero tokens runs a
+    step for it unnoticed."""
+
+    def allocate_slots(self, request, num_new_tokens, *args, **kwargs):
+        if num_new_tokens == 0 and request.num_computed_tokens:
+            return self.empty_kv_cache_blocks
+        return super().allocate_slots(request, num_new_tokens, *args, **kwargs)
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
-    CachedTokensOfHitManager, StatsAtLookupManager,
+    CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -114,6 +125,10 @@ def stats_at_lookup(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=StatsAtLookupManager)
 
 
+def no_new_tokens_answered(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=NoNewTokensAnsweredManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -121,5 +136,6 @@ FACTORIES = {
     "probe_counts_last_token": ("vllm-kv-cache-manager", probe_counts_last_token),
     "cached_tokens_of_hit": ("vllm-kv-cache-manager", cached_tokens_of_hit),
     "stats_at_lookup": ("vllm-kv-cache-manager", stats_at_lookup),
+    "no_new_tokens_answered": ("vllm-kv-cache-manager", no_new_tokens_answered),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

@@ -32,6 +32,9 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   scheduler's `NewRequestData`), a running request's table extended by the new blocks
   allocate_slots answered, `get_block_ids(allow_none=True)` (its `CachedRequestData.new_block_ids`;
   None adds none).
+  vLLM's ValueError for a call that hands over no new token is the contract's
+  InvalidArgumentError (`no_new_tokens="refused"`), and so is a new request with no tokens (a
+  vLLM Request has a prompt token at least; its lookup fails first).
   Tokens that do not extend the request's have no vLLM form (a Request's tokens only grow):
   WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
 - `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
@@ -188,9 +191,11 @@ class VllmKVCacheManager(VllmBlockPool):
         tokens = self._tokens(tokens)
         old = self._requests.get(request)
         if old is None:
+            if not tokens:
+                raise InvalidArgumentError(f"allocate_slots(request={request}): a vLLM Request has a prompt token at least")
             req = self._new_request(request, tokens)
             hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
-            new = self.manager.allocate_slots(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
+            new = self._allocate(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
             if new is not None:  # admitted: the scheduler records the lookup's hit
                 self.manager.record_prefix_cache_stats(req, hit)
             first = hit // BLOCK_SIZE
@@ -205,7 +210,7 @@ class VllmKVCacheManager(VllmBlockPool):
             req.num_computed_tokens = len(done)
             req.status = type(req.status).RUNNING
             req.append_output_token_ids(list(tokens[len(done) :]))
-            new = self.manager.allocate_slots(req, len(tokens) - len(done))
+            new = self._allocate(req, len(tokens) - len(done))
             first = len(done) // BLOCK_SIZE
         if new is None:
             return None
@@ -219,6 +224,14 @@ class VllmKVCacheManager(VllmBlockPool):
             self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
         self._write(request, first)
         return self._worker[request]
+
+    def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:
+        """The manager's allocate_slots; its ValueError for a call with no new tokens (and none
+        computed to adopt) as the contract's InvalidArgumentError."""
+        try:
+            return self.manager.allocate_slots(req, *args, **kwargs)
+        except ValueError as error:
+            raise InvalidArgumentError(str(error)) from error
 
     @_events_taken
     def free_request(self, request: int) -> None:

@@ -18,7 +18,7 @@ from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.vllm import (  # noqa: E402
     block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_uncached,
 )
-from cacheproof.spec.errors import WrongStateError  # noqa: E402
+from cacheproof.spec.errors import InvalidArgumentError, WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
 from model_tests import vllm_broken_managers, vllm_broken_pools  # noqa: E402
@@ -203,6 +203,21 @@ def test_prefix_cache_stats_count_each_admitted_request_and_a_wrong_count_differ
                                  examples=200, seed=1)
     assert not report.ok
     assert [view for view, _, _ in report.counterexample.difference.views] == ["prefix_cache_stats"]
+
+
+def test_a_running_request_handed_no_new_token_is_refused_and_changes_nothing() -> None:
+    """vLLM's ValueError for a call with no new tokens is the contract's InvalidArgumentError, with
+    nothing changed; a manager that answers the call instead is found."""
+    m = kv_cache_manager(6)
+    table = m.allocate_slots(1, (0, 1, 2))
+    before = (m.snapshot(), m.tables())
+    with pytest.raises(InvalidArgumentError):
+        m.allocate_slots(1, (0, 1, 2))
+    assert (m.snapshot(), m.tables()) == before
+    assert m.allocate_slots(1, (0, 1, 2, 0)) == table
+    answering = vllm_broken_managers.no_new_tokens_answered(6)
+    answering.allocate_slots(1, (0, 1, 2))
+    assert answering.allocate_slots(1, (0, 1, 2)) == table  # the contract refuses it
 
 
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:

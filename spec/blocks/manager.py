@@ -11,7 +11,9 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    (pinned), then the missing blocks are allocated from the head of the free queue. Free blocks
    in the hit leave the queue, so they count against the free blocks; if too few are free the
    answer is None and nothing changes. Later calls: `tokens` must extend the request's tokens;
-   blocks for the new tokens are allocated (None, nothing changed, if too few are free).
+   blocks for the new tokens are allocated (None, nothing changed, if too few are free). Tokens
+   that add none (a later call's equal to the request's, a first call's empty) answer the table,
+   or under no_new_tokens="refused" raise InvalidArgumentError.
    Either way the blocks the request wrote record their tokens (`contents`), every block that is
    now full and not yet cached by the request gets its chained hash, and the answer is the
    request's whole block table. A first call that answers a table admits the request: under
@@ -75,8 +77,8 @@ class RequestLevel:
         _tokens: request -> its tokens so far.
         _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
         _contents: block -> (parent hash, tokens) written here since the block was last allocated.
-        semantics: the pool's BlockSemantics (free_unknown_request, hit_events and prefix_caching are
-            read here).
+        semantics: the pool's BlockSemantics (free_unknown_request, hit_events, prefix_caching and
+            no_new_tokens are read here).
     """
 
     @announcing
@@ -100,6 +102,8 @@ class RequestLevel:
                     f"allocate_slots(request={request}): the request holds blocks at the pool level "
                     f"{tuple(self._held[request])}; a request is managed at one level only"
                 )
+            if not tokens:
+                self._refuse_no_new_tokens(request, tokens)
             hit = self._prefix_hit(tokens)
             self._announce_request_hit(hit, tokens, "lookup")
             need = self._blocks_for(len(tokens)) - len(hit)
@@ -120,6 +124,8 @@ class RequestLevel:
                 f"allocate_slots(request={request}): the {len(tokens)} tokens do not extend the "
                 f"request's {len(old)} tokens; a request's tokens only grow"
             )
+        if len(tokens) == len(old):
+            self._refuse_no_new_tokens(request, tokens)
         need = self._blocks_for(len(tokens)) - len(table)
         if need > len(self._queue):
             return None
@@ -167,6 +173,14 @@ class RequestLevel:
         return tuple((block, parent, tokens) for block, (parent, tokens) in sorted(self._contents.items()))
 
     # Internals ----------------------------------------------------------------------------
+
+    def _refuse_no_new_tokens(self, request: int, tokens: tuple[int, ...]) -> None:
+        """Under no_new_tokens="refused", InvalidArgumentError for a call whose `tokens` add none."""
+        if self.semantics.no_new_tokens == "refused":
+            raise InvalidArgumentError(
+                f"allocate_slots(request={request}): the {len(tokens)} tokens are the request's so far; "
+                "a call must hand over at least one new token (no_new_tokens=\"refused\")"
+            )
 
     def _blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)

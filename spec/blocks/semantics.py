@@ -21,6 +21,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "hit_events": ("none", "stored", "lookup"),
     "hash_units": (1, 2),
     "prefix_caching": ("on", "off"),
+    "no_new_tokens": ("answered", "refused"),
 }
 """The valid values of every field."""
 
@@ -70,6 +71,11 @@ class BlockSemantics(OptionSemantics):
       built without caching never hashes). vLLM's manager built with `enable_caching=False` (the
       engine's `enable_prefix_caching=False`) is "off": it runs `KVCacheCoordinatorNoPrefixCache`,
       whose lookup finds nothing, and its `cache_blocks` does nothing.
+    - no_new_tokens: an `allocate_slots` whose tokens add none (a running request's own tokens, a
+      new request's empty ones) answers the table and changes nothing ("answered"), or is an InvalidArgumentError that
+      changes nothing ("refused"). vLLM's `KVCacheManager.allocate_slots` refuses it: a call with
+      no new tokens and no computed tokens to adopt raises ValueError before any change (a
+      scheduler that schedules a request no token has a bug).
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -79,6 +85,7 @@ class BlockSemantics(OptionSemantics):
     hit_events: str = "none"
     hash_units: int = 1
     prefix_caching: str = "on"
+    no_new_tokens: str = "answered"
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -125,7 +132,7 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-kv-cache-manager",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop"),
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused"),
             MANAGER_OPERATIONS,
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
             "evict_blocks, reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
@@ -133,14 +140,16 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-kv-cache-manager-full",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", hit_events="lookup"),
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", hit_events="lookup",
+                           no_new_tokens="refused"),
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager with its requests in kv_cache_report_mode full: every lookup that hits "
             "re-announces the hit (get_computed_blocks' emit_cached_block_events)",
         ),
         Profile(
             "vllm-kv-cache-manager-uncached",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", prefix_caching="off"),
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", prefix_caching="off",
+                           no_new_tokens="refused"),
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager built with enable_caching=False (the engine's prefix caching off): no block "
             "is hashed and no lookup finds a cached prefix",

@@ -21,7 +21,11 @@ outcome coverage counts those calls apart (`cases`, `case_of`). Under the contra
 is misuse, drawn only among the misuse calls.
 
 The request level draws token sequences from a vocabulary of three tokens, so that requests share
-prefixes; a request extends its own tokens or starts new ones.
+prefixes; a request extends its own tokens or starts new ones. Where the semantics refuse a call
+that adds no token (`no_new_tokens="refused"`, vLLM's manager), one call in eight of a running
+request hands it none; where such a call is answered with the table it changes nothing, and only
+the exhaustive search makes it (drawing it there too would shift every seeded program of the
+contract for a call that is a no-op).
 
 Those numbers are the small scope (`SMALL`), the one every check draws from. `--thorough` adds
 two more (`THOROUGH`, docs/scope.md): the wide scope, pools of up to 64 blocks (one in four up to
@@ -140,6 +144,7 @@ class _State:
         self.hashed = [b for b, (_, h) in enumerate(blocks) if h is not None]
         self.in_use = [b for b, (ref, _) in enumerate(blocks) if ref > 0 and b != 0]
         self.skips_null = getattr(getattr(model, "semantics", None), "null_block", None) == "skip"
+        self.refuses_no_new_tokens = getattr(getattr(model, "semantics", None), "no_new_tokens", None) == "refused"
 
     @property
     def pool_requests(self) -> list[int]:
@@ -271,6 +276,8 @@ def _allocate_slots(draws: Draws, s: _State) -> Call:
     managed = [r for r in s.requests if r not in s.holdings or r in s.tables]
     request = choice(draws, managed or [s.requests[-1] + 1])
     previous = s.model.tokens_of(request)
+    if previous and s.refuses_no_new_tokens and integer(draws, 0, 7) == 0:  # one in eight: no new token
+        return Call("allocate_slots", (request, previous))
     extra = some(draws, s.scope.tokens, s.scope.most_new_tokens)
     return Call("allocate_slots", (request, previous + extra))
 

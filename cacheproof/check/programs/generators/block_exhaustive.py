@@ -5,8 +5,9 @@ cache_blocks, writable and evict of every ordered choice of up to `most_named` s
 every hash of cache_blocks, lookup of every run of up to `most_named` hashes, free and unpin of
 every run of a request's blocks (last first, or as held), allocate of 0..the free blocks,
 find_cached_prefix of every run of up to `most_tokens` tokens, allocate_slots extending a request's
-tokens by every run of up to `most_new_tokens`; where misuse is checked, the misuse the drawn calls
-make, on the same values (docs/exhaustive.md). The state read is the drawers' (`block_calls._State`).
+tokens by every run of up to `most_new_tokens` (a running request's by none too); where misuse is
+checked, the misuse the drawn calls make, on the same values (docs/exhaustive.md). The state read
+is the drawers' (`block_calls._State`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class ExhaustiveBlockScope:
     of cache_blocks, lookup of every run of up to `most_named` hashes, free of every run of a request's
     blocks (last first, or as held), allocate of 0..the free blocks, find_cached_prefix of every run
     of up to `most_tokens` tokens, allocate_slots extending a request's tokens by every run of up to
-    `most_new_tokens`; where misuse is checked, the misuse the drawn calls make, on the same values.
+    `most_new_tokens` (a running request's by none too); where misuse is checked, the misuse the
+    drawn calls make, on the same values.
     `depth`: the calls per path a search goes to when no --depth is given."""
 
     name: str
@@ -122,8 +124,9 @@ def _every_find_cached_prefix(s: Any, scope: ExhaustiveBlockScope) -> list[Call]
 
 def _every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     managed = [r for r in scope.requests if r not in s.holdings or r in s.tables]
-    return [Call("allocate_slots", (r, s.model.tokens_of(r) + extra)) for r in managed
-            for extra in _words(scope.tokens, scope.most_new_tokens)]
+    extended = [Call("allocate_slots", (r, s.model.tokens_of(r) + extra)) for r in managed
+                for extra in _words(scope.tokens, scope.most_new_tokens)]
+    return extended + [Call("allocate_slots", (r, s.model.tokens_of(r))) for r in sorted(s.tables)]
 
 
 def _every_free_request(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
