@@ -187,6 +187,35 @@ def test_cached_tokens_reach_the_last_hashed_block_of_each_table() -> None:
     assert off.cached_tokens() == ((1, 0),)
 
 
+def test_a_load_hashes_nothing_until_it_finishes() -> None:
+    """load_slots admits a new request as allocate_slots would (its hit pinned, the rest allocated,
+    the request counted) but hashes none of its blocks, so no lookup finds them and no event is
+    stored; finish_load hashes its full blocks as one stored group, after which it runs on. A
+    loading request may not allocate, a running one may not load, and a finish needs a load."""
+    spec = BlockPoolSpec(8)
+    spec.allocate_slots(1, (5, 6, 7))
+    spec.free_request(1)
+    assert spec.load_slots(2, (5, 6, 7, 8, 9)) == (1, 2, 3)  # (5, 6) hit; block 2, unhashed, went to the head
+    assert spec.prefix_cache_stats() == (1, 5, 2, False) and spec.events() == ((), (), False)
+    assert spec.loading() == (2,) and spec.cached_tokens() == ((2, 2),)
+    assert spec.find_cached_prefix((5, 6, 7, 8, 9)) == 2
+    before = spec.state_key()
+    for refused in (lambda: spec.allocate_slots(2, (5, 6, 7, 8, 9, 1)), lambda: spec.load_slots(2, (5, 6)),
+                    lambda: spec.finish_load(3)):
+        with pytest.raises(WrongStateError):
+            refused()
+        assert spec.state_key() == before
+    spec.finish_load(2)
+    h1 = block_hash(None, (5, 6))
+    h2 = block_hash(h1, (7, 8))
+    assert spec.events() == (((h1, (h2,), (7, 8)),), (), False) and spec.loading() == ()
+    assert spec.find_cached_prefix((5, 6, 7, 8, 9)) == 4
+    assert spec.allocate_slots(2, (5, 6, 7, 8, 9, 1)) == (1, 2, 3)
+    assert spec.load_slots(3, (1, 2, 3)) == (4, 5)
+    spec.free_request(3)  # a load given up: its blocks, never hashed, go to the head, the last first
+    assert spec.loading() == () and spec.snapshot()[0] == (5, 4, 6, 7)
+
+
 def test_a_call_with_no_new_token_answers_the_table_or_is_refused() -> None:
     """A running request handed its own tokens again: the table, nothing changed; under
     no_new_tokens="refused" InvalidArgumentError, nothing changed."""
@@ -268,7 +297,9 @@ def test_kind_and_profiles() -> None:
     manager = BLOCK_PROFILES["vllm-kv-cache-manager"]
     assert manager.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                                "no_new_tokens": "refused"}
-    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "evict", "reset", "num_free")
+    assert manager.operations == ("find_cached_prefix", "allocate_slots", "free_request", "load_slots", "finish_load",
+                                  "evict", "reset", "num_free")
+    assert not {"load_slots", "finish_load"} & set(BLOCK_PROFILES["contract"].operations)
     assert BLOCK_PROFILES["pool"].semantics.differences() == {} and BLOCK_PROFILES["pool"].operations == POOL_OPERATIONS
     vllm = BLOCK_PROFILES["vllm-block-pool"]
     assert vllm.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "hit_events": "stored", "hash_units": 2}

@@ -94,9 +94,18 @@ class NoNewTokensAnsweredManager(KVCacheManager):
         return super().allocate_slots(request, num_new_tokens, *args, **kwargs)
 
 
+class CachesWhileLoadingManager(KVCacheManager):
+    """allocate_slots caches a request's blocks at once even when told to delay it (`delay_cache_blocks`,
+    a connector's asynchronous load): another request's lookup then hits blocks whose KV has not
+    arrived, and its attention reads whatever the blocks held before."""
+
+    def allocate_slots(self, request, num_new_tokens, *args, delay_cache_blocks=False, **kwargs):
+        return super().allocate_slots(request, num_new_tokens, *args, **kwargs)
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
-    CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager,
+    CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -129,6 +138,10 @@ def no_new_tokens_answered(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=NoNewTokensAnsweredManager)
 
 
+def caches_while_loading(num_blocks: int):
+    return kv_cache_manager(num_blocks, manager_class=CachesWhileLoadingManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -137,5 +150,6 @@ FACTORIES = {
     "cached_tokens_of_hit": ("vllm-kv-cache-manager", cached_tokens_of_hit),
     "stats_at_lookup": ("vllm-kv-cache-manager", stats_at_lookup),
     "no_new_tokens_answered": ("vllm-kv-cache-manager", no_new_tokens_answered),
+    "caches_while_loading": ("vllm-kv-cache-manager", caches_while_loading),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

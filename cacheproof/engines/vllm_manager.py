@@ -191,38 +191,67 @@ class VllmKVCacheManager(VllmBlockPool):
         tokens = self._tokens(tokens)
         old = self._requests.get(request)
         if old is None:
-            if not tokens:
-                raise InvalidArgumentError(f"allocate_slots(request={request}): a vLLM Request has a prompt token at least")
-            req = self._new_request(request, tokens)
-            hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
-            new = self._allocate(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
-            if new is not None:  # admitted: the scheduler records the lookup's hit
-                self.manager.record_prefix_cache_stats(req, hit)
-            first = hit // BLOCK_SIZE
-        else:
-            done = tuple(old.all_token_ids)
-            if tokens[: len(done)] != done:
-                raise WrongStateError(
-                    f"allocate_slots(request={request}): the tokens do not extend the request's "
-                    f"{len(done)} tokens, and a vLLM Request's tokens only grow"
-                )
-            req = self._new_request(request, done)
-            req.num_computed_tokens = len(done)
-            req.status = type(req.status).RUNNING
-            req.append_output_token_ids(list(tokens[len(done) :]))
-            new = self._allocate(req, len(tokens) - len(done))
-            first = len(done) // BLOCK_SIZE
+            return self._admit(request, tokens)
+        done = tuple(old.all_token_ids)
+        if tokens[: len(done)] != done:
+            raise WrongStateError(
+                f"allocate_slots(request={request}): the tokens do not extend the request's "
+                f"{len(done)} tokens, and a vLLM Request's tokens only grow"
+            )
+        req = self._new_request(request, done)
+        req.num_computed_tokens = len(done)
+        req.status = type(req.status).RUNNING
+        req.append_output_token_ids(list(tokens[len(done) :]))
+        new = self._allocate(req, len(tokens) - len(done))
         if new is None:
             return None
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
         self._handed_out(new.blocks[_GROUP])
-        if old is None:
-            self._worker[request] = tuple(self.manager.get_blocks(str(request)).get_block_ids()[_GROUP])
+        added = new.get_block_ids(allow_none=True)
+        self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
+        self._write(request, len(done) // BLOCK_SIZE)
+        return self._worker[request]
+
+    @_events_taken
+    def load_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+        """get_computed_blocks + allocate_slots of no new token, the tokens past the hit external
+        and their caching delayed, as the scheduler admits a request whose KV a connector loads."""
+        if request in self._requests:
+            raise WrongStateError(f"load_slots(request={request}): the request has a vLLM Request already; "
+                                  "the scheduler loads a waiting request's KV")
+        return self._admit(request, self._tokens(tokens), load=True)
+
+    @_events_taken
+    def finish_load(self, request: int) -> None:
+        """cache_blocks(req, its computed tokens), as the scheduler caches a request's blocks once its
+        load is done (`_update_waiting_for_remote_kv`)."""
+        req = self._requests.get(request)
+        if req is None:
+            raise WrongStateError(f"finish_load(request={request}): the request has no vLLM Request")
+        self.manager.cache_blocks(req, req.num_computed_tokens)
+
+    def _admit(self, request: int, tokens: tuple[int, ...], load: bool = False) -> tuple[int, ...] | None:
+        """A waiting request's admission: its lookup, then allocate_slots of its tokens past the hit (as
+        new tokens, or as external ones whose caching is delayed under `load`), full_sequence_must_fit
+        as the scheduler's default; the recorded hit, and the worker's table, or None."""
+        if not tokens:
+            raise InvalidArgumentError(f"allocate_slots(request={request}): a vLLM Request has a prompt token at least")
+        req = self._new_request(request, tokens)
+        hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
+        if load:
+            new = self._allocate(req, 0, hit, hit_blocks, num_external_computed_tokens=len(tokens) - hit,
+                                 delay_cache_blocks=True, full_sequence_must_fit=True)
         else:
-            added = new.get_block_ids(allow_none=True)
-            self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
-        self._write(request, first)
+            new = self._allocate(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
+        if new is None:
+            return None
+        self.manager.record_prefix_cache_stats(req, hit)  # admitted: the scheduler records the lookup's hit
+        req.num_computed_tokens = len(tokens)
+        self._requests[request] = req
+        self._handed_out(new.blocks[_GROUP])
+        self._worker[request] = tuple(self.manager.get_blocks(str(request)).get_block_ids()[_GROUP])
+        self._write(request, hit // BLOCK_SIZE)
         return self._worker[request]
 
     def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:

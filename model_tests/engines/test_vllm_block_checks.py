@@ -220,6 +220,23 @@ def test_a_running_request_handed_no_new_token_is_refused_and_changes_nothing() 
     assert answering.allocate_slots(1, (0, 1, 2)) == table  # the contract refuses it
 
 
+def test_a_loading_request_is_found_by_no_lookup_until_its_load_finishes() -> None:
+    """vLLM's manager admits a request whose KV a connector loads with its caching delayed: no hash,
+    no event, no hit for another request; finish_load caches its full blocks as one stored group. A
+    manager that caches at once is found."""
+    m = kv_cache_manager(8)
+    assert m.load_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3)
+    assert m.events() == ((), (), False)
+    assert m.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 0
+    m.finish_load(1)
+    assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
+    assert m.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 4
+    assert m.allocate_slots(1, (0, 1, 2, 0, 1, 2)) == (1, 2, 3)
+    eager = vllm_broken_managers.caches_while_loading(8)
+    eager.load_slots(1, (0, 1, 2, 0, 1))
+    assert eager.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 4  # the contract finds nothing while loading
+
+
 def test_the_worker_table_grows_by_the_new_blocks_allocate_slots_answers() -> None:
     """A running request's answer is its table extended by the blocks allocate_slots answered, as the
     scheduler hands them to the worker: a manager that records new blocks but answers none is

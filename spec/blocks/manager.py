@@ -20,7 +20,13 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    prefix_caching="on" it is counted, with its tokens and hit tokens, in the call's prefix-cache
    statistics (`prefix_cache_stats()`).
 3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
-   in reverse), so its tail blocks are the first evicted; the request is forgotten.
+   in reverse), so its tail blocks are the first evicted; the request is forgotten (a load under
+   way too).
+4. `load_slots(request, tokens)`: a new request whose tokens' KV a connector loads asynchronously
+   (disaggregated prefill): admitted as by a first `allocate_slots`, its blocks written, but no
+   block hashed, so no lookup finds a block whose KV has not arrived. `finish_load(request)`: the
+   load is done; the request's full blocks are hashed (one stored group), and the request runs on
+   with `allocate_slots`, which a loading request may not call (WrongStateError).
 
 A request managed here is not used at the pool level and the reverse (WrongStateError): the
 table and the holdings then stay one and the same. A block written here is cached only here.
@@ -77,6 +83,7 @@ class RequestLevel:
         _tokens: request -> its tokens so far.
         _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
         _contents: block -> (parent hash, tokens) written here since the block was last allocated.
+        _loading: the requests whose load is under way.
         semantics: the pool's BlockSemantics (free_unknown_request, hit_events, prefix_caching and
             no_new_tokens are read here).
     """
@@ -97,27 +104,12 @@ class RequestLevel:
         tokens = check_tokens("allocate_slots", tokens)
         table = self._tables.get(request)
         if table is None:
-            if request in self._held:
-                raise WrongStateError(
-                    f"allocate_slots(request={request}): the request holds blocks at the pool level "
-                    f"{tuple(self._held[request])}; a request is managed at one level only"
-                )
-            if not tokens:
-                self._refuse_no_new_tokens(request, tokens)
-            hit = self._prefix_hit(tokens)
-            self._announce_request_hit(hit, tokens, "lookup")
-            need = self._blocks_for(len(tokens)) - len(hit)
-            if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
-                return None
-            self._pin(request, hit)
-            self._announce_request_hit(hit, tokens, "stored")
-            self._tables[request] = list(hit) + self._take(request, need)
-            self._cached[request] = len(hit)
-            self._tokens[request] = tokens
-            self._write(request, len(hit))
-            if self.semantics.prefix_caching == "on":
-                self._events.admit(len(tokens), len(hit) * self.block_size)
-            return tuple(self._tables[request])
+            return self._admit("allocate_slots", request, tokens, cache=True)
+        if request in self._loading:
+            raise WrongStateError(
+                f"allocate_slots(request={request}): the request's KV is still loading; a scheduler "
+                "runs it once finish_load says the load is done"
+            )
         old = self._tokens[request]
         if tokens[: len(old)] != old:
             raise WrongStateError(
@@ -135,6 +127,35 @@ class RequestLevel:
         return tuple(table)
 
     @announcing
+    def load_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+        """Blocks for all of `tokens`, whose KV a connector loads: a new request's first call, as
+        allocate_slots' but hashing no block until finish_load; the table, or None (nothing changes)."""
+        self._check_request("load_slots", request)
+        tokens = check_tokens("load_slots", tokens)
+        if request in self._tables:
+            raise WrongStateError(
+                f"load_slots(request={request}): the request has blocks at the request level already; "
+                "a load is a new request's first call"
+            )
+        table = self._admit("load_slots", request, tokens, cache=False)
+        if table is not None:
+            self._loading.add(request)
+        return table
+
+    @announcing
+    def finish_load(self, request: int) -> None:
+        """The connector's load of the request's tokens is done: its full blocks are hashed, as
+        allocate_slots would have hashed them (WrongStateError for a request with no load under way)."""
+        self._check_request("finish_load", request)
+        if request not in self._loading:
+            raise WrongStateError(
+                f"finish_load(request={request}): the request has no load under way (no load_slots, "
+                "or finished or freed already)"
+            )
+        self._loading.remove(request)
+        self._cache_full(request)
+
+    @announcing
     def free_request(self, request: int) -> None:
         """Free the request's blocks, last block first, and forget the request (a request without
         blocks here: WrongStateError, or nothing under free_unknown_request="noop")."""
@@ -148,6 +169,7 @@ class RequestLevel:
             )
         table = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
+        self._loading.discard(request)
         self._release(request, table[::-1])
 
     # Views ------------------------------------------------------------------------------
@@ -163,6 +185,10 @@ class RequestLevel:
                                                      default=0))
                      for request, table in sorted(self._tables.items()))
 
+    def loading(self) -> tuple[int, ...]:
+        """The requests whose load is under way (load_slots, no finish_load yet), sorted."""
+        return tuple(sorted(self._loading))
+
     def tokens_of(self, request: int) -> tuple[int, ...]:
         """The tokens `request` has handed over so far; () for a request not managed here."""
         return self._tokens.get(request, ())
@@ -173,6 +199,34 @@ class RequestLevel:
         return tuple((block, parent, tokens) for block, (parent, tokens) in sorted(self._contents.items()))
 
     # Internals ----------------------------------------------------------------------------
+
+    def _admit(self, operation: str, request: int, tokens: tuple[int, ...], cache: bool) -> tuple[int, ...] | None:
+        """A new request's first call: its cached prefix pinned, the missing blocks allocated, the
+        tokens recorded and (when `cache`) its full blocks hashed, the request counted in the call's
+        statistics; None, nothing changed, if too few blocks are free."""
+        if request in self._held:
+            raise WrongStateError(
+                f"{operation}(request={request}): the request holds blocks at the pool level "
+                f"{tuple(self._held[request])}; a request is managed at one level only"
+            )
+        if not tokens:
+            self._refuse_no_new_tokens(request, tokens)
+        hit = self._prefix_hit(tokens)
+        self._announce_request_hit(hit, tokens, "lookup")
+        need = self._blocks_for(len(tokens)) - len(hit)
+        if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
+            return None
+        self._pin(request, hit)
+        self._announce_request_hit(hit, tokens, "stored")
+        self._tables[request] = list(hit) + self._take(request, need)
+        self._cached[request] = len(hit)
+        self._tokens[request] = tokens
+        self._record_contents(request, len(hit))
+        if cache:
+            self._cache_full(request)
+        if self.semantics.prefix_caching == "on":
+            self._events.admit(len(tokens), len(hit) * self.block_size)
+        return tuple(self._tables[request])
 
     def _refuse_no_new_tokens(self, request: int, tokens: tuple[int, ...]) -> None:
         """Under no_new_tokens="refused", InvalidArgumentError for a call whose `tokens` add none."""
@@ -200,12 +254,21 @@ class RequestLevel:
             self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
     def _write(self, request: int, first: int) -> None:
-        """Record the tokens of table[first:], then cache the full blocks not cached yet (none under
-        prefix_caching="off")."""
+        """Record the tokens of table[first:], then cache the full blocks not cached yet."""
+        self._record_contents(request, first)
+        self._cache_full(request)
+
+    def _record_contents(self, request: int, first: int) -> None:
+        """Record the tokens of table[first:] (a partial last block too), each after its parent hash."""
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
         hashes = chain_hashes(tokens, size)
         for i in range(first, len(table)):
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+
+    def _cache_full(self, request: int) -> None:
+        """Hash the request's full blocks not cached yet (none under prefix_caching="off"): one stored group."""
+        table, tokens, size = self._tables[request], self._tokens[request], self.block_size
+        hashes = chain_hashes(tokens, size)
         cached = self._cached[request]
         if len(hashes) > cached and self.semantics.prefix_caching == "on":
             self._set_hashes(table[cached : len(hashes)], hashes[cached:], range(cached + 1, len(hashes) + 1),

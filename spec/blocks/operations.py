@@ -62,6 +62,11 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
               summary="give the request blocks for all its tokens (prefix hit first); None if too few free"),
     Operation("free_request", (_REQUEST,), "None", (_BAD, _STATE), True,
               summary="free every block of the request, last block first"),
+    Operation("load_slots", (_REQUEST, _TOKENS), "blocks or None", (_BAD, _STATE), True,
+              summary="a new request whose tokens' KV a connector loads: blocks as allocate_slots, none hashed; "
+                      "None if too few free"),
+    Operation("finish_load", (_REQUEST,), "None", (_BAD, _STATE), True,
+              summary="the request's load is done: its full blocks are hashed"),
 )
 """The block pool's operations, pool level first, in the order the checker lists them."""
 
@@ -84,6 +89,12 @@ PARTIAL_OPERATIONS: tuple[str, ...] = ("cache_partial", "move_hashes")
 
 REQUEST_OPERATIONS: tuple[str, ...] = ("find_cached_prefix", "allocate_slots", "free_request")
 """The request-level operations (vLLM's KVCacheManager has these)."""
+
+LOAD_OPERATIONS: tuple[str, ...] = ("load_slots", "finish_load")
+"""The request-level operations of asynchronous KV loads (vLLM's KVCacheManager has these: its
+`allocate_slots(..., num_external_computed_tokens, delay_cache_blocks=True)` and `cache_blocks`, which
+the scheduler calls for a request whose KV a connector loads); only a request level behind a KV
+connector has them, so the `contract` profile leaves them out."""
 
 ALL_BLOCK_OPERATIONS: tuple[str, ...] = tuple(op.name for op in BLOCK_OPERATIONS)
 """Every operation name of the block contract, in table order."""

@@ -71,6 +71,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         self._tables: dict[int, list[int]] = {}
         self._tokens: dict[int, tuple[int, ...]] = {}
         self._cached: dict[int, int] = {}
+        self._loading: set[int] = set()
         self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
         self._events = CallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
@@ -241,8 +242,8 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
 
     def state_key(self) -> tuple:
         """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
-        the partial entries, the watched blocks, the request tables, tokens, cached counts and
-        block contents."""
+        the partial entries, the watched blocks, the request tables, tokens, cached counts, loads
+        under way and block contents."""
         return (
             self.snapshot(),
             self.hash_map(),
@@ -251,6 +252,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
             self.tables(),
             tuple(sorted(self._tokens.items())),
             tuple(sorted(self._cached.items())),
+            self.loading(),
             self.contents(),
         )
 
@@ -265,6 +267,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         twin._watched = dict(self._watched)
         twin._tables = {request: list(table) for request, table in self._tables.items()}
         twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
+        twin._loading = set(self._loading)
         return twin
 
     def check_invariants(self) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cacheproof.spec.blocks.operations import ALL_BLOCK_OPERATIONS, PARTIAL_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS
+from cacheproof.spec.blocks.operations import (
+    ALL_BLOCK_OPERATIONS, LOAD_OPERATIONS, PARTIAL_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS,
+)
 from cacheproof.spec.kind import Profile
 from cacheproof.spec.overrides import OptionSemantics
 
@@ -91,10 +93,10 @@ class BlockSemantics(OptionSemantics):
 BLOCK_CONTRACT = BlockSemantics()
 """The block contract's semantics."""
 
-MANAGER_OPERATIONS = (*REQUEST_OPERATIONS, "evict", "reset", "num_free")
-"""The operations of vLLM's KV cache manager profiles: the request level, and the pool-level calls the
-scheduler makes through the manager (`evict_blocks` of a failed KV load, `reset_prefix_cache`, its
-pool's free count)."""
+MANAGER_OPERATIONS = (*REQUEST_OPERATIONS, *LOAD_OPERATIONS, "evict", "reset", "num_free")
+"""The operations of vLLM's KV cache manager profiles: the request level with its asynchronous loads,
+and the pool-level calls the scheduler makes through the manager (`evict_blocks` of a failed KV load,
+`reset_prefix_cache`, its pool's free count)."""
 
 BLOCK_PROFILES: dict[str, Profile] = {
     profile.name: profile
@@ -102,9 +104,10 @@ BLOCK_PROFILES: dict[str, Profile] = {
         Profile(
             "contract",
             BLOCK_CONTRACT,
-            tuple(name for name in ALL_BLOCK_OPERATIONS if name not in PARTIAL_OPERATIONS),
+            tuple(name for name in ALL_BLOCK_OPERATIONS if name not in PARTIAL_OPERATIONS + LOAD_OPERATIONS),
             "the block-pool contract of docs/block-pool-contract.md (default), pool and request level "
-            "(a block hashed whole, so no partial entries)",
+            "(a block hashed whole, so no partial entries; no KV connector, so no asynchronous loads: "
+            "--ops adds load_slots,finish_load)",
         ),
         Profile(
             "pool",

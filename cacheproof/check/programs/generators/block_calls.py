@@ -48,7 +48,7 @@ from typing import Any
 from cacheproof.check.phases import Phase
 from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.check.programs.generators import NOT_INTS, drawn_call, drawn_size
-from cacheproof.check.programs.generators import block_exhaustive, block_partial
+from cacheproof.check.programs.generators import block_exhaustive, block_loads, block_partial
 from cacheproof.check.programs.generators.block_exhaustive import ExhaustiveBlockScope, enabled_calls
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.pool import NULL_BLOCK
@@ -273,7 +273,7 @@ def _find_cached_prefix(draws: Draws, s: _State) -> Call:
 
 
 def _allocate_slots(draws: Draws, s: _State) -> Call:
-    managed = [r for r in s.requests if r not in s.holdings or r in s.tables]
+    managed = block_loads.running(s, [r for r in s.requests if r not in s.holdings or r in s.tables])
     request = choice(draws, managed or [s.requests[-1] + 1])
     previous = s.model.tokens_of(request)
     if previous and s.refuses_no_new_tokens and integer(draws, 0, 7) == 0:  # one in eight: no new token
@@ -290,7 +290,7 @@ def _free_request(draws: Draws, s: _State) -> Call:
 _SUITED = {
     "allocate": _allocate, "touch": _touch, "cache_blocks": _cache_blocks, "lookup": _lookup, "free": _free,
     "unpin": _unpin, "writable": _writable, "evict": _evict, "reset": _reset, "num_free": _num_free, "find_cached_prefix": _find_cached_prefix,
-    "allocate_slots": _allocate_slots, "free_request": _free_request, **block_partial.SUITED,
+    "allocate_slots": _allocate_slots, "free_request": _free_request, **block_partial.SUITED, **block_loads.SUITED,
 }
 
 
@@ -366,4 +366,5 @@ _MISUSE = {
     "allocate": _misuse_allocate, "touch": _misuse_touch, "cache_blocks": _misuse_cache, "free": _misuse_free,
     "unpin": _misuse_unpin, "writable": _out_of_range("writable"), "evict": _out_of_range("evict"), "free_request": _misuse_free_request, "allocate_slots": _misuse_allocate_slots,
     "lookup": _misuse_lookup, "find_cached_prefix": _misuse_find_cached_prefix, **block_partial.MISUSE,
+    **block_loads.MISUSE,
 }

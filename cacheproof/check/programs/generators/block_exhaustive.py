@@ -5,8 +5,10 @@ cache_blocks, writable and evict of every ordered choice of up to `most_named` s
 every hash of cache_blocks, lookup of every run of up to `most_named` hashes, free and unpin of
 every run of a request's blocks (last first, or as held), allocate of 0..the free blocks,
 find_cached_prefix of every run of up to `most_tokens` tokens, allocate_slots extending a request's
-tokens by every run of up to `most_new_tokens` (a running request's by none too); where misuse is
-checked, the misuse the drawn calls make, on the same values (docs/exhaustive.md). The state read
+tokens by every run of up to `most_new_tokens` (a running request's by none too; a loading request
+runs once its load finishes), load_slots of every request with no blocks with the same runs,
+finish_load of every loading request; where misuse is checked, the misuse the drawn calls make
+(and allocate_slots of a loading request), on the same values (docs/exhaustive.md). The state read
 is the drawers' (`block_calls._State`).
 """
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from itertools import permutations, product
 from typing import Any
 
-from cacheproof.check.programs.generators import NOT_INTS, block_partial
+from cacheproof.check.programs.generators import NOT_INTS, block_loads, block_partial
 from cacheproof.contract.calls import Call
 from cacheproof.spec.blocks.pool import NULL_BLOCK
 
@@ -123,10 +125,18 @@ def _every_find_cached_prefix(s: Any, scope: ExhaustiveBlockScope) -> list[Call]
 
 
 def _every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-    managed = [r for r in scope.requests if r not in s.holdings or r in s.tables]
+    managed = block_loads.running(s, [r for r in scope.requests if r not in s.holdings or r in s.tables])
     extended = [Call("allocate_slots", (r, s.model.tokens_of(r) + extra)) for r in managed
                 for extra in _words(scope.tokens, scope.most_new_tokens)]
-    return extended + [Call("allocate_slots", (r, s.model.tokens_of(r))) for r in sorted(s.tables)]
+    return extended + [Call("allocate_slots", (r, s.model.tokens_of(r))) for r in block_loads.running(s, sorted(s.tables))]
+
+
+def _every_load_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
+    return [Call("load_slots", (r, word)) for r in block_loads.fresh(s) for word in _words(scope.tokens, scope.most_new_tokens)]
+
+
+def _every_finish_load(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
+    return [Call("finish_load", (r,)) for r in s.model.loading()]
 
 
 def _every_free_request(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
@@ -139,6 +149,7 @@ _EVERY = {
     "evict": _every_run("evict"), "reset": lambda s, scope: [Call("reset", ())],
     "num_free": lambda s, scope: [Call("num_free", ())], "find_cached_prefix": _every_find_cached_prefix,
     "allocate_slots": _every_allocate_slots, "free_request": _every_free_request, **block_partial.EVERY,
+    "load_slots": _every_load_slots, "finish_load": _every_finish_load,
 }
 
 
@@ -187,6 +198,17 @@ def _misuse_every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Ca
             + [Call("allocate_slots", (r, (scope.tokens[0], scope.tokens[0] + 9))) for r in sorted(s.tables)])
 
 
+def _misuse_every_load_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
+    return ([Call("load_slots", (bad, (scope.tokens[0],))) for bad in NOT_INTS]
+            + [Call("load_slots", (r, (scope.tokens[0],))) for r in sorted(s.tables)])
+
+
+def _misuse_every_finish_load(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
+    return ([Call("finish_load", (bad,)) for bad in NOT_INTS]
+            + [Call("finish_load", (r,)) for r in block_loads.running(s, scope.requests)]
+            + [Call("allocate_slots", (r, s.model.tokens_of(r) + (scope.tokens[0],))) for r in s.model.loading()])
+
+
 def _misuse_every_free_request(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     return ([Call("free_request", (bad,)) for bad in NOT_INTS]
             + [Call("free_request", (r,)) for r in scope.requests if r not in s.tables])
@@ -198,4 +220,5 @@ _EVERY_MISUSE = {
     "writable": _misuse_every_out_of_range("writable"), "evict": _misuse_every_out_of_range("evict"), "lookup": _misuse_every_lookup,
     "find_cached_prefix": _misuse_every_find_cached_prefix, "allocate_slots": _misuse_every_allocate_slots,
     "free_request": _misuse_every_free_request, **block_partial.EVERY_MISUSE,
+    "load_slots": _misuse_every_load_slots, "finish_load": _misuse_every_finish_load,
 }
