@@ -52,6 +52,14 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 - `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
   request's blocks there. A manager that answers the scheduler one table and records another
   diverges from the spec in one of the two.
+- `load_slots(r, tokens)` -> the scheduler's admission of a request with `load_kv_async`:
+  `get_computed_blocks`, then `allocate_slots(req, 0, hit tokens, hit blocks,
+  num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True)`,
+  no reserved blocks (the contract has no other prefill in flight); the connector writes the
+  loaded tokens into the blocks `get_blocks(r).get_unhashed_block_ids_all_groups()` names, in
+  order from the first block past the hit (what nixl's and mooncake's connector schedulers hand to
+  the transfer). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
+  `Scheduler._update_waiting_for_remote_kv` caches a request whose load is done;
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
   model runner: after each allocation it writes the new tokens into the blocks the worker's
@@ -147,13 +155,15 @@ class VllmKVCacheManager(VllmBlockPool):
         for block in blocks:
             self._written.pop(block.block_id, None)
 
-    def _write(self, request: int, first: int) -> None:
-        """Play the model runner: the tokens of table[first:] land in the blocks the worker's table names."""
-        req, table = self._requests[request], self._worker[request]
+    def _write(self, request: int, first: int, blocks: Any = None) -> None:
+        """Play the model runner: the tokens of table[first:] land in the blocks the worker's table
+        names, or in `blocks`, in order from position `first` (the connector's, for a load)."""
+        req = self._requests[request]
+        blocks = self._worker[request][first:] if blocks is None else blocks
         tokens, hashes = tuple(req.all_token_ids), req.block_hashes
-        for i in range(first, len(table)):
-            parent = self._int_of(hashes[i - 1]) if i else None
-            self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
+        for i, block in enumerate(blocks, start=first):
+            parent = self._int_of(hashes[i - 1]) if 0 < i <= len(hashes) else None
+            self._written[block] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
@@ -250,8 +260,10 @@ class VllmKVCacheManager(VllmBlockPool):
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
         self._handed_out(new.blocks[_GROUP])
-        self._worker[request] = tuple(self.manager.get_blocks(str(request)).get_block_ids()[_GROUP])
-        self._write(request, hit // BLOCK_SIZE)
+        blocks = self.manager.get_blocks(str(request))
+        self._worker[request] = tuple(blocks.get_block_ids()[_GROUP])
+        # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers)
+        self._write(request, hit // BLOCK_SIZE, blocks.get_unhashed_block_ids_all_groups()[_GROUP] if load else None)
         return self._worker[request]
 
     def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:

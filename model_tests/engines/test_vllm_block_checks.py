@@ -222,11 +222,13 @@ def test_a_running_request_handed_no_new_token_is_refused_and_changes_nothing() 
 
 def test_a_loading_request_is_found_by_no_lookup_until_its_load_finishes() -> None:
     """vLLM's manager admits a request whose KV a connector loads with its caching delayed: no hash,
-    no event, no hit for another request; finish_load caches its full blocks as one stored group. A
-    manager that caches at once is found."""
+    no event, no hit for another request, and the connector writes the blocks it is handed (the
+    unhashed ones); finish_load caches its full blocks as one stored group. A manager that caches at
+    once is found."""
     m = kv_cache_manager(8)
     assert m.load_slots(1, (0, 1, 2, 0, 1)) == (1, 2, 3)
     assert m.events() == ((), (), False)
+    assert m.contents() == ((1, None, (0, 1)), (2, H1, (2, 0)), (3, H2, (1,)))  # the connector's writes
     assert m.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 0
     m.finish_load(1)
     assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
