@@ -16,11 +16,12 @@ writable and evict and out of cache_blocks' pairs (unpin refuses the null block 
 `misuse` changes nothing the spec does (the spec refuses misuse under both).
 
 Out of scope: arguments of the wrong type (the model's arguments are ints), the request level
-(allocate_slots, free_request, find_cached_prefix; no request here has a table and no block has
-request-level contents, so the checks on them never apply), the partial prefix-cache entries
+(allocate_slots, free_request, find_cached_prefix, load_slots, finish_load; no request here has a
+table and no block has request-level contents, so the checks on them never apply), the partial prefix-cache entries
 (cache_partial, move_hashes: the model gives each block one hash, so no block carries a partial
 entry and cache_blocks promotes none, under any `hash_units`), and the announcement views
-(`events()`, `reused()`), so also the watched set unpin adds, which only `reused()` sees.
+(`events()`, `reused()`, `prefix_cache_stats()`), so also the watched set unpin adds, which only
+`reused()` sees.
 """
 
 from __future__ import annotations
