@@ -246,7 +246,7 @@ class VllmKVCacheManager(VllmBlockPool):
         new tokens, or as external ones whose caching is delayed under `load`), full_sequence_must_fit
         as the scheduler's default; the recorded hit, and the worker's table, or None."""
         if not tokens:
-            raise InvalidArgumentError(f"allocate_slots(request={request}): a vLLM Request has a prompt token at least")
+            raise InvalidArgumentError(f"request {request} has no tokens, and a vLLM Request has a prompt token at least")
         req = self._new_request(request, tokens)
         hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
         if load:

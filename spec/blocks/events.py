@@ -25,8 +25,8 @@ view is the blocks told, sorted (the order within one call tells a reader nothin
 
 A call also announces the prefix-cache statistics a scheduler reads once per step
 (`prefix_cache_stats()`, vLLM's `PrefixCacheStats`): (requests, queries, hits, reset), the requests
-the call admitted at the request level after a prefix-cache lookup (a first `allocate_slots` that
-answers a table; none under prefix_caching="off", where no lookup runs), their tokens, their
+the call admitted at the request level after a prefix-cache lookup (a first `allocate_slots` or a
+`load_slots` that answers a table; none under prefix_caching="off", where no lookup runs), their tokens, their
 prefix-hit tokens, and whether the call dropped every hash (a `reset` that answered True). A
 probe (`find_cached_prefix`) admits nothing, so it counts nothing: a lookup is counted once its
 request is admitted.
