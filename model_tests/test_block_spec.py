@@ -211,7 +211,11 @@ def test_a_load_hashes_nothing_until_it_finishes() -> None:
     assert spec.events() == (((h1, (h2,), (7, 8)),), (), False) and spec.loading() == ()
     assert spec.find_cached_prefix((5, 6, 7, 8, 9)) == 4
     assert spec.allocate_slots(2, (5, 6, 7, 8, 9, 1)) == (1, 2, 3)
-    assert spec.load_slots(3, (1, 2, 3)) == (4, 5)
+    with pytest.raises(InvalidArgumentError):
+        spec.load_slots(3, (1, 2, 3), reserve=-1)
+    assert spec.load_slots(3, (1, 2, 3), reserve=3) is None  # 4 blocks free: the 2 it takes would leave 2
+    assert spec.loading() == () and 3 not in dict(spec.tables())
+    assert spec.load_slots(3, (1, 2, 3), reserve=2) == (4, 5)
     spec.free_request(3)  # a load given up: its blocks, never hashed, go to the head, the last first
     assert spec.loading() == () and spec.snapshot()[0] == (5, 4, 6, 7)
 

@@ -52,10 +52,10 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 - `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
   request's blocks there. A manager that answers the scheduler one table and records another
   diverges from the spec in one of the two.
-- `load_slots(r, tokens)` -> the scheduler's admission of a request with `load_kv_async`:
+- `load_slots(r, tokens, reserve=n)` -> the scheduler's admission of a request with `load_kv_async`:
   `get_computed_blocks`, then `allocate_slots(req, 0, hit tokens, hit blocks,
-  num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True)`,
-  no reserved blocks (the contract has no other prefill in flight); the connector writes the
+  num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True,
+  reserved_blocks=n)` (the scheduler's reservation for other prefills in flight); the connector writes the
   loaded tokens into the blocks `get_blocks(r).get_unhashed_block_ids_all_groups()` names, in
   order from the first block past the hit (what nixl's and mooncake's connector schedulers hand to
   the transfer). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
@@ -224,13 +224,14 @@ class VllmKVCacheManager(VllmBlockPool):
         return self._worker[request]
 
     @_events_taken
-    def load_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+    def load_slots(self, request: int, tokens: tuple[int, ...], *, reserve: int = 0) -> tuple[int, ...] | None:
         """get_computed_blocks + allocate_slots of no new token, the tokens past the hit external
-        and their caching delayed, as the scheduler admits a request whose KV a connector loads."""
+        and their caching delayed, `reserve` as its reserved_blocks, as the scheduler admits a
+        request whose KV a connector loads."""
         if request in self._requests:
             raise WrongStateError(f"load_slots(request={request}): the request has a vLLM Request already; "
                                   "the scheduler loads a waiting request's KV")
-        return self._admit(request, self._tokens(tokens), load=True)
+        return self._admit(request, self._tokens(tokens), load=True, reserve=reserve)
 
     @_events_taken
     def finish_load(self, request: int) -> None:
@@ -241,17 +242,19 @@ class VllmKVCacheManager(VllmBlockPool):
             raise WrongStateError(f"finish_load(request={request}): the request has no vLLM Request")
         self.manager.cache_blocks(req, req.num_computed_tokens)
 
-    def _admit(self, request: int, tokens: tuple[int, ...], load: bool = False) -> tuple[int, ...] | None:
+    def _admit(self, request: int, tokens: tuple[int, ...], load: bool = False,
+               reserve: int = 0) -> tuple[int, ...] | None:
         """A waiting request's admission: its lookup, then allocate_slots of its tokens past the hit (as
-        new tokens, or as external ones whose caching is delayed under `load`), full_sequence_must_fit
-        as the scheduler's default; the recorded hit, and the worker's table, or None."""
+        new tokens, or as external ones whose caching is delayed under `load`, with `reserve` blocks
+        kept free), full_sequence_must_fit as the scheduler's default; the recorded hit, and the
+        worker's table, or None."""
         if not tokens:
             raise InvalidArgumentError(f"request {request} has no tokens, and a vLLM Request has a prompt token at least")
         req = self._new_request(request, tokens)
         hit_blocks, hit, _ = self.manager.get_computed_blocks(req)
         if load:
             new = self._allocate(req, 0, hit, hit_blocks, num_external_computed_tokens=len(tokens) - hit,
-                                 delay_cache_blocks=True, full_sequence_must_fit=True)
+                                 delay_cache_blocks=True, full_sequence_must_fit=True, reserved_blocks=reserve)
         else:
             new = self._allocate(req, len(tokens) - hit, hit, hit_blocks, full_sequence_must_fit=True)
         if new is None:

@@ -234,6 +234,8 @@ def test_a_loading_request_is_found_by_no_lookup_until_its_load_finishes() -> No
     assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
     assert m.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 4
     assert m.allocate_slots(1, (0, 1, 2, 0, 1, 2)) == (1, 2, 3)
+    assert m.load_slots(2, (1, 1, 1), reserve=3) is None  # 4 blocks free: the 2 it takes would leave 2
+    assert m.load_slots(2, (1, 1, 1), reserve=2) == (4, 5)
     eager = vllm_broken_managers.caches_while_loading(8)
     eager.load_slots(1, (0, 1, 2, 0, 1))
     assert eager.find_cached_prefix((0, 1, 2, 0, 1, 2)) == 4  # the contract finds nothing while loading

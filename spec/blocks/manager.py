@@ -22,9 +22,10 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
 3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
    in reverse), so its tail blocks are the first evicted; the request is forgotten (a load under
    way too).
-4. `load_slots(request, tokens)`: a new request whose tokens' KV a connector loads asynchronously
-   (disaggregated prefill): admitted as by a first `allocate_slots`, its blocks written, but no
-   block hashed, so no lookup finds a block whose KV has not arrived. `finish_load(request)`: the
+4. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
+   asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
+   `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
+   its blocks written, but no block hashed, so no lookup finds a block whose KV has not arrived. `finish_load(request)`: the
    load is done; the request's full blocks are hashed (one stored group), and the request runs on
    with `allocate_slots`, which a loading request may not call (WrongStateError).
 
@@ -127,17 +128,20 @@ class RequestLevel:
         return tuple(table)
 
     @announcing
-    def load_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
+    def load_slots(self, request: int, tokens: tuple[int, ...], *, reserve: int = 0) -> tuple[int, ...] | None:
         """Blocks for all of `tokens`, whose KV a connector loads: a new request's first call, as
-        allocate_slots' but hashing no block until finish_load; the table, or None (nothing changes)."""
+        allocate_slots' but hashing no block until finish_load, and admitted only if `reserve` blocks
+        stay free after it; the table, or None (nothing changes)."""
         self._check_request("load_slots", request)
         tokens = check_tokens("load_slots", tokens)
+        if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+            raise InvalidArgumentError(f"load_slots(request={request}): reserve must be an int >= 0, got {reserve!r}")
         if request in self._tables:
             raise WrongStateError(
                 f"load_slots(request={request}): the request has blocks at the request level already; "
                 "a load is a new request's first call"
             )
-        table = self._admit("load_slots", request, tokens, cache=False)
+        table = self._admit("load_slots", request, tokens, cache=False, reserve=reserve)
         if table is not None:
             self._loading.add(request)
         return table
@@ -200,10 +204,11 @@ class RequestLevel:
 
     # Internals ----------------------------------------------------------------------------
 
-    def _admit(self, operation: str, request: int, tokens: tuple[int, ...], cache: bool) -> tuple[int, ...] | None:
+    def _admit(self, operation: str, request: int, tokens: tuple[int, ...], cache: bool,
+               reserve: int = 0) -> tuple[int, ...] | None:
         """A new request's first call: its cached prefix pinned, the missing blocks allocated, the
         tokens recorded and (when `cache`) its full blocks hashed, the request counted in the call's
-        statistics; None, nothing changed, if too few blocks are free."""
+        statistics; None, nothing changed, if fewer than `reserve` blocks would stay free."""
         if request in self._held:
             raise WrongStateError(
                 f"{operation}(request={request}): the request holds blocks at the pool level "
@@ -214,7 +219,7 @@ class RequestLevel:
         hit = self._prefix_hit(tokens)
         self._announce_request_hit(hit, tokens, "lookup")
         need = self._blocks_for(len(tokens)) - len(hit)
-        if need > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
+        if need + reserve > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
             return None
         self._pin(request, hit)
         self._announce_request_hit(hit, tokens, "stored")

@@ -27,6 +27,7 @@ _BLOCK = Argument("block", "block")
 _SOURCE = Argument("source", "block")
 _TARGET = Argument("target", "block")
 _REPLACE = Argument("replace", "flag", keyword=True, default="False")
+_RESERVE = Argument("reserve", "count", keyword=True, default="0")
 _TOKENS = Argument("tokens", "tokens")
 _BAD = "InvalidArgumentError"
 _STATE = "WrongStateError"
@@ -62,9 +63,9 @@ BLOCK_OPERATIONS: tuple[Operation, ...] = (
               summary="give the request blocks for all its tokens (prefix hit first); None if too few free"),
     Operation("free_request", (_REQUEST,), "None", (_BAD, _STATE), True,
               summary="free every block of the request, last block first"),
-    Operation("load_slots", (_REQUEST, _TOKENS), "blocks or None", (_BAD, _STATE), True,
+    Operation("load_slots", (_REQUEST, _TOKENS, _RESERVE), "blocks or None", (_BAD, _STATE), True,
               summary="a new request whose tokens' KV a connector loads: blocks as allocate_slots, none hashed; "
-                      "None if too few free"),
+                      "None unless `reserve` blocks stay free"),
     Operation("finish_load", (_REQUEST,), "None", (_BAD, _STATE), True,
               summary="the request's load is done: its full blocks are hashed"),
 )

@@ -6,7 +6,8 @@ every hash of cache_blocks, lookup of every run of up to `most_named` hashes, fr
 every run of a request's blocks (last first, or as held), allocate of 0..the free blocks,
 find_cached_prefix of every run of up to `most_tokens` tokens, allocate_slots extending a request's
 tokens by every run of up to `most_new_tokens` (a running request's by none too; a loading request
-runs once its load finishes), load_slots of every request with no blocks with the same runs,
+runs once its load finishes), load_slots of every request with no blocks with the same runs
+(keeping 0 or 1 block free),
 finish_load of every loading request; where misuse is checked, the misuse the drawn calls make
 (and allocate_slots of a loading request), on the same values (docs/exhaustive.md). The state read
 is the drawers' (`block_calls._State`).
@@ -132,7 +133,8 @@ def _every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
 
 
 def _every_load_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
-    return [Call("load_slots", (r, word)) for r in block_loads.fresh(s) for word in _words(scope.tokens, scope.most_new_tokens)]
+    return [Call("load_slots", (r, word), kwargs) for r in block_loads.fresh(s)
+            for word in _words(scope.tokens, scope.most_new_tokens) for kwargs in ({}, {"reserve": 1})]
 
 
 def _every_finish_load(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
@@ -200,6 +202,7 @@ def _misuse_every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Ca
 
 def _misuse_every_load_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     return ([Call("load_slots", (bad, (scope.tokens[0],))) for bad in NOT_INTS]
+            + [Call("load_slots", (scope.requests[0], (scope.tokens[0],)), {"reserve": bad}) for bad in (-1, *NOT_INTS)]
             + [Call("load_slots", (r, (scope.tokens[0],))) for r in sorted(s.tables)])
 
 

@@ -3,20 +3,21 @@ the block pool generator's part for a request level behind a KV connector (block
 enumerates them).
 
 Drawn (`SUITED`, `MISUSE`): `load_slots` of a request of the scope that has no blocks at either
-level, with 1..`most_new_tokens` tokens (a new request's, as a first `allocate_slots` draws them);
+level, with 1..`most_new_tokens` tokens (a new request's, as a first `allocate_slots` draws them)
+and 0..2 blocks to keep free (`reserve`);
 where every such request is taken, a `find_cached_prefix` of the same tokens instead (read-only,
 so always suited). `finish_load` of a request whose load is under way; where none is, a
 `load_slots` instead. The request-level drawers leave a loading request out of `allocate_slots`
 (`running`), as a scheduler runs none before its load finishes. Misuse: a request that is not an
-int, tokens that are not ints, `load_slots` of a request managed already, `finish_load` of one
-with no load under way.
+int, tokens that are not ints, a `reserve` that is negative or not an int, `load_slots` of a
+request managed already, `finish_load` of one with no load under way.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cacheproof.check.programs.draws import Draws, choice, coin, some
+from cacheproof.check.programs.draws import Draws, choice, coin, integer, some
 from cacheproof.check.programs.generators import NOT_INTS
 from cacheproof.contract.calls import Call
 
@@ -37,7 +38,8 @@ def _load_slots(draws: Draws, s: Any) -> Call:
     requests = fresh(s)
     if not requests:
         return Call("find_cached_prefix", (tokens,))
-    return Call("load_slots", (choice(draws, requests), tokens))
+    reserve = integer(draws, 0, 2)
+    return Call("load_slots", (choice(draws, requests), tokens), {"reserve": reserve} if reserve else {})
 
 
 def _finish_load(draws: Draws, s: Any) -> Call:
@@ -50,6 +52,8 @@ def _finish_load(draws: Draws, s: Any) -> Call:
 def _misuse_load_slots(draws: Draws, s: Any) -> Call:
     tokens = some(draws, s.scope.tokens, s.scope.most_new_tokens)
     if coin(draws) or not s.tables:
+        if coin(draws):
+            return Call("load_slots", (choice(draws, s.requests), tokens), {"reserve": choice(draws, (-1, *NOT_INTS))})
         return Call("load_slots", (choice(draws, NOT_INTS), tokens) if coin(draws)
                     else (choice(draws, s.requests), tokens + (choice(draws, NOT_INTS),)))
     return Call("load_slots", (choice(draws, sorted(s.tables)), tokens))
