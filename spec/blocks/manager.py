@@ -118,7 +118,7 @@ class RequestLevel:
                 f"request's {len(old)} tokens; a request's tokens only grow"
             )
         if len(tokens) == len(old):
-            self._refuse_no_new_tokens(request, tokens)
+            self._refuse_no_new_tokens("allocate_slots", request, tokens)
         need = self._blocks_for(len(tokens)) - len(table)
         if need > len(self._queue):
             return None
@@ -157,7 +157,7 @@ class RequestLevel:
                 "or finished or freed already)"
             )
         self._loading.remove(request)
-        self._cache_full(request)
+        self._cache_full(request, chain_hashes(self._tokens[request], self.block_size))
 
     @announcing
     def free_request(self, request: int) -> None:
@@ -215,7 +215,7 @@ class RequestLevel:
                 f"{tuple(self._held[request])}; a request is managed at one level only"
             )
         if not tokens:
-            self._refuse_no_new_tokens(request, tokens)
+            self._refuse_no_new_tokens(operation, request, tokens)
         hit = self._prefix_hit(tokens)
         self._announce_request_hit(hit, tokens, "lookup")
         need = self._blocks_for(len(tokens)) - len(hit)
@@ -226,18 +226,16 @@ class RequestLevel:
         self._tables[request] = list(hit) + self._take(request, need)
         self._cached[request] = len(hit)
         self._tokens[request] = tokens
-        self._record_contents(request, len(hit))
-        if cache:
-            self._cache_full(request)
+        self._write(request, len(hit), cache)
         if self.semantics.prefix_caching == "on":
             self._events.admit(len(tokens), len(hit) * self.block_size)
         return tuple(self._tables[request])
 
-    def _refuse_no_new_tokens(self, request: int, tokens: tuple[int, ...]) -> None:
+    def _refuse_no_new_tokens(self, operation: str, request: int, tokens: tuple[int, ...]) -> None:
         """Under no_new_tokens="refused", InvalidArgumentError for a call whose `tokens` add none."""
         if self.semantics.no_new_tokens == "refused":
             raise InvalidArgumentError(
-                f"allocate_slots(request={request}): the {len(tokens)} tokens are the request's so far; "
+                f"{operation}(request={request}): the {len(tokens)} tokens are the request's so far; "
                 "a call must hand over at least one new token (no_new_tokens=\"refused\")"
             )
 
@@ -258,22 +256,20 @@ class RequestLevel:
         if self.semantics.hit_events == moment:
             self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
-    def _write(self, request: int, first: int) -> None:
-        """Record the tokens of table[first:], then cache the full blocks not cached yet."""
-        self._record_contents(request, first)
-        self._cache_full(request)
-
-    def _record_contents(self, request: int, first: int) -> None:
-        """Record the tokens of table[first:] (a partial last block too), each after its parent hash."""
+    def _write(self, request: int, first: int, cache: bool = True) -> None:
+        """Record the tokens of table[first:] (a partial last block too), each after its parent hash,
+        then (when `cache`) hash the full blocks not cached yet."""
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
         hashes = chain_hashes(tokens, size)
         for i in range(first, len(table)):
             self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+        if cache:
+            self._cache_full(request, hashes)
 
-    def _cache_full(self, request: int) -> None:
-        """Hash the request's full blocks not cached yet (none under prefix_caching="off"): one stored group."""
+    def _cache_full(self, request: int, hashes: tuple[int, ...]) -> None:
+        """Hash the request's full blocks not cached yet, `hashes` the chained hashes of its tokens
+        (none under prefix_caching="off"): one stored group."""
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
-        hashes = chain_hashes(tokens, size)
         cached = self._cached[request]
         if len(hashes) > cached and self.semantics.prefix_caching == "on":
             self._set_hashes(table[cached : len(hashes)], hashes[cached:], range(cached + 1, len(hashes) + 1),

@@ -6,9 +6,9 @@ written block's contents (`contents()`), each request's cached tokens (`cached_t
 cache events of the last call (`events()`), the blocks the last call reused under a reader
 (`reused()`), the last call's prefix-cache statistics (`prefix_cache_stats()`). Each part names the
 invariants of spec/blocks/invariants.py that a difference in it concerns, or the rule of
-docs/block-pool-contract.md that none states. `block_step` builds, from an implementation's views before and after a call, the `BlockStep` those
-invariants judge. `cacheproof.contract.explaining.steps` reads both through the kind
-(`SpecKind.readings`, `SpecKind.judge`).
+docs/block-pool-contract.md that none states. `block_step` builds, from an implementation's views
+before and after a call, the `BlockStep` those invariants judge. `cacheproof.contract.explaining.steps`
+reads both through the kind (`SpecKind.readings`, `SpecKind.judge`).
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ every run of a request's blocks (last first, or as held), allocate of 0..the fre
 find_cached_prefix of every run of up to `most_tokens` tokens, allocate_slots extending a request's
 tokens by every run of up to `most_new_tokens` (a running request's by none too; a loading request
 runs once its load finishes), load_slots of every request with no blocks with the same runs
-(keeping 0 or 1 block free),
-finish_load of every loading request; where misuse is checked, the misuse the drawn calls make
-(and allocate_slots of a loading request), on the same values (docs/exhaustive.md). The state read
-is the drawers' (`block_calls._State`).
+(keeping 0 or 1 block free), finish_load of every loading request; where misuse is checked, the
+misuse the drawn calls make (and allocate_slots of a loading request), on the same values
+(docs/exhaustive.md). The state read is the drawers' (`block_calls._State`).
 """
 
 from __future__ import annotations
