@@ -190,3 +190,122 @@ BROKEN = {
     "RefusesAtEquality": "schedule",
 }
 """Each broken budget here, with the invariant or the operation whose answer shows its bug."""
+
+
+class CachingSlotBudget:
+    """A correct caching budget (profile `contract-caching`, misuse "checked"): one entry per item
+    with its size and a count of held inputs per request; entries no input holds wait in an ordered
+    dict, the oldest evicted first when a new item needs room."""
+
+    profile = "contract-caching"
+
+    def __init__(self, num_slots: int) -> None:
+        self.num_slots = num_slots
+        self.sizes: dict[str, int] = {}
+        self.users: dict[str, dict[int, int]] = {}
+        self.unused: dict[str, None] = {}  # insertion-ordered: the eviction order
+        self.requests: dict[int, list] = {}  # request -> [item, or None once freed]
+        self.dropped: list[str] = []
+
+    def _taken(self):
+        return sum(self.sizes.values())
+
+    def schedule(self, request, item, n, *, budget, pending=0):
+        SlotBudget._check_schedule(self, request, item, n, budget, pending)
+        if item in self.sizes:
+            if self.sizes[item] != n:
+                raise InvalidArgumentError(f"schedule({item!r}, {n}): cached with {self.sizes[item]} slots")
+        else:
+            reclaimable = sum(self.sizes[name] for name in self.unused)
+            if n > budget or n + pending > self.num_slots - self._taken() + reclaimable:
+                return False
+            while n + pending > self.num_slots - self._taken():
+                oldest = next(iter(self.unused))
+                del self.unused[oldest], self.sizes[oldest], self.users[oldest]
+                self.dropped.append(oldest)
+            self.sizes[item], self.users[item] = n, {}
+        self.unused.pop(item, None)
+        self.users[item][request] = self.users[item].get(request, 0) + 1
+        self.requests.setdefault(request, []).append(item)
+        return True
+
+    def _let_go(self, request, item):
+        users = self.users[item]
+        users[request] -= 1
+        if users[request] == 0:
+            del users[request]
+        if not users:
+            self.unused[item] = None
+
+    def free_input(self, request, input):
+        if not _int(request) or not _int(input):
+            raise InvalidArgumentError(f"free_input({request!r}, {input!r}): ints expected")
+        items = self.requests.get(request, [])
+        if input < 0 or input >= len(items) or items[input] is None:
+            raise WrongStateError(f"free_input({request}, {input}): not held")
+        self._let_go(request, items[input])
+        items[input] = None
+
+    def free(self, request):
+        if not _int(request):
+            raise InvalidArgumentError(f"free({request!r}): a request is an int")
+        for item in self.requests.pop(request, []):
+            if item is not None:
+                self._let_go(request, item)
+
+    def end_step(self):
+        named = [item for item in self.dropped if item not in self.sizes]
+        self.dropped = []
+        return named
+
+    def reset(self):
+        self.__init__(self.num_slots)
+
+    def free_slots(self):
+        return self.num_slots - self._taken()
+
+    def pending_items(self):
+        return (), tuple(item for item in self.dropped if item not in self.sizes)
+
+    def cached_items(self):
+        held = sorted(item for item in self.sizes if item not in self.unused)
+        return tuple((item, self.sizes[item], len(self.users[item])) for item in [*self.unused, *held])
+
+    def holding_requests(self):
+        return tuple(sorted(request for request, items in self.requests.items() if any(i is not None for i in items)))
+
+
+class EvictsNewestIdle(CachingSlotBudget):
+    """Evicts the item that went idle last, not first: an output that was just used is dropped
+    while older ones stay (an LRU that is an MRU)."""
+
+    def schedule(self, request, item, n, *, budget, pending=0):
+        self.unused = dict(reversed(self.unused.items()))
+        try:
+            return super().schedule(request, item, n, budget=budget, pending=pending)
+        finally:
+            self.unused = dict(reversed(self.unused.items()))
+
+
+class IgnoresComputeBudget(CachingSlotBudget):
+    """A miss is admitted over the encoder's compute budget (vLLM encoder_cache_manager #27's
+    `return False` gone): the step runs more encoder work than it may."""
+
+    def schedule(self, request, item, n, *, budget, pending=0):
+        return super().schedule(request, item, n, budget=max(budget, n), pending=pending)
+
+
+class KeepsFinishedRequests(CachingSlotBudget):
+    """free_input leaves a request whose inputs are all freed in its table (vLLM
+    encoder_cache_manager #92): an empty entry per finished request, a leak."""
+
+    def holding_requests(self):
+        return tuple(sorted(self.requests))
+
+
+CACHING_BROKEN = {
+    "EvictsNewestIdle": "cached_items",
+    "IgnoresComputeBudget": "schedule",
+    "KeepsFinishedRequests": "holding_requests",
+}
+"""Each broken caching budget, with the view or operation whose answer shows its bug."""

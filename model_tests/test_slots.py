@@ -17,9 +17,10 @@ from cacheproof.spec.slots.budget import SlotBudgetSpec
 from cacheproof.spec.slots.invariants import SLOT_INVARIANTS_BY_NAME, InvariantViolation, SlotStep
 from cacheproof.spec.slots.semantics import SlotSemantics
 from cacheproof.trace.monitor import DivergenceError, monitor
-from model_tests.slot_budgets import BROKEN, FreesTwice
+from model_tests.slot_budgets import BROKEN, CACHING_BROKEN, FreesTwice
 
 TRUSTED = SlotSemantics(misuse="trusted")
+CACHING = SlotSemantics(caching="lru")
 
 
 # The spec's rules ---------------------------------------------------------------------------------
@@ -50,6 +51,46 @@ def test_items_are_named_at_the_second_step_end_once_per_scheduling():
     assert budget.end_step() == ["a", "a"]
     assert budget.end_step() == ["b"]
     assert budget.end_step() == []
+
+
+def test_caching_a_hit_shares_the_item_s_one_entry_and_needs_no_budget():
+    budget = SlotBudgetSpec(10, CACHING)
+    assert budget.schedule(1, "a", 4, budget=4) is True and budget.free_slots() == 6
+    assert budget.schedule(2, "a", 4, budget=0) is True and budget.free_slots() == 6  # a hit
+    assert budget.schedule(1, "a", 4, budget=0) is True  # the same request again: one more input
+    assert budget.cached_items() == (("a", 4, 2),) and budget.holding_requests() == (1, 2)
+    before = budget.snapshot()
+    with pytest.raises(InvalidArgumentError, match="item 'a' is cached with 4 slots"):
+        budget.schedule(3, "a", 5, budget=9)
+    assert budget.snapshot() == before
+
+
+def test_caching_an_item_goes_idle_at_its_last_input_s_free_and_stays_until_evicted():
+    budget = SlotBudgetSpec(10, CACHING)
+    budget.schedule(1, "a", 4, budget=9)
+    budget.schedule(1, "a", 4, budget=9)
+    budget.schedule(2, "b", 3, budget=9)
+    budget.free_input(1, 0)
+    assert budget.cached_items() == (("a", 4, 1), ("b", 3, 1))  # one input of request 1 still holds "a"
+    budget.free(2)
+    budget.free_input(1, 1)
+    assert budget.cached_items() == (("b", 3, 0), ("a", 4, 0)) and budget.free_slots() == 3
+    assert budget.holding_requests() == ()
+    assert budget.schedule(3, "c", 5, budget=9, pending=2) is True  # 7 of 3 free: "b" then "a" evicted
+    assert budget.free_slots() == 5 and budget.pending_items() == ((), ("b", "a"))
+    assert budget.schedule(3, "a", 2, budget=9) is True  # cached again: no longer named
+    assert budget.end_step() == ["b"] and budget.end_step() == []
+
+
+def test_caching_a_miss_that_idle_items_cannot_make_room_for_evicts_nothing():
+    budget = SlotBudgetSpec(6, CACHING)
+    budget.schedule(1, "a", 2, budget=9)
+    budget.schedule(2, "b", 2, budget=9)
+    budget.free(1)
+    before = budget.snapshot()
+    assert budget.schedule(3, "c", 5, budget=9) is False  # 2 free + 2 idle < 5
+    assert budget.schedule(3, "c", 4, budget=3) is False  # over the compute budget: no eviction
+    assert budget.snapshot() == before
 
 
 def test_frees_give_back_what_is_held_once_and_forget_the_request():
@@ -186,6 +227,23 @@ def test_every_broken_budget_is_found_where_its_bug_shows(broken, tmp_path):
     [divergence] = report["divergences"]
     named = [found["name"] for found in divergence["broken_invariants"]]
     assert BROKEN[broken] in named or divergence["calls"][-1]["op"] == BROKEN[broken], (named, divergence["calls"])
+
+
+def test_the_caching_reference_conforms_and_reaches_every_outcome(tmp_path):
+    status, report = _check(tmp_path, "model_tests.slot_budgets:CachingSlotBudget", "--examples", "200")
+    assert status == 0 and report["ok"] is True and report["profile"] == "contract-caching"
+    assert report["coverage"]["reached"] == report["coverage"]["possible"], report["coverage"]
+    assert main(["check", "--spec", "slots", "--impl", "model_tests.slot_budgets:CachingSlotBudget", "--exhaustive",
+                 "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("broken", sorted(CACHING_BROKEN))
+def test_every_broken_caching_budget_is_found_where_its_bug_shows(broken, tmp_path):
+    status, report = _check(tmp_path, f"model_tests.slot_budgets:{broken}", "--examples", "200")
+    assert status == 1
+    [divergence] = report["divergences"]
+    shown = CACHING_BROKEN[broken]
+    assert f"{shown}() differ" in divergence["message"] or divergence["calls"][-1]["op"] == shown, divergence
 
 
 def test_the_exhaustive_search_finds_the_shortest_double_free(capsys):

@@ -1,6 +1,12 @@
-"""Subclasses of vLLM's REAL `EncoderDecoderCacheManager`, broken ones (one bug each) and a correct one,
-and factories that pass each through `cacheproof.engines.vllm:encoder_decoder_slots(num_slots,
-manager_class=...)`.
+"""Subclasses of vLLM's REAL `EncoderDecoderCacheManager` and `EncoderCacheManager`, broken ones (one
+bug each) and a correct one of each, and factories that pass each through
+`cacheproof.engines.vllm:encoder_decoder_slots(num_slots, manager_class=...)` or `:encoder_cache_slots`.
+
+The EncoderCacheManager classes are the duel's mutants of that class that only vLLM's tests killed
+while the manager was checked key by key alone (the tensor-cache kind has no compute budget and no
+requests): #27, #28, #92, #93. Under `vllm-encoder-cache-requests` the unmodified class and
+`FreedFilteredOnce` conform, and the checker must find every class of CACHING_BROKEN
+(model_tests/engines/test_vllm_encoder_cache_slots.py).
 
 Each broken class is one mutant of vLLM 0.34.0's encoder_cache_manager.py in that class that the
 mutation duel's cacheproof side missed before the slot-budget kind existed (docs/mutation-duel.md:
@@ -12,10 +18,9 @@ Importing this module needs vLLM (the engines venv, tools/engines_venv.sh).
 
 from __future__ import annotations
 
-from vllm.v1.core.encoder_cache_manager import EncoderDecoderCacheManager
+from vllm.v1.core.encoder_cache_manager import EncoderCacheManager, EncoderDecoderCacheManager
 
-from cacheproof.engines.vllm import encoder_decoder_slots
-from cacheproof.engines.vllm_slots import VllmEncoderDecoderSlots
+from cacheproof.engines.vllm import encoder_cache_slots, encoder_decoder_slots
 
 
 class FreeSlotsNeverSet(EncoderDecoderCacheManager):
@@ -81,20 +86,74 @@ class CountsFromTheTop(EncoderDecoderCacheManager):
         return needed <= encoder_compute_budget and self.num_free_slots - num_embeds_to_schedule >= needed
 
 
+class OverBudgetAdmitted(EncoderCacheManager):
+    """#27: an input over the encoder's compute budget is admitted at once (`return True`), without
+    asking for room either."""
+
+    def can_allocate(self, request, input_id, encoder_compute_budget, num_embeds_to_schedule):
+        if request.get_num_encoder_embeds(input_id) > encoder_compute_budget:
+            return True
+        return super().can_allocate(request, input_id, encoder_compute_budget, num_embeds_to_schedule)
+
+
+class PendingSubtracted(EncoderCacheManager):
+    """#28: the embeddings already scheduled in this pass are subtracted from the input's, not added,
+    so the pass admits more than the cache holds."""
+
+    def can_allocate(self, request, input_id, encoder_compute_budget, num_embeds_to_schedule):
+        return super().can_allocate(request, input_id, encoder_compute_budget, -num_embeds_to_schedule)
+
+
+class CachedIdsKept(EncoderCacheManager):
+    """#92: the emptied `request_cached_ids` entry of a request whose last cached input was freed
+    stays: one empty set per finished request, for ever."""
+
+    def free_encoder_input(self, request, input_id):
+        had = request.request_id in self.request_cached_ids
+        super().free_encoder_input(request, input_id)
+        if had:
+            self.request_cached_ids.setdefault(request.request_id, set())
+
+
+class HashRefsKept(EncoderCacheManager):
+    """#93: the emptied `request_hash_refs` entry stays, as #92's does."""
+
+    def free_encoder_input(self, request, input_id):
+        had = request.request_id in self.request_hash_refs
+        super().free_encoder_input(request, input_id)
+        if had:
+            self.request_hash_refs.setdefault(request.request_id, {})
+
+
+class FreedFilteredOnce(EncoderCacheManager):
+    """Correct: the evicted hashes still cached are filtered out against a set built once."""
+
+    def get_freed_mm_hashes(self):
+        cached = set(self.cached)
+        named, self.freed = [item for item in self.freed if item not in cached], []
+        return named
+
+
+CACHING_BROKEN = {OverBudgetAdmitted: "#27", PendingSubtracted: "#28", CachedIdsKept: "#92", HashRefsKept: "#93"}
+"""Each broken EncoderCacheManager, with the duel's mutant it stands for."""
+
 BROKEN = {FreeSlotsNeverSet: "#124", EmbedsNeverCounted: "#129", RefusesTheLastSlots: "#134",
           HashNeverAllocated: "#139", ToFreeNeverRefilled: "#144", NamesHashesAtOnce: "own"}
 """Each broken class, with the duel's mutant it stands for."""
 
 
-def _factory(manager_class: type):
-    def factory(num_slots: int) -> VllmEncoderDecoderSlots:
-        return encoder_decoder_slots(num_slots, manager_class=manager_class)
+def _factory(manager_class: type, adapter):
+    def factory(num_slots: int):
+        return adapter(num_slots, manager_class=manager_class)
 
     factory.__name__ = manager_class.__name__
-    factory.profile = encoder_decoder_slots.profile  # checked under vllm-encoder-decoder, as the real class
+    factory.profile = adapter.profile  # checked under the real class's profile
     return factory
 
 
-FACTORIES = {cls.__name__: _factory(cls) for cls in (*BROKEN, CountsFromTheTop)}
+FACTORIES = {
+    **{cls.__name__: _factory(cls, encoder_decoder_slots) for cls in (*BROKEN, CountsFromTheTop)},
+    **{cls.__name__: _factory(cls, encoder_cache_slots) for cls in (*CACHING_BROKEN, FreedFilteredOnce)},
+}
 """Each class's factory, by class name (`--impl model_tests.vllm_broken_slots:NAME`)."""
 globals().update(FACTORIES)

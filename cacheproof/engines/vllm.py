@@ -107,7 +107,7 @@ from typing import Any
 from cacheproof.engines.vllm_events import TokenData, VllmEvents
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
-__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached", "encoder_cache", "encoder_decoder_slots", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -455,4 +455,4 @@ def kv_cache_manager_uncached(num_blocks: int, *, manager_class: Any = None) -> 
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache
-from cacheproof.engines.vllm_slots import encoder_decoder_slots  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_decoder_slots
+from cacheproof.engines.vllm_slots import encoder_cache_slots, encoder_decoder_slots  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_decoder_slots, :encoder_cache_slots

@@ -1,8 +1,10 @@
-"""vLLM's EncoderDecoderCacheManager (`vllm/v1/core/encoder_cache_manager.py`) behind the slot-budget
-contract (spec kind `slots`): the adapter class behind `cacheproof.engines.vllm:encoder_decoder_slots`,
-whose comment states the translations. The adapter decides no outcome the manager decides: a
-schedule's answer is `can_allocate`'s, the free slots are `num_free_slots`, the named items are
-`get_freed_mm_hashes`'; what the manager gives back twice reaches the checker, and the profile decides.
+"""vLLM's EncoderDecoderCacheManager and EncoderCacheManager (`vllm/v1/core/encoder_cache_manager.py`)
+behind the slot-budget contract (spec kind `slots`): the adapter classes behind
+`cacheproof.engines.vllm:encoder_decoder_slots` and `:encoder_cache_slots`, whose comments state the
+translations. The adapters decide no outcome the manager decides: a schedule's answer is
+`check_and_update_cache`'s or `can_allocate`'s, the free slots are `num_free_slots`, the named
+items are `get_freed_mm_hashes`'; what the manager gives back twice or keeps reaches the checker,
+and the profile decides.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ from typing import Any
 
 from cacheproof.adapt import Atomic, engine_call, require_members
 from cacheproof.engines.vllm_encoder import EncoderRequest, encoder_manager_class, encoder_module_profile
+from cacheproof.spec import InvalidArgumentError
 
-__all__ = ["MEMBERS", "VllmEncoderDecoderSlots", "encoder_decoder_slots"]
+__all__ = ["CACHING_MEMBERS", "MEMBERS", "VllmEncoderCacheSlots", "VllmEncoderDecoderSlots", "encoder_cache_slots",
+           "encoder_decoder_slots"]
 
 MEMBERS = ("can_allocate", "allocate", "free_encoder_input", "free", "get_freed_mm_hashes", "reset")
 """The manager's members the adapter calls."""
+
+CACHING_MEMBERS = (*MEMBERS, "get_cached_num_encoder_embeds", "check_and_update_cache")
+"""The members the caching adapter calls besides."""
 
 
 class VllmEncoderDecoderSlots:
@@ -35,14 +42,30 @@ class VllmEncoderDecoderSlots:
             inputs = self._inputs.setdefault(request, [])
             inputs.append((item, n))
             engine_request = self._request(request)
+            try:
+                hit = self._cached_hit(engine_request, len(inputs) - 1)
+            except InvalidArgumentError:
+                self._unschedule(request)
+                raise
+            if hit:
+                return True
             admitted = engine_call(self.manager, "can_allocate", engine_request, len(inputs) - 1, budget, pending)
             if not admitted:
-                inputs.pop()  # the scheduler schedules no input can_allocate refused
-                if not inputs:
-                    del self._inputs[request]
+                self._unschedule(request)  # the scheduler schedules no input can_allocate refused
                 return admitted
             engine_call(self.manager, "allocate", engine_request, len(inputs) - 1)
             return admitted
+
+    def _cached_hit(self, engine_request: EncoderRequest, input_id: int) -> bool:
+        """Whether the input is served from the encoder cache: never, for a manager that caches
+        nothing (the scheduler skips the cache for encoder-decoder models)."""
+        return False
+
+    def _unschedule(self, request: Any) -> None:
+        inputs = self._inputs[request]
+        inputs.pop()
+        if not inputs:
+            del self._inputs[request]
 
     def free_input(self, request: Any, input: int) -> None:
         with self._atomic:
@@ -98,6 +121,71 @@ class VllmEncoderDecoderSlots:
 # - reset() -> `reset()`, and the requests are forgotten (the scheduler resets the manager when the
 #   model's weights change, `reset_encoder_cache`; the slot contract's reset ends every request);
 # - free_slots() reads `num_free_slots`; pending_items() reads `allocated` and `to_free`.
+
+
+class VllmEncoderCacheSlots(VllmEncoderDecoderSlots):
+    """vLLM's EncoderCacheManager speaking the slot-budget contract under caching "lru", the
+    scheduler's requests kept beside it. The translations: the comment below the class."""
+
+    def _cached_hit(self, engine_request: EncoderRequest, input_id: int) -> bool:
+        cached = engine_call(self.manager, "get_cached_num_encoder_embeds", engine_request, input_id)
+        wanted = engine_request.get_num_encoder_embeds(input_id)
+        if cached is not None and cached != wanted:
+            raise InvalidArgumentError(
+                f"schedule({engine_request.request_id}, {engine_request.mm_features[input_id].identifier!r}, "
+                f"n={wanted}): the cached item holds {cached} embeddings (the scheduler rejects the request)")
+        return bool(engine_call(self.manager, "check_and_update_cache", engine_request, input_id))
+
+    def pending_items(self) -> tuple:
+        """((), the hashes in `freed` that are not in `cached`): what `get_freed_mm_hashes` answers
+        next, read as the engine's state."""
+        with self._atomic:
+            return (), tuple(item for item in self.manager.freed if item not in self.manager.cached)
+
+    def cached_items(self) -> tuple:
+        """The hashes in `cached`, each (hash, `num_embeds_by_hash`, requests in its set): those in
+        `freeable`, in its order, then the referenced ones by hash."""
+        with self._atomic:
+            cached, sizes = self.manager.cached, self.manager.num_embeds_by_hash
+            held = sorted(item for item, requests in cached.items() if requests)
+            return tuple((item, sizes.get(item), len(cached[item]))
+                         for item in (*(item for item in self.manager.freeable if item in cached), *held))
+
+    def holding_requests(self) -> tuple:
+        """The request ids keyed in `request_cached_ids` or `request_hash_refs`, as ints, ascending."""
+        with self._atomic:
+            keyed = set(self.manager.request_cached_ids) | set(self.manager.request_hash_refs)
+            return tuple(sorted(int(request_id) for request_id in keyed))
+
+
+# `encoder_cache_slots(num_slots)`: vLLM's EncoderCacheManager behind the slot-budget contract,
+# request by request, as the scheduler drives it (the tensor-cache adapter `encoder_cache` holds
+# the same manager to the cache contract, key by key).
+#
+#     cacheproof check --spec slots --impl cacheproof.engines.vllm:encoder_cache_slots
+#
+# Profile `vllm-encoder-cache-requests` (misuse "trusted", caching "lru": docs/engines.md). As
+# `encoder_decoder_slots` above, but a schedule first plays the scheduler's cache path
+# (`Scheduler._try_schedule_encoder_inputs` for a model that is not encoder-decoder):
+# `get_cached_num_encoder_embeds(req, i)` naming another count than n is InvalidArgumentError and
+# the input is not kept (the scheduler rejects the request, `_reject_on_encoder_cache_embed_mismatch`);
+# then `check_and_update_cache(req, i)` True is a hit, answered True with no budget asked; else
+# `can_allocate(req, i, b, p)` and `allocate(req, i)`. pending_items(), cached_items() and
+# holding_requests() read `freed`, `cached`, `num_embeds_by_hash`, `freeable`, `request_cached_ids`
+# and `request_hash_refs`. `free(req)` frees the inputs `get_cached_input_ids` names, a set of ints
+# iterated in ascending order here (the contract frees them in the order scheduled; the
+# generator's inputs per request stay below the set's table size, where the two orders agree).
+
+
+def encoder_cache_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderCacheSlots:
+    """vLLM's EncoderCacheManager of `num_slots` encoder embeddings as a caching slot budget.
+    `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
+    manager_class = manager_class or encoder_manager_class("EncoderCacheManager")
+    require_members(manager_class, CACHING_MEMBERS)
+    return VllmEncoderCacheSlots(manager_class(num_slots))
+
+
+encoder_cache_slots.profile = encoder_module_profile("vllm-encoder-cache-requests")
 
 
 def encoder_decoder_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderDecoderSlots:

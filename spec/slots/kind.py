@@ -12,15 +12,15 @@ from cacheproof.spec.slots.views import SLOT_READINGS, SLOT_SHAPES, SLOT_VIEW_RE
 
 SLOTS_KIND = SpecKind(
     name="slots",
-    summary="an encoder's slot budget that caches nothing: a scheduled input holds its slots until freed, and "
-    "the items of a step are named again at the second step's end (vLLM's EncoderDecoderCacheManager; "
-    "docs/slots-contract.md)",
+    summary="an encoder's slot budget: a scheduled input holds its slots until freed, and the items of a step "
+    "are named again at the second step's end (vLLM's EncoderDecoderCacheManager); under caching \"lru\" an "
+    "item's output is cached and shared until evicted (vLLM's EncoderCacheManager; docs/slots-contract.md)",
     operations=SLOT_OPERATIONS,
     size_name="num_slots",
     new=SlotBudgetSpec,
     invariants=SLOT_INVARIANTS,
     profiles=SLOT_PROFILES,
-    views=("free_slots", "pending_items"),
+    views=("free_slots", "pending_items", "cached_items", "holding_requests"),
     view_readers=SLOT_VIEW_READERS,
     key_domains=("int",),  # request ids are ints, as the block pool's and the radix cache's
     keys_are="request ids",

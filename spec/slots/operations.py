@@ -1,10 +1,11 @@
 """The encoder slot budget's operation table: every operation of docs/slots-contract.md, once.
 
-The budget is what a scheduler asks before it runs an encoder over a request's multimodal input
-when the encoder's outputs are not cached (vLLM's EncoderDecoderCacheManager, for encoder-decoder
-models): an input takes its slots (encoder embeddings) while it is scheduled, gives them back when
+The budget is what a scheduler asks before it runs an encoder over a request's multimodal input.
+Where the encoder's outputs are not cached (vLLM's EncoderDecoderCacheManager, for encoder-decoder
+models), an input takes its slots (encoder embeddings) while it is scheduled, gives them back when
 freed, and the items scheduled in one step are named again, for the runner to drop their outputs,
-at the second step's end after it.
+at the second step's end after it. Where they are (semantics caching "lru": vLLM's
+EncoderCacheManager), an item's slots are taken by its one cached entry until it is evicted.
 
 Domains: "request" (an int request id), "item" (a str: the item's hash, vLLM's mm_hash), "count"
 (an int >= 0), "input" (an int: the index of one of a request's scheduled inputs, from 0 in the
@@ -26,7 +27,8 @@ SLOT_OPERATIONS: tuple[Operation, ...] = (
               "bool", (_BAD,), True,
               summary="True, taking n slots for a new input of the request (item scheduled in this step), when n is at "
                       "most the compute budget and n + pending at most the free slots; False, changing nothing, "
-                      "otherwise"),
+                      "otherwise. Caching: a cached item is a hit (True, no slots, no budget; InvalidArgumentError "
+                      "when cached with other than n slots), and a miss evicts idle items, the first idle first, to fit"),
     Operation("free_input", (_REQUEST, Argument("input", "input")), "None", (_BAD, _STATE), True,
               summary="give back the slots of one input the request holds; WrongStateError for an input it does not "
                       "hold (never scheduled, or freed already)"),
@@ -35,7 +37,8 @@ SLOT_OPERATIONS: tuple[Operation, ...] = (
                       "holds none: nothing changes)"),
     Operation("end_step", (), "items", (), True,
               summary="end the scheduler's step: the items scheduled in the step before this one, once per "
-                      "scheduling, in order (the runner drops their encoder outputs)"),
+                      "scheduling, in order (the runner drops their encoder outputs). Caching: the items evicted "
+                      "since the last end_step and not cached again, once per eviction"),
     Operation("reset", (), "None", (), True,
               summary="every slot free, every request forgotten, no item left to name"),
 )

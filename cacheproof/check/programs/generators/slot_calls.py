@@ -11,8 +11,8 @@ operation, so that an item is named a step late while its request still holds it
 
 Misuse (an input freed twice or never scheduled, an argument of the wrong type or range) comes
 one call in eight when misuse is checked. Without misuse (semantics misuse "trusted", or
---no-bad-arguments) no input is freed twice; under "trusted" a request that freed an input is
-never freed whole either (the contract's misuse there).
+--no-bad-arguments) no input is freed twice; under "trusted" without caching a request that freed
+an input is never freed whole either (the contract's misuse there).
 
 Those numbers are the small scope (`SMALL`), the one every check draws from; `--thorough` adds the
 wide scope (budgets of up to 64 slots, one in four up to 200; six requests, five items; inputs of
@@ -57,7 +57,7 @@ class ExhaustiveSlotScope:
     """What `check --exhaustive` tries from every state: budgets of each of `slots` slots; a schedule
     of each item of `items` by each request of `requests`, of 1..`most_n` slots, with the compute
     budget n - 1, n and the pending slots 0 and 1; a free of each held input and of each request
-    (under trusted semantics, none that freed an input); end_step and reset; where misuse is
+    (under trusted semantics without caching, none that freed an input); end_step and reset; where misuse is
     checked, a free of each freed input. `depth`: the calls per path a search goes to when no
     --depth is given."""
 
@@ -107,7 +107,7 @@ class SlotCalls:
             "free_input": [Call("free_input", (request, index)) for request in live
                            for index, (_, _, held) in enumerate(inputs[request]) if held],
             "free": [Call("free", (request,)) for request in scope.requests
-                     if not _trusted(model) or all(held for _, _, held in inputs.get(request, ()))],
+                     if not _frees_every_input(model) or all(held for _, _, held in inputs.get(request, ()))],
             "end_step": [Call("end_step", ())],
             "reset": [Call("reset", ())],
         }
@@ -126,10 +126,10 @@ class SlotCalls:
         return None
 
 
-def _trusted(model: Any) -> bool:
-    """Whether the model's semantics trust the caller: a request that freed an input is then never
-    freed whole (the contract's misuse under "trusted")."""
-    return model.semantics.misuse == "trusted"
+def _frees_every_input(model: Any) -> bool:
+    """Whether the model's semantics trust the caller of a budget that caches nothing: a request that
+    freed an input is then never freed whole (the contract's misuse there)."""
+    return model.semantics.misuse == "trusted" and model.semantics.caching == "none"
 
 
 class _State:
@@ -149,11 +149,11 @@ class _State:
                 for index, (_, _, held) in enumerate(self.inputs[request]) if not held]
 
     def freeable(self) -> list[int]:
-        """The requests a free may name: every one, but under trusted semantics none that freed an
-        input already (when that leaves none, a request that never scheduled: a free that changes
-        nothing)."""
+        """The requests a free may name: every one, but under trusted semantics without caching none
+        that freed an input already (when that leaves none, a request that never scheduled: a free
+        that changes nothing)."""
         named = [request for request in self.scope.requests
-                 if not _trusted(self.model) or all(held for _, _, held in self.inputs.get(request, ()))]
+                 if not _frees_every_input(self.model) or all(held for _, _, held in self.inputs.get(request, ()))]
         return named or [self.scope.requests[-1] + 1]
 
 
@@ -165,8 +165,12 @@ def _schedule(draws: Draws, s: _State) -> Call:
     else:
         n = integer(draws, 1, s.scope.most_n)
     budget = max(0, n + integer(draws, -1, 2))
-    return Call("schedule", (choice(draws, s.scope.requests), choice(draws, s.scope.items), n),
-                {"budget": budget, "pending": pending})
+    request, item = choice(draws, s.scope.requests), choice(draws, s.scope.items)
+    if s.model.semantics.caching == "lru":
+        cached = {cached_item: slots for cached_item, slots, _ in s.model.cached_items()}
+        if item in cached and draws.randrange(8):
+            n = cached[item]
+    return Call("schedule", (request, item, n), {"budget": budget, "pending": pending})
 
 
 def _free_input(draws: Draws, s: _State) -> Call:
