@@ -425,3 +425,24 @@ def test_random_walk_catches_wrong_events_in_the_events_view_alone(broken) -> No
 def test_random_walk_catches_each_broken_pool(broken, seed) -> None:
     divergence = differential_walk(broken, seed, 2000)
     assert divergence is not None, f"{broken.__name__} not caught in 2000 steps (seed {seed})"
+
+
+def test_a_sliding_window_frees_what_it_reads_no_more_and_hits_on_its_last_blocks() -> None:
+    """sliding_window=4, blocks of 2: with n tokens computed, the blocks wholly before token n - 3
+    are read no more; a hit needs its last ceil(3 / 2) = 2 blocks cached."""
+    pool = BlockPoolSpec(8, BlockSemantics(sliding_window=4))
+    assert pool.allocate_slots(1, tuple(range(6))) == (1, 2, 3)
+    # 6 computed: tokens 0-2 left the window, so block 1 (tokens 0, 1) is freed before 7 and 8 need one
+    assert pool.allocate_slots(1, tuple(range(8))) == (0, 2, 3, 4)
+    assert pool.snapshot()[0] == (5, 6, 7, 1)  # hashed: at the tail
+    assert pool.allocate_slots(1, tuple(range(20))) is None  # 10 blocks, 4 free...
+    assert pool.tables() == ((1, (0, 0, 3, 4)),)  # ...but block 2 (tokens 2, 3) was freed first
+    assert pool.snapshot()[0] == (5, 6, 7, 1, 2)
+    # tokens 0-6 hold three full blocks; the last two (2 and 3) are cached: a hit of 6 tokens
+    assert pool.find_cached_prefix(tuple(range(8))) == 6
+    assert pool.find_cached_prefix((0, 1, 2, 9, 4, 5, 6, 7)) == 2  # no two in a row: block 1, from the start
+    # 6 hit tokens leave token 0-2 behind: block 1's place is the null block, 2 and 3 pinned, 5 new
+    assert pool.allocate_slots(2, tuple(range(8))) == (0, 2, 3, 5)
+    assert pool.snapshot()[0] == (6, 7, 1)
+    pool.free_request(2)  # 5 then 2 reach ref 0 (3 is request 1's still), both hashed: the tail
+    assert pool.snapshot()[0] == (6, 7, 1, 5, 2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vllm.v1.core.kv_cache_manager import KVCacheManager
 
-from cacheproof.engines.vllm import kv_cache_manager, kv_cache_manager_uncached
+from cacheproof.engines.vllm import kv_cache_manager, kv_cache_manager_swa, kv_cache_manager_uncached
 
 
 class NewBlocksUnreportedManager(KVCacheManager):
@@ -103,9 +103,28 @@ class CachesWhileLoadingManager(KVCacheManager):
         return super().allocate_slots(request, num_new_tokens, *args, **kwargs)
 
 
+class WindowNeverSlidesManager(KVCacheManager):
+    """kv_cache_manager #178: allocate_slots never frees the blocks a sliding window reads no more
+    (its `remove_skipped_blocks` call gone), so a long request holds every block it ever wrote and
+    the pool runs dry while the window needs two."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.coordinator.remove_skipped_blocks = lambda *args, **kwargs: None
+
+
+class ContextParallelByDefaultManager(KVCacheManager):
+    """kv_cache_manager #29: `pcp_world_size` defaults to 2, so a manager built without naming it
+    believes prefill is split over two ranks, which a sliding-window lookup refuses (an assertion)."""
+
+    def __init__(self, *args, pcp_world_size: int = 2, **kwargs):
+        super().__init__(*args, pcp_world_size=pcp_world_size, **kwargs)
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
     CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
+    WindowNeverSlidesManager, ContextParallelByDefaultManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -142,6 +161,14 @@ def caches_while_loading(num_blocks: int):
     return kv_cache_manager(num_blocks, manager_class=CachesWhileLoadingManager)
 
 
+def window_never_slides(num_blocks: int):
+    return kv_cache_manager_swa(num_blocks, manager_class=WindowNeverSlidesManager)
+
+
+def context_parallel_by_default(num_blocks: int):
+    return kv_cache_manager_swa(num_blocks, manager_class=ContextParallelByDefaultManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -151,5 +178,7 @@ FACTORIES = {
     "stats_at_lookup": ("vllm-kv-cache-manager", stats_at_lookup),
     "no_new_tokens_answered": ("vllm-kv-cache-manager", no_new_tokens_answered),
     "caches_while_loading": ("vllm-kv-cache-manager", caches_while_loading),
+    "window_never_slides": ("vllm-kv-cache-manager-swa", window_never_slides),
+    "context_parallel_by_default": ("vllm-kv-cache-manager-swa", context_parallel_by_default),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

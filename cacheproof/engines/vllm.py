@@ -107,7 +107,8 @@ from typing import Any
 from cacheproof.engines.vllm_events import TokenData, VllmEvents
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
-__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
+__all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached",
+           "kv_cache_manager_swa", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -452,6 +453,14 @@ def kv_cache_manager_uncached(num_blocks: int, *, manager_class: Any = None) -> 
     from cacheproof.engines import vllm_manager
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, caching=False)
+
+
+def kv_cache_manager_swa(num_blocks: int, *, manager_class: Any = None) -> Any:
+    """`kv_cache_manager` of one sliding-window group (`SlidingWindowSpec`, a window of 4 tokens:
+    every layer of the model slides); checked under the profile vllm-kv-cache-manager-swa."""
+    from cacheproof.engines import vllm_manager
+
+    return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, sliding_window=4)
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache

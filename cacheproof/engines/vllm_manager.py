@@ -75,6 +75,7 @@ from cacheproof.engines.vllm import (
     _GROUP, MISSING_VLLM, VllmBlockPool, _events_taken, _peer_pool, _VllmNames, _without_warnings,
 )
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
+from cacheproof.spec.blocks.partial import NULL_BLOCK as _NULL
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
 __all__ = ["VllmKVCacheManager", "kv_cache_manager"]
@@ -84,12 +85,14 @@ _MAX_MODEL_LEN = 1 << 16
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
-                     caching: bool = True) -> "VllmKVCacheManager":
-    """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one full-attention
-    group), as a contract pool with a request level; `manager_class` replaces
-    `vllm.v1.core.kv_cache_manager.KVCacheManager` and is built with the same arguments;
-    `report_mode` is every request's `kv_cache_report_mode` ("full": each hit found is re-announced);
-    `caching` is the manager's `enable_caching` (False: prefix caching off).
+                     caching: bool = True, sliding_window: int = 0) -> "VllmKVCacheManager":
+    """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one group: full
+    attention, or a sliding window of `sliding_window` tokens when it is not 0), as a contract pool
+    with a request level; `manager_class` replaces `vllm.v1.core.kv_cache_manager.KVCacheManager`
+    and is built with the same arguments (the scheduler's `max_in_flight_tokens` and
+    `pcp_world_size` left at their defaults); `report_mode` is every request's
+    `kv_cache_report_mode` ("full": each hit found is re-announced); `caching` is the manager's
+    `enable_caching` (False: prefix caching off).
     Raises ImportError naming the extra and the tools script when vLLM is not installed."""
     try:
         import torch
@@ -98,12 +101,17 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
         from vllm.v1.core.kv_cache_manager import KVCacheManager
         from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.kv_cache_interface import (
-            FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, get_kv_cache_spec_kind, get_kv_cache_spec_sliding_window,
+            FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, SlidingWindowSpec, get_kv_cache_spec_kind,
+            get_kv_cache_spec_sliding_window,
         )
         from vllm.v1.request import Request
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
-    attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
+    if sliding_window:
+        attention = SlidingWindowSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16,
+                                      sliding_window=sliding_window)
+    else:
+        attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
     config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
     cls = KVCacheManager if manager_class is None else manager_class
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
@@ -151,19 +159,32 @@ class VllmKVCacheManager(VllmBlockPool):
     def _table(self, request: int) -> tuple[int, ...]:
         return tuple(self.manager.get_block_ids(str(request))[0])
 
+    def _answer(self, request: int) -> tuple[int, ...]:
+        """The worker's table, the null block (id 0) where the manager's table now names it: a
+        sliding window's freed blocks, which the scheduler never tells the worker of (its
+        attention reads them no more)."""
+        now = self._table(request)
+        return tuple(_NULL if place < len(now) and now[place] == _NULL else block
+                     for place, block in enumerate(self._worker[request]))
+
     def _handed_out(self, blocks: list[Any]) -> None:
         for block in blocks:
             self._written.pop(block.block_id, None)
 
     def _write(self, request: int, first: int, blocks: Any = None) -> None:
         """Play the model runner: the tokens of table[first:] land in the blocks the worker's table
-        names, or in `blocks`, in order from position `first` (the connector's, for a load)."""
+        names (the null block takes none), or in `blocks` (the connector's, for a load), each at
+        its place in the worker's table."""
         req = self._requests[request]
-        blocks = self._worker[request][first:] if blocks is None else blocks
+        table = self._worker[request]
+        places = (range(first, len(table)) if blocks is None
+                  else [table.index(block) for block in blocks])
         tokens, hashes = tuple(req.all_token_ids), req.block_hashes
-        for i, block in enumerate(blocks, start=first):
+        for i in places:
+            if table[i] == _NULL:
+                continue
             parent = self._int_of(hashes[i - 1]) if 0 < i <= len(hashes) else None
-            self._written[block] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
+            self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
@@ -221,7 +242,7 @@ class VllmKVCacheManager(VllmBlockPool):
         added = new.get_block_ids(allow_none=True)
         self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
         self._write(request, len(done) // BLOCK_SIZE)
-        return self._worker[request]
+        return self._answer(request)
 
     @_events_taken
     def load_slots(self, request: int, tokens: tuple[int, ...], *, reserve: int = 0) -> tuple[int, ...] | None:
@@ -267,7 +288,7 @@ class VllmKVCacheManager(VllmBlockPool):
         self._worker[request] = tuple(blocks.get_block_ids()[_GROUP])
         # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers)
         self._write(request, hit // BLOCK_SIZE, blocks.get_unhashed_block_ids_all_groups()[_GROUP] if load else None)
-        return self._worker[request]
+        return self._answer(request)
 
     def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:
         """The manager's allocate_slots; its ValueError for a call with no new tokens (and none
@@ -308,5 +329,5 @@ class VllmKVCacheManager(VllmBlockPool):
         queue, blocks, pool_holdings = super().snapshot()
         held = {request: list(blocks_held) for request, blocks_held in pool_holdings}
         for request, table in self.tables():
-            held.setdefault(request, []).extend(table)
+            held.setdefault(request, []).extend(block for block in table if block != _NULL)
         return queue, blocks, tuple((request, tuple(sorted(b))) for request, b in sorted(held.items()) if b)

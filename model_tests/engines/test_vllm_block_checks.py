@@ -16,7 +16,7 @@ from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.vllm import (  # noqa: E402
-    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_uncached,
+    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_swa, kv_cache_manager_uncached,
 )
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
@@ -143,6 +143,29 @@ def test_vllm_kv_cache_manager_in_full_report_mode_conforms_under_its_profile() 
     m.allocate_slots(1, (0, 1, 2, 0, 1))
     assert m.find_cached_prefix((0, 1, 2, 0, 9)) == 4
     assert m.events() == (((None, (H1, H2), (0, 1, 2, 0)),), (), False)
+
+
+def test_vllm_sliding_window_manager_hand_worked() -> None:
+    """One sliding-window group of 4 tokens (two blocks of 2): a running request's call frees the
+    blocks the window has left (the null block takes their places, before the new block is
+    taken), a lookup finds the last two blocks the window reads, and a new request pins only
+    those."""
+    m = kv_cache_manager_swa(12)
+    assert m.allocate_slots(1, tuple(range(8))) == (1, 2, 3, 4)
+    assert m.allocate_slots(1, tuple(range(9))) == (0, 0, 3, 4, 5)  # 8 computed: tokens 0-4 left the window
+    assert m.num_free() == 8 and m.snapshot()[0][-2:] == (2, 1)  # freed last first, cached: at the tail
+    assert m.allocate_slots(1, tuple(range(12))) == (0, 0, 0, 4, 5, 6)
+    assert m.find_cached_prefix(tuple(range(12))) == 10 and m.find_cached_prefix(tuple(range(5))) == 4
+    assert m.allocate_slots(2, tuple(range(11))) == (0, 0, 0, 4, 5, 7)
+    m.free_request(1)
+    assert m.tables() == ((2, (0, 0, 0, 4, 5, 7)),) and m.snapshot()[0][-1] == 6
+
+
+def test_vllm_sliding_window_manager_conforms_under_its_profile() -> None:
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-swa", kv_cache_manager_swa, examples=100)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    full = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_swa, examples=100)
+    assert not full.ok  # the window is reached: held to full attention, it differs
 
 
 @pytest.mark.parametrize("name", sorted(vllm_broken_managers.FACTORIES))

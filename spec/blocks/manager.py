@@ -22,7 +22,12 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
 3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
    in reverse), so its tail blocks are the first evicted; the request is forgotten (a load under
    way too).
-4. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
+4. Under sliding_window=W (semantics), a request's table names the null block for the blocks the
+   window no longer reads: a running request's call frees them first (last first), before it asks
+   for new blocks, so they are freed even when it answers None; a new request's hit pins only the
+   blocks the window reads, and its lookup finds the longest prefix whose last blocks are cached
+   (the window's), not the longest cached one.
+5. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
    asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
    `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
    its blocks written, but no block hashed, so no lookup finds a block whose KV has not arrived. `finish_load(request)`: the
@@ -41,6 +46,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from cacheproof.spec.blocks.events import announcing
+from cacheproof.spec.blocks.partial import NULL_BLOCK
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
 BLOCK_SIZE = 2
@@ -119,6 +125,7 @@ class RequestLevel:
             )
         if len(tokens) == len(old):
             self._refuse_no_new_tokens("allocate_slots", request, tokens)
+        self._drop_out_of_window(request, len(old))
         need = self._blocks_for(len(tokens)) - len(table)
         if need > len(self._queue):
             return None
@@ -174,7 +181,7 @@ class RequestLevel:
         table = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
         self._loading.discard(request)
-        self._release(request, table[::-1])
+        self._release(request, [block for block in table if block != NULL_BLOCK][::-1])
 
     # Views ------------------------------------------------------------------------------
 
@@ -218,15 +225,18 @@ class RequestLevel:
             self._refuse_no_new_tokens(operation, request, tokens)
         hit = self._prefix_hit(tokens)
         self._announce_request_hit(hit, tokens, "lookup")
-        need = self._blocks_for(len(tokens)) - len(hit)
-        if need + reserve > len(self._queue) - len({b for b in hit if self._ref[b] == 0}):
+        skipped = self._skipped_blocks(len(hit) * self.block_size if cache else len(tokens))
+        adopted = [NULL_BLOCK] * skipped + list(hit[skipped:])
+        kept = [block for block in adopted if block != NULL_BLOCK]
+        need = self._blocks_for(len(tokens)) - len(adopted)
+        if need + reserve > len(self._queue) - len({b for b in kept if self._ref[b] == 0}):
             return None
-        self._pin(request, hit)
+        self._pin(request, kept)
         self._announce_request_hit(hit, tokens, "stored")
-        self._tables[request] = list(hit) + self._take(request, need)
-        self._cached[request] = len(hit)
+        self._tables[request] = adopted + self._take(request, need)
+        self._cached[request] = len(adopted)
         self._tokens[request] = tokens
-        self._write(request, len(hit), cache)
+        self._write(request, len(adopted), cache)
         if self.semantics.prefix_caching == "on":
             self._events.admit(len(tokens), len(hit) * self.block_size)
         return tuple(self._tables[request])
@@ -242,12 +252,42 @@ class RequestLevel:
     def _blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 
+    def _skipped_blocks(self, computed: int) -> int:
+        """The leading blocks a sliding window no longer reads once `computed` tokens are computed:
+        those wholly before token computed - W + 1 (none under full attention)."""
+        window = self.semantics.sliding_window
+        return max(0, computed - window + 1) // self.block_size if window else 0
+
+    def _drop_out_of_window(self, request: int, computed: int) -> None:
+        """Free the request's blocks the window no longer reads once `computed` tokens are computed,
+        last first, stopping at the first already freed; the null block takes their places."""
+        table = self._tables[request]
+        freed = []
+        for place in range(min(self._skipped_blocks(computed), len(table)) - 1, -1, -1):
+            if table[place] == NULL_BLOCK:
+                break
+            freed.append(table[place])
+            table[place] = NULL_BLOCK
+        self._release(request, freed)
+
     def _prefix_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
-        """The cached blocks of the longest cached prefix of the full blocks of tokens[:-1] (none
-        under prefix_caching="off")."""
+        """The blocks of the cached prefix of the full blocks of tokens[:-1] (none under
+        prefix_caching="off"): the longest cached one, or under a sliding window the longest whose
+        last ceil((W - 1) / B) blocks are cached, the null block before them, and failing any, the
+        cached blocks from the start."""
         if self.semantics.prefix_caching == "off":
             return ()
-        return self._longest_prefix(chain_hashes(tokens[:-1], self.block_size))
+        hashes = chain_hashes(tokens[:-1], self.block_size)
+        window = self.semantics.sliding_window
+        if not window:
+            return self._longest_prefix(hashes)
+        reads = -(-(window - 1) // self.block_size)
+        run = 0
+        for place in range(len(hashes) - 1, -1, -1):
+            run = run + 1 if self._map.get(hashes[place]) else 0
+            if run >= reads:
+                return (NULL_BLOCK,) * place + tuple(self._map[value][0] for value in hashes[place : place + reads])
+        return tuple(self._map[value][0] for value in hashes[:run])
 
     def _announce_request_hit(self, hit: tuple[int, ...], tokens: tuple[int, ...], moment: str) -> None:
         """The `hit` a request's `tokens` found, with the tokens its blocks hold, re-announced at
@@ -262,7 +302,8 @@ class RequestLevel:
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
         hashes = chain_hashes(tokens, size)
         for i in range(first, len(table)):
-            self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+            if table[i] != NULL_BLOCK:
+                self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
         if cache:
             self._cache_full(request, hashes)
 

@@ -274,7 +274,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         """Raise `InvariantViolation` if a state invariant (B1-B5, B7) fails, or a request table
         disagrees with the request's holdings. When all is well, an expensive no-op."""
         for request, table in self._tables.items():
-            if sorted(table) != sorted(self._held.get(request, [])):
+            if sorted(block for block in table if block != NULL_BLOCK) != sorted(self._held.get(request, [])):
                 raise block_invariants.InvariantViolation(
                     f"request {request}: table {table} != holdings {self._held.get(request, [])}"
                 )

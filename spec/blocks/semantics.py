@@ -24,6 +24,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "hash_units": (1, 2),
     "prefix_caching": ("on", "off"),
     "no_new_tokens": ("answered", "refused"),
+    "sliding_window": (0, 4),
 }
 """The valid values of every field."""
 
@@ -78,6 +79,17 @@ class BlockSemantics(OptionSemantics):
       changes nothing ("refused"). vLLM's `KVCacheManager.allocate_slots` refuses it: a call with
       no new tokens and no computed tokens to adopt raises ValueError before any change (a
       scheduler that schedules a request no token has a bug).
+    - sliding_window: at the request level every token attends to all before it (0: full
+      attention), or to the last W tokens (W: a sliding window of W tokens). Under a window of W
+      (block size B), once n tokens are computed the blocks wholly before token n - W + 1 are
+      read no more: a running request's call first frees them (last first) and its table names
+      the null block there, whether or not the call then gets its blocks; a new request's table
+      names the null block for the skipped blocks of what it adopts (its hit, or a load's
+      tokens), and pins none of them. A prefix hit is the longest prefix whose last
+      ceil((W - 1) / B) blocks are all cached (the window's reads; the blocks before are the null
+      block), or failing any, the cached blocks from the start, fewer than that. vLLM's manager
+      of one sliding-window group (`SlidingWindowSpec`, `SlidingWindowManager`) is W; 4 is the
+      value a profile names (two blocks of the adapter's two tokens).
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -88,6 +100,7 @@ class BlockSemantics(OptionSemantics):
     hash_units: int = 1
     prefix_caching: str = "on"
     no_new_tokens: str = "answered"
+    sliding_window: int = 0
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -156,6 +169,14 @@ BLOCK_PROFILES: dict[str, Profile] = {
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager built with enable_caching=False (the engine's prefix caching off): no block "
             "is hashed and no lookup finds a cached prefix",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-swa",
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused",
+                           sliding_window=4),
+            MANAGER_OPERATIONS,
+            "vllm-kv-cache-manager of one sliding-window group (SlidingWindowSpec, a window of 4 tokens): a hit "
+            "is the last blocks the window reads, and the blocks it no longer reads are freed as the request runs",
         ),
     )
 }

@@ -36,7 +36,8 @@ CACHED_RULE = ("a request's cached tokens are those its block table covers up to
 STATS_RULE = ("a call counts each request it admits after a prefix-cache lookup, with its tokens and hit tokens, "
               "and a reset that drops every hash (docs/block-pool-contract.md, Prefix-cache statistics)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
-              "holdings (docs/block-pool-contract.md, Request level)")
+              "holdings, the null block where a sliding window reads no more (docs/block-pool-contract.md, "
+              "Request level)")
 
 
 def _is_tuple(value: Any, length: int | None = None) -> bool:
