@@ -444,5 +444,7 @@ def test_a_sliding_window_frees_what_it_reads_no_more_and_hits_on_its_last_block
     # 6 hit tokens leave token 0-2 behind: block 1's place is the null block, 2 and 3 pinned, 5 new
     assert pool.allocate_slots(2, tuple(range(8))) == (0, 2, 3, 5)
     assert pool.snapshot()[0] == (6, 7, 1)
-    pool.free_request(2)  # 5 then 2 reach ref 0 (3 is request 1's still), both hashed: the tail
-    assert pool.snapshot()[0] == (6, 7, 1, 5, 2)
+    # 8 computed: block 2 (tokens 2, 3) is out of the window and freed first, then 5 and 3, last
+    # first (3 is request 1's still); both hashed: the tail
+    pool.free_request(2)
+    assert pool.snapshot()[0] == (6, 7, 1, 2, 5)

@@ -113,6 +113,16 @@ class WindowNeverSlidesManager(KVCacheManager):
         self.coordinator.remove_skipped_blocks = lambda *args, **kwargs: None
 
 
+class WindowKeptAtFinishManager(KVCacheManager):
+    """kv_cache_manager #205: `remove_skipped_blocks` (the scheduler's call before it hands a
+    finished request's table to the KV connector) frees nothing, so the blocks the window left
+    are freed with the rest, last, and a sliding window's stale blocks outlive its fresh ones in
+    the prefix cache."""
+
+    def remove_skipped_blocks(self, request_id, processed_computed_tokens, num_prompt_tokens=None):
+        return None
+
+
 class ContextParallelByDefaultManager(KVCacheManager):
     """kv_cache_manager #29: `pcp_world_size` defaults to 2, so a manager built without naming it
     believes prefill is split over two ranks, which a sliding-window lookup refuses (an assertion)."""
@@ -124,7 +134,7 @@ class ContextParallelByDefaultManager(KVCacheManager):
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
     CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
-    WindowNeverSlidesManager, ContextParallelByDefaultManager,
+    WindowNeverSlidesManager, WindowKeptAtFinishManager, ContextParallelByDefaultManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -165,6 +175,10 @@ def window_never_slides(num_blocks: int):
     return kv_cache_manager_swa(num_blocks, manager_class=WindowNeverSlidesManager)
 
 
+def window_kept_at_finish(num_blocks: int):
+    return kv_cache_manager_swa(num_blocks, manager_class=WindowKeptAtFinishManager)
+
+
 def context_parallel_by_default(num_blocks: int):
     return kv_cache_manager_swa(num_blocks, manager_class=ContextParallelByDefaultManager)
 
@@ -179,6 +193,7 @@ FACTORIES = {
     "no_new_tokens_answered": ("vllm-kv-cache-manager", no_new_tokens_answered),
     "caches_while_loading": ("vllm-kv-cache-manager", caches_while_loading),
     "window_never_slides": ("vllm-kv-cache-manager-swa", window_never_slides),
+    "window_kept_at_finish": ("vllm-kv-cache-manager-swa", window_kept_at_finish),
     "context_parallel_by_default": ("vllm-kv-cache-manager-swa", context_parallel_by_default),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

@@ -37,7 +37,11 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   vLLM Request has a prompt token at least; its lookup fails first).
   Tokens that do not extend the request's have no vLLM form (a Request's tokens only grow):
   WrongStateError here; a token that is not an int has no Request form: InvalidArgumentError.
-- `free_request(r)` -> `free(req)`; a request vLLM never saw is freed as a fresh Request of that
+- `free_request(r)` -> `remove_skipped_blocks(r, req.num_computed_tokens, req.num_prompt_tokens)`
+  then `free(req)`: a scheduler with a KV connector (the manager profiles have loads) frees the
+  blocks a sliding window reads no more before it hands the table to the connector
+  (`Scheduler._connector_finished`), then the request's blocks (`_free_request`); for full
+  attention the first frees nothing. A request vLLM never saw is freed as a fresh Request of that
   id, so what vLLM does with it is vLLM's answer.
 - `reset()` -> the manager's `reset_prefix_cache()` (not its pool's), and the KV cache events are
   taken with the manager's `take_events()`, as vLLM's scheduler does both.
@@ -300,9 +304,12 @@ class VllmKVCacheManager(VllmBlockPool):
 
     @_events_taken
     def free_request(self, request: int) -> None:
-        """free(req); a request vLLM never saw is freed as a fresh Request of that id."""
+        """remove_skipped_blocks(req, its computed tokens), then free(req), as a scheduler with a KV
+        connector finishes a request; a request vLLM never saw is freed as a fresh Request of that id."""
         req = self._requests.pop(request, None)
         self._worker.pop(request, None)
+        if req is not None:  # the scheduler's KV connector is told first (`_connector_finished`)
+            self.manager.remove_skipped_blocks(str(request), req.num_computed_tokens, req.num_prompt_tokens)
         self.manager.free(req if req is not None else self._new_request(request, ()))
 
     # ----------------------------------------------------------------- views

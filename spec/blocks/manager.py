@@ -21,12 +21,13 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    statistics (`prefix_cache_stats()`).
 3. `free_request(request)`: the request's table is freed last block first (vLLM's manager frees
    in reverse), so its tail blocks are the first evicted; the request is forgotten (a load under
-   way too).
+   way too). Under a sliding window the blocks the window reads no more are freed first (rule 4).
 4. Under sliding_window=W (semantics), a request's table names the null block for the blocks the
    window no longer reads: a running request's call frees them first (last first), before it asks
-   for new blocks, so they are freed even when it answers None; a new request's hit pins only the
-   blocks the window reads, and its lookup finds the longest prefix whose last blocks are cached
-   (the window's), not the longest cached one.
+   for new blocks, so they are freed even when it answers None; `free_request` frees those of all
+   its tokens first, then the rest; a new request's hit pins only the blocks the window reads, and
+   its lookup finds the longest prefix whose last blocks are cached (the window's), not the
+   longest cached one.
 5. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
    asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
    `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
@@ -169,7 +170,10 @@ class RequestLevel:
     @announcing
     def free_request(self, request: int) -> None:
         """Free the request's blocks, last block first, and forget the request (a request without
-        blocks here: WrongStateError, or nothing under free_unknown_request="noop")."""
+        blocks here: WrongStateError, or nothing under free_unknown_request="noop"). Under a
+        sliding window, the blocks it reads no more once all the request's tokens are computed are
+        freed first (as a scheduler with a KV connector frees them before it hands the table over),
+        then the rest, last first."""
         self._check_request("free_request", request)
         if request not in self._tables and self.semantics.free_unknown_request == "noop":
             return
@@ -178,6 +182,7 @@ class RequestLevel:
                 f"free_request(request={request}): the request has no blocks at the request level "
                 "(never allocated, or already freed)"
             )
+        self._drop_out_of_window(request, len(self._tokens[request]))
         table = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
         self._loading.discard(request)
