@@ -286,7 +286,8 @@ def test_kind_and_profiles() -> None:
     assert kind.size_name == "num_blocks" and isinstance(new_spec(4, kind="blocks"), BlockPoolSpec)
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
-                                   "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached"}
+                                   "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached",
+                                   "vllm-kv-cache-manager-swa"}
     off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
     assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                            "prefix_caching": "off", "no_new_tokens": "refused"}
