@@ -168,6 +168,16 @@ def test_vllm_sliding_window_manager_conforms_under_its_profile() -> None:
     assert not full.ok  # the window is reached: held to full attention, it differs
 
 
+def test_the_long_requests_scope_reaches_the_window(capsys) -> None:
+    """`--exhaustive --scope long-requests` extends a request to 9 tokens, so a manager whose window
+    never slides is found at the shortest: two calls to run past the window, a third to see it."""
+    from cacheproof.cli import main
+
+    assert main(["check", "--spec", "blocks", "--impl", "model_tests.vllm_broken_managers:window_never_slides",
+                 "--profile", "vllm-kv-cache-manager-swa", "--exhaustive", "--scope", "long-requests", "--quiet"]) == 1
+    assert "shortest counterexample, 3 calls" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", sorted(vllm_broken_managers.FACTORIES))
 def test_each_broken_manager_is_found(name: str) -> None:
     profile, factory = vllm_broken_managers.FACTORIES[name]
