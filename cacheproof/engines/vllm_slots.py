@@ -177,12 +177,18 @@ class VllmEncoderCacheSlots(VllmEncoderDecoderSlots):
 # generator's inputs per request stay below the set's table size, where the two orders agree).
 
 
+def _built(adapter: type, class_name: str, members: tuple, num_slots: int, manager_class: Any) -> Any:
+    """`adapter` over a manager of `num_slots`, of `manager_class` or else vLLM's `class_name`, after
+    checking it has `members`."""
+    manager_class = manager_class or encoder_manager_class(class_name)
+    require_members(manager_class, members)
+    return adapter(manager_class(num_slots))
+
+
 def encoder_cache_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderCacheSlots:
     """vLLM's EncoderCacheManager of `num_slots` encoder embeddings as a caching slot budget.
     `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderCacheManager`."""
-    manager_class = manager_class or encoder_manager_class("EncoderCacheManager")
-    require_members(manager_class, CACHING_MEMBERS)
-    return VllmEncoderCacheSlots(manager_class(num_slots))
+    return _built(VllmEncoderCacheSlots, "EncoderCacheManager", CACHING_MEMBERS, num_slots, manager_class)
 
 
 encoder_cache_slots.profile = encoder_module_profile("vllm-encoder-cache-requests")
@@ -191,9 +197,7 @@ encoder_cache_slots.profile = encoder_module_profile("vllm-encoder-cache-request
 def encoder_decoder_slots(num_slots: int, *, manager_class: Any = None) -> VllmEncoderDecoderSlots:
     """vLLM's EncoderDecoderCacheManager of `num_slots` encoder embeddings as a slot budget.
     `manager_class` replaces `vllm.v1.core.encoder_cache_manager.EncoderDecoderCacheManager`."""
-    manager_class = manager_class or encoder_manager_class("EncoderDecoderCacheManager")
-    require_members(manager_class, MEMBERS)
-    return VllmEncoderDecoderSlots(manager_class(num_slots))
+    return _built(VllmEncoderDecoderSlots, "EncoderDecoderCacheManager", MEMBERS, num_slots, manager_class)
 
 
 encoder_decoder_slots.profile = encoder_module_profile("vllm-encoder-decoder")
