@@ -61,8 +61,9 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True,
   reserved_blocks=n)` (the scheduler's reservation for other prefills in flight); the connector writes the
   loaded tokens into the blocks `get_blocks(r).get_unhashed_block_ids_all_groups()` names, in
-  order from the first block past the hit (what nixl's and mooncake's connector schedulers hand to
-  the transfer). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
+  order from the first block past the hit that is not the null block (what nixl's and mooncake's
+  connector schedulers hand to the transfer, which fills them in order; a sliding window skips
+  the places it reads no more). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
   `Scheduler._update_waiting_for_remote_kv` caches a request whose load is done;
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
@@ -177,18 +178,17 @@ class VllmKVCacheManager(VllmBlockPool):
 
     def _write(self, request: int, first: int, blocks: Any = None) -> None:
         """Play the model runner: the tokens of table[first:] land in the blocks the worker's table
-        names (the null block takes none), or in `blocks` (the connector's, for a load), each at
-        its place in the worker's table."""
+        names (the null block takes none), or in `blocks` (the connector's, for a load), in order
+        from place `first`, as a transfer fills them."""
         req = self._requests[request]
         table = self._worker[request]
-        places = (range(first, len(table)) if blocks is None
-                  else [table.index(block) for block in blocks])
+        blocks = table[first:] if blocks is None else blocks
         tokens, hashes = tuple(req.all_token_ids), req.block_hashes
-        for i in places:
-            if table[i] == _NULL:
+        for i, block in enumerate(blocks, start=first):
+            if block == _NULL:
                 continue
             parent = self._int_of(hashes[i - 1]) if 0 < i <= len(hashes) else None
-            self._written[table[i]] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
+            self._written[block] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
@@ -290,8 +290,13 @@ class VllmKVCacheManager(VllmBlockPool):
         self._handed_out(new.blocks[_GROUP])
         blocks = self.manager.get_blocks(str(request))
         self._worker[request] = tuple(blocks.get_block_ids()[_GROUP])
-        # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers)
-        self._write(request, hit // BLOCK_SIZE, blocks.get_unhashed_block_ids_all_groups()[_GROUP] if load else None)
+        # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers),
+        # from the first place past the hit that a sliding window still reads
+        first = hit // BLOCK_SIZE
+        if load:
+            table = self._worker[request]
+            first = next((place for place in range(first, len(table)) if table[place] != _NULL), len(table))
+        self._write(request, first, blocks.get_unhashed_block_ids_all_groups()[_GROUP] if load else None)
         return self._answer(request)
 
     def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:
