@@ -305,7 +305,7 @@ def test_vllm_s_budget_without_vllm_is_a_one_line_usage_error(capsys):
     import importlib.util
 
     if importlib.util.find_spec("vllm") is not None:
-        pytest.skip("vLLM is installed here: model_tests/engines/test_vllm_encoder_decoder.py checks its budget")
+        pytest.skip("vLLM is installed here: model_tests/engines/test_vllm_slots.py checks its budget")
     assert main(["check", "--spec", "slots", "--impl", "cacheproof.engines.vllm:encoder_decoder_slots"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "needs the real vLLM package (vllm==0.34.0)" in err, err

@@ -6,13 +6,13 @@ The EncoderCacheManager classes are the duel's mutants of that class that only v
 while the manager was checked key by key alone (the tensor-cache kind has no compute budget and no
 requests): #27, #28, #92, #93. Under `vllm-encoder-cache-requests` the unmodified class and
 `FreedFilteredOnce` conform, and the checker must find every class of CACHING_BROKEN
-(model_tests/engines/test_vllm_encoder_cache_slots.py).
+(model_tests/engines/test_vllm_slots.py).
 
 Each broken class is one mutant of vLLM 0.34.0's encoder_cache_manager.py in that class that the
 mutation duel's cacheproof side missed before the slot-budget kind existed (docs/mutation-duel.md:
 #124, #129, #134, #139, #144), or a bug of the tests' own (`NamesHashesAtOnce`). Under the
 adapter's profile `vllm-encoder-decoder` the unmodified class and `CountsFromTheTop` conform, and
-the checker must find every class of BROKEN (model_tests/engines/test_vllm_encoder_decoder.py).
+the checker must find every class of BROKEN (model_tests/engines/test_vllm_slots.py).
 Importing this module needs vLLM (the engines venv, tools/engines_venv.sh).
 """
 
