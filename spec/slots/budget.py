@@ -88,14 +88,18 @@ class SlotBudgetSpec:
         return True
 
     def _hold(self, request: int, item: str, n: int) -> None:
+        """A new held input of `item` for the request; under caching the item is held by one more
+        input of the request, and is no longer idle."""
         self._inputs.setdefault(request, []).append([item, n, True])
         if self._caches:
-            holders = self._cached[item][1]
-            if not holders and item in self._idle:
+            if item in self._idle:
                 self._idle.remove(item)
+            holders = self._cached[item][1]
             holders[request] = holders.get(request, 0) + 1
 
     def _release(self, request: int, entry: list) -> None:
+        """The request's input `entry` is freed: its slots come back, or under caching its item is
+        held by one input fewer, and goes idle (the last to be evicted) when none holds it."""
         entry[2] = False
         if not self._caches:
             self._free += entry[1]
