@@ -72,12 +72,17 @@ def chain_hashes(tokens: Iterable[int], block_size: int = BLOCK_SIZE, parent: in
     return tuple(hashes)
 
 
+def is_int(value: object) -> bool:
+    """Whether `value` is an int; a bool is not one here."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_tokens(operation: str, tokens: object) -> tuple[int, ...]:
     """`tokens` as a tuple of ints; InvalidArgumentError naming the culprit otherwise."""
     if not isinstance(tokens, (tuple, list)):
         raise InvalidArgumentError(f"{operation}: tokens must be a tuple of ints, got {tokens!r}")
     for token in tokens:
-        if isinstance(token, bool) or not isinstance(token, int):
+        if not is_int(token):
             raise InvalidArgumentError(f"{operation}: token {token!r} is not an int")
     return tuple(tokens)
 
@@ -142,7 +147,7 @@ class RequestLevel:
         stay free after it; the table, or None (nothing changes)."""
         self._check_request("load_slots", request)
         tokens = check_tokens("load_slots", tokens)
-        if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+        if not is_int(reserve) or reserve < 0:
             raise InvalidArgumentError(f"load_slots(request={request}): reserve must be an int >= 0, got {reserve!r}")
         if request in self._tables:
             raise WrongStateError(

@@ -36,13 +36,10 @@ from typing import Any
 
 from cacheproof.spec.blocks import invariants as block_invariants
 from cacheproof.spec.blocks.events import CallEvents, Events, PrefixCacheStats, announcing
-from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel, is_int
 from cacheproof.spec.blocks.partial import NULL_BLOCK, PartialEntries
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class BlockPoolSpec(RequestLevel, PartialEntries):
@@ -53,9 +50,9 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     """
 
     def __init__(self, num_blocks: int, semantics: BlockSemantics = BLOCK_CONTRACT, *, block_size: int = BLOCK_SIZE) -> None:
-        if not _is_int(num_blocks) or num_blocks < 1:
+        if not is_int(num_blocks) or num_blocks < 1:
             raise InvalidArgumentError(f"num_blocks must be an int >= 1 (block 0 is the null block), got {num_blocks!r}")
-        if not _is_int(block_size) or block_size < 1:
+        if not is_int(block_size) or block_size < 1:
             raise InvalidArgumentError(f"block_size must be an int >= 1, got {block_size!r}")
         self._num_blocks = num_blocks
         self.semantics = semantics
@@ -81,7 +78,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     def allocate(self, request: int, n: int) -> tuple[int, ...]:
         """Take n blocks from the head of the free queue, ref 1 each, held by `request`."""
         self._check_request("allocate", request)
-        if not _is_int(n) or n < 0:
+        if not is_int(n) or n < 0:
             raise InvalidArgumentError(f"allocate(request={request}, n={n!r}): n must be an int >= 0")
         self._check_unmanaged("allocate", request)
         if n > len(self._queue):
@@ -292,7 +289,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     # Checks -------------------------------------------------------------------------------
 
     def _check_request(self, operation: str, request: object) -> None:
-        if not _is_int(request):
+        if not is_int(request):
             raise InvalidArgumentError(f"{operation}: request must be an int, got {request!r}")
 
     def _check_unmanaged(self, operation: str, request: int) -> None:
@@ -309,7 +306,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         if not isinstance(blocks, (tuple, list)):
             raise InvalidArgumentError(f"{operation}: blocks must be a tuple of block ids, got {blocks!r}")
         for block in blocks:
-            if not _is_int(block) or not 0 <= block < self._num_blocks:
+            if not is_int(block) or not 0 <= block < self._num_blocks:
                 raise InvalidArgumentError(
                     f"{operation}: block {block!r} is not a block id (an int in 0..{self._num_blocks - 1})"
                 )
@@ -334,7 +331,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         if not isinstance(hashes, (tuple, list)):
             raise InvalidArgumentError(f"{operation}: hashes must be a tuple of ints, got {hashes!r}")
         for value in hashes:
-            if not _is_int(value):
+            if not is_int(value):
                 raise InvalidArgumentError(f"{operation}: hash {value!r} is not an int")
         return tuple(hashes)
 

@@ -77,12 +77,12 @@ def _accounted(step: SlotStep) -> str | None:
 def _held_item_evicted(step: SlotStep) -> str | None:
     if step.after is None or not step.caches:
         return None
-    inputs = {}
+    inputs: dict[str, dict[int, int]] = {}  # item -> {request: its held inputs of the item}
     for request, entries in step.after[1]:
         for item, _, held in entries:
             if held:
-                inputs.setdefault(item, {}).setdefault(request, 0)
-                inputs[item][request] += 1
+                holders = inputs.setdefault(item, {})
+                holders[request] = holders.get(request, 0) + 1
     cached = {item: dict(holders) for item, _, holders in step.after[4]}
     for item, holders in inputs.items():
         if cached.get(item) != holders:
