@@ -108,7 +108,7 @@ from cacheproof.engines.vllm_events import TokenData, VllmEvents
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
 __all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached",
-           "kv_cache_manager_swa", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
+           "kv_cache_manager_swa", "kv_cache_manager_mamba", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -461,6 +461,15 @@ def kv_cache_manager_swa(num_blocks: int, *, manager_class: Any = None) -> Any:
     from cacheproof.engines import vllm_manager
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, sliding_window=4)
+
+
+def kv_cache_manager_mamba(num_blocks: int, *, manager_class: Any = None) -> Any:
+    """`kv_cache_manager` of one Mamba group with prefix caching in align mode (`MambaSpec`,
+    `mamba_cache_mode="align"`: every layer of the model is recurrent); checked under the profile
+    vllm-kv-cache-manager-mamba."""
+    from cacheproof.engines import vllm_manager
+
+    return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, mamba=True)
 
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache

@@ -90,9 +90,10 @@ _MAX_MODEL_LEN = 1 << 16
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
-                     caching: bool = True, sliding_window: int = 0) -> "VllmKVCacheManager":
+                     caching: bool = True, sliding_window: int = 0, mamba: bool = False) -> "VllmKVCacheManager":
     """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one group: full
-    attention, or a sliding window of `sliding_window` tokens when it is not 0), as a contract pool
+    attention, a sliding window of `sliding_window` tokens when it is not 0, or under `mamba` a Mamba
+    layer's state with prefix caching in align mode), as a contract pool
     with a request level; `manager_class` replaces `vllm.v1.core.kv_cache_manager.KVCacheManager`
     and is built with the same arguments (the scheduler's `max_in_flight_tokens` and
     `pcp_world_size` left at their defaults); `report_mode` is every request's
@@ -106,13 +107,15 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
         from vllm.v1.core.kv_cache_manager import KVCacheManager
         from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
         from vllm.v1.kv_cache_interface import (
-            FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, SlidingWindowSpec, get_kv_cache_spec_kind,
+            FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec, SlidingWindowSpec, get_kv_cache_spec_kind,
             get_kv_cache_spec_sliding_window,
         )
         from vllm.v1.request import Request
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
-    if sliding_window:
+    if mamba:
+        attention = MambaSpec(block_size=BLOCK_SIZE, shapes=((1,),), dtypes=(torch.float16,), mamba_cache_mode="align")
+    elif sliding_window:
         attention = SlidingWindowSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16,
                                       sliding_window=sliding_window)
     else:
@@ -138,6 +141,7 @@ class VllmKVCacheManager(VllmBlockPool):
         self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)
         self._stats = (0, 0, 0, False)  # (requests, queries, hits, reset) of the last call's step
+        self._offers: tuple[tuple[int, int, int], ...] = ()  # the boundary states the last call's step offered
 
     # ----------------------------------------------------------------- translations
 
@@ -192,10 +196,15 @@ class VllmKVCacheManager(VllmBlockPool):
 
     def _take_events(self) -> list[Any]:
         """The manager's take_events (the pool's queue, each BlockStored annotated with its group's
-        KV-cache spec) and its step's prefix-cache statistics (`make_prefix_cache_stats`), as vLLM's
-        scheduler takes both at the end of a step."""
+        KV-cache spec), its step's prefix-cache statistics (`make_prefix_cache_stats`) and boundary
+        states (`take_boundary_state_offloads`), as vLLM's scheduler takes them at the end of a step,
+        then `new_step_starts`, as the next step begins."""
         stats = self.manager.make_prefix_cache_stats()
         self._stats = (stats.requests, stats.queries, stats.hits, stats.reset)
+        self._offers = tuple((int(request), block, boundary)
+                             for request, offers in self.manager.take_boundary_state_offloads().items()
+                             for _, block, boundary in offers)
+        self.manager.new_step_starts()
         return self.manager.take_events()
 
     def _evict_blocks(self, ids: set[int]) -> None:
@@ -331,6 +340,10 @@ class VllmKVCacheManager(VllmBlockPool):
     def prefix_cache_stats(self) -> tuple[int, int, int, bool]:
         """(requests, queries, hits, reset) of the statistics the last call's step made."""
         return self._stats
+
+    def boundary_states(self) -> tuple[tuple[int, int, int], ...]:
+        """(request, block, boundary tokens) the last call's step offered a KV connector."""
+        return self._offers
 
     def contents(self) -> tuple[tuple[int, int | None, tuple[int, ...]], ...]:
         """(block, parent hash, tokens) the adapter's model runner wrote, by block."""

@@ -31,6 +31,10 @@ prefix-hit tokens, and whether the call dropped every hash (a `reset` that answe
 probe (`find_cached_prefix`) admits nothing, so it counts nothing: a lookup is counted once its
 request is admitted.
 
+Under a recurrent state (spec/blocks/recurrent.py) a call also offers a KV connector each state it
+cached at a block boundary (`boundary_states()`, vLLM's `take_boundary_state_offloads`): (request,
+block, boundary tokens), in the order cached.
+
 `BlockSemantics.hit_events` says whether a prefix hit also re-announces the reused blocks as
 stored (vLLM's `kv_cache_report_mode="full"`). The view `events()` is the events of the last call,
 read after every call; a call that raises announces nothing (B8).
@@ -47,6 +51,9 @@ Events = tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], 
 PrefixCacheStats = tuple[int, int, int, bool]
 """The `prefix_cache_stats()` view: (requests, queries, hits, reset) as the module docstring defines them."""
 
+BoundaryStates = tuple[tuple[int, int, int], ...]
+"""The `boundary_states()` view: (request, block, boundary tokens) per offer, as the module docstring defines them."""
+
 NO_EVENTS: Events = ((), (), False)
 """What a call that changes no hash announces."""
 
@@ -54,7 +61,7 @@ NO_EVENTS: Events = ((), (), False)
 class CallEvents:
     """The events of one call, recorded as its steps change hashes."""
 
-    __slots__ = ("_stored", "_removed", "_cleared", "_reused", "_admitted")
+    __slots__ = ("_stored", "_removed", "_cleared", "_reused", "_admitted", "_offered")
 
     def __init__(self) -> None:
         self._stored: list[tuple[int | None, tuple[int, ...], tuple[int, ...]]] = []
@@ -62,6 +69,7 @@ class CallEvents:
         self._cleared = False
         self._reused: list[int] = []
         self._admitted: list[tuple[int, int]] = []
+        self._offered: list[tuple[int, int, int]] = []
 
     def store(self, parent: int | None, hashes: Iterable[int], tokens: Iterable[int] = ()) -> None:
         """Blocks holding `tokens` gained `hashes` together, the first after `parent`; none: no event."""
@@ -85,6 +93,10 @@ class CallEvents:
         """A request of `queries` tokens, `hits` of them a prefix hit, was admitted after a lookup."""
         self._admitted.append((queries, hits))
 
+    def offer(self, request: int, block: int, boundary: int) -> None:
+        """`block` holds `request`'s state at `boundary` tokens, offered to a KV connector."""
+        self._offered.append((request, block, boundary))
+
     def view(self) -> Events:
         return tuple(self._stored), tuple(sorted(self._removed)), self._cleared
 
@@ -96,6 +108,10 @@ class CallEvents:
         """(requests admitted after a lookup, their tokens, their hit tokens, whether every hash was dropped)."""
         return (len(self._admitted), sum(q for q, _ in self._admitted), sum(h for _, h in self._admitted),
                 self._cleared)
+
+    def offers_view(self) -> BoundaryStates:
+        """The states offered in this call, in order."""
+        return tuple(self._offered)
 
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])

@@ -28,6 +28,8 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    its tokens first, then the rest; a new request's hit pins only the blocks the window reads, and
    its lookup finds the longest prefix whose last blocks are cached (the window's), not the
    longest cached one.
+   Under recurrent_state="align" a request holds state blocks, not KV blocks: spec/blocks/recurrent.py
+   states how its table grows, what it frees, what it caches and offers, and what a hit is.
 5. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
    asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
    `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
@@ -48,6 +50,7 @@ from typing import Iterable
 
 from cacheproof.spec.blocks.events import announcing
 from cacheproof.spec.blocks.partial import NULL_BLOCK
+from cacheproof.spec.blocks.recurrent import RecurrentState
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
 BLOCK_SIZE = 2
@@ -87,7 +90,7 @@ def check_tokens(operation: str, tokens: object) -> tuple[int, ...]:
     return tuple(tokens)
 
 
-class RequestLevel:
+class RequestLevel(RecurrentState):
     """The request-level operations of `BlockPoolSpec` (a mixin over its pool-level steps).
 
     Attributes (set by `BlockPoolSpec.__init__`):
@@ -131,11 +134,11 @@ class RequestLevel:
             )
         if len(tokens) == len(old):
             self._refuse_no_new_tokens("allocate_slots", request, tokens)
-        self._drop_out_of_window(request, len(old))
-        need = self._blocks_for(len(tokens)) - len(table)
-        if need > len(self._queue):
+        self._check_aligned("allocate_slots", request, len(tokens))
+        self._drop_stale(request, len(old))
+        if self._new_blocks(len(table), len(tokens)) > len(self._queue):
             return None
-        table.extend(self._take(request, need))
+        self._extend(request, len(tokens))
         self._tokens[request] = tokens
         self._write(request, len(old) // self.block_size)
         return tuple(table)
@@ -149,6 +152,7 @@ class RequestLevel:
         tokens = check_tokens("load_slots", tokens)
         if not is_int(reserve) or reserve < 0:
             raise InvalidArgumentError(f"load_slots(request={request}): reserve must be an int >= 0, got {reserve!r}")
+        self._refuse_recurrent_load(request)
         if request in self._tables:
             raise WrongStateError(
                 f"load_slots(request={request}): the request has blocks at the request level already; "
@@ -187,10 +191,11 @@ class RequestLevel:
                 f"free_request(request={request}): the request has no blocks at the request level "
                 "(never allocated, or already freed)"
             )
-        self._drop_out_of_window(request, len(self._tokens[request]))
+        self._drop_stale(request, len(self._tokens[request]))
         table = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
         self._loading.discard(request)
+        self._forget_state(request)
         self._release(request, [block for block in table if block != NULL_BLOCK][::-1])
 
     # Views ------------------------------------------------------------------------------
@@ -238,12 +243,13 @@ class RequestLevel:
         skipped = self._skipped_blocks(len(hit) * self.block_size if cache else len(tokens))
         adopted = [NULL_BLOCK] * skipped + list(hit[skipped:])
         kept = [block for block in adopted if block != NULL_BLOCK]
-        need = self._blocks_for(len(tokens)) - len(adopted)
+        need = self._new_blocks(len(adopted), len(tokens))
         if need + reserve > len(self._queue) - len({b for b in kept if self._ref[b] == 0}):
             return None
         self._pin(request, kept)
         self._announce_request_hit(hit, tokens, "stored")
-        self._tables[request] = adopted + self._take(request, need)
+        self._tables[request] = list(adopted)
+        self._extend(request, len(tokens))
         self._cached[request] = len(adopted)
         self._tokens[request] = tokens
         self._write(request, len(adopted), cache)
@@ -261,6 +267,29 @@ class RequestLevel:
 
     def _blocks_for(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
+
+    def _new_blocks(self, places: int, num_tokens: int) -> int:
+        """The blocks a table of `places` places takes to cover `num_tokens` tokens: one per new
+        place, or under a recurrent state at most one (spec/blocks/recurrent.py, rule 1)."""
+        if self._recurrent():
+            return self._state_blocks(places, num_tokens)
+        return self._blocks_for(num_tokens) - places
+
+    def _extend(self, request: int, num_tokens: int) -> None:
+        """The request's table grown to cover `num_tokens` tokens, its new blocks from the queue's head."""
+        if self._recurrent():
+            self._grow_state(request, num_tokens)
+        else:
+            table = self._tables[request]
+            table.extend(self._take(request, self._blocks_for(num_tokens) - len(table)))
+
+    def _drop_stale(self, request: int, computed: int) -> None:
+        """The blocks the request's layer reads no more once `computed` tokens are computed, freed:
+        a sliding window's, or a recurrent state's retired ones (spec/blocks/recurrent.py, rule 2)."""
+        if self._recurrent():
+            self._retire(request, computed)
+        else:
+            self._drop_out_of_window(request, computed)
 
     def _skipped_blocks(self, computed: int) -> int:
         """The leading blocks a sliding window no longer reads once `computed` tokens are computed:
@@ -289,9 +318,9 @@ class RequestLevel:
             return ()
         hashes = chain_hashes(tokens[:-1], self.block_size)
         window = self.semantics.sliding_window
-        if not window:
+        if not window and not self._recurrent():
             return self._longest_prefix(hashes)
-        reads = -(-(window - 1) // self.block_size)
+        reads = 1 if self._recurrent() else -(-(window - 1) // self.block_size)
         run = 0
         for place in range(len(hashes) - 1, -1, -1):
             run = run + 1 if self._map.get(hashes[place]) else 0
@@ -318,11 +347,15 @@ class RequestLevel:
             self._cache_full(request, hashes)
 
     def _cache_full(self, request: int, hashes: tuple[int, ...]) -> None:
-        """Hash the request's full blocks not cached yet, `hashes` the chained hashes of its tokens
-        (none under prefix_caching="off"): one stored group."""
+        """Hash the request's full blocks not cached yet (null places skipped), `hashes` the chained
+        hashes of its tokens (none under prefix_caching="off"): one stored group, of the tokens of
+        all those places; under a recurrent state each block hashed is offered."""
         table, tokens, size = self._tables[request], self._tokens[request], self.block_size
         cached = self._cached[request]
         if len(hashes) > cached and self.semantics.prefix_caching == "on":
-            self._set_hashes(table[cached : len(hashes)], hashes[cached:], range(cached + 1, len(hashes) + 1),
-                             hashes[cached - 1] if cached else None, tokens[cached * size : len(hashes) * size])
+            places = [place for place in range(cached, len(hashes)) if table[place] != NULL_BLOCK]
+            self._set_hashes([table[place] for place in places], [hashes[place] for place in places],
+                             [place + 1 for place in places], hashes[cached - 1] if cached else None,
+                             tokens[cached * size : len(hashes) * size])
+            self._offer(request, table, places)
             self._cached[request] = len(hashes)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.spec.blocks import invariants as block_invariants
-from cacheproof.spec.blocks.events import CallEvents, Events, PrefixCacheStats, announcing
+from cacheproof.spec.blocks.events import BoundaryStates, CallEvents, Events, PrefixCacheStats, announcing
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel, is_int
 from cacheproof.spec.blocks.partial import NULL_BLOCK, PartialEntries
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
@@ -69,6 +69,8 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         self._tokens: dict[int, tuple[int, ...]] = {}
         self._cached: dict[int, int] = {}
         self._loading: set[int] = set()
+        self._retired: dict[int, int] = {}
+        self._state_place: dict[int, int] = {}
         self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
         self._events = CallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
@@ -233,6 +235,11 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         tokens, their hit tokens, whether every hash was dropped), spec/blocks/events.py."""
         return self._events.stats_view()
 
+    def boundary_states(self) -> BoundaryStates:
+        """The states the last call offered a KV connector: (request, block, boundary tokens) in
+        order (spec/blocks/recurrent.py, rule 3; none for an attention layer)."""
+        return self._events.offers_view()
+
     def hash_map(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
         """(hash, the blocks carrying it, first inserted first), by hash."""
         return tuple((value, tuple(blocks)) for value, blocks in sorted(self._map.items()))
@@ -240,7 +247,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     def state_key(self) -> tuple:
         """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
         the partial entries, the watched blocks, the request tables, tokens, cached counts, loads
-        under way and block contents."""
+        under way, block contents and the recurrent states' retired and remembered places."""
         return (
             self.snapshot(),
             self.hash_map(),
@@ -251,6 +258,8 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
             tuple(sorted(self._cached.items())),
             self.loading(),
             self.contents(),
+            tuple(sorted(self._retired.items())),
+            tuple(sorted(self._state_place.items())),
         )
 
     def copy(self) -> "BlockPoolSpec":
@@ -265,6 +274,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         twin._tables = {request: list(table) for request, table in self._tables.items()}
         twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
         twin._loading = set(self._loading)
+        twin._retired, twin._state_place = dict(self._retired), dict(self._state_place)
         return twin
 
     def check_invariants(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from cacheproof.spec.blocks.operations import (
     ALL_BLOCK_OPERATIONS, LOAD_OPERATIONS, PARTIAL_OPERATIONS, POOL_OPERATIONS, REQUEST_OPERATIONS,
 )
+from cacheproof.spec.errors import InvalidArgumentError
 from cacheproof.spec.kind import Profile
 from cacheproof.spec.overrides import OptionSemantics
 
@@ -25,6 +26,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "prefix_caching": ("on", "off"),
     "no_new_tokens": ("answered", "refused"),
     "sliding_window": (0, 4),
+    "recurrent_state": ("none", "align"),
 }
 """The valid values of every field."""
 
@@ -90,6 +92,17 @@ class BlockSemantics(OptionSemantics):
       block), or failing any, the cached blocks from the start, fewer than that. vLLM's manager
       of one sliding-window group (`SlidingWindowSpec`, `SlidingWindowManager`) is W; 4 is the
       value a profile names (two blocks of the adapter's two tokens).
+    - recurrent_state: at the request level a block holds the KV of its tokens ("none": an
+      attention layer), or a recurrent layer's state after its last token ("align": a Mamba layer
+      whose prefix caching keeps one state per block boundary). Under "align" a request holds
+      the state block of its last token's place and, until its next call, the one before; the
+      other places name the null block; a block is cached when a call ends on its place's
+      boundary, and the call offers it to a KV connector (`boundary_states()`); a prefix hit is
+      the one cached block of the longest cached prefix, the null block before it; a call whose
+      request stops inside a block may add only the tokens up to that block's end (the
+      scheduler's alignment). spec/blocks/recurrent.py states the rules. vLLM's manager of one
+      Mamba group (`MambaSpec(mamba_cache_mode="align")`, `MambaManager`) is "align". A group is
+      attention or recurrent: "align" with a sliding window is an InvalidArgumentError.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -101,6 +114,16 @@ class BlockSemantics(OptionSemantics):
     prefix_caching: str = "on"
     no_new_tokens: str = "answered"
     sliding_window: int = 0
+    recurrent_state: str = "none"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sliding_window and self.recurrent_state != "none":
+            raise InvalidArgumentError(
+                f"BlockSemantics: sliding_window={self.sliding_window} with recurrent_state="
+                f"{self.recurrent_state!r}: the request level's one group is an attention layer or a recurrent "
+                "one, not both"
+            )
 
 
 BLOCK_CONTRACT = BlockSemantics()
@@ -110,6 +133,10 @@ MANAGER_OPERATIONS = (*REQUEST_OPERATIONS, *LOAD_OPERATIONS, "evict", "reset", "
 """The operations of vLLM's KV cache manager profiles: the request level with its asynchronous loads,
 and the pool-level calls the scheduler makes through the manager (`evict_blocks` of a failed KV load,
 `reset_prefix_cache`, its pool's free count)."""
+
+MANAGER_OPERATIONS_WITHOUT_LOADS = tuple(name for name in MANAGER_OPERATIONS if name not in LOAD_OPERATIONS)
+"""The manager's operations for a recurrent group: a load of a recurrent state is not in the contract
+(spec/blocks/recurrent.py)."""
 
 BLOCK_PROFILES: dict[str, Profile] = {
     profile.name: profile
@@ -177,6 +204,15 @@ BLOCK_PROFILES: dict[str, Profile] = {
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager of one sliding-window group (SlidingWindowSpec, a window of 4 tokens): a hit "
             "is the last blocks the window reads, and the blocks it no longer reads are freed as the request runs",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-mamba",
+            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused",
+                           recurrent_state="align"),
+            MANAGER_OPERATIONS_WITHOUT_LOADS,
+            "vllm-kv-cache-manager of one Mamba group in align mode (MambaSpec, MambaManager): a request holds "
+            "its state blocks, a state at a block boundary is cached and offered to a KV connector "
+            "(take_boundary_state_offloads); no asynchronous loads",
         ),
     )
 }

@@ -4,7 +4,8 @@ A report shows a view that differs part by part: the free queue, each block's re
 each request's holdings (the `snapshot()` view), each request's block table (`tables()`), each
 written block's contents (`contents()`), each request's cached tokens (`cached_tokens()`), the KV
 cache events of the last call (`events()`), the blocks the last call reused under a reader
-(`reused()`), the last call's prefix-cache statistics (`prefix_cache_stats()`). Each part names the
+(`reused()`), the last call's prefix-cache statistics (`prefix_cache_stats()`), the recurrent states
+it offered a KV connector (`boundary_states()`). Each part names the
 invariants of spec/blocks/invariants.py that a difference in it concerns, or the rule of
 docs/block-pool-contract.md that none states. `block_step` builds, from an implementation's views
 before and after a call, the `BlockStep` those invariants judge. `cacheproof.contract.explaining.steps`
@@ -35,6 +36,8 @@ CACHED_RULE = ("a request's cached tokens are those its block table covers up to
                "hash (docs/block-pool-contract.md, Views)")
 STATS_RULE = ("a call counts each request it admits after a prefix-cache lookup, with its tokens and hit tokens, "
               "and a reset that drops every hash (docs/block-pool-contract.md, Prefix-cache statistics)")
+OFFERS_RULE = ("a call offers a KV connector each recurrent state it cached at a block boundary, with the boundary, "
+               "in the order cached (docs/block-pool-contract.md, A recurrent state)")
 TABLE_RULE = ("a request's block table is its blocks in token order, the prefix hit first, and equals its "
               "holdings, the null block where a sliding window reads no more (docs/block-pool-contract.md, "
               "Request level)")
@@ -129,9 +132,18 @@ def prefix_cache_stats_parts(stats: Any, names: Naming) -> Sequence[ViewPart] | 
                      f"reset {'yes' if reset else 'no'}", rule=STATS_RULE)]
 
 
+def boundary_states_parts(offers: Any, names: Naming) -> Sequence[ViewPart] | None:
+    """(request, block, boundary tokens) per offer, as one part."""
+    if not _is_tuple(offers) or not all(_is_tuple(offer, 3) for offer in offers):
+        return None
+    text = "; ".join(f"{names.thing('request', request)}: {names.thing('block', block)} at {names.value(boundary)} tokens"
+                     for request, block, boundary in offers)
+    return [ViewPart("boundary states offered", text or "none", rule=OFFERS_RULE)]
+
+
 BLOCK_READINGS = {"snapshot": snapshot_parts, "tables": tables_parts, "contents": contents_parts,
                   "cached_tokens": cached_tokens_parts, "events": events_parts, "reused": reused_parts,
-                  "prefix_cache_stats": prefix_cache_stats_parts}
+                  "prefix_cache_stats": prefix_cache_stats_parts, "boundary_states": boundary_states_parts}
 """The block pool's views, as `SpecKind.readings`."""
 
 BLOCK_SHAPES = {
@@ -147,10 +159,12 @@ BLOCK_SHAPES = {
     "reused": "a sorted tuple of block ids: the unpinned blocks the last call reused",
     "prefix_cache_stats": "a tuple (requests, queries, hits, reset) of three ints and a bool: the last call's "
                           "prefix-cache statistics",
+    "boundary_states": "a tuple of (request id, block id, boundary tokens) triples of ints, in the order offered: the "
+                       "recurrent states the last call offered a KV connector",
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`), as `snapshot_parts`,
-`tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts`, `reused_parts` and
-`prefix_cache_stats_parts` read it."""
+`tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts`, `reused_parts`,
+`prefix_cache_stats_parts` and `boundary_states_parts` read it."""
 
 BLOCK_VIEW_READERS = {
     "cached_tokens": ViewReader(lambda target, model: target.cached_tokens(), lambda model: "cache.cached_tokens()",
@@ -159,10 +173,13 @@ BLOCK_VIEW_READERS = {
     "reused": ViewReader(lambda target, model: target.reused(), lambda model: "cache.reused()", optional=True),
     "prefix_cache_stats": ViewReader(lambda target, model: target.prefix_cache_stats(),
                                      lambda model: "cache.prefix_cache_stats()", optional=True),
+    "boundary_states": ViewReader(lambda target, model: target.boundary_states(),
+                                  lambda model: "cache.boundary_states()", optional=True),
 }
 """The optional views (`SpecKind.view_readers`): a request level that reports no cached tokens (no
 `cached_tokens()`), a pool that announces no KV cache events (no `events()`), has no `unpin` (no
-`reused()`) or keeps no prefix-cache statistics (no `prefix_cache_stats()`), is compared on the other views."""
+`reused()`), keeps no prefix-cache statistics (no `prefix_cache_stats()`) or offers no recurrent states (no
+`boundary_states()`), is compared on the other views."""
 
 
 def block_step(call: Any, size: int, before: dict, after: dict, raised: bool, result: Any,

@@ -278,7 +278,7 @@ def _allocate_slots(draws: Draws, s: _State) -> Call:
     previous = s.model.tokens_of(request)
     if previous and s.refuses_no_new_tokens and integer(draws, 0, 7) == 0:  # one in eight: no new token
         return Call("allocate_slots", (request, previous))
-    extra = some(draws, s.scope.tokens, s.scope.most_new_tokens)
+    extra = some(draws, s.scope.tokens, s.scope.most_new_tokens)[: s.model.most_new_tokens(request)]
     return Call("allocate_slots", (request, previous + extra))
 
 
