@@ -287,7 +287,7 @@ def test_kind_and_profiles() -> None:
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
                                    "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached",
-                                   "vllm-kv-cache-manager-swa"}
+                                   "vllm-kv-cache-manager-swa", "vllm-kv-cache-manager-mamba"}
     off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
     assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                            "prefix_caching": "off", "no_new_tokens": "refused"}
@@ -449,3 +449,37 @@ def test_a_sliding_window_frees_what_it_reads_no_more_and_hits_on_its_last_block
     # first (3 is request 1's still); both hashed: the tail
     pool.free_request(2)
     assert pool.snapshot()[0] == (6, 7, 1, 2, 5)
+
+
+def test_a_recurrent_state_holds_its_state_blocks_caches_them_at_boundaries_and_offers_them() -> None:
+    """recurrent_state="align", blocks of 2 (spec/blocks/recurrent.py): a request holds its running
+    state's block and, until its next call, the one before; a call ending on a boundary caches the
+    state there and offers it; a hit is one cached block, the null block before it."""
+    pool = BlockPoolSpec(8, BlockSemantics(recurrent_state="align"))
+    t = tuple(range(100, 120))
+    assert pool.allocate_slots(1, t[:4]) == (0, 1)  # one block, at the last place
+    assert pool.boundary_states() == ((1, 1, 4),)
+    assert pool.allocate_slots(1, t[:6]) == (0, 1, 2)  # block 1 is the state the step starts from
+    assert pool.boundary_states() == ((1, 2, 6),)
+    assert pool.allocate_slots(1, t[:7]) == (0, 0, 2, 3)  # 6 computed: block 1 retired (hashed: the tail)
+    assert pool.boundary_states() == () and pool.snapshot()[0] == (4, 5, 6, 7, 1)
+    assert pool.allocate_slots(1, t[:8]) == (0, 0, 0, 3)  # no new place, no new block; block 3 cached at 8
+    assert pool.boundary_states() == ((1, 3, 8),) and pool.snapshot()[0] == (4, 5, 6, 7, 1, 2)
+    assert pool.allocate_slots(1, t[:12]) == (0, 0, 0, 3, 0, 4)  # two places: one block, a null between
+    # 11 tokens hold 5 full blocks; the last cached of them is at place 3 (tokens 0-7)
+    assert pool.find_cached_prefix(t[:12]) == 8
+    assert pool.allocate_slots(2, t[:9]) == (0, 0, 0, 3, 5)  # block 3 adopted (pinned), 5 for the running state
+    assert pool.boundary_states() == () and pool.snapshot()[0] == (6, 7, 1, 2)
+    before = pool.state_key()
+    with pytest.raises(WrongStateError, match="at most 1"):  # 9 tokens stop inside a block: 10 at most
+        pool.allocate_slots(2, t[:12])
+    assert pool.state_key() == before
+    assert pool.allocate_slots(2, t[:10]) == (0, 0, 0, 0, 5)  # 9 computed: block 3 retired (request 1's still)
+    assert pool.boundary_states() == ((2, 5, 10),)
+    pool.free_request(1)  # 12 computed: block 3 retired first, then block 4
+    assert pool.snapshot()[0] == (6, 7, 1, 2, 3, 4)
+    with pytest.raises(InvalidArgumentError, match="recurrent"):
+        pool.load_slots(3, t[:4])
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        BlockSemantics(recurrent_state="align", sliding_window=4)
+

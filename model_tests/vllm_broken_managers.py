@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from vllm.v1.core.kv_cache_manager import KVCacheManager
 
-from cacheproof.engines.vllm import kv_cache_manager, kv_cache_manager_swa, kv_cache_manager_uncached
+from cacheproof.engines.vllm import (
+    kv_cache_manager, kv_cache_manager_mamba, kv_cache_manager_swa, kv_cache_manager_uncached,
+)
 
 
 class NewBlocksUnreportedManager(KVCacheManager):
@@ -131,10 +133,42 @@ class ContextParallelByDefaultManager(KVCacheManager):
         super().__init__(*args, pcp_world_size=pcp_world_size, **kwargs)
 
 
+class BoundaryStatesDroppedManager(KVCacheManager):
+    """kv_cache_manager #295: `take_boundary_state_offloads` drains every group's pending offers
+    but hands none on, so a KV connector never offloads a Mamba state and no later engine finds
+    that prefix."""
+
+    def take_boundary_state_offloads(self):
+        super().take_boundary_state_offloads()
+        return {}
+
+
+class BoundaryStatesRepeatedManager(KVCacheManager):
+    """`take_boundary_state_offloads` reads each group's pending offers without taking them, so a
+    state is offered again at every later step, after its block may have gone to another request."""
+
+    def take_boundary_state_offloads(self):
+        offers = {}
+        for manager in self.coordinator.single_type_managers:
+            for request_id, group_id, block, boundary in manager._pending_boundary_state_offloads:
+                offers.setdefault(request_id, []).append((group_id, block.block_id, boundary))
+        return offers
+
+
+class StepNeverStartsManager(KVCacheManager):
+    """`new_step_starts` is not passed on to the groups, so a Mamba group's blocks cached this step
+    are never cleared: a request whose hit ends on a state cached at any earlier step is deferred
+    (allocate_slots answers None) for ever."""
+
+    def new_step_starts(self):
+        return None
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
     CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
-    WindowNeverSlidesManager, WindowKeptAtFinishManager, ContextParallelByDefaultManager,
+    WindowNeverSlidesManager, WindowKeptAtFinishManager, ContextParallelByDefaultManager, BoundaryStatesDroppedManager,
+    BoundaryStatesRepeatedManager, StepNeverStartsManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -183,6 +217,18 @@ def context_parallel_by_default(num_blocks: int):
     return kv_cache_manager_swa(num_blocks, manager_class=ContextParallelByDefaultManager)
 
 
+def boundary_states_dropped(num_blocks: int):
+    return kv_cache_manager_mamba(num_blocks, manager_class=BoundaryStatesDroppedManager)
+
+
+def boundary_states_repeated(num_blocks: int):
+    return kv_cache_manager_mamba(num_blocks, manager_class=BoundaryStatesRepeatedManager)
+
+
+def step_never_starts(num_blocks: int):
+    return kv_cache_manager_mamba(num_blocks, manager_class=StepNeverStartsManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -195,5 +241,8 @@ FACTORIES = {
     "window_never_slides": ("vllm-kv-cache-manager-swa", window_never_slides),
     "window_kept_at_finish": ("vllm-kv-cache-manager-swa", window_kept_at_finish),
     "context_parallel_by_default": ("vllm-kv-cache-manager-swa", context_parallel_by_default),
+    "boundary_states_dropped": ("vllm-kv-cache-manager-mamba", boundary_states_dropped),
+    "boundary_states_repeated": ("vllm-kv-cache-manager-mamba", boundary_states_repeated),
+    "step_never_starts": ("vllm-kv-cache-manager-mamba", step_never_starts),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

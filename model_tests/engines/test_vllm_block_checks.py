@@ -16,7 +16,8 @@ from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.vllm import (  # noqa: E402
-    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_swa, kv_cache_manager_uncached,
+    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_mamba, kv_cache_manager_swa,
+    kv_cache_manager_uncached,
 )
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
@@ -166,6 +167,35 @@ def test_vllm_sliding_window_manager_conforms_under_its_profile() -> None:
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     full = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_swa, examples=100)
     assert not full.ok  # the window is reached: held to full attention, it differs
+
+
+def test_vllm_mamba_manager_hand_worked() -> None:
+    """One Mamba group in align mode, blocks of 2: a request holds its running state's block and
+    the one its step starts from; a call ending on a block boundary caches that state and the
+    scheduler's drain (take_boundary_state_offloads) offers it; a hit is one block. vLLM takes a
+    call that runs a request stopped inside a block past that block's end, and caches the state
+    of token 9 as the state at 10: the contract refuses that call (the scheduler never makes it)."""
+    m = kv_cache_manager_mamba(8)
+    t = tuple(range(100, 120))
+    assert m.allocate_slots(1, t[:4]) == (0, 1) and m.boundary_states() == ((1, 1, 4),)
+    assert m.allocate_slots(1, t[:6]) == (0, 1, 2) and m.boundary_states() == ((1, 2, 6),)
+    assert m.allocate_slots(1, t[:7]) == (0, 0, 2, 3) and m.boundary_states() == ()
+    assert m.snapshot()[0] == (4, 5, 6, 7, 1)  # block 1 retired, hashed: at the tail
+    assert m.allocate_slots(1, t[:8]) == (0, 0, 0, 3) and m.boundary_states() == ((1, 3, 8),)
+    assert m.allocate_slots(1, t[:12]) == (0, 0, 0, 3, 0, 4)
+    assert m.find_cached_prefix(t[:12]) == 8
+    assert m.allocate_slots(2, t[:9]) == (0, 0, 0, 3, 5)
+    assert m.allocate_slots(2, t[:12]) == (0, 0, 0, 0, 5, 6)  # what the contract refuses
+    assert m.boundary_states() == ((2, 5, 10), (2, 6, 12))  # block 5 offered as the state at 10
+    m.free_request(1)
+    assert m.tables() == ((2, (0, 0, 0, 0, 5, 6)),) and m.snapshot()[0] == (7, 1, 2, 3, 4)
+
+
+def test_vllm_mamba_manager_conforms_under_its_profile() -> None:
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-mamba", kv_cache_manager_mamba, examples=100)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    full = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_mamba, examples=100)
+    assert not full.ok  # held to full attention, its tables differ
 
 
 def test_the_long_requests_scope_reaches_the_window(capsys) -> None:
