@@ -7,7 +7,7 @@ has, and a summary. What vLLM's code does, per field, is written next to the fie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from cacheproof.spec.blocks.operations import (
@@ -129,6 +129,12 @@ class BlockSemantics(OptionSemantics):
 BLOCK_CONTRACT = BlockSemantics()
 """The block contract's semantics."""
 
+VLLM_POOL = BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored", hash_units=2)
+"""vLLM's BlockPool's choices (the vllm-block-pool profiles)."""
+
+VLLM_MANAGER = BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused")
+"""vLLM's KVCacheManager's choices (vllm-kv-cache-manager); its other profiles change one field each."""
+
 MANAGER_OPERATIONS = (*REQUEST_OPERATIONS, *LOAD_OPERATIONS, "evict", "reset", "num_free")
 """The operations of vLLM's KV cache manager profiles: the request level with its asynchronous loads,
 and the pool-level calls the scheduler makes through the manager (`evict_blocks` of a failed KV load,
@@ -158,7 +164,7 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-block-pool",
-            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored", hash_units=2),
+            VLLM_POOL,
             (*POOL_OPERATIONS, *PARTIAL_OPERATIONS),
             "vLLM 0.34.0 BlockPool (get_new_blocks, touch, cache_full_blocks, get_cached_block, "
             "free_blocks, unpin_blocks, is_block_writable, evict_blocks, reset_prefix_cache, "
@@ -167,7 +173,7 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-block-pool-uncached",
-            BlockSemantics(misuse="trusted", null_block="skip", hit_events="stored", hash_units=2),
+            VLLM_POOL,
             tuple(name for name in POOL_OPERATIONS if name != "cache_blocks"),
             "vLLM 0.34.0 BlockPool built with enable_caching=False: vllm-block-pool without cache_blocks "
             "(no block is ever hashed, so every freed block goes to the head of the queue and lookup finds "
@@ -175,7 +181,7 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-kv-cache-manager",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused"),
+            VLLM_MANAGER,
             MANAGER_OPERATIONS,
             "vLLM 0.34.0 KVCacheManager at the request level (get_computed_blocks, allocate_slots, free, "
             "evict_blocks, reset_prefix_cache, and its pool's get_num_free_blocks); the other pool-level calls are BlockPool's, "
@@ -183,32 +189,28 @@ BLOCK_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "vllm-kv-cache-manager-full",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", hit_events="lookup",
-                           no_new_tokens="refused"),
+            replace(VLLM_MANAGER, hit_events="lookup"),
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager with its requests in kv_cache_report_mode full: every lookup that hits "
             "re-announces the hit (get_computed_blocks' emit_cached_block_events)",
         ),
         Profile(
             "vllm-kv-cache-manager-uncached",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", prefix_caching="off",
-                           no_new_tokens="refused"),
+            replace(VLLM_MANAGER, prefix_caching="off"),
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager built with enable_caching=False (the engine's prefix caching off): no block "
             "is hashed and no lookup finds a cached prefix",
         ),
         Profile(
             "vllm-kv-cache-manager-swa",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused",
-                           sliding_window=4),
+            replace(VLLM_MANAGER, sliding_window=4),
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager of one sliding-window group (SlidingWindowSpec, a window of 4 tokens): a hit "
             "is the last blocks the window reads, and the blocks it no longer reads are freed as the request runs",
         ),
         Profile(
             "vllm-kv-cache-manager-mamba",
-            BlockSemantics(misuse="trusted", null_block="skip", free_unknown_request="noop", no_new_tokens="refused",
-                           recurrent_state="align"),
+            replace(VLLM_MANAGER, recurrent_state="align"),
             MANAGER_OPERATIONS_WITHOUT_LOADS,
             "vllm-kv-cache-manager of one Mamba group in align mode (MambaSpec, MambaManager): a request holds "
             "its state blocks, a state at a block boundary is cached and offered to a KV connector "
