@@ -313,7 +313,8 @@ class RequestLevel(RecurrentState):
         """The blocks of the cached prefix of the full blocks of tokens[:-1] (none under
         prefix_caching="off"): the longest cached one, or under a sliding window the longest whose
         last ceil((W - 1) / B) blocks are cached, the null block before them, and failing any, the
-        cached blocks from the start."""
+        cached blocks from the start; under a recurrent state the longest whose last block is
+        cached, that block alone after the null block."""
         if self.semantics.prefix_caching == "off":
             return ()
         hashes = chain_hashes(tokens[:-1], self.block_size)

@@ -128,8 +128,14 @@ def _every_find_cached_prefix(s: Any, scope: ExhaustiveBlockScope) -> list[Call]
 def _every_allocate_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
     managed = block_loads.running(s, [r for r in scope.requests if r not in s.holdings or r in s.tables])
     extended = [Call("allocate_slots", (r, s.model.tokens_of(r) + extra)) for r in managed
-                for extra in _words(scope.tokens, min(scope.most_new_tokens, s.model.most_new_tokens(r) or scope.most_new_tokens))]
+                for extra in _words(scope.tokens, _most_new_tokens(s.model, r, scope))]
     return extended + [Call("allocate_slots", (r, s.model.tokens_of(r))) for r in block_loads.running(s, sorted(s.tables))]
+
+
+def _most_new_tokens(model: Any, request: int, scope: ExhaustiveBlockScope) -> int:
+    """The scope's most new tokens of a call, fewer where the model bounds the request's next call."""
+    bound = model.most_new_tokens(request)
+    return scope.most_new_tokens if bound is None else min(scope.most_new_tokens, bound)
 
 
 def _every_load_slots(s: Any, scope: ExhaustiveBlockScope) -> list[Call]:
