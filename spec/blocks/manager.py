@@ -195,7 +195,6 @@ class RequestLevel(RecurrentState):
         table = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
         self._loading.discard(request)
-        self._forget_state(request)
         self._release(request, [block for block in table if block != NULL_BLOCK][::-1])
 
     # Views ------------------------------------------------------------------------------
@@ -283,29 +282,22 @@ class RequestLevel(RecurrentState):
             table = self._tables[request]
             table.extend(self._take(request, self._blocks_for(num_tokens) - len(table)))
 
-    def _drop_stale(self, request: int, computed: int) -> None:
-        """The blocks the request's layer reads no more once `computed` tokens are computed, freed:
-        a sliding window's, or a recurrent state's retired ones (spec/blocks/recurrent.py, rule 2)."""
-        if self._recurrent():
-            self._retire(request, computed)
-        else:
-            self._drop_out_of_window(request, computed)
-
     def _skipped_blocks(self, computed: int) -> int:
-        """The leading blocks a sliding window no longer reads once `computed` tokens are computed:
-        those wholly before token computed - W + 1 (none under full attention)."""
+        """The leading blocks the request's layer reads no more once `computed` tokens are computed:
+        those wholly before token computed - W + 1 under a sliding window, before token computed - 1
+        under a recurrent state (only the last token's state is read), none under full attention."""
+        if self._recurrent():
+            return max(0, computed - 1) // self.block_size
         window = self.semantics.sliding_window
         return max(0, computed - window + 1) // self.block_size if window else 0
 
-    def _drop_out_of_window(self, request: int, computed: int) -> None:
-        """Free the request's blocks the window no longer reads once `computed` tokens are computed,
-        last first, stopping at the first already freed; the null block takes their places."""
+    def _drop_stale(self, request: int, computed: int) -> None:
+        """Free the request's blocks its layer reads no more once `computed` tokens are computed,
+        last first, null places passed over; the null block takes their places."""
         table = self._tables[request]
-        freed = []
-        for place in range(min(self._skipped_blocks(computed), len(table)) - 1, -1, -1):
-            if table[place] == NULL_BLOCK:
-                break
-            freed.append(table[place])
+        stale = range(min(self._skipped_blocks(computed), len(table)) - 1, -1, -1)
+        freed = [table[place] for place in stale if table[place] != NULL_BLOCK]
+        for place in stale:
             table[place] = NULL_BLOCK
         self._release(request, freed)
 

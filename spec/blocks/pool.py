@@ -69,8 +69,6 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         self._tokens: dict[int, tuple[int, ...]] = {}
         self._cached: dict[int, int] = {}
         self._loading: set[int] = set()
-        self._retired: dict[int, int] = {}
-        self._state_place: dict[int, int] = {}
         self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
         self._events = CallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
@@ -247,7 +245,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
     def state_key(self) -> tuple:
         """Everything a later outcome can depend on: the snapshot, the hash map's insertion order,
         the partial entries, the watched blocks, the request tables, tokens, cached counts, loads
-        under way, block contents and the recurrent states' retired and remembered places."""
+        under way and block contents."""
         return (
             self.snapshot(),
             self.hash_map(),
@@ -258,8 +256,6 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
             tuple(sorted(self._cached.items())),
             self.loading(),
             self.contents(),
-            tuple(sorted(self._retired.items())),
-            tuple(sorted(self._state_place.items())),
         )
 
     def copy(self) -> "BlockPoolSpec":
@@ -274,7 +270,6 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         twin._tables = {request: list(table) for request, table in self._tables.items()}
         twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
         twin._loading = set(self._loading)
-        twin._retired, twin._state_place = dict(self._retired), dict(self._state_place)
         return twin
 
     def check_invariants(self) -> None:

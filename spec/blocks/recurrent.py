@@ -6,14 +6,16 @@ its own, so a later request with that prefix starts from it. Rules (block size B
 table has a place per block of its tokens, place i ending at token (i + 1) * B):
 
 1. Layout. A call that takes the request's tokens into a new place takes exactly one block, at
-   the last place (the running state); the places it passes over name the null block. The place
-   of the request's last block before the call is remembered: the state the step starts from.
+   the last place (the running state); the places it passes over name the null block. The block
+   at the last place before the call stays: it holds the state the step starts from.
    A call whose tokens stay within the last place takes no block.
 2. Retirement, at the start of a running call and of `free_request`, with c the tokens computed
-   (the request's tokens before the call; all of them at `free_request`): first the blocks at the
-   places wholly before token c - 1, from the first not retired yet, last first (null places
-   skipped); then the remembered state's block if its place is before the last place of c tokens.
-   Each leaves the table for the null block, freed even when the call then answers None.
+   (the request's tokens before the call; all of them at `free_request`): only the state after
+   token c is read, so the blocks at the places wholly before token c - 1 are freed, last first,
+   null places passed over, as a sliding window's (spec/blocks/manager.py, `_drop_stale`): every
+   block of the table but its last place's. Each leaves the table for the null block, freed even
+   when the call then answers None. A request so holds at most two blocks: the state its step
+   starts from and its running state.
 3. Caching. A full place gets its hash when the request's tokens reach its end, as at the request
    level, but a null place is skipped (its hash names no block). Each block hashed so is offered
    to a KV connector with its boundary, (request, block, (i + 1) * B), in place order: the
@@ -27,8 +29,9 @@ table has a place per block of its tokens, place i ending at token (i + 1) * B):
    recurrent state: InvalidArgumentError.
 
 vLLM 0.34.0 `MambaManager` (vllm/v1/core/single_type_kv_cache_manager.py) in "align" mode with no
-speculative or prefill-checkpoint blocks: `allocate_new_blocks` (rule 1, `last_state_block_idx`),
-`remove_skipped_blocks` and `_remove_blocks_in_range` (rule 2, `_num_retired_blocks`),
+speculative or prefill-checkpoint blocks: `allocate_new_blocks` (rule 1), `remove_skipped_blocks`
+with `get_num_skipped_tokens` = c - 1 (rule 2; its second step, the block at
+`last_state_block_idx`, is then always freed already, as that place is before the last),
 `cache_blocks` and `take_pending_boundary_state_offloads` (rule 3), `find_longest_cache_hit`
 (rule 4).
 """
@@ -40,12 +43,8 @@ from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
 
 class RecurrentState:
-    """The recurrent-state rules as steps of `RequestLevel` (a mixin of `BlockPoolSpec`).
-
-    Attributes (set by `BlockPoolSpec.__init__`):
-        _retired: request -> how many leading places retirement has passed (rule 2).
-        _state_place: request -> the place of its state before its last growth (rule 1).
-    """
+    """The recurrent-state rules as steps of `RequestLevel` (a mixin of `BlockPoolSpec`); rule 2 is
+    `RequestLevel._drop_stale`'s."""
 
     def _recurrent(self) -> bool:
         return self.semantics.recurrent_state == "align"
@@ -73,33 +72,15 @@ class RecurrentState:
                 "(recurrent_state=\"align\"); only an attention layer's KV is loaded"
             )
 
-    def _retire(self, request: int, computed: int) -> None:
-        """Rule 2 with `computed` tokens computed."""
-        table = self._tables[request]
-        last = min(max(computed - 1, 0) // self.block_size, len(table))
-        first = self._retired.get(request, 0)
-        if first < last:
-            freed = [table[place] for place in range(last - 1, first - 1, -1) if table[place] != NULL_BLOCK]
-            for place in range(first, last):
-                table[place] = NULL_BLOCK
-            self._release(request, freed)
-            self._retired[request] = last
-        state = self._state_place.get(request)
-        if state is not None and state < self._blocks_for(computed) - 1 and table[state] != NULL_BLOCK:
-            self._release(request, [table[state]])
-            table[state] = NULL_BLOCK
-
     def _state_blocks(self, places: int, num_tokens: int) -> int:
         """Rule 1: the blocks a table of `places` places takes for `num_tokens` tokens (one, or none)."""
         return min(self._blocks_for(num_tokens) - places, 1)
 
     def _grow_state(self, request: int, num_tokens: int) -> None:
         """Rule 1: the running state's block at the last place of `num_tokens` tokens, nulls before."""
-        table = self._tables[request]
-        if self._blocks_for(num_tokens) > len(table):
-            if table:
-                self._state_place[request] = len(table) - 1
-            table.extend([NULL_BLOCK] * (self._blocks_for(num_tokens) - 1 - len(table)))
+        table, places = self._tables[request], self._blocks_for(num_tokens)
+        if places > len(table):
+            table.extend([NULL_BLOCK] * (places - 1 - len(table)))
             table.extend(self._take(request, 1))
 
     def _offer(self, request: int, table: list[int], places: list[int]) -> None:
@@ -107,7 +88,3 @@ class RecurrentState:
         if self._recurrent():
             for place in places:
                 self._events.offer(request, table[place], (place + 1) * self.block_size)
-
-    def _forget_state(self, request: int) -> None:
-        self._retired.pop(request, None)
-        self._state_place.pop(request, None)
