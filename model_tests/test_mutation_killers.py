@@ -364,8 +364,8 @@ def test_check_valid_catches_a_stored_value_of_another_size() -> None:
 
 @pytest.mark.parametrize(("nbytes", "tag"), [(0, 1), (4, True)], ids=["nbytes-0", "bool-tag"])
 def test_make_value_rejects_a_bad_size_or_a_bool_tag_naming_itself(nbytes: Any, tag: Any) -> None:
-    # make_value(nbytes: int >= 1, tag: int); like every int argument of the contract (spec/cache/arguments.py
-    # `_is_int`), a bool is not an int. Kills `not isinstance(tag, int) and isinstance(tag, bool)` (for
+    # make_value(nbytes: int >= 1, tag: int); like every int argument of the contract (spec/arguments.py
+    # `is_int`), a bool is not an int. Kills `not isinstance(tag, int) and isinstance(tag, bool)` (for
     # `or`, which lets True through) and both `InvalidArgumentError(None)` message mutants.
     cache = _tensor_cache(10)
     with pytest.raises(InvalidArgumentError) as raised:

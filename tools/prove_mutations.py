@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FILES = ("spec/cache/model.py", "spec/cache/rules.py", "spec/cache/steps.py", "spec/cache/arguments.py")
+DEFAULT_FILES = (
+    "spec/cache/model.py", "spec/cache/rules.py", "spec/cache/steps.py", "spec/cache/arguments.py", "spec/arguments.py",
+)
 SWAPS = {
     "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "+": "-", "-": "+",
     "and": "or", "or": "and", "True": "False", "False": "True", "0": "1", "1": "0",

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from cacheproof.spec.arguments import is_int
 from cacheproof.spec.blocks.events import announcing
 from cacheproof.spec.blocks.partial import NULL_BLOCK
 from cacheproof.spec.blocks.recurrent import RecurrentState
@@ -73,11 +74,6 @@ def chain_hashes(tokens: Iterable[int], block_size: int = BLOCK_SIZE, parent: in
         parent = block_hash(parent, tokens[start : start + block_size])
         hashes.append(parent)
     return tuple(hashes)
-
-
-def is_int(value: object) -> bool:
-    """Whether `value` is an int; a bool is not one here."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_tokens(operation: str, tokens: object) -> tuple[int, ...]:

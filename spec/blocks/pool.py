@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cacheproof.spec.arguments import is_int
 from cacheproof.spec.blocks import invariants as block_invariants
 from cacheproof.spec.blocks.events import BoundaryStates, CallEvents, Events, PrefixCacheStats, announcing
-from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel, is_int
+from cacheproof.spec.blocks.manager import BLOCK_SIZE, RequestLevel
 from cacheproof.spec.blocks.partial import NULL_BLOCK, PartialEntries
 from cacheproof.spec.blocks.semantics import BLOCK_CONTRACT, BlockSemantics
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError

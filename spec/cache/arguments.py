@@ -6,17 +6,14 @@ from __future__ import annotations
 from typing import Any, Hashable
 
 from cacheproof.spec.cache import rules
+from cacheproof.spec.arguments import is_int
 from cacheproof.spec.errors import InvalidArgumentError, TooLargeError
 from cacheproof.spec.cache.values import unsizable_reason, value_size
 
 
-def _is_int(number: Any) -> bool:
-    return isinstance(number, int) and not isinstance(number, bool)
-
-
 def check_capacity(capacity_bytes: Any) -> int:
     """A capacity is an int (not bool) >= 1."""
-    if not _is_int(capacity_bytes) or capacity_bytes < 1:
+    if not is_int(capacity_bytes) or capacity_bytes < 1:
         raise InvalidArgumentError(
             f"capacity_bytes must be an int >= 1, got {capacity_bytes!r} ({type(capacity_bytes).__name__})"
         )
@@ -46,7 +43,7 @@ def _shown(key: Any) -> str:
 
 def check_nbytes(operation: str, key: Any, nbytes: Any, capacity_bytes: int) -> int:
     """reserve and acquire: nbytes is an int (not bool) >= 1 and at most the capacity."""
-    if not _is_int(nbytes) or nbytes < 1:
+    if not is_int(nbytes) or nbytes < 1:
         raise InvalidArgumentError(
             f"{operation}({key!r}): nbytes must be an int >= 1, got {nbytes!r} ({type(nbytes).__name__})"
         )
@@ -56,7 +53,7 @@ def check_nbytes(operation: str, key: Any, nbytes: Any, capacity_bytes: int) -> 
 
 def check_evict_nbytes(nbytes: Any, capacity_bytes: int) -> int:
     """evict: nbytes is an int (not bool) >= 0 and at most the capacity."""
-    if not _is_int(nbytes) or nbytes < 0:
+    if not is_int(nbytes) or nbytes < 0:
         raise InvalidArgumentError(
             f"evict: nbytes must be an int >= 0, got {nbytes!r} ({type(nbytes).__name__})"
         )

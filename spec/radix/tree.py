@@ -19,15 +19,11 @@ req.last_node).
 
 from __future__ import annotations
 
-
+from cacheproof.spec.arguments import is_int
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix import invariants as radix_invariants
 from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RadixSemantics
 from cacheproof.spec.radix.snapshot import write_snapshot
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class _Node:
@@ -57,7 +53,7 @@ class RadixCacheSpec:
     (spec/radix/semantics.py: the page size)."""
 
     def __init__(self, num_slots: int, semantics: RadixSemantics = RADIX_CONTRACT) -> None:
-        if not _is_int(num_slots) or num_slots < 1:
+        if not is_int(num_slots) or num_slots < 1:
             raise InvalidArgumentError(f"num_slots must be an int >= 1, got {num_slots!r}")
         self._num_slots = num_slots
         self.semantics = semantics
@@ -124,7 +120,7 @@ class RadixCacheSpec:
         times: the smaller prefix + key first), a parent left childless and unlocked becoming a
         leaf in turn. The answer: the tokens freed. CapacityError, changing nothing, when n is
         above the evictable size (that would take a locked node)."""
-        if not _is_int(n) or n < 0:
+        if not is_int(n) or n < 0:
             raise InvalidArgumentError(f"evict: n must be an int >= 0, got {n!r}")
         evictable = self.evictable_size()
         if n > evictable:
@@ -197,7 +193,7 @@ class RadixCacheSpec:
         slots of the part another request cached meanwhile are freed and replaced by the tree's,
         and its lock moves from its old prefix to the new one. The answer: the part already cached."""
         self._check_request("checkpoint", request)
-        if not _is_int(up_to) or up_to < 0:
+        if not is_int(up_to) or up_to < 0:
             raise InvalidArgumentError(f"checkpoint(request={request}): up_to must be an int >= 0, got {up_to!r}")
         live = self._live("checkpoint", request)
         if up_to > len(live.tokens):
@@ -285,14 +281,14 @@ class RadixCacheSpec:
     # Checks -------------------------------------------------------------------------------
 
     def _check_request(self, operation: str, request: object) -> None:
-        if not _is_int(request):
+        if not is_int(request):
             raise InvalidArgumentError(f"{operation}: request must be an int, got {request!r}")
 
     def _check_tokens(self, operation: str, tokens: object, *, whole_pages: bool = False) -> tuple:
         if not isinstance(tokens, (tuple, list)):
             raise InvalidArgumentError(f"{operation}: tokens must be a tuple of ints, got {tokens!r}")
         for token in tokens:
-            if not _is_int(token):
+            if not is_int(token):
                 raise InvalidArgumentError(f"{operation}: token {token!r} is not an int")
         if whole_pages and len(tokens) % self.page:
             raise InvalidArgumentError(

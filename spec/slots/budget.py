@@ -17,13 +17,10 @@ eviction. A cached item's slots stay taken until it is evicted.
 
 from __future__ import annotations
 
+from cacheproof.spec.arguments import is_int
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 from cacheproof.spec.slots import invariants as slot_invariants
 from cacheproof.spec.slots.semantics import SLOT_CONTRACT, SlotSemantics
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class SlotBudgetSpec:
@@ -31,7 +28,7 @@ class SlotBudgetSpec:
     `semantics` (spec/slots/semantics.py)."""
 
     def __init__(self, num_slots: int, semantics: SlotSemantics = SLOT_CONTRACT) -> None:
-        if not _is_int(num_slots) or num_slots < 1:
+        if not is_int(num_slots) or num_slots < 1:
             raise InvalidArgumentError(f"num_slots must be an int >= 1, got {num_slots!r}")
         self.num_slots = num_slots
         self.semantics = semantics
@@ -63,7 +60,7 @@ class SlotBudgetSpec:
         if not isinstance(item, str):
             raise InvalidArgumentError(f"schedule(item={item!r}): an item is named by its hash, a str")
         for name, value, least in (("n", n, 1), ("budget", budget, 0), ("pending", pending, 0)):
-            if not _is_int(value) or value < least:
+            if not is_int(value) or value < least:
                 raise InvalidArgumentError(f"schedule({name}={value!r}): must be an int >= {least}")
         cached = self._cached.get(item)
         if cached is not None:
@@ -115,7 +112,7 @@ class SlotBudgetSpec:
         """Give back the slots of the request's input number `input` (0 the first it scheduled);
         WrongStateError when it holds no such input (never scheduled, or freed already)."""
         self._check_request("free_input", request)
-        if not _is_int(input):
+        if not is_int(input):
             raise InvalidArgumentError(f"free_input(input={input!r}): an input is an int, its index")
         inputs = self._inputs.get(request, [])
         if not 0 <= input < len(inputs) or not inputs[input][2]:
@@ -223,5 +220,5 @@ class SlotBudgetSpec:
         return f"SlotBudgetSpec(num_slots={self.num_slots}, free={self._free}, requests={len(self._inputs)})"
 
     def _check_request(self, operation: str, request: object) -> None:
-        if not _is_int(request):
+        if not is_int(request):
             raise InvalidArgumentError(f"{operation}(request={request!r}): a request id is an int")
