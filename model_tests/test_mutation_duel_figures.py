@@ -159,6 +159,30 @@ def test_the_fixture_names_every_check_s_interpreter_python_and_a_rerun_runs_the
     assert whole["also_check_commands"] == []
 
 
+def test_a_rerun_that_adds_checks_needs_only_the_mutants_the_report_s_checks_miss():
+    def with_checks(report: dict, *also: str) -> dict:
+        report.update(check_command=["/venv/bin/python", "-m", "cacheproof", "check", "--impl", "m:f"],
+                      also_check_commands=[["/venv/bin/python", "-m", "cacheproof", "check", "--impl", f"m:{name}"]
+                                           for name in also])
+        return report
+
+    fixture = duel_fixture.portable(with_checks(_duel((1, "survived", "killed", "tests only"),
+                                                      (2, "killed", "killed", "both")), "g"), None)
+    fixture["mutants"][1]["cacheproof"]["check"] = 1
+    rerun = with_checks(_duel((1, "killed", "killed", "both")), "g", "h")
+    rerun["mutants"][0]["cacheproof"]["check"] = 3
+    report = duel_fixture.merged(json.loads(json.dumps(fixture)), json.loads(json.dumps(rerun)))
+    assert report["counts"] == {"both": 2, "cacheproof only": 0, "tests only": 0, "neither": 0}
+    assert [command[-1] for command in report["also_check_commands"]] == ["m:g", "m:h"]
+    assert [mutant["cacheproof"]["check"] for mutant in report["mutants"]] == [3, 1]
+    only_killed = with_checks(_duel((2, "killed", "killed", "both")), "g", "h")
+    with pytest.raises(ValueError, match="does not run #1"):
+        duel_fixture.merged(json.loads(json.dumps(fixture)), only_killed)
+    replaced = with_checks(_duel((1, "killed", "killed", "both")), "h")
+    with pytest.raises(ValueError, match="also_check_commands"):
+        duel_fixture.merged(json.loads(json.dumps(fixture)), replaced)
+
+
 @pytest.mark.parametrize("breaking, where", [
     (lambda r: r.pop("also_check_commands"), "also_check_commands"),
     (lambda r: r["mutants"][0]["cacheproof"].pop("check"), "check"),

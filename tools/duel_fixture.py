@@ -20,7 +20,10 @@ rerun): each of its mutants replaces that mutant's cacheproof side, and the cate
 are recomputed by the duel's rule (a side kills unless it survived). A rerun that ran the tests
 too replaces that side as well. A rerun of every mutant the report ran may run other checks (an
 adapter added with `--also-check`): every cacheproof side is then its, so its check commands
-replace the report's. docs/mutation-duel.md names every rerun mutant.
+replace the report's. A rerun that adds checks after the report's (its also-checks the report's
+and more, in order) needs only the mutants the report's cacheproof side misses: a mutant the
+report's checks kill is killed again by the same seeded checks, whose numbers the added ones leave
+as they are, so its side stays. docs/mutation-duel.md names every rerun mutant.
 """
 
 from __future__ import annotations
@@ -59,19 +62,36 @@ def _also_check_arguments(report: dict) -> list[list[str]]:
     return [command[1:] for command in report.get("also_check_commands", [])]
 
 
+def _adds_checks(report: dict, rerun: dict) -> bool:
+    """Whether `rerun` runs the report's checks, in order, and more after them: the same first check
+    and the report's also-checks followed by at least one other (interpreters aside)."""
+    first = [list(r.get("check_command") or [])[1:] for r in (report, rerun)]
+    mine, theirs = _also_check_arguments(report), _also_check_arguments(rerun)
+    return first[0] == first[1] and len(theirs) > len(mine) and theirs[: len(mine)] == mine
+
+
 def merged(report: dict, rerun: dict) -> dict:
     """`report` (a duel's report, or its committed fixture) with the sides `rerun` ran for its
     mutants put in; ValueError naming the mismatch when `rerun` is of another module or source,
     or runs other also-checks on only some of the report's mutants (their killing check numbers
     would name other commands), or names a mutant `report` did not run or one whose diff is not the
-    report's. A rerun of all the report's mutants brings its own check commands."""
-    whole = {mutant["number"] for mutant in rerun["mutants"]} == {mutant["number"] for mutant in report["mutants"]}
+    report's. A rerun of all the report's mutants brings its own check commands, and so does one
+    that adds checks after the report's and runs every mutant they miss."""
+    rerun_numbers = {mutant["number"] for mutant in rerun["mutants"]}
+    whole = rerun_numbers == {mutant["number"] for mutant in report["mutants"]}
+    adds_checks = _adds_checks(report, rerun)
+    if adds_checks:
+        missed = sorted(m["number"] for m in report["mutants"]
+                        if m["cacheproof"]["status"] == SURVIVED and m["number"] not in rerun_numbers)
+        if missed:
+            raise ValueError(f"the rerun adds checks but does not run #{', #'.join(map(str, missed))}, which "
+                             "the report's checks miss: a rerun that adds checks runs every mutant they miss")
     for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
                          ("mutants_generated", lambda r: r.get("mutants_generated")),
                          ("also_check_commands", _also_check_arguments)):
-        if value(rerun) != value(report) and not (whole and field == "also_check_commands"):
+        if value(rerun) != value(report) and not ((whole or adds_checks) and field == "also_check_commands"):
             raise ValueError(f"the rerun's {field} is {value(rerun)!r}, the report's {value(report)!r}")
-    if whole:
+    if whole or adds_checks:
         report["check_command"] = rerun.get("check_command", report.get("check_command"))
         report["also_check_commands"] = rerun.get("also_check_commands", [])
     by_number = {mutant["number"]: mutant for mutant in report["mutants"]}
