@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from cacheproof.spec.blocks.invariants import BLOCK_INVARIANTS, BlockStep, broken_invariants
-from cacheproof.spec.blocks.manager import block_hash, chain_hashes
+from cacheproof.spec.blocks.manager import block_hash, chain_hashes, group_seed
 from cacheproof.spec.blocks.operations import POOL_OPERATIONS
 from cacheproof.spec.blocks.pool import BlockPoolSpec
 from cacheproof.spec.blocks.semantics import BLOCK_PROFILES, BlockSemantics
@@ -287,7 +287,8 @@ def test_kind_and_profiles() -> None:
     assert [inv.name for inv in kind.invariants] == [f"B{i}" for i in range(1, 9)]
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
                                    "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached",
-                                   "vllm-kv-cache-manager-swa", "vllm-kv-cache-manager-mamba"}
+                                   "vllm-kv-cache-manager-swa", "vllm-kv-cache-manager-mamba",
+                                   "vllm-kv-cache-manager-hybrid"}
     off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
     assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                            "prefix_caching": "off", "no_new_tokens": "refused"}
@@ -483,3 +484,34 @@ def test_a_recurrent_state_holds_its_state_blocks_caches_them_at_boundaries_and_
     with pytest.raises(InvalidArgumentError, match="not both"):
         BlockSemantics(recurrent_state="align", sliding_window=4)
 
+
+
+def test_two_groups_take_free_cache_and_hit_group_by_group() -> None:
+    """window_group=4, blocks of 2, 16 blocks: a full-attention group and a window of 4 on one pool.
+    Every figure here is what vLLM 0.34.0's manager over those two groups did (docs/decisions.md,
+    "Several groups on one pool, measured")."""
+    pool = BlockPoolSpec(16, BlockSemantics(window_group=4))
+    assert pool.allocate_slots(1, tuple(range(7))) == (1, 2, 3, 4, 5, 6, 7, 8)  # the full group's 4, then the window's
+    stored = pool.events()[0]
+    assert [len(hashes) for _, hashes, _ in stored] == [3, 3]  # one stored event per group
+    assert stored[0][0] is None and stored[1][0] == group_seed(1)  # each group's chain its own
+    assert not set(stored[0][1]) & set(stored[1][1])
+    assert pool.allocate_slots(1, tuple(range(8))) == (1, 2, 3, 4, 0, 0, 7, 8)  # 7 computed: the window drops 6, 5
+    assert pool.snapshot()[0] == (9, 10, 11, 12, 13, 14, 15, 6, 5)
+    assert pool.cached_tokens() == ((1, 8),)
+    pool.free_request(1)  # the full group last first, then the window's
+    assert pool.snapshot()[0] == (9, 10, 11, 12, 13, 14, 15, 6, 5, 4, 3, 2, 1, 8, 7)
+    # the full group's hit is 3 blocks; the window's, within it, needs its last 2: 6 and 7, freed but cached
+    assert pool.find_cached_prefix(tuple(range(8))) == 6
+    assert pool.allocate_slots(2, tuple(range(8))) == (1, 2, 3, 9, 0, 6, 7, 10)
+    assert pool.snapshot()[0] == (11, 12, 13, 14, 15, 5, 4, 8)
+    pool.free_request(2)
+    pool.evict((7,))  # the window's last hit block: its hit is 5 and 6, from the start; the full group cut to 2
+    assert pool.find_cached_prefix(tuple(range(8))) == 4
+    pool.evict((2,))  # the full group's hit is 1 block, so the window's is its first block alone
+    assert pool.find_cached_prefix(tuple(range(8))) == 2
+    before = pool.state_key()
+    assert pool.allocate_slots(3, tuple(range(100, 130))) is None  # 30 blocks on 15: nothing changes
+    assert pool.state_key() == before
+    with pytest.raises(InvalidArgumentError, match="beside a full-attention"):
+        BlockSemantics(window_group=4, sliding_window=4)

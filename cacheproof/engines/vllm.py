@@ -105,10 +105,11 @@ import logging
 from typing import Any
 
 from cacheproof.engines.vllm_events import TokenData, VllmEvents
+from cacheproof.spec.blocks.manager import group_seed
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError
 
 __all__ = ["VllmBlockPool", "block_pool", "block_pool_uncached", "kv_cache_manager", "kv_cache_manager_full", "kv_cache_manager_uncached",
-           "kv_cache_manager_swa", "kv_cache_manager_mamba", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
+           "kv_cache_manager_swa", "kv_cache_manager_mamba", "kv_cache_manager_hybrid", "encoder_cache", "encoder_cache_slots", "encoder_decoder_slots", "MISSING_VLLM"]
 
 MISSING_VLLM = (
     "cacheproof.engines.vllm needs the real vLLM package (vllm==0.34.0): install the extra "
@@ -138,14 +139,14 @@ def block_pool(num_blocks: int, *, pool_class: Any = None, peer_class: Any = Non
     try:
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core import block_pool as vllm_block_pool
-        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, get_group_id, maybe_convert_block_hash
         from vllm.v1.request import Request
     except ImportError as error:
         raise ImportError(f"{MISSING_VLLM} ({error})") from error
     cls = vllm_block_pool.BlockPool if pool_class is None else pool_class
     pool = cls(num_blocks, enable_caching=caching, hash_block_size=HASH_UNIT_TOKENS, enable_kv_cache_events=True,
                num_hash_lookahead_tokens=LOOKAHEAD_TOKENS)
-    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
+    vllm = _VllmNames(BlockHash, get_block_hash, get_group_id, maybe_convert_block_hash, Request, SamplingParams(max_tokens=1))
     return VllmBlockPool(pool, vllm, _peer_pool(vllm_block_pool.BlockPool if peer_class is None else peer_class),
                          units=HASH_UNITS)
 
@@ -165,11 +166,13 @@ def _peer_pool(cls: Any) -> Any:
 class _VllmNames:
     """The vLLM types and helpers the adapter builds arguments with (imported lazily)."""
 
-    __slots__ = ("block_hash", "get_block_hash", "external_hash", "request", "sampling")
+    __slots__ = ("block_hash", "get_block_hash", "get_group_id", "external_hash", "request", "sampling")
 
-    def __init__(self, block_hash: Any, get_block_hash: Any, external_hash: Any, request: Any, sampling: Any) -> None:
+    def __init__(self, block_hash: Any, get_block_hash: Any, get_group_id: Any, external_hash: Any, request: Any,
+                 sampling: Any) -> None:
         self.block_hash = block_hash
         self.get_block_hash = get_block_hash
+        self.get_group_id = get_group_id
         self.external_hash = external_hash
         self.request = request
         self.sampling = sampling
@@ -206,7 +209,7 @@ class VllmBlockPool(VllmEvents):
     holds `units` of the pool's hash units."""
 
     def __init__(self, pool: Any, vllm: _VllmNames, peer: Any, *, units: int = 1,
-                 group: tuple[int, Any, Any] = (_GROUP, None, None)) -> None:
+                 groups: tuple[tuple[int, Any, Any], ...] = ((_GROUP, None, None),)) -> None:
         self.pool = pool
         self.units = units
         self.block_size = units * pool.hash_block_size  # tokens per block of the pool-level calls
@@ -217,7 +220,8 @@ class VllmBlockPool(VllmEvents):
         self._external: dict[Any, int] = {}  # the external form (in events) of every hash handed vLLM -> its int
         self._told: list[int] = []  # the blocks vLLM reported reused to the unpinner during the last call
         self._made_up: TokenData | None = None  # what the last call's made-up Request gives the blocks it names
-        self._group = group  # how an event names the one group (the pool leaves it unannotated; a manager annotates it)
+        self._groups = groups  # how an event names each group (the pool leaves its one unannotated; a manager annotates)
+        self._group_hashes: dict[tuple[int, int], int] = {}  # (group 0's int, group) -> that group's int
 
     @property
     def num_blocks(self) -> int:
@@ -245,9 +249,23 @@ class VllmBlockPool(VllmEvents):
         self._external[self._vllm.external_hash(key)] = value
         return key
 
-    def _hash_of(self, key: bytes | None) -> int | None:
-        """The int of a block's hash key (BlockHash plus group id), None for no hash."""
-        return None if key is None else self._int_of(self._vllm.get_block_hash(key))
+    def _hash_of(self, key: bytes | None) -> Any:
+        """The int of a block's hash key (BlockHash plus group id) in its group's chain, None for no hash."""
+        if key is None:
+            return None
+        return self._in_group(self._int_of(self._vllm.get_block_hash(key)), self._vllm.get_group_id(key))
+
+    def _in_group(self, value: Any, group: int) -> Any:
+        """The contract's hash, in KV-cache group `group`'s chain, of the block whose hash in the first
+        group's chain is `value` (None: no parent, a chain's start): vLLM hashes a block once and keys
+        it by hash and group, the contract gives each group a chain of its own (`group_seed`). Group
+        0's is `value`; another's was recorded as the request hashed the block, and one never
+        recorded reads as the pair (value, group), which differs."""
+        if group == _GROUP:
+            return value
+        if value is None:
+            return group_seed(group)
+        return self._group_hashes.get((value, group), (value, group))
 
     @staticmethod
     def _int_of(value: bytes) -> int:
@@ -471,6 +489,15 @@ def kv_cache_manager_mamba(num_blocks: int, *, manager_class: Any = None) -> Any
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, mamba=True)
 
+
+
+def kv_cache_manager_hybrid(num_blocks: int, *, manager_class: Any = None) -> Any:
+    """`kv_cache_manager` over two KV-cache groups on one pool, full attention and a sliding window
+    of 4 tokens (`HybridKVCacheCoordinator`: a model whose layers alternate, as Gemma's and gpt-oss's
+    do); checked under the profile vllm-kv-cache-manager-hybrid."""
+    from cacheproof.engines import vllm_manager
+
+    return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, window_group=4)
 
 from cacheproof.engines.vllm_encoder import encoder_cache  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_cache
 from cacheproof.engines.vllm_slots import encoder_cache_slots, encoder_decoder_slots  # noqa: E402 - documented as cacheproof.engines.vllm:encoder_decoder_slots, :encoder_cache_slots

@@ -30,16 +30,19 @@ class TokenData(NamedTuple):
 class VllmEvents:
     """The `events()` view over `_emitted` (the last call's vLLM events), with `_external` (each
     external hash -> the int handed vLLM), `_made_up` (what the call made up for the blocks it
-    names) and `_group` (how an event names the adapter's one group) set by the adapter."""
+    names), `_groups` (how an event names each of the adapter's KV-cache groups, by index) and
+    `_in_group` (a hash of the first group's chain in another group's) set by the adapter."""
 
     _emitted: list[Any]
     _external: dict[Any, int]
     _made_up: TokenData | None
-    _group: tuple[int, Any, Any]
+    _groups: tuple[tuple[int, Any, Any], ...]
+    _in_group: Any
 
-    def _event_hash(self, value: Any) -> Any:
-        """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it)."""
-        return self._external.get(value, value)
+    def _event_hash(self, value: Any, group: Any = 0) -> Any:
+        """An event's external hash as the int the adapter handed vLLM (unknown: as vLLM wrote it), in
+        the chain of the event's KV-cache group (None: no parent)."""
+        return self._in_group(None if value is None else self._external.get(value, value), group or 0)
 
     def events(self) -> tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]:
         """vLLM's KV cache events of the last call as (stored, removed, cleared); an event of
@@ -49,11 +52,12 @@ class VllmEvents:
             kind = type(event).__name__
             if kind == "BlockStored":
                 if event.block_hashes:
-                    parent = None if event.parent_block_hash is None else self._event_hash(event.parent_block_hash)
-                    stored.append((parent, tuple(self._event_hash(value) for value in event.block_hashes),
+                    group = event.group_idx
+                    stored.append((self._event_hash(event.parent_block_hash, group),
+                                   tuple(self._event_hash(value, group) for value in event.block_hashes),
                                    self._event_data(event)))
             elif kind == "BlockRemoved":
-                removed.extend(self._event_hash(value) for value in event.block_hashes)
+                removed.extend(self._event_hash(value, event.group_idx) for value in event.block_hashes)
             elif kind == "AllBlocksCleared":
                 cleared = True
             else:
@@ -63,11 +67,12 @@ class VllmEvents:
     def _event_data(self, event: Any) -> Any:
         """A BlockStored's token data (`_event_tokens`), and the KV-cache group it names, as a router
         reads it to filter groups (`group_idx`, `kv_cache_spec_kind`, `kv_cache_spec_sliding_window`):
-        naming the adapter's one group as vLLM's code there names it (`_group`) reads as the token
-        data alone; any other naming is joined to it, so the view differs."""
+        naming one of the adapter's groups as vLLM's code there names it (`_groups`, by the event's
+        index) reads as the token data alone; any other naming is joined to it, so the view differs."""
         data = self._event_tokens(event)
         named = (event.group_idx, event.kv_cache_spec_kind, event.kv_cache_spec_sliding_window)
-        return data if named == self._group else (data, named)
+        index = event.group_idx or 0
+        return data if 0 <= index < len(self._groups) and named == self._groups[index] else (data, named)
 
     def _event_tokens(self, event: Any) -> Any:
         """A BlockStored's token data as the events view says it. The contract's requests have no

@@ -77,7 +77,7 @@ from __future__ import annotations
 from typing import Any
 
 from cacheproof.engines.vllm import (
-    _GROUP, MISSING_VLLM, VllmBlockPool, _events_taken, _peer_pool, _VllmNames, _without_warnings,
+    MISSING_VLLM, VllmBlockPool, _events_taken, _peer_pool, _VllmNames, _without_warnings,
 )
 from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
 from cacheproof.spec.blocks.partial import NULL_BLOCK as _NULL
@@ -90,10 +90,12 @@ _MAX_MODEL_LEN = 1 << 16
 
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
-                     caching: bool = True, sliding_window: int = 0, mamba: bool = False) -> "VllmKVCacheManager":
+                     caching: bool = True, sliding_window: int = 0, mamba: bool = False,
+                     window_group: int = 0) -> "VllmKVCacheManager":
     """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one group: full
     attention, a sliding window of `sliding_window` tokens when it is not 0, or under `mamba` a Mamba
-    layer's state with prefix caching in align mode), as a contract pool
+    layer's state with prefix caching in align mode; when `window_group` is not 0, a second group
+    beside a full-attention first, a sliding window of that many tokens), as a contract pool
     with a request level; `manager_class` replaces `vllm.v1.core.kv_cache_manager.KVCacheManager`
     and is built with the same arguments (the scheduler's `max_in_flight_tokens` and
     `pcp_world_size` left at their defaults); `report_mode` is every request's
@@ -105,7 +107,7 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core.block_pool import BlockPool
         from vllm.v1.core.kv_cache_manager import KVCacheManager
-        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, maybe_convert_block_hash
+        from vllm.v1.core.kv_cache_utils import BlockHash, get_block_hash, get_group_id, maybe_convert_block_hash
         from vllm.v1.kv_cache_interface import (
             FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, MambaSpec, SlidingWindowSpec, get_kv_cache_spec_kind,
             get_kv_cache_spec_sliding_window,
@@ -120,25 +122,31 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
                                       sliding_window=sliding_window)
     else:
         attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
-    config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(["layer.0"], attention)])
+    specs = [attention]
+    if window_group:
+        specs.append(SlidingWindowSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16,
+                                       sliding_window=window_group))
+    config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
+                           kv_cache_groups=[KVCacheGroupSpec([f"layer.{group}"], spec) for group, spec in enumerate(specs)])
     cls = KVCacheManager if manager_class is None else manager_class
     manager = cls(config, max_model_len=_MAX_MODEL_LEN, scheduler_block_size=BLOCK_SIZE, hash_block_size=BLOCK_SIZE,
                   enable_kv_cache_events=True, enable_caching=caching, log_stats=True)
     sampling = SamplingParams(max_tokens=1, extra_args={"kv_cache_report_mode": report_mode})
-    vllm = _VllmNames(BlockHash, get_block_hash, maybe_convert_block_hash, Request, sampling)
-    group = (_GROUP, get_kv_cache_spec_kind(attention).value, get_kv_cache_spec_sliding_window(attention))
-    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool), group)
+    vllm = _VllmNames(BlockHash, get_block_hash, get_group_id, maybe_convert_block_hash, Request, sampling)
+    groups = tuple((group, get_kv_cache_spec_kind(spec).value, get_kv_cache_spec_sliding_window(spec))
+                   for group, spec in enumerate(specs))
+    return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool), groups)
 
 
 class VllmKVCacheManager(VllmBlockPool):
     """A vLLM `KVCacheManager` speaking the whole block contract; `manager` is the vLLM object,
     `pool` its block pool. See the module docstring for the translations."""
 
-    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any, group: tuple[int, Any, Any]) -> None:
-        super().__init__(manager.block_pool, vllm, peer, group=group)  # group: how take_events annotates its events
+    def __init__(self, manager: Any, vllm: _VllmNames, peer: Any, groups: tuple[tuple[int, Any, Any], ...]) -> None:
+        super().__init__(manager.block_pool, vllm, peer, groups=groups)  # groups: how take_events annotates its events
         self.manager = manager
         self._requests: dict[int, Any] = {}  # request -> its vLLM Request
-        self._worker: dict[int, tuple[int, ...]] = {}  # request -> the block table the scheduler handed the worker
+        self._worker: dict[int, tuple[tuple[int, ...], ...]] = {}  # request -> the tables the scheduler handed the worker
         self._written: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # block -> (parent, tokens)
         self._stats = (0, 0, 0, False)  # (requests, queries, hits, reset) of the last call's step
         self._offers: tuple[tuple[int, int, int], ...] = ()  # the boundary states the last call's step offered
@@ -151,7 +159,11 @@ class VllmKVCacheManager(VllmBlockPool):
         parent = self._int_of(hashes[-1]) if hashes else None
         new = []
         for start in range(len(hashes) * BLOCK_SIZE, len(tokens) - BLOCK_SIZE + 1, BLOCK_SIZE):
-            parent = block_hash(parent, tuple(tokens[start : start + BLOCK_SIZE]))
+            block = tuple(tokens[start : start + BLOCK_SIZE])
+            value = block_hash(parent, block)
+            for group in range(1, len(self._groups)):  # the block's hash in each other group's chain
+                self._group_hashes[(value, group)] = block_hash(self._in_group(parent, group), block)
+            parent = value
             new.append(self._hash(parent))
         return new
 
@@ -165,33 +177,38 @@ class VllmKVCacheManager(VllmBlockPool):
             raise InvalidArgumentError(f"tokens {tokens!r} are not token ids (ints), so they make no vLLM Request")
         return tuple(tokens)
 
+    def _tables_of(self, request: int) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(ids) for ids in self.manager.get_block_ids(str(request)))
+
     def _table(self, request: int) -> tuple[int, ...]:
-        return tuple(self.manager.get_block_ids(str(request))[0])
+        """The request's groups' tables in vLLM's manager, one after the other."""
+        return tuple(block for ids in self._tables_of(request) for block in ids)
 
     def _answer(self, request: int) -> tuple[int, ...]:
-        """The worker's table, the null block (id 0) where the manager's table now names it: a
-        sliding window's freed blocks, which the scheduler never tells the worker of (its
-        attention reads them no more)."""
-        now = self._table(request)
+        """The worker's tables one after the other, the null block (id 0) where the manager's table now
+        names it: a sliding window's freed blocks, which the scheduler never tells the worker of
+        (its attention reads them no more)."""
         return tuple(_NULL if place < len(now) and now[place] == _NULL else block
-                     for place, block in enumerate(self._worker[request]))
+                     for now, worker in zip(self._tables_of(request), self._worker[request])
+                     for place, block in enumerate(worker))
 
     def _handed_out(self, blocks: list[Any]) -> None:
         for block in blocks:
             self._written.pop(block.block_id, None)
 
-    def _write(self, request: int, first: int, blocks: Any = None) -> None:
-        """Play the model runner: the tokens of table[first:] land in the blocks the worker's table
-        names (the null block takes none), or in `blocks` (the connector's, for a load), in order
-        from place `first`, as a transfer fills them."""
+    def _write(self, request: int, group: int, first: int, blocks: Any = None) -> None:
+        """Play the model runner: the tokens of group `group`'s table[first:] land in the blocks the
+        worker's table names (the null block takes none), or in `blocks` (the connector's, for a
+        load), in order from place `first`, as a transfer fills them; each block's parent is its
+        group's chain's."""
         req = self._requests[request]
-        table = self._worker[request]
+        table = self._worker[request][group]
         blocks = table[first:] if blocks is None else blocks
         tokens, hashes = tuple(req.all_token_ids), req.block_hashes
         for i, block in enumerate(blocks, start=first):
             if block == _NULL:
                 continue
-            parent = self._int_of(hashes[i - 1]) if 0 < i <= len(hashes) else None
+            parent = self._in_group(self._int_of(hashes[i - 1]) if 0 < i <= len(hashes) else None, group)
             self._written[block] = (parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
 
     def _take_events(self) -> list[Any]:
@@ -251,10 +268,12 @@ class VllmKVCacheManager(VllmBlockPool):
             return None
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
-        self._handed_out(new.blocks[_GROUP])
+        self._handed_out([block for group in new.blocks for block in group])
         added = new.get_block_ids(allow_none=True)
-        self._worker[request] += tuple(added[_GROUP]) if added is not None else ()
-        self._write(request, len(done) // BLOCK_SIZE)
+        if added is not None:
+            self._worker[request] = tuple(worker + tuple(ids) for worker, ids in zip(self._worker[request], added))
+        for group in range(len(self._groups)):
+            self._write(request, group, len(done) // BLOCK_SIZE)
         return self._answer(request)
 
     @_events_taken
@@ -296,16 +315,17 @@ class VllmKVCacheManager(VllmBlockPool):
         self.manager.record_prefix_cache_stats(req, hit)  # admitted: the scheduler records the lookup's hit
         req.num_computed_tokens = len(tokens)
         self._requests[request] = req
-        self._handed_out(new.blocks[_GROUP])
+        self._handed_out([block for group in new.blocks for block in group])
         blocks = self.manager.get_blocks(str(request))
-        self._worker[request] = tuple(blocks.get_block_ids()[_GROUP])
+        self._worker[request] = tuple(tuple(ids) for ids in blocks.get_block_ids())
         # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers),
-        # from the first place past the hit that a sliding window still reads
-        first = hit // BLOCK_SIZE
-        if load:
-            table = self._worker[request]
-            first = next((place for place in range(first, len(table)) if table[place] != _NULL), len(table))
-        self._write(request, first, blocks.get_unhashed_block_ids_all_groups()[_GROUP] if load else None)
+        # from the first place past the hit that a sliding window still reads, group by group
+        unhashed = blocks.get_unhashed_block_ids_all_groups() if load else None
+        for group, table in enumerate(self._worker[request]):
+            first = hit // BLOCK_SIZE
+            if load:
+                first = next((place for place in range(first, len(table)) if table[place] != _NULL), len(table))
+            self._write(request, group, first, unhashed[group] if load else None)
         return self._answer(request)
 
     def _allocate(self, req: Any, *args: Any, **kwargs: Any) -> Any:

@@ -30,6 +30,9 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    longest cached one.
    Under recurrent_state="align" a request holds state blocks, not KV blocks: spec/blocks/recurrent.py
    states how its table grows, what it frees, what it caches and offers, and what a hit is.
+   Under window_group=W a request has a table per group, full attention then a window of W: every
+   rule here holds per group, in group order (one free queue, each group's chain of hashes its own),
+   and a hit is the window's search within the full group's hit, the full group cut to it.
 5. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
    asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
    `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
@@ -65,6 +68,14 @@ def block_hash(parent: int | None, tokens: tuple[int, ...]) -> int:
     return hash((tokens,)) if parent is None else hash((parent, tokens))
 
 
+def group_seed(group: int) -> int | None:
+    """The parent of the first block of KV-cache group `group`'s chain: none for the first group, so
+    that a request level of one group hashes as before; a group's own int after it (the hash of a
+    tuple of ints, the same in every process), so that each group's hashes are its own (vLLM keys
+    its hash map by hash and group)."""
+    return None if group == 0 else hash((group,))
+
+
 def chain_hashes(tokens: Iterable[int], block_size: int = BLOCK_SIZE, parent: int | None = None) -> tuple[int, ...]:
     """The chained hashes of the full blocks of `tokens` (a trailing partial block has none);
     `parent` is the hash of the block before the first, None at the start of a sequence."""
@@ -91,9 +102,10 @@ class RequestLevel(RecurrentState):
 
     Attributes (set by `BlockPoolSpec.__init__`):
         block_size: tokens per block.
-        _tables: request -> its blocks in token order (only requests managed here).
+        _tables: request -> its blocks in token order, one table per group (only requests managed here).
         _tokens: request -> its tokens so far.
-        _cached: request -> how many leading blocks of its table are cached (hit or hashed here).
+        _cached: request -> per group, how many leading places of its table are cached (hit, skipped by
+            a window, or hashed here).
         _contents: block -> (parent hash, tokens) written here since the block was last allocated.
         _loading: the requests whose load is under way.
         semantics: the pool's BlockSemantics (free_unknown_request, hit_events, prefix_caching and
@@ -105,9 +117,9 @@ class RequestLevel(RecurrentState):
         """How many leading tokens of `tokens` are cached (a multiple of block_size, < len(tokens));
         under hit_events="lookup" a hit is re-announced."""
         tokens = check_tokens("find_cached_prefix", tokens)
-        hit = self._prefix_hit(tokens)
-        self._announce_request_hit(hit, tokens, "lookup")
-        return len(hit) * self.block_size
+        hits = self._prefix_hits(tokens)
+        self._announce_request_hit(hits, tokens, "lookup")
+        return len(hits[0]) * self.block_size
 
     @announcing
     def allocate_slots(self, request: int, tokens: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -132,12 +144,12 @@ class RequestLevel(RecurrentState):
             self._refuse_no_new_tokens("allocate_slots", request, tokens)
         self._check_aligned("allocate_slots", request, len(tokens))
         self._drop_stale(request, len(old))
-        if self._new_blocks(len(table), len(tokens)) > len(self._queue):
+        if sum(self._new_blocks(len(group), len(tokens)) for group in table) > len(self._queue):
             return None
         self._extend(request, len(tokens))
         self._tokens[request] = tokens
         self._write(request, len(old) // self.block_size)
-        return tuple(table)
+        return self._table_view(request)
 
     @announcing
     def load_slots(self, request: int, tokens: tuple[int, ...], *, reserve: int = 0) -> tuple[int, ...] | None:
@@ -170,7 +182,7 @@ class RequestLevel(RecurrentState):
                 "or finished or freed already)"
             )
         self._loading.remove(request)
-        self._cache_full(request, chain_hashes(self._tokens[request], self.block_size))
+        self._cache_full(request)
 
     @announcing
     def free_request(self, request: int) -> None:
@@ -188,23 +200,27 @@ class RequestLevel(RecurrentState):
                 "(never allocated, or already freed)"
             )
         self._drop_stale(request, len(self._tokens[request]))
-        table = self._tables.pop(request)
+        tables = self._tables.pop(request)
         del self._tokens[request], self._cached[request]
         self._loading.discard(request)
-        self._release(request, [block for block in table if block != NULL_BLOCK][::-1])
+        for table in tables:
+            self._release(request, [block for block in table if block != NULL_BLOCK][::-1])
 
     # Views ------------------------------------------------------------------------------
 
     def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """(request, its blocks in token order), by request: the requests managed here."""
-        return tuple((request, tuple(table)) for request, table in sorted(self._tables.items()))
+        """(request, its blocks in token order, its groups' tables one after the other), by request:
+        the requests managed here."""
+        return tuple((request, self._table_view(request)) for request in sorted(self._tables))
 
     def cached_tokens(self) -> tuple[tuple[int, int], ...]:
         """(request, the tokens its block table covers up to its last block that carries a hash, 0 if
-        none), by request: the requests managed here, and the cached tokens a scheduler reports."""
-        return tuple((request, self.block_size * max((i + 1 for i, block in enumerate(table) if self._hash[block] is not None),
-                                                     default=0))
-                     for request, table in sorted(self._tables.items()))
+        none; the fewest of its groups'), by request: the requests managed here, and the cached
+        tokens a scheduler reports."""
+        size = self.block_size
+        return tuple((request, min(size * max((i + 1 for i, block in enumerate(table) if self._hash[block] is not None),
+                                              default=0) for table in tables))
+                     for request, tables in sorted(self._tables.items()))
 
     def loading(self) -> tuple[int, ...]:
         """The requests whose load is under way (load_slots, no finish_load yet), sorted."""
@@ -233,24 +249,27 @@ class RequestLevel(RecurrentState):
             )
         if not tokens:
             self._refuse_no_new_tokens(operation, request, tokens)
-        hit = self._prefix_hit(tokens)
-        self._announce_request_hit(hit, tokens, "lookup")
-        skipped = self._skipped_blocks(len(hit) * self.block_size if cache else len(tokens))
-        adopted = [NULL_BLOCK] * skipped + list(hit[skipped:])
-        kept = [block for block in adopted if block != NULL_BLOCK]
-        need = self._new_blocks(len(adopted), len(tokens))
+        hits = self._prefix_hits(tokens)
+        self._announce_request_hit(hits, tokens, "lookup")
+        computed = len(hits[0]) * self.block_size if cache else len(tokens)
+        adopted = []
+        for window, hit in zip(self._windows(), hits):
+            skipped = self._skipped_blocks(computed, window)
+            adopted.append([NULL_BLOCK] * skipped + list(hit[skipped:]))
+        kept = [block for table in adopted for block in table if block != NULL_BLOCK]
+        need = sum(self._new_blocks(len(table), len(tokens)) for table in adopted)
         if need + reserve > len(self._queue) - len({b for b in kept if self._ref[b] == 0}):
             return None
         self._pin(request, kept)
-        self._announce_request_hit(hit, tokens, "stored")
-        self._tables[request] = list(adopted)
+        self._announce_request_hit(hits, tokens, "stored")
+        self._tables[request] = adopted
+        self._cached[request] = [len(table) for table in adopted]
         self._extend(request, len(tokens))
-        self._cached[request] = len(adopted)
         self._tokens[request] = tokens
-        self._write(request, len(adopted), cache)
+        self._write(request, len(hits[0]), cache)
         if self.semantics.prefix_caching == "on":
-            self._events.admit(len(tokens), len(hit) * self.block_size)
-        return tuple(self._tables[request])
+            self._events.admit(len(tokens), len(hits[0]) * self.block_size)
+        return self._table_view(request)
 
     def _refuse_no_new_tokens(self, operation: str, request: int, tokens: tuple[int, ...]) -> None:
         """Under no_new_tokens="refused", InvalidArgumentError for a call whose `tokens` add none."""
@@ -271,42 +290,62 @@ class RequestLevel(RecurrentState):
         return self._blocks_for(num_tokens) - places
 
     def _extend(self, request: int, num_tokens: int) -> None:
-        """The request's table grown to cover `num_tokens` tokens, its new blocks from the queue's head."""
+        """The request's tables grown to cover `num_tokens` tokens, group by group, their new blocks
+        from the queue's head."""
         if self._recurrent():
             self._grow_state(request, num_tokens)
-        else:
-            table = self._tables[request]
+            return
+        for table in self._tables[request]:
             table.extend(self._take(request, self._blocks_for(num_tokens) - len(table)))
 
-    def _skipped_blocks(self, computed: int) -> int:
-        """The leading blocks the request's layer reads no more once `computed` tokens are computed:
-        those wholly before token computed - W + 1 under a sliding window, before token computed - 1
-        under a recurrent state (only the last token's state is read), none under full attention."""
+    def _windows(self) -> tuple[int, ...]:
+        """Each group's sliding window in tokens, group order (0: full attention, or the recurrent layer)."""
+        first = self.semantics.sliding_window
+        return (first, self.semantics.window_group) if self.semantics.window_group else (first,)
+
+    def _table_view(self, request: int) -> tuple[int, ...]:
+        """The request's groups' tables one after the other: its table for one group."""
+        return tuple(block for table in self._tables[request] for block in table)
+
+    def _skipped_blocks(self, computed: int, window: int) -> int:
+        """The leading blocks a group's layer reads no more once `computed` tokens are computed:
+        those wholly before token computed - W + 1 under a sliding window of W, before token
+        computed - 1 under a recurrent state (only the last token's state is read), none under
+        full attention."""
         if self._recurrent():
             return max(0, computed - 1) // self.block_size
-        window = self.semantics.sliding_window
         return max(0, computed - window + 1) // self.block_size if window else 0
 
     def _drop_stale(self, request: int, computed: int) -> None:
-        """Free the request's blocks its layer reads no more once `computed` tokens are computed,
-        last first, null places passed over; the null block takes their places."""
-        table = self._tables[request]
-        stale = range(min(self._skipped_blocks(computed), len(table)) - 1, -1, -1)
-        freed = [table[place] for place in stale if table[place] != NULL_BLOCK]
-        for place in stale:
-            table[place] = NULL_BLOCK
-        self._release(request, freed)
+        """Free the request's blocks its groups' layers read no more once `computed` tokens are
+        computed, group by group, last first, null places passed over; the null block takes their
+        places."""
+        for window, table in zip(self._windows(), self._tables[request]):
+            stale = range(min(self._skipped_blocks(computed, window), len(table)) - 1, -1, -1)
+            freed = [table[place] for place in stale if table[place] != NULL_BLOCK]
+            for place in stale:
+                table[place] = NULL_BLOCK
+            self._release(request, freed)
 
-    def _prefix_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
-        """The blocks of the cached prefix of the full blocks of tokens[:-1] (none under
-        prefix_caching="off"): the longest cached one, or under a sliding window the longest whose
-        last ceil((W - 1) / B) blocks are cached, the null block before them, and failing any, the
-        cached blocks from the start; under a recurrent state the longest whose last block is
-        cached, that block alone after the null block."""
+    def _prefix_hits(self, tokens: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """Each group's blocks of the cached prefix of the full blocks of tokens[:-1], all of one
+        length (none under prefix_caching="off"): the first group's `_prefix_hit` of its chain, and
+        a second group's within its length, the first cut to the second's."""
         if self.semantics.prefix_caching == "off":
-            return ()
-        hashes = chain_hashes(tokens[:-1], self.block_size)
-        window = self.semantics.sliding_window
+            return ((),) * len(self._windows())
+        windows, full = self._windows(), tokens[: (len(tokens) - 1) // self.block_size * self.block_size]
+        hits = [self._prefix_hit(chain_hashes(full, self.block_size, group_seed(0)), windows[0])]
+        for group, window in enumerate(windows[1:], start=1):
+            hit = self._prefix_hit(chain_hashes(full, self.block_size, group_seed(group))[: len(hits[0])], window)
+            hits = [first[: len(hit)] for first in hits] + [hit]
+        return tuple(hits)
+
+    def _prefix_hit(self, hashes: tuple[int, ...], window: int) -> tuple[int, ...]:
+        """The blocks of a group's cached prefix of the chain `hashes`: the longest cached one, or
+        under a sliding window of W the longest whose last ceil((W - 1) / B) blocks are cached, the
+        null block before them, and failing any, the cached blocks from the start; under a
+        recurrent state the longest whose last block is cached, that block alone after the null
+        block."""
         if not window and not self._recurrent():
             return self._longest_prefix(hashes)
         reads = 1 if self._recurrent() else -(-(window - 1) // self.block_size)
@@ -317,34 +356,42 @@ class RequestLevel(RecurrentState):
                 return (NULL_BLOCK,) * place + tuple(self._map[value][0] for value in hashes[place : place + reads])
         return tuple(self._map[value][0] for value in hashes[:run])
 
-    def _announce_request_hit(self, hit: tuple[int, ...], tokens: tuple[int, ...], moment: str) -> None:
-        """The `hit` a request's `tokens` found, with the tokens its blocks hold, re-announced at
-        `moment` when hit_events names it: "lookup" as the lookup finds it, "stored" once an
-        allocation pins it (an empty hit announces nothing)."""
+    def _announce_request_hit(self, hits: tuple[tuple[int, ...], ...], tokens: tuple[int, ...], moment: str) -> None:
+        """The `hits` a request's `tokens` found (one per group), each with the tokens its blocks
+        hold, re-announced group by group at `moment` when hit_events names it: "lookup" as the
+        lookup finds it, "stored" once an allocation pins it (an empty hit announces nothing)."""
         if self.semantics.hit_events == moment:
-            self._announce_hit(hit, tokens[: len(hit) * self.block_size])
+            for hit in hits:
+                self._announce_hit(hit, tokens[: len(hit) * self.block_size])
 
     def _write(self, request: int, first: int, cache: bool = True) -> None:
-        """Record the tokens of table[first:] (a partial last block too), each after its parent hash,
-        then (when `cache`) hash the full blocks not cached yet."""
-        table, tokens, size = self._tables[request], self._tokens[request], self.block_size
-        hashes = chain_hashes(tokens, size)
-        for i in range(first, len(table)):
-            if table[i] != NULL_BLOCK:
-                self._contents[table[i]] = (hashes[i - 1] if i else None, tokens[i * size : (i + 1) * size])
+        """Record the tokens of each group's table[first:] (a partial last block too), each after its
+        parent hash in the group's chain, then (when `cache`) hash the full blocks not cached yet."""
+        tokens, size = self._tokens[request], self.block_size
+        for group, table in enumerate(self._tables[request]):
+            parents = (group_seed(group), *chain_hashes(tokens, size, group_seed(group)))
+            for i in range(first, len(table)):
+                if table[i] != NULL_BLOCK:
+                    self._contents[table[i]] = (parents[i], tokens[i * size : (i + 1) * size])
         if cache:
-            self._cache_full(request, hashes)
+            self._cache_full(request)
 
-    def _cache_full(self, request: int, hashes: tuple[int, ...]) -> None:
-        """Hash the request's full blocks not cached yet (null places skipped), `hashes` the chained
-        hashes of its tokens (none under prefix_caching="off"): one stored group, of the tokens of
-        all those places; under a recurrent state each block hashed is offered."""
-        table, tokens, size = self._tables[request], self._tokens[request], self.block_size
-        cached = self._cached[request]
-        if len(hashes) > cached and self.semantics.prefix_caching == "on":
-            places = [place for place in range(cached, len(hashes)) if table[place] != NULL_BLOCK]
+    def _cache_full(self, request: int) -> None:
+        """Hash the request's full blocks not cached yet (null places skipped), group by group, each
+        with its chain's hashes (none under prefix_caching="off"): one stored group per group, of
+        the tokens of all the places past the group's cached ones, after the hash of the last of
+        those; under a recurrent state each block hashed is offered."""
+        tokens, size, counts = self._tokens[request], self.block_size, self._cached[request]
+        full = len(tokens) // size
+        if self.semantics.prefix_caching != "on":
+            return
+        for group, (table, cached) in enumerate(zip(self._tables[request], counts)):
+            if full <= cached:
+                continue
+            hashes = chain_hashes(tokens, size, group_seed(group))
+            places = [place for place in range(cached, full) if table[place] != NULL_BLOCK]
             self._set_hashes([table[place] for place in places], [hashes[place] for place in places],
-                             [place + 1 for place in places], hashes[cached - 1] if cached else None,
-                             tokens[cached * size : len(hashes) * size])
+                             [place + 1 for place in places], hashes[cached - 1] if cached else group_seed(group),
+                             tokens[cached * size : full * size])
             self._offer(request, table, places)
-            self._cached[request] = len(hashes)
+            counts[group] = full

@@ -66,9 +66,9 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         self._map: dict[int, list[int]] = {}  # hash -> blocks carrying it, first inserted first
         self._held: dict[int, list[int]] = {}  # request -> blocks it holds, in acquisition order
         self._watched: dict[int, None] = {}  # blocks unpinned whose readers are not yet told of a reuse
-        self._tables: dict[int, list[int]] = {}
+        self._tables: dict[int, list[list[int]]] = {}  # request -> its table per group
         self._tokens: dict[int, tuple[int, ...]] = {}
-        self._cached: dict[int, int] = {}
+        self._cached: dict[int, list[int]] = {}  # request -> its cached places per group
         self._loading: set[int] = set()
         self._contents: dict[int, tuple[int | None, tuple[int, ...]]] = {}
         self._events = CallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
@@ -254,7 +254,7 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
             tuple(sorted(self._watched)),
             self.tables(),
             tuple(sorted(self._tokens.items())),
-            tuple(sorted(self._cached.items())),
+            tuple(sorted((request, tuple(counts)) for request, counts in self._cached.items())),
             self.loading(),
             self.contents(),
         )
@@ -268,15 +268,16 @@ class BlockPoolSpec(RequestLevel, PartialEntries):
         twin._map = {value: list(blocks) for value, blocks in self._map.items()}
         twin._held = {request: list(held) for request, held in self._held.items()}
         twin._watched = dict(self._watched)
-        twin._tables = {request: list(table) for request, table in self._tables.items()}
-        twin._tokens, twin._cached, twin._contents = dict(self._tokens), dict(self._cached), dict(self._contents)
+        twin._tables = {request: [list(table) for table in tables] for request, tables in self._tables.items()}
+        twin._tokens, twin._contents = dict(self._tokens), dict(self._contents)
+        twin._cached = {request: list(counts) for request, counts in self._cached.items()}
         twin._loading = set(self._loading)
         return twin
 
     def check_invariants(self) -> None:
         """Raise `InvariantViolation` if a state invariant (B1-B5, B7) fails, or a request table
         disagrees with the request's holdings. When all is well, an expensive no-op."""
-        for request, table in self._tables.items():
+        for request, table in self.tables():
             if sorted(block for block in table if block != NULL_BLOCK) != sorted(self._held.get(request, [])):
                 raise block_invariants.InvariantViolation(
                     f"request {request}: table {table} != holdings {self._held.get(request, [])}"

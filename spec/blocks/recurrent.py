@@ -78,7 +78,7 @@ class RecurrentState:
 
     def _grow_state(self, request: int, num_tokens: int) -> None:
         """Rule 1: the running state's block at the last place of `num_tokens` tokens, nulls before."""
-        table, places = self._tables[request], self._blocks_for(num_tokens)
+        (table,), places = self._tables[request], self._blocks_for(num_tokens)
         if places > len(table):
             table.extend([NULL_BLOCK] * (places - 1 - len(table)))
             table.extend(self._take(request, 1))

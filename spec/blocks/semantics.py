@@ -27,6 +27,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "no_new_tokens": ("answered", "refused"),
     "sliding_window": (0, 4),
     "recurrent_state": ("none", "align"),
+    "window_group": (0, 4),
 }
 """The valid values of every field."""
 
@@ -103,6 +104,21 @@ class BlockSemantics(OptionSemantics):
       scheduler's alignment). spec/blocks/recurrent.py states the rules. vLLM's manager of one
       Mamba group (`MambaSpec(mamba_cache_mode="align")`, `MambaManager`) is "align". A group is
       attention or recurrent: "align" with a sliding window is an InvalidArgumentError.
+    - window_group: the request level keeps one KV-cache group (0), or a second group beside a
+      full-attention first one, a sliding window of W tokens (W), on the same pool and block size.
+      Each rule of the request level then holds per group, in group order: a call takes the first
+      group's new blocks, then the second's (None, nothing changed, unless all fit); each group's
+      stale blocks are freed as a window's; `free_request` frees the first group's table last block
+      first, then the second's; each group's full blocks are hashed under a chain of its own (the
+      second group's starts from `group_seed(1)`, not from no parent) and stored as one event per
+      group. A prefix hit is a fold: the first group's longest cached prefix bounds the window's
+      search, and the first group is cut to the window's hit. `tables()` shows a request's two
+      tables one after the other, and `cached_tokens()` the fewer of the groups' cached tokens.
+      vLLM's manager over a full-attention and a sliding-window group
+      (`HybridKVCacheCoordinator`, its hash map keyed by hash and group, `estimate_cached_tokens`
+      the groups' minimum) is W; 4 is the value a profile names. Only the first group may be the
+      full-attention one: window_group with a sliding window or a recurrent state in the first
+      group is an InvalidArgumentError.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -115,6 +131,7 @@ class BlockSemantics(OptionSemantics):
     no_new_tokens: str = "answered"
     sliding_window: int = 0
     recurrent_state: str = "none"
+    window_group: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -123,6 +140,12 @@ class BlockSemantics(OptionSemantics):
                 f"BlockSemantics: sliding_window={self.sliding_window} with recurrent_state="
                 f"{self.recurrent_state!r}: the request level's one group is an attention layer or a recurrent "
                 "one, not both"
+            )
+        if self.window_group and (self.sliding_window or self.recurrent_state != "none"):
+            raise InvalidArgumentError(
+                f"BlockSemantics: window_group={self.window_group} with sliding_window={self.sliding_window} and "
+                f"recurrent_state={self.recurrent_state!r}: a second group's window stands beside a full-attention "
+                "first group (sliding_window=0, recurrent_state=\"none\")"
             )
 
 
@@ -207,6 +230,14 @@ BLOCK_PROFILES: dict[str, Profile] = {
             MANAGER_OPERATIONS,
             "vllm-kv-cache-manager of one sliding-window group (SlidingWindowSpec, a window of 4 tokens): a hit "
             "is the last blocks the window reads, and the blocks it no longer reads are freed as the request runs",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-hybrid",
+            replace(VLLM_MANAGER, window_group=4),
+            MANAGER_OPERATIONS,
+            "vllm-kv-cache-manager over two groups, full attention and a sliding window of 4 tokens, on one pool "
+            "(HybridKVCacheCoordinator): each request has a table per group, and a hit is the window's within the "
+            "full group's",
         ),
         Profile(
             "vllm-kv-cache-manager-mamba",
