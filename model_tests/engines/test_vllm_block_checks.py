@@ -16,8 +16,8 @@ from cacheproof.check.programs.command import snippet_of  # noqa: E402
 from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.vllm import (  # noqa: E402
-    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_mamba, kv_cache_manager_swa,
-    kv_cache_manager_uncached,
+    block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_hybrid, kv_cache_manager_mamba,
+    kv_cache_manager_swa, kv_cache_manager_uncached,
 )
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
@@ -197,6 +197,35 @@ def test_vllm_mamba_manager_conforms_under_its_profile() -> None:
     full = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_mamba, examples=100)
     assert not full.ok  # held to full attention, its tables differ
 
+
+
+def test_vllm_hybrid_manager_hand_worked() -> None:
+    """A full-attention group and a window of 4 on one pool of 16 blocks of 2: a call takes the full
+    group's blocks, then the window's; each group stores its own event; the window frees what it
+    left; `free_request` frees the full group last first, then the window's; a hit is the window's
+    within the full group's."""
+    m = kv_cache_manager_hybrid(16)
+    assert m.allocate_slots(1, tuple(range(7))) == (1, 2, 3, 4, 5, 6, 7, 8)
+    stored = m.events()[0]
+    assert [len(hashes) for _, hashes, _ in stored] == [3, 3] and not set(stored[0][1]) & set(stored[1][1])
+    assert m.allocate_slots(1, tuple(range(8))) == (1, 2, 3, 4, 0, 0, 7, 8)
+    assert m.snapshot()[0] == (9, 10, 11, 12, 13, 14, 15, 6, 5) and m.cached_tokens() == ((1, 8),)
+    m.free_request(1)
+    assert m.snapshot()[0][-8:] == (6, 5, 4, 3, 2, 1, 8, 7)
+    assert m.find_cached_prefix(tuple(range(8))) == 6
+    assert m.allocate_slots(2, tuple(range(8))) == (1, 2, 3, 9, 0, 6, 7, 10)
+    m.free_request(2)
+    m.evict((7,))
+    assert m.find_cached_prefix(tuple(range(8))) == 4
+    m.evict((2,))
+    assert m.find_cached_prefix(tuple(range(8))) == 2
+
+
+def test_vllm_hybrid_manager_conforms_under_its_profile() -> None:
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-hybrid", kv_cache_manager_hybrid, examples=100)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    one_group = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_hybrid, examples=100)
+    assert not one_group.ok  # held to one group, its tables differ
 
 def test_the_long_requests_scope_reaches_the_window(capsys) -> None:
     """`--exhaustive --scope long-requests` extends a request to 9 tokens, so a manager whose window
