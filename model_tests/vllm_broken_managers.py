@@ -11,7 +11,7 @@ from __future__ import annotations
 from vllm.v1.core.kv_cache_manager import KVCacheManager
 
 from cacheproof.engines.vllm import (
-    kv_cache_manager, kv_cache_manager_mamba, kv_cache_manager_swa, kv_cache_manager_uncached,
+    kv_cache_manager, kv_cache_manager_hybrid, kv_cache_manager_mamba, kv_cache_manager_swa, kv_cache_manager_uncached,
 )
 
 
@@ -164,11 +164,33 @@ class StepNeverStartsManager(KVCacheManager):
         return None
 
 
+
+class CachedTokensOfLongestGroupManager(KVCacheManager):
+    """kv_cache_manager #254: `estimate_cached_tokens` reports the most any group has cached, not the
+    fewest, so once one group's block loses its hash (evicted) the scheduler reports tokens cached
+    that the other group would recompute."""
+
+    def estimate_cached_tokens(self, request):
+        return max(max((block.block_hash_num_tokens or 0 for block in blocks), default=0)
+                   for blocks in self.get_blocks(request.request_id).blocks)
+
+
+class FreedAsDeferredManager(KVCacheManager):
+    """`free` returns a request's blocks as the scheduler's deferred path does (`pop_blocks_for_free`,
+    then `free_blocks(reversed(...))` in `Scheduler._drain_deferred_frees`): all groups' blocks in
+    one list, reversed, so the window group's blocks join the queue before the full group's, where
+    `free` queues each group's last first, in group order. The two paths of vLLM 0.34.0 queue a
+    hybrid request's blocks in two eviction orders (docs/engines.md)."""
+
+    def free(self, request):
+        self.block_pool.free_blocks(reversed(self.coordinator.pop_blocks_for_free(request.request_id)))
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
     CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
     WindowNeverSlidesManager, WindowKeptAtFinishManager, ContextParallelByDefaultManager, BoundaryStatesDroppedManager,
-    BoundaryStatesRepeatedManager, StepNeverStartsManager,
+    BoundaryStatesRepeatedManager, StepNeverStartsManager, CachedTokensOfLongestGroupManager, FreedAsDeferredManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -229,6 +251,15 @@ def step_never_starts(num_blocks: int):
     return kv_cache_manager_mamba(num_blocks, manager_class=StepNeverStartsManager)
 
 
+
+def cached_tokens_of_longest_group(num_blocks: int):
+    return kv_cache_manager_hybrid(num_blocks, manager_class=CachedTokensOfLongestGroupManager)
+
+
+def freed_as_deferred(num_blocks: int):
+    return kv_cache_manager_hybrid(num_blocks, manager_class=FreedAsDeferredManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -244,5 +275,7 @@ FACTORIES = {
     "boundary_states_dropped": ("vllm-kv-cache-manager-mamba", boundary_states_dropped),
     "boundary_states_repeated": ("vllm-kv-cache-manager-mamba", boundary_states_repeated),
     "step_never_starts": ("vllm-kv-cache-manager-mamba", step_never_starts),
+    "cached_tokens_of_longest_group": ("vllm-kv-cache-manager-hybrid", cached_tokens_of_longest_group),
+    "freed_as_deferred": ("vllm-kv-cache-manager-hybrid", freed_as_deferred),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""
