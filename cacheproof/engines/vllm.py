@@ -256,11 +256,9 @@ class VllmBlockPool(VllmEvents):
         return self._in_group(self._int_of(self._vllm.get_block_hash(key)), self._vllm.get_group_id(key))
 
     def _in_group(self, value: Any, group: int) -> Any:
-        """The contract's hash, in KV-cache group `group`'s chain, of the block whose hash in the first
-        group's chain is `value` (None: no parent, a chain's start): vLLM hashes a block once and keys
-        it by hash and group, the contract gives each group a chain of its own (`group_seed`). Group
-        0's is `value`; another's was recorded as the request hashed the block, and one never
-        recorded reads as the pair (value, group), which differs."""
+        """The hash in group `group`'s chain (`group_seed`) of the block whose first-group hash is `value`
+        (None: a chain's start): group 0's is `value`, another's was recorded as the block was hashed
+        (vLLM keys it by hash and group); one never recorded reads as (value, group), which differs."""
         if group == _GROUP:
             return value
         if value is None:
@@ -492,9 +490,8 @@ def kv_cache_manager_mamba(num_blocks: int, *, manager_class: Any = None) -> Any
 
 
 def kv_cache_manager_hybrid(num_blocks: int, *, manager_class: Any = None) -> Any:
-    """`kv_cache_manager` over two KV-cache groups on one pool, full attention and a sliding window
-    of 4 tokens (`HybridKVCacheCoordinator`: a model whose layers alternate, as Gemma's and gpt-oss's
-    do); checked under the profile vllm-kv-cache-manager-hybrid."""
+    """`kv_cache_manager` over two groups on one pool, full attention and a sliding window of 4 tokens
+    (`HybridKVCacheCoordinator`); checked under the profile vllm-kv-cache-manager-hybrid."""
     from cacheproof.engines import vllm_manager
 
     return vllm_manager.kv_cache_manager(num_blocks, manager_class=manager_class, window_group=4)
