@@ -126,8 +126,8 @@ class RequestLevel(RecurrentState):
         """Blocks for all of `tokens`: the request's block table, or None (nothing changes)."""
         self._check_request("allocate_slots", request)
         tokens = check_tokens("allocate_slots", tokens)
-        table = self._tables.get(request)
-        if table is None:
+        tables = self._tables.get(request)
+        if tables is None:
             return self._admit("allocate_slots", request, tokens, cache=True)
         if request in self._loading:
             raise WrongStateError(
@@ -144,7 +144,7 @@ class RequestLevel(RecurrentState):
             self._refuse_no_new_tokens("allocate_slots", request, tokens)
         self._check_aligned("allocate_slots", request, len(tokens))
         self._drop_stale(request, len(old))
-        if sum(self._new_blocks(len(group), len(tokens)) for group in table) > len(self._queue):
+        if sum(self._new_blocks(len(table), len(tokens)) for table in tables) > len(self._queue):
             return None
         self._extend(request, len(tokens))
         self._tokens[request] = tokens
@@ -209,8 +209,8 @@ class RequestLevel(RecurrentState):
     # Views ------------------------------------------------------------------------------
 
     def tables(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """(request, its blocks in token order, its groups' tables one after the other), by request:
-        the requests managed here."""
+        """(request, its blocks in token order; under two groups, its groups' tables one after the
+        other), by request: the requests managed here."""
         return tuple((request, self._table_view(request)) for request in sorted(self._tables))
 
     def cached_tokens(self) -> tuple[tuple[int, int], ...]:
