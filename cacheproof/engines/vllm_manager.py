@@ -56,6 +56,11 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 - `tables()` reads the manager's own record, `get_block_ids`; the snapshot's holdings add each
   request's blocks there. A manager that answers the scheduler one table and records another
   diverges from the spec in one of the two.
+- two groups (`kv_cache_manager_hybrid`, `window_group=4`): each table above is the groups' tables
+  one after the other, the worker's and the manager's alike, and the model runner writes each
+  group's blocks; vLLM hashes a block once and keys it by (hash, group), which reads as the
+  contract's hash of that group's chain (`group_seed`), recorded as the block hasher hashes the
+  block.
 - `load_slots(r, tokens, reserve=n)` -> the scheduler's admission of a request with `load_kv_async`:
   `get_computed_blocks`, then `allocate_slots(req, 0, hit tokens, hit blocks,
   num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True,
