@@ -182,7 +182,7 @@ class RequestLevel(RecurrentState):
                 "or finished or freed already)"
             )
         self._loading.remove(request)
-        self._cache_full(request)
+        self._cache_full(request, self._chains(request))
 
     @announcing
     def free_request(self, request: int) -> None:
@@ -333,10 +333,10 @@ class RequestLevel(RecurrentState):
         a second group's within its length, the first cut to the second's."""
         if self.semantics.prefix_caching == "off":
             return ((),) * len(self._windows())
-        windows, full = self._windows(), tokens[: (len(tokens) - 1) // self.block_size * self.block_size]
-        hits = [self._prefix_hit(chain_hashes(full, self.block_size, group_seed(0)), windows[0])]
+        windows = self._windows()
+        hits = [self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(0)), windows[0])]
         for group, window in enumerate(windows[1:], start=1):
-            hit = self._prefix_hit(chain_hashes(full, self.block_size, group_seed(group))[: len(hits[0])], window)
+            hit = self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(group))[: len(hits[0])], window)
             hits = [first[: len(hit)] for first in hits] + [hit]
         return tuple(hits)
 
@@ -367,28 +367,32 @@ class RequestLevel(RecurrentState):
     def _write(self, request: int, first: int, cache: bool = True) -> None:
         """Record the tokens of each group's table[first:] (a partial last block too), each after its
         parent hash in the group's chain, then (when `cache`) hash the full blocks not cached yet."""
-        tokens, size = self._tokens[request], self.block_size
+        tokens, size, chains = self._tokens[request], self.block_size, self._chains(request)
         for group, table in enumerate(self._tables[request]):
-            parents = (group_seed(group), *chain_hashes(tokens, size, group_seed(group)))
+            parents = (group_seed(group), *chains[group])
             for i in range(first, len(table)):
                 if table[i] != NULL_BLOCK:
                     self._contents[table[i]] = (parents[i], tokens[i * size : (i + 1) * size])
         if cache:
-            self._cache_full(request)
+            self._cache_full(request, chains)
 
-    def _cache_full(self, request: int) -> None:
+    def _chains(self, request: int) -> tuple[tuple[int, ...], ...]:
+        """The chained hashes of the request's full blocks, one chain per group."""
+        tokens = self._tokens[request]
+        return tuple(chain_hashes(tokens, self.block_size, group_seed(group)) for group in range(len(self._windows())))
+
+    def _cache_full(self, request: int, chains: tuple[tuple[int, ...], ...]) -> None:
         """Hash the request's full blocks not cached yet (null places skipped), group by group, each
-        with its chain's hashes (none under prefix_caching="off"): one stored group per group, of
+        with its chain in `chains` (none under prefix_caching="off"): one stored group per group, of
         the tokens of all the places past the group's cached ones, after the hash of the last of
         those; under a recurrent state each block hashed is offered."""
         tokens, size, counts = self._tokens[request], self.block_size, self._cached[request]
         full = len(tokens) // size
         if self.semantics.prefix_caching != "on":
             return
-        for group, (table, cached) in enumerate(zip(self._tables[request], counts)):
+        for group, (table, cached, hashes) in enumerate(zip(self._tables[request], counts, chains)):
             if full <= cached:
                 continue
-            hashes = chain_hashes(tokens, size, group_seed(group))
             places = [place for place in range(cached, full) if table[place] != NULL_BLOCK]
             self._set_hashes([table[place] for place in places], [hashes[place] for place in places],
                              [place + 1 for place in places], hashes[cached - 1] if cached else group_seed(group),
