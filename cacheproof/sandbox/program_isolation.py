@@ -235,12 +235,30 @@ class _Child:
         child_end.close()
         self.watch = watch
         self._closing = threading.Lock()
+        self._requests = 0
+        """Requests between their send and their answer: while one is, the pipe stays open."""
+        self._ended = False
 
     def alive(self) -> bool:
         return self.process.is_alive()
 
     def request(self, request: tuple, what: str, args: tuple, timeout: float | None) -> tuple:
-        """Send `request` and return the answer; `what(args)` names it in a fault."""
+        """Send `request` and return the answer; `what(args)` names it in a fault. The pipe is closed
+        by the last thread to leave it: a close while a request is under way (a Ctrl-C's clean-up in
+        the main thread, as the search's worker thread sends) kills the child but leaves the pipe to
+        the request, which would otherwise write its message into whatever file next took the
+        descriptor's number."""
+        with self._closing:
+            self._requests += 1
+        try:
+            return self._exchange(request, what, args, timeout)
+        finally:
+            with self._closing:
+                self._requests -= 1
+                if self._ended and not self._requests:
+                    self.connection.close()
+
+    def _exchange(self, request: tuple, what: str, args: tuple, timeout: float | None) -> tuple:
         try:
             self.connection.send(request)
         except (BrokenPipeError, OSError):
@@ -265,19 +283,22 @@ class _Child:
         return CacheFault(fault_message(what, args, said, self.watch.last_call()), kind)
 
     def close(self) -> None:
-        """End the child and close the pipe, once: the search's worker thread (a call that failed)
-        and the main thread (a Ctrl-C's clean-up) may both close it; the second waits for the first,
-        which would otherwise close the descriptor under it (EBADF)."""
+        """End the child, and close the pipe unless a request is under way (`request` closes it then).
+        The search's worker thread (a call that failed) and the main thread (a Ctrl-C's clean-up) may
+        both close it; the second waits for the first, which would otherwise close the descriptor
+        under it (EBADF)."""
         with self._closing:
-            end_child(self.process, self.connection)
+            end_child(self.process)
+            self._ended = True
+            if not self._requests:
+                self.connection.close()
 
 
-def end_child(process: Any, connection: Any) -> None:
-    """Kill a child process that is still alive, wait for it, and close the checker's end of its pipe."""
+def end_child(process: Any) -> None:
+    """Kill a child process that is still alive and wait for it."""
     if process.is_alive():
         process.kill()
     process.join(5)
-    connection.close()
 
 
 class IsolatedImplementation:
