@@ -251,6 +251,9 @@ def step_never_starts(num_blocks: int):
     return kv_cache_manager_mamba(num_blocks, manager_class=StepNeverStartsManager)
 
 
+def window_group_never_slides(num_blocks: int):
+    return kv_cache_manager_hybrid(num_blocks, manager_class=WindowNeverSlidesManager)
+
 
 def cached_tokens_of_longest_group(num_blocks: int):
     return kv_cache_manager_hybrid(num_blocks, manager_class=CachedTokensOfLongestGroupManager)
@@ -277,5 +280,6 @@ FACTORIES = {
     "step_never_starts": ("vllm-kv-cache-manager-mamba", step_never_starts),
     "cached_tokens_of_longest_group": ("vllm-kv-cache-manager-hybrid", cached_tokens_of_longest_group),
     "freed_as_deferred": ("vllm-kv-cache-manager-hybrid", freed_as_deferred),
+    "window_group_never_slides": ("vllm-kv-cache-manager-hybrid", window_group_never_slides),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

@@ -227,6 +227,7 @@ def test_vllm_hybrid_manager_conforms_under_its_profile() -> None:
     one_group = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_hybrid, examples=100)
     assert not one_group.ok  # held to one group, its tables differ
 
+
 def test_the_long_requests_scope_reaches_the_window(capsys) -> None:
     """`--exhaustive --scope long-requests` extends a request to 9 tokens, so a manager whose window
     never slides is found at the shortest: two calls to run past the window, a third to see it."""
@@ -234,6 +235,18 @@ def test_the_long_requests_scope_reaches_the_window(capsys) -> None:
 
     assert main(["check", "--spec", "blocks", "--impl", "model_tests.vllm_broken_managers:window_never_slides",
                  "--profile", "vllm-kv-cache-manager-swa", "--exhaustive", "--scope", "long-requests", "--quiet"]) == 1
+    assert "shortest counterexample, 3 calls" in capsys.readouterr().out
+
+
+def test_the_two_groups_scope_reaches_the_window_group(capsys) -> None:
+    """`--exhaustive --scope two-groups` gives a pool of 8 blocks, so a request of two groups runs
+    past its window (each token block takes a block in both groups, and a window of 4 tokens leaves
+    a block behind from 5): a manager whose window group never slides is found at the shortest, two
+    calls to run past the window and a third to see it. `long-requests` (5 blocks) cannot reach it."""
+    from cacheproof.cli import main
+
+    assert main(["check", "--spec", "blocks", "--impl", "model_tests.vllm_broken_managers:window_group_never_slides",
+                 "--profile", "vllm-kv-cache-manager-hybrid", "--exhaustive", "--scope", "two-groups", "--quiet"]) == 1
     assert "shortest counterexample, 3 calls" in capsys.readouterr().out
 
 

@@ -51,6 +51,7 @@ EXHAUSTIVE = {scope.name: scope for scope in (
     ExhaustiveBlockScope("tiny", (2, 3), (1, 2), (1, 2), (0, 1), 2, 4, 2, 3),
     ExhaustiveBlockScope("four-blocks", (2, 3, 4), (1, 2), (1, 2), (0, 1), 2, 4, 2, 3),
     ExhaustiveBlockScope("long-requests", (5,), (1,), (1,), (0, 1), 1, 5, 3, 4),
+    ExhaustiveBlockScope("two-groups", (8,), (1,), (1,), (0, 1), 1, 6, 3, 4),
 )}
 """The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
 
