@@ -183,6 +183,28 @@ def test_a_rerun_that_adds_checks_needs_only_the_mutants_the_report_s_checks_mis
         duel_fixture.merged(json.loads(json.dumps(fixture)), replaced)
 
 
+def test_a_part_of_other_mutants_joins_the_report_and_a_mutant_run_twice_or_other_checks_are_refused():
+    def part(*mutants: tuple[int, str, str, str]) -> dict:
+        report = _duel(*mutants)
+        report.update(check_command=["/venv/bin/python", "-m", "cacheproof", "check", "--impl", "m:f", "--seed", "0"],
+                      also_check_commands=[], mutants_chosen=len(mutants), mutants_run=len(mutants), interrupted=False)
+        return report
+
+    first = duel_fixture.portable(part((1, "killed", "killed", "both"), (5, "survived", "survived", "neither")), None)
+    second = part((3, "survived", "killed", "tests only"))
+    second["interrupted"], second["mutants_chosen"] = True, 2  # one of its two chosen mutants ran
+    report = duel_fixture.joined(json.loads(json.dumps(first)), json.loads(json.dumps(second)))
+    assert [mutant["number"] for mutant in report["mutants"]] == [1, 3, 5]
+    assert (report["mutants_chosen"], report["mutants_run"], report["interrupted"]) == (4, 3, True)
+    assert report["counts"] == {"both": 1, "cacheproof only": 0, "tests only": 1, "neither": 1} and not report["ok"]
+    with pytest.raises(ValueError, match="#5 again"):
+        duel_fixture.joined(json.loads(json.dumps(first)), part((5, "killed", "killed", "both")))
+    other_seed = part((4, "killed", "killed", "both"))
+    other_seed["check_command"][-1] = "1"
+    with pytest.raises(ValueError, match="check_command"):
+        duel_fixture.joined(json.loads(json.dumps(first)), other_seed)
+
+
 @pytest.mark.parametrize("breaking, where", [
     (lambda r: r.pop("also_check_commands"), "also_check_commands"),
     (lambda r: r["mutants"][0]["cacheproof"].pop("check"), "check"),

@@ -7,7 +7,7 @@ The README's table of duel results and docs/mutation-duel.md's summary are read 
 fixtures (model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a
 duel wrote.
 
-    python tools/duel_fixture.py REPORT.json OUT.json [--rerun RERUN.json ...] [--tests-as "COMMAND"]
+    python tools/duel_fixture.py REPORT.json OUT.json [--more MORE.json ...] [--rerun RERUN.json ...] [--tests-as "COMMAND"]
 
 REPORT may be a committed fixture itself (its source path is compared in the fixture's form), so
 a later rerun is merged into what is committed. A report written before `--also-check` is read
@@ -24,6 +24,14 @@ replace the report's. A rerun that adds checks after the report's (its also-chec
 and more, in order) needs only the mutants the report's cacheproof side misses: a mutant the
 report's checks kill is killed again by the same seeded checks, whose numbers the added ones leave
 as they are, so its side stays. docs/mutation-duel.md names every rerun mutant.
+
+`--more`: a later `cacheproof mutate --mutants ...` report of other mutants of the same module and
+source, run by the same checks (the same commands, seed and examples; interpreters aside): its
+mutants join the report's, which then counts them as chosen and run (a duel run in parts, each
+part a sample spread over the module, as `--limit` spreads one). A mutant in both is refused (a
+rerun replaces a side; `--more` never does), and so is a part whose checks differ. The test
+command is not compared (it names the machine's paths): `--tests-as` writes the one all parts ran
+in its documented form. The parts are merged before the reruns.
 """
 
 from __future__ import annotations
@@ -111,6 +119,30 @@ def merged(report: dict, rerun: dict) -> dict:
     return report
 
 
+def joined(report: dict, more: dict) -> dict:
+    """`report` with the mutants of `more` (another part of the same duel, see the module) added,
+    sorted by number, and its chosen, run and counts following; ValueError naming the mismatch when
+    `more` is of another module, source or set of checks, or runs a mutant `report` ran."""
+    for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
+                         ("mutants_generated", lambda r: r.get("mutants_generated")),
+                         ("check_command", lambda r: list(r.get("check_command") or [])[1:]),
+                         ("also_check_commands", _also_check_arguments)):
+        if value(more) != value(report):
+            raise ValueError(f"the added part's {field} is {value(more)!r}, the report's {value(report)!r}")
+    both = sorted({m["number"] for m in more["mutants"]} & {m["number"] for m in report["mutants"]})
+    if both:
+        raise ValueError(f"the added part runs #{', #'.join(map(str, both))} again: a part adds other "
+                         "mutants (--rerun replaces a mutant's sides)")
+    report["mutants"] = sorted(report["mutants"] + more["mutants"], key=lambda mutant: mutant["number"])
+    report["mutants_chosen"] = report.get("mutants_chosen", 0) + more.get("mutants_chosen", len(more["mutants"]))
+    report["mutants_run"] = len(report["mutants"])
+    report["interrupted"] = bool(report.get("interrupted") or more.get("interrupted"))
+    report["counts"] = {category: sum(m["category"] == category for m in report["mutants"])
+                        for category in DUEL_CATEGORIES}
+    report["ok"] = report["counts"][TESTS_ONLY] == 0
+    return report
+
+
 def trimmed(report: dict) -> dict:
     """`report` with every mutant's side outputs emptied."""
     for mutant in report.get("mutants", []):
@@ -152,6 +184,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.add_argument("report", type=Path, help="the duel's `cacheproof mutate --json` report")
     parser.add_argument("out", type=Path, help="the fixture to write")
+    parser.add_argument("--more", type=Path, action="append", default=[],
+                        help="a later report of other mutants of the same duel, which join the report's (repeatable)")
     parser.add_argument("--rerun", type=Path, action="append", default=[],
                         help="a later report of some of the same mutants, whose sides replace theirs (repeatable)")
     parser.add_argument("--tests-as", metavar="COMMAND", help="the test command as the report is to record it")
@@ -165,6 +199,8 @@ def main(argv: list[str]) -> int:
         report = _read(args.report)
         if not report.get("test_command"):
             raise ValueError(f"{args.report} has no test command: it is no duel")
+        for path in args.more:
+            report = joined(report, _read(path))
         for path in args.rerun:
             report = merged(report, _read(path))
     except (OSError, ValueError) as error:
