@@ -79,6 +79,20 @@ class EvictLockedRadix(RadixCache):
             self.evictable_leaves.discard(node)
 
 
+class SplitKeepsHashesRadix(RadixCache):
+    """A split that leaves a node's page hashes whole on its lower part and none on the upper (the
+    `split_node_hash_value` call of `_split_node` lost, radix_cache.py's hash bookkeeping): the
+    lower node's pages are announced under its upper pages' hashes when it is evicted, and a page
+    stored under the upper node names no parent, so a router that mirrors the tree from its KV
+    cache events drops pages the tree still has (the KV cache events)."""
+
+    def _split_node(self, key, child, split_len):
+        hashes = child.hash_value
+        new_node = super()._split_node(key, child, split_len)
+        child.hash_value, new_node.hash_value = hashes, None
+        return new_node
+
+
 class ReleaseKeepsLockRadix(RadixCache):
     """The request level: a release that leaves the request's path locked (`on_release` takes the
     lock again that `release_kv_cache` has just dropped, as a streaming-session hook that forgot the
@@ -117,7 +131,7 @@ class CheckpointKeepsOldLockRadix(RadixCache):
 
 BROKEN_RADIX_CLASSES = (
     SplitDropsLockRadix, UnlockKeepsCountersRadix, MostRecentFirstRadix, InsertAnswersNoPrefixRadix, EvictLockedRadix,
-    ReleaseKeepsLockRadix, CheckpointFreesProtectedRadix, CheckpointKeepsOldLockRadix,
+    SplitKeepsHashesRadix, ReleaseKeepsLockRadix, CheckpointFreesProtectedRadix, CheckpointKeepsOldLockRadix,
 )
 """Every broken subclass, one bug each."""
 
@@ -142,6 +156,10 @@ def evict_locked(capacity_tokens: int) -> SglangRadixCache:
     return radix_cache(capacity_tokens, cache_class=EvictLockedRadix)
 
 
+def split_keeps_hashes(capacity_tokens: int) -> SglangRadixCache:
+    return radix_cache(capacity_tokens, cache_class=SplitKeepsHashesRadix)
+
+
 def release_keeps_lock(capacity_tokens: int) -> SglangRadixCache:
     return radix_cache(capacity_tokens, cache_class=ReleaseKeepsLockRadix)
 
@@ -157,7 +175,7 @@ def checkpoint_keeps_old_lock(capacity_tokens: int) -> SglangRadixCache:
 FACTORIES = {
     "split_drops_lock": split_drops_lock, "unlock_keeps_counters": unlock_keeps_counters,
     "most_recent_first": most_recent_first, "insert_answers_no_prefix": insert_answers_no_prefix,
-    "evict_locked": evict_locked, "release_keeps_lock": release_keeps_lock,
+    "evict_locked": evict_locked, "split_keeps_hashes": split_keeps_hashes, "release_keeps_lock": release_keeps_lock,
     "checkpoint_frees_protected": checkpoint_frees_protected, "checkpoint_keeps_old_lock": checkpoint_keeps_old_lock,
 }
 """Each broken tree's factory, by name (`--impl model_tests.sglang_broken_radix:NAME`)."""

@@ -204,6 +204,27 @@ def _step(after: tuple, operation: str | None = None, before: tuple | None = Non
     return RadixStep(operation, 6, 1, after if before is None else before, after, raised, arguments, result)
 
 
+def test_the_spec_announces_the_pages_a_call_puts_in_and_takes_out():
+    """docs/radix-contract.md, KV cache events, worked by hand: a page is named by its path, stored
+    after the page before it; a split and a match announce nothing; an eviction announces the pages
+    of each leaf it takes; a reset that empties the tree clears it; a call that raises, nothing."""
+    tree = RadixCacheSpec(8)
+    assert tree.insert((1, 2, 3)) == 0
+    assert tree.events() == (((None, (1,), (1,)), ((1,), (1, 2), (2,)), ((1, 2), (1, 2, 3), (3,))), (), False)
+    assert tree.insert((1, 2, 4)) == 2  # splits (1, 2, 3) after two tokens: only the new page (1, 2, 4) is stored
+    assert tree.events() == ((((1, 2), (1, 2, 4), (4,)),), (), False)
+    assert tree.match_prefix((1, 2)) == 2 and tree.events() == ((), (), False)
+    with pytest.raises(CapacityError):
+        tree.evict(9)
+    assert tree.events() == ((), (), False)
+    assert tree.evict(2) == 2  # the two one-token leaves under (1, 2)
+    assert tree.events() == ((), ((1, 2, 3), (1, 2, 4)), False)
+    assert tree.reset() and tree.events() == ((), (), True)
+    paged = RadixCacheSpec(8, RadixSemantics(page_size=2))
+    assert paged.insert((1, 2, 3, 4)) == 0
+    assert paged.events() == (((None, (1, 2), (1, 2)), ((1, 2), (1, 2, 3, 4), (3, 4))), (), False)
+
+
 def test_a_consistent_state_keeps_every_invariant():
     step = _step(_state())
     assert [name for name, invariant in RADIX_INVARIANTS_BY_NAME.items() if not invariant.holds(step)] == []

@@ -72,10 +72,12 @@ thread does. A member it lacks is `cacheproof.adapt.AdapterError`: a usage error
 
 from __future__ import annotations
 
+import functools
 from array import array
-from typing import Any
+from typing import Any, Callable
 
 from cacheproof.adapt import AdapterError, Atomic, engine_call, engine_member, require_members
+from cacheproof.engines.sglang_events import PagePaths
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix.semantics import RADIX_OPTIONS
 from cacheproof.spec.radix.snapshot import write_snapshot
@@ -89,7 +91,7 @@ _MISSING = (
     "imports on a CPU-only machine), or pass cache_class= a class with its API"
 )
 MEMBERS = ("match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict", "reset", "evictable_size",
-           "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices")
+           "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices", "take_events")
 PAGE_SIZES = RADIX_OPTIONS["page_size"]
 ROWS = 64
 """The request rows of SGLang's ReqToTokenPool (its `max_running_requests`): more than the checker's
@@ -154,7 +156,7 @@ def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int
     rows = names["ReqToTokenPool"](size=ROWS, max_context_len=capacity_tokens + 1, device="cpu",
                                    enable_memory_saver=False)
     params = names["CacheInitParams"](disable=False, req_to_token_pool=rows, token_to_kv_pool_allocator=allocator,
-                                      page_size=page_size)
+                                      page_size=page_size, enable_kv_cache_events=True)
     return SglangRadixCache(cache_class(params), allocator, names, capacity_tokens)
 
 
@@ -178,6 +180,18 @@ radix_cache.profile = _profile_named(PROFILE)
 paged_radix_cache.profile = _profile_named(PAGED_PROFILE)
 
 
+def _announced(operation: Callable[..., Any]) -> Callable[..., Any]:
+    """An operation after which SGLang's KV cache events are taken (`take_events`), whether it
+    answered or raised, and kept in the contract's terms as the last call's `events()`."""
+    @functools.wraps(operation)
+    def call(self: "SglangRadixCache", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return operation(self, *args, **kwargs)
+        finally:
+            self._events = self._pages.events(engine_call(self.cache, "take_events"))
+    return call
+
+
 class SglangRadixCache:
     """A RadixCache speaking the radix contract; `cache` is SGLang's tree, `allocator` its pool."""
 
@@ -193,6 +207,9 @@ class SglangRadixCache:
         self.kv = torch.full((capacity_tokens + self.page_size,), -1, dtype=torch.int64)
         self.requests: dict[int, Any] = {}
         self._atomic = Atomic(cache)
+        self._pages = PagePaths(self.page_size)
+        engine_call(cache, "take_events")  # the tree's construction clears it: no call of the contract's
+        self._events: tuple = ((), (), False)
 
     def _key(self, tokens: Any) -> Any:
         for token in tokens:
@@ -203,15 +220,18 @@ class SglangRadixCache:
     def _match(self, tokens: Any) -> Any:
         return engine_call(self.cache, "match_prefix", self._names["MatchPrefixParams"](key=self._key(tokens)))
 
+    @_announced
     def match_prefix(self, tokens: tuple[int, ...]) -> int:
         with self._atomic:
             return int(engine_member(self._match(tokens), "device_prefix_len"))
 
+    @_announced
     def insert(self, tokens: tuple[int, ...]) -> int:
         import torch
 
         with self._atomic:
             key = self._key(tokens)
+            self._pages.may_store(tokens)
             if len(tokens) % self.page_size:
                 raise InvalidArgumentError(f"insert: {len(tokens)} tokens are not whole pages of {self.page_size}; "
                                            "SGLang's paged allocator hands out whole pages")
@@ -225,12 +245,14 @@ class SglangRadixCache:
             self.allocator.free(slots[:cached])
             return cached
 
+    @_announced
     def lock(self, tokens: tuple[int, ...]) -> int:
         with self._atomic:
             result = self._match(tokens)
             engine_call(self.cache, "inc_lock_ref", engine_member(result, "last_device_node"))
             return int(engine_member(result, "device_prefix_len"))
 
+    @_announced
     def unlock(self, tokens: tuple[int, ...]) -> int:
         with self._atomic:
             self._key(tokens)
@@ -238,11 +260,13 @@ class SglangRadixCache:
             engine_call(self.cache, "dec_lock_ref", node)
             return len(tokens)
 
+    @_announced
     def evict(self, n: int) -> int:
         with self._atomic:
             result = engine_call(self.cache, "evict", self._names["EvictParams"](num_tokens=n))
             return int(engine_member(result, "num_tokens_evicted"))
 
+    @_announced
     def reset(self) -> bool:
         with self._atomic:
             if self.requests or engine_call(self.cache, "protected_size") > 0:
@@ -254,6 +278,7 @@ class SglangRadixCache:
 
     # Request level: SGLang's scheduler functions on SGLang's own Req ---------------------
 
+    @_announced
     def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
         import torch
 
@@ -266,6 +291,7 @@ class SglangRadixCache:
                 raise WrongStateError(f"prefill(request={request}): the request is running; SGLang's scheduler "
                                       "admits a Req once")
             self._admission_budget(request, tuple(tokens))
+            self._pages.may_store(tokens)
             req = self._new_req(request, tuple(tokens))
             req.init_next_round_input(self.cache)
             req.lock = engine_call(self.cache, "lock", req.last_node)
@@ -279,6 +305,7 @@ class SglangRadixCache:
             self.requests[request] = req
             return int(req.prefix_len)
 
+    @_announced
     def checkpoint(self, request: int, *, up_to: int) -> int:
         with self._atomic:
             req = self._running("checkpoint", request)
@@ -288,6 +315,7 @@ class SglangRadixCache:
             req.extend_end = max(up_to, req.kv.cache_protected_len)
             return self._inserted(lambda: self._names["checkpoint_kv_cache"](req, self.cache))
 
+    @_announced
     def release(self, request: int) -> int:
         with self._atomic:
             req = self._running("release", request)
@@ -380,14 +408,17 @@ class SglangRadixCache:
                                "already cached) has no source")
         return answers[0]
 
+    @_announced
     def evictable_size(self) -> int:
         with self._atomic:
             return int(engine_call(self.cache, "evictable_size"))
 
+    @_announced
     def protected_size(self) -> int:
         with self._atomic:
             return int(engine_call(self.cache, "protected_size"))
 
+    @_announced
     def total_size(self) -> int:
         with self._atomic:
             return int(engine_call(self.cache, "total_size"))
@@ -410,6 +441,10 @@ class SglangRadixCache:
                 return node
         raise WrongStateError(f"unlock(tokens={tokens}): no node of SGLang's tree ends at these tokens, so there "
                               "is no node to pass to dec_lock_ref")
+
+    def events(self) -> tuple:
+        """The last call's KV cache events, read back as paths (cacheproof.engines.sglang_events)."""
+        return self._events
 
     def snapshot(self) -> tuple:
         with self._atomic:

@@ -49,6 +49,25 @@ def test_fresh_tree_reads_back_from_sglang() -> None:
     assert cache.snapshot() == (5, (0, 0), (), ())
 
 
+def test_sglang_s_kv_cache_events_read_back_as_the_pages_they_name() -> None:
+    """SGLang's own events (enable_kv_cache_events), their hashes read back as paths: the figures of
+    the spec's hand-worked walk (model_tests/test_radix.py), and the paged tree's two-token pages."""
+    cache = radix_cache(8)
+    assert cache.events() == ((), (), False)  # the construction's clearing is no call of the contract's
+    assert cache.insert((1, 2, 3)) == 0
+    assert cache.events() == (((None, (1,), (1,)), ((1,), (1, 2), (2,)), ((1, 2), (1, 2, 3), (3,))), (), False)
+    assert cache.insert((1, 2, 4)) == 2
+    assert cache.events() == ((((1, 2), (1, 2, 4), (4,)),), (), False)
+    assert cache.match_prefix((1, 2)) == 2 and cache.events() == ((), (), False)
+    assert cache.evict(2) == 2
+    assert cache.events() == ((), ((1, 2, 3), (1, 2, 4)), False)
+    assert cache.reset() and cache.events() == ((), (), True)
+    paged = paged_radix_cache(8)
+    assert paged.insert((1, 2, 3, 4)) == 0
+    assert paged.events() == (((None, (1, 2), (1, 2)), ((1, 2), (1, 2, 3, 4), (3, 4))), (), False)
+    assert paged._pages.path(12345) == 12345  # a hash no page of any sequence has stays SGLang's int
+
+
 def test_hand_worked_walk_on_the_real_tree() -> None:
     cache = radix_cache(6)
     assert cache.insert((1, 2, 3)) == 0

@@ -42,8 +42,9 @@ read after every call; a call that raises announces nothing (B8).
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Iterable
+
+from cacheproof.spec.announcing import announcing_calls
 
 Events = tuple[tuple[tuple[int | None, tuple[int, ...], tuple[int, ...]], ...], tuple[int, ...], bool]
 """The `events()` view: (stored, removed, cleared) as the module docstring defines them."""
@@ -114,18 +115,6 @@ class CallEvents:
         return tuple(self._offered)
 
 
-Operation = TypeVar("Operation", bound=Callable[..., Any])
-
-
-def announcing(operation: Operation) -> Operation:
-    """A spec operation whose call starts a fresh `CallEvents` (`self._events`); when it raises,
-    the events are dropped with it (a call that raises changes nothing, so announces nothing)."""
-    @functools.wraps(operation)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        self._events = CallEvents()
-        try:
-            return operation(self, *args, **kwargs)
-        except BaseException:
-            self._events = CallEvents()
-            raise
-    return call  # type: ignore[return-value]
+announcing = announcing_calls(CallEvents)
+"""A block spec operation whose call starts a fresh `CallEvents` (`self._events`); when it raises,
+the events are dropped with it (spec/announcing.py)."""

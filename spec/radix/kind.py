@@ -8,7 +8,7 @@ from cacheproof.spec.radix.invariants import RADIX_INVARIANTS
 from cacheproof.spec.radix.operations import RADIX_OPERATIONS, RADIX_TYPES
 from cacheproof.spec.radix.semantics import RADIX_PROFILES
 from cacheproof.spec.radix.tree import RadixCacheSpec
-from cacheproof.spec.radix.views import RADIX_READINGS, RADIX_SHAPES, radix_step
+from cacheproof.spec.radix.views import RADIX_READINGS, RADIX_SHAPES, RADIX_VIEW_READERS, radix_step
 
 RADIX_KIND = SpecKind(
     name="radix",
@@ -20,6 +20,8 @@ RADIX_KIND = SpecKind(
     invariants=RADIX_INVARIANTS,
     profiles=RADIX_PROFILES,
     views=("snapshot",),
+    announcements=("events",),  # what the last call announced (spec/radix/events.py)
+    view_readers=RADIX_VIEW_READERS,
     key_domains=("int",),  # request ids are ints, as the block pool's (docs/decisions.md)
     keys_are="request ids",
     readings=RADIX_READINGS,

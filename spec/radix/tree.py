@@ -22,6 +22,7 @@ from __future__ import annotations
 from cacheproof.spec.arguments import is_int
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix import invariants as radix_invariants
+from cacheproof.spec.radix.events import RadixCallEvents, RadixEvents, announcing
 from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RadixSemantics
 from cacheproof.spec.radix.snapshot import write_snapshot
 
@@ -62,15 +63,18 @@ class RadixCacheSpec:
         self._root = _Node((), [], None, (0, 0))
         self._clock, self._made = 0, 0
         self._requests: dict[int, _Request] = {}
+        self._events = RadixCallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
     # Tree level ---------------------------------------------------------------------------
 
+    @announcing
     def match_prefix(self, tokens: tuple[int, ...]) -> int:
         """The length of the longest cached prefix of `tokens` in whole pages; the node it ends
         inside is split there, and every node of the path gets this call's tick."""
         tokens = self._check_tokens("match_prefix", tokens)
         return len(self._walk(self._tick(), tokens)[1])
 
+    @announcing
     def insert(self, tokens: tuple[int, ...]) -> int:
         """Cache `tokens` (whole pages): slots for all of them come from the allocator (lowest
         first), the tree keeps those of the part not yet cached and hands the others back. The
@@ -83,6 +87,7 @@ class RadixCacheSpec:
         self._free.update(slots[:cached])
         return cached
 
+    @announcing
     def lock(self, tokens: tuple[int, ...]) -> int:
         """`match_prefix(tokens)`, then lock + 1 on the node it ends at and every node above it
         (SGLang's inc_lock_ref(last_node)); the answer is the match's length."""
@@ -91,6 +96,7 @@ class RadixCacheSpec:
         self._inc(node)
         return len(matched)
 
+    @announcing
     def unlock(self, tokens: tuple[int, ...]) -> int:
         """lock - 1 on the node a match of `tokens` ends at and every node above it (SGLang's
         dec_lock_ref), touching no access time. WrongStateError, changing nothing, unless that node
@@ -115,6 +121,7 @@ class RadixCacheSpec:
         self._dec(node)
         return length
 
+    @announcing
     def evict(self, n: int) -> int:
         """Free at least `n` tokens' slots: unlocked leaves, the least recently used first (equal
         times: the smaller prefix + key first), a parent left childless and unlocked becoming a
@@ -122,18 +129,15 @@ class RadixCacheSpec:
         above the evictable size (that would take a locked node)."""
         if not is_int(n) or n < 0:
             raise InvalidArgumentError(f"evict: n must be an int >= 0, got {n!r}")
-        evictable = self.evictable_size()
+        evictable = self._size(unlocked=True)
         if n > evictable:
             raise CapacityError(
                 f"evict(n={n}): only {evictable} tokens are evictable; the other "
-                f"{self.protected_size()} are locked, and eviction never takes a locked node"
+                f"{self._size(unlocked=False)} are locked, and eviction never takes a locked node"
             )
-        freed = 0
-        while freed < n:
-            leaf = min(self._unlocked_leaves(), key=lambda node: (node.tick, node.prefix() + node.key))
-            freed += self._delete(leaf)
-        return freed
+        return self._evict(n)
 
+    @announcing
     def reset(self) -> bool:
         """Empty the tree, every slot it owns freed, and return True; False, changing nothing,
         while a node is locked or a request is live."""
@@ -142,22 +146,27 @@ class RadixCacheSpec:
         for node in self._nodes():
             self._free.update(node.slots)
         self._root.children.clear()
+        self._events.clear()
         return True
 
+    @announcing
     def evictable_size(self) -> int:
         """Tokens in unlocked nodes."""
-        return sum(len(node.key) for node in self._nodes() if node.lock == 0)
+        return self._size(unlocked=True)
 
+    @announcing
     def protected_size(self) -> int:
         """Tokens in locked nodes."""
-        return sum(len(node.key) for node in self._nodes() if node.lock > 0)
+        return self._size(unlocked=False)
 
+    @announcing
     def total_size(self) -> int:
         """Tokens in the tree."""
         return sum(len(node.key) for node in self._nodes())
 
     # Request level ------------------------------------------------------------------------
 
+    @announcing
     def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
         """Admit `request` with `tokens` (at least one): the cached prefix of tokens[:-1] in whole
         pages is matched and locked (the last token is always computed), slots for the other
@@ -173,7 +182,7 @@ class RadixCacheSpec:
         length = self._matched_length(tokens[:-1])
         need = len(tokens) - length
         path_unlocked = sum(used for node, used in self._peek(tokens[:-1]) if node.lock == 0)
-        available = len(self._free) + self.evictable_size() - path_unlocked
+        available = len(self._free) + self._size(unlocked=True) - path_unlocked
         if need > available:
             raise CapacityError(
                 f"prefill(request={request}): {need} tokens need KV slots, {len(self._free)} are free and "
@@ -182,11 +191,12 @@ class RadixCacheSpec:
         node, matched = self._walk(self._tick(), tokens[:-1])
         self._inc(node)
         if need > len(self._free):
-            self.evict(need - len(self._free))
+            self._evict(need - len(self._free))
         slots = [slot for path_node in reversed(self._path_nodes(matched)) for slot in path_node.slots]
         self._requests[request] = _Request(tokens, slots + self._alloc(need), len(matched))
         return len(matched)
 
+    @announcing
     def checkpoint(self, request: int, *, up_to: int) -> int:
         """Cache the first `up_to` tokens of `request` (whole pages, never fewer than its locked
         prefix): the tree keeps the request's slots of the part not yet cached, the request's
@@ -202,6 +212,7 @@ class RadixCacheSpec:
             )
         return self._cache(live, max(self._pages(up_to), live.prefix))
 
+    @announcing
     def release(self, request: int) -> int:
         """Cache the tokens of `request` in whole pages as checkpoint does, free its slots past
         them, unlock its prefix and forget it. The answer: the part already cached."""
@@ -223,7 +234,11 @@ class RadixCacheSpec:
         """The view of spec/radix/snapshot.py: free slots, sizes, nodes and requests."""
         nodes = [(node.prefix(), node.key, node.slots, node.key, node.lock, node.tick) for node in self._nodes()]
         requests = [(rid, live.tokens, live.slots, live.prefix) for rid, live in self._requests.items()]
-        return write_snapshot(len(self._free), self.evictable_size(), self.protected_size(), nodes, requests)
+        return write_snapshot(len(self._free), self._size(unlocked=True), self._size(unlocked=False), nodes, requests)
+
+    def events(self) -> RadixEvents:
+        """The KV cache events of the last call (spec/radix/events.py)."""
+        return self._events.view()
 
     def state_key(self) -> tuple:
         """The snapshot: it decides every later answer and view (slots by name, times by rank)."""
@@ -235,6 +250,7 @@ class RadixCacheSpec:
         twin._free, twin._clock, twin._made = set(self._free), self._clock, self._made
         twin._root = _copy_node(self._root, None)
         twin._requests = {rid: _Request(r.tokens, list(r.slots), r.prefix) for rid, r in self._requests.items()}
+        twin._events = self._events
         return twin
 
     def check_invariants(self) -> None:
@@ -276,7 +292,7 @@ class RadixCacheSpec:
 
     def __repr__(self) -> str:
         return (f"RadixCacheSpec(num_slots={self._num_slots}, page_size={self.page}, free={len(self._free)}, "
-                f"tokens={self.total_size()}, requests={len(self._requests)})")
+                f"tokens={sum(len(node.key) for node in self._nodes())}, requests={len(self._requests)})")
 
     # Checks -------------------------------------------------------------------------------
 
@@ -408,6 +424,8 @@ class RadixCacheSpec:
         if length < len(tokens):
             leaf = _Node(tokens[length:], list(slots[length:]), node, self._made_stamp(tick))
             node.children[leaf.key[:self.page]] = leaf
+            for end in range(length + self.page, len(tokens) + 1, self.page):
+                self._events.store(tokens[:end], self.page)
         return length
 
     def _inc(self, node: _Node) -> None:
@@ -423,9 +441,25 @@ class RadixCacheSpec:
     def _unlocked_leaves(self) -> list[_Node]:
         return [node for node in self._nodes() if not node.children and node.lock == 0]
 
+    def _size(self, *, unlocked: bool) -> int:
+        """Tokens in unlocked nodes, or in locked ones."""
+        return sum(len(node.key) for node in self._nodes() if (node.lock == 0) == unlocked)
+
+    def _evict(self, n: int) -> int:
+        """Delete unlocked leaves, the least recently used first, until `n` tokens are freed (n is
+        at most the evictable size); the answer is the tokens freed."""
+        freed = 0
+        while freed < n:
+            leaf = min(self._unlocked_leaves(), key=lambda node: (node.tick, node.prefix() + node.key))
+            freed += self._delete(leaf)
+        return freed
+
     def _delete(self, leaf: _Node) -> int:
+        path = leaf.prefix()
         del leaf.parent.children[leaf.key[:self.page]]
         self._free.update(leaf.slots)
+        for end in range(self.page, len(leaf.key) + 1, self.page):
+            self._events.remove(path + leaf.key[:end])
         return len(leaf.key)
 
     def _cache(self, live: _Request, upto: int) -> int:

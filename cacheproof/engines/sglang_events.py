@@ -1,0 +1,68 @@
+"""SGLang's KV cache events (`BlockStored`, `BlockRemoved`, `AllBlocksCleared`, sglang/srt/disaggregation/
+kv_events.py) in the radix contract's terms (spec/radix/events.py): each page named by its path.
+
+SGLang names a page by a 64-bit hash: `hash_str_to_int64` of the page's entry in the chain its
+`get_hash_str` computes over the path's pages (what `RadixCache` publishes for a key with no extra
+key or salt, `KVCacheEventRecorder.record_store`). `PagePaths` learns, from every token sequence a
+call could have put in the tree, each page's hash with SGLang's own functions (mem_cache/utils.py,
+not the tree's module) and reads a hash back as its path; a hash it cannot read back (one no
+sequence's page has) stays the int SGLang published, which differs from every path of the spec.
+A stored event's pages are flattened one by one, each after the page before it (SGLang joins a
+chain's pages into one event; the contract does not care how they are batched).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from cacheproof.adapt import AdapterError
+
+
+class PagePaths:
+    """Page hashes read back as paths, for a tree of `page_size`-token pages."""
+
+    def __init__(self, page_size: int) -> None:
+        from sglang.srt.mem_cache.utils import get_hash_str, hash_str_to_int64
+
+        self.page_size = page_size
+        self._chain, self._to_int = get_hash_str, hash_str_to_int64
+        self._sequences: set[tuple[int, ...]] = set()
+        self._learned: set[tuple[int, ...]] = set()
+        self._paths: dict[int, tuple[int, ...]] = {}
+
+    def may_store(self, tokens: Iterable[int]) -> None:
+        """A call may put the whole pages of `tokens` in the tree."""
+        tokens = tuple(tokens)
+        self._sequences.add(tokens[:len(tokens) - len(tokens) % self.page_size])
+
+    def path(self, value: int) -> Any:
+        """The path of the page SGLang names `value`, or `value` itself when no sequence has it."""
+        if value not in self._paths:
+            for tokens in self._sequences - self._learned:
+                if tokens:
+                    for page, entry in enumerate(self._chain(list(tokens), None, page_size=self.page_size)):
+                        self._paths.setdefault(self._to_int(entry), tokens[:(page + 1) * self.page_size])
+                self._learned.add(tokens)
+        return self._paths.get(value, value)
+
+    def events(self, published: Iterable[Any]) -> tuple:
+        """SGLang's events of one call as the contract's (stored, removed, cleared)."""
+        stored, removed, cleared = [], [], False
+        for event in published:
+            kind = type(event).__name__
+            if kind == "BlockStored":
+                parent = None if event.parent_block_hash is None else self.path(event.parent_block_hash)
+                tokens = list(event.token_ids)
+                for page, value in enumerate(event.block_hashes):
+                    path = self.path(value)
+                    stored.append((parent, path, tuple(tokens[page * self.page_size:(page + 1) * self.page_size])))
+                    parent = path
+            elif kind == "BlockRemoved":
+                removed.extend(self.path(value) for value in event.block_hashes)
+            elif kind == "AllBlocksCleared":
+                cleared = True
+            else:
+                raise AdapterError(f"SGLang published a {kind}, an event the radix contract has no form for")
+        paths = sorted(path for path in removed if isinstance(path, tuple))
+        unread = sorted(value for value in removed if not isinstance(value, tuple))
+        return tuple(stored), tuple(paths + unread), cleared
