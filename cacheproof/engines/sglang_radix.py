@@ -60,6 +60,10 @@ tokens))`):
   checkpoint=True)`.
   The answer of both is the `prefix_len` of the InsertResult SGLang's tree returned inside the
   call (RadixCache.checkpoint keeps it to itself; the adapter records what `insert` answered).
+- `events()`: the KV cache events SGLang's tree published during the last call (built with
+  `enable_kv_cache_events=True`; `take_events()` after every call, whether it answered or raised),
+  each page hash read back as its path by SGLang's own hash functions
+  (cacheproof.engines.sglang_events).
 - `snapshot()`: the allocator's `available_size()`, SGLang's size counters, per node under
   `root_node` its key's tokens, `value` (slots), the KV storage at those slots, `lock_ref` and
   `last_access_time`, and per running request its tokens, its ReqToTokenPool row and
