@@ -220,6 +220,15 @@ class ViewReader(NamedTuple):
     model_compared: Callable[[Any], Any] | None = None
 
 
+def optional_method_views(*names: str) -> dict[str, ViewReader]:
+    """Views each read by calling the implementation's method of the view's name with no argument
+    (`cache.NAME()`), each optional: an implementation without the method is compared on the other
+    views (`SpecKind.view_readers`)."""
+    return {name: ViewReader(lambda target, model, name=name: getattr(target, name)(),
+                             lambda model, name=name: f"cache.{name}()", optional=True)
+            for name in names}
+
+
 class LookupRaised(Exception):
     """A view's reader asked the target one question (`0 in cache`: `where`, as Python writes it)
     and the target raised `error`: a report names that question rather than the view

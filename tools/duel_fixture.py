@@ -78,6 +78,21 @@ def _adds_checks(report: dict, rerun: dict) -> bool:
     return first[0] == first[1] and len(theirs) > len(mine) and theirs[: len(mine)] == mine
 
 
+_SAME_DUEL = (("module", lambda r: r.get("module")), ("source_path", _package_file),
+              ("mutants_generated", lambda r: r.get("mutants_generated")),
+              ("also_check_commands", _also_check_arguments))
+"""The fields, each with how it is read, on which a rerun or an added part must agree with the report
+(interpreters and machine paths aside)."""
+
+
+def _recounted(report: dict) -> dict:
+    """`report` with its counts and `ok` read again from its mutants' categories (the duel's rule)."""
+    report["counts"] = {category: sum(m["category"] == category for m in report["mutants"])
+                        for category in DUEL_CATEGORIES}
+    report["ok"] = report["counts"][TESTS_ONLY] == 0
+    return report
+
+
 def merged(report: dict, rerun: dict) -> dict:
     """`report` (a duel's report, or its committed fixture) with the sides `rerun` ran for its
     mutants put in; ValueError naming the mismatch when `rerun` is of another module or source,
@@ -94,9 +109,7 @@ def merged(report: dict, rerun: dict) -> dict:
         if missed:
             raise ValueError(f"the rerun adds checks but does not run #{', #'.join(map(str, missed))}, which "
                              "the report's checks miss: a rerun that adds checks runs every mutant they miss")
-    for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
-                         ("mutants_generated", lambda r: r.get("mutants_generated")),
-                         ("also_check_commands", _also_check_arguments)):
+    for field, value in _SAME_DUEL:
         if value(rerun) != value(report) and not ((whole or adds_checks) and field == "also_check_commands"):
             raise ValueError(f"the rerun's {field} is {value(rerun)!r}, the report's {value(report)!r}")
     if whole or adds_checks:
@@ -113,20 +126,14 @@ def merged(report: dict, rerun: dict) -> dict:
         if again.get("tests"):
             mutant["tests"] = again["tests"]
         mutant["category"] = _category(mutant)
-    report["counts"] = {category: sum(m["category"] == category for m in report["mutants"])
-                        for category in DUEL_CATEGORIES}
-    report["ok"] = report["counts"][TESTS_ONLY] == 0
-    return report
+    return _recounted(report)
 
 
 def joined(report: dict, more: dict) -> dict:
     """`report` with the mutants of `more` (another part of the same duel, see the module) added,
     sorted by number, and its chosen, run and counts following; ValueError naming the mismatch when
     `more` is of another module, source or set of checks, or runs a mutant `report` ran."""
-    for field, value in (("module", lambda r: r.get("module")), ("source_path", _package_file),
-                         ("mutants_generated", lambda r: r.get("mutants_generated")),
-                         ("check_command", lambda r: list(r.get("check_command") or [])[1:]),
-                         ("also_check_commands", _also_check_arguments)):
+    for field, value in (*_SAME_DUEL, ("check_command", lambda r: list(r.get("check_command") or [])[1:])):
         if value(more) != value(report):
             raise ValueError(f"the added part's {field} is {value(more)!r}, the report's {value(report)!r}")
     both = sorted({m["number"] for m in more["mutants"]} & {m["number"] for m in report["mutants"]})
@@ -137,10 +144,7 @@ def joined(report: dict, more: dict) -> dict:
     report["mutants_chosen"] = report.get("mutants_chosen", 0) + more.get("mutants_chosen", len(more["mutants"]))
     report["mutants_run"] = len(report["mutants"])
     report["interrupted"] = bool(report.get("interrupted") or more.get("interrupted"))
-    report["counts"] = {category: sum(m["category"] == category for m in report["mutants"])
-                        for category in DUEL_CATEGORIES}
-    report["ok"] = report["counts"][TESTS_ONLY] == 0
-    return report
+    return _recounted(report)
 
 
 def trimmed(report: dict) -> dict:

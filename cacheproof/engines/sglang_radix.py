@@ -83,6 +83,7 @@ from typing import Any, Callable
 from cacheproof.adapt import AdapterError, Atomic, engine_call, engine_member, require_members
 from cacheproof.engines.sglang_events import PagePaths
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
+from cacheproof.spec.radix.events import NO_EVENTS
 from cacheproof.spec.radix.semantics import RADIX_OPTIONS
 from cacheproof.spec.radix.snapshot import write_snapshot
 
@@ -213,7 +214,7 @@ class SglangRadixCache:
         self._atomic = Atomic(cache)
         self._pages = PagePaths(self.page_size)
         engine_call(cache, "take_events")  # the tree's construction clears it: no call of the contract's
-        self._events: tuple = ((), (), False)
+        self._events: tuple = NO_EVENTS
 
     def _key(self, tokens: Any) -> Any:
         for token in tokens:

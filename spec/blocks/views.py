@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from cacheproof.spec.blocks.invariants import BlockStep
-from cacheproof.spec.kind import Naming, ViewPart, ViewReader
+from cacheproof.spec.kind import Naming, ViewPart, optional_method_views
 
 QUEUE_CONCERNS = ("B1", "B2")
 REF_CONCERNS = ("B1", "B3", "B7")
@@ -166,16 +166,7 @@ BLOCK_SHAPES = {
 `tables_parts`, `contents_parts`, `cached_tokens_parts`, `events_parts`, `reused_parts`,
 `prefix_cache_stats_parts` and `boundary_states_parts` read it."""
 
-BLOCK_VIEW_READERS = {
-    "cached_tokens": ViewReader(lambda target, model: target.cached_tokens(), lambda model: "cache.cached_tokens()",
-                                optional=True),
-    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
-    "reused": ViewReader(lambda target, model: target.reused(), lambda model: "cache.reused()", optional=True),
-    "prefix_cache_stats": ViewReader(lambda target, model: target.prefix_cache_stats(),
-                                     lambda model: "cache.prefix_cache_stats()", optional=True),
-    "boundary_states": ViewReader(lambda target, model: target.boundary_states(),
-                                  lambda model: "cache.boundary_states()", optional=True),
-}
+BLOCK_VIEW_READERS = optional_method_views("cached_tokens", "events", "reused", "prefix_cache_stats", "boundary_states")
 """The optional views (`SpecKind.view_readers`): a request level that reports no cached tokens (no
 `cached_tokens()`), a pool that announces no KV cache events (no `events()`), has no `unpin` (no
 `reused()`), keeps no prefix-cache statistics (no `prefix_cache_stats()`) or offers no recurrent states (no

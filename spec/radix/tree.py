@@ -162,7 +162,7 @@ class RadixCacheSpec:
     @announcing
     def total_size(self) -> int:
         """Tokens in the tree."""
-        return sum(len(node.key) for node in self._nodes())
+        return self._size()
 
     # Request level ------------------------------------------------------------------------
 
@@ -292,7 +292,7 @@ class RadixCacheSpec:
 
     def __repr__(self) -> str:
         return (f"RadixCacheSpec(num_slots={self._num_slots}, page_size={self.page}, free={len(self._free)}, "
-                f"tokens={sum(len(node.key) for node in self._nodes())}, requests={len(self._requests)})")
+                f"tokens={self._size()}, requests={len(self._requests)})")
 
     # Checks -------------------------------------------------------------------------------
 
@@ -441,9 +441,9 @@ class RadixCacheSpec:
     def _unlocked_leaves(self) -> list[_Node]:
         return [node for node in self._nodes() if not node.children and node.lock == 0]
 
-    def _size(self, *, unlocked: bool) -> int:
-        """Tokens in unlocked nodes, or in locked ones."""
-        return sum(len(node.key) for node in self._nodes() if (node.lock == 0) == unlocked)
+    def _size(self, *, unlocked: bool | None = None) -> int:
+        """Tokens in the unlocked nodes (True), the locked ones (False), or all (None)."""
+        return sum(len(node.key) for node in self._nodes() if unlocked is None or (node.lock == 0) == unlocked)
 
     def _evict(self, n: int) -> int:
         """Delete unlocked leaves, the least recently used first, until `n` tokens are freed (n is

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from cacheproof.spec.kind import Naming, ViewPart, ViewReader
+from cacheproof.spec.kind import Naming, ViewPart, optional_method_views
 from cacheproof.spec.radix.invariants import RadixStep
 
 ALLOCATOR_RULE = ("a call takes KV slots from the token allocator for the tokens it caches or admits and hands back "
@@ -72,9 +72,7 @@ def events_parts(events: Any, names: Naming) -> Sequence[ViewPart] | None:
 RADIX_READINGS = {"snapshot": snapshot_parts, "events": events_parts}
 """The radix cache's views, as `SpecKind.readings`."""
 
-RADIX_VIEW_READERS = {
-    "events": ViewReader(lambda target, model: target.events(), lambda model: "cache.events()", optional=True),
-}
+RADIX_VIEW_READERS = optional_method_views("events")
 """The optional view (`SpecKind.view_readers`): a tree that announces no KV cache events (no
 `events()`) is compared on its snapshot."""
 

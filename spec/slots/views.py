@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from cacheproof.spec.kind import Naming, ViewPart, ViewReader
+from cacheproof.spec.kind import Naming, ViewPart, optional_method_views
 from cacheproof.spec.slots.invariants import SlotStep
 
 BUDGET_RULE = ("a scheduled input takes its slots, and freeing it (or its request) gives them back once "
@@ -75,11 +75,7 @@ SLOT_SHAPES = {
 }
 """The shape of each view's answer, in words (`SpecKind.shapes`)."""
 
-SLOT_VIEW_READERS = {
-    name: ViewReader(lambda target, model, name=name: getattr(target, name)(), lambda model, name=name: f"cache.{name}()",
-                     optional=True)
-    for name in ("pending_items", "cached_items", "holding_requests")
-}
+SLOT_VIEW_READERS = optional_method_views("pending_items", "cached_items", "holding_requests")
 """Every view but `free_slots` is optional (`SpecKind.view_readers`): a budget that cannot show one is
 compared on the rest."""
 
