@@ -169,6 +169,19 @@ def test_paged_trees_match_insert_and_split_in_whole_pages():
         assert cache.snapshot()[0] == 4
 
 
+def test_a_whole_pages_pool_holds_only_the_whole_pages_of_its_slots():
+    whole = RadixSemantics(page_size=2, pool="whole-pages")
+    assert [RadixCacheSpec(n, whole).num_slots for n in (1, 2, 5)] == [0, 2, 4]
+    assert RadixCacheSpec(5, RadixSemantics(page_size=2)).num_slots == 5  # the contract's pool: every slot
+    empty = RadixCacheSpec(1, whole)
+    with pytest.raises(CapacityError):
+        empty.insert((1, 2))
+    assert empty.copy().num_slots == 0 and empty.snapshot()[0] == 0
+    five = RadixCacheSpec(5, whole)
+    assert five.insert((1, 2, 3, 4)) == 0 and five.snapshot()[0] == 0
+    five.check_invariants()
+
+
 def test_the_snapshot_names_slots_by_first_appearance_whatever_the_allocator_hands_out():
     spec, torch_cache = _both(6)
     torch_cache.allocator.free_slots = torch_cache.allocator.free_slots.flip(0)  # 5, 4, 3, ... first

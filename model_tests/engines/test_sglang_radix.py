@@ -24,8 +24,6 @@ from cacheproof.check.programs.generators import generator_for  # noqa: E402
 from cacheproof.check.programs.run import run_program_check  # noqa: E402
 from cacheproof.engines.sglang import SglangRadixCache, radix_cache  # noqa: E402
 from cacheproof.engines.sglang_radix import paged_radix_cache  # noqa: E402
-from cacheproof.check.programs.draws import integer  # noqa: E402
-from cacheproof.check.programs.generators.radix_calls import RadixCalls  # noqa: E402
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -210,17 +208,10 @@ def test_paged_tree_walk_on_sglangs_paged_allocator() -> None:
         cache.insert((7, 8, 9))  # a part page has no form in SGLang's paged allocator
 
 
-class WholePageCaches(RadixCalls):
-    """The radix generator with caches of whole pages of two (2..24 slots)."""
-
-    def size(self, draws) -> int:
-        return 2 * integer(draws, 1, 12)
-
-
-def test_paged_tree_conforms_on_caches_of_whole_pages() -> None:
-    paged = KIND.profiles["sglang-radix-paged"]
-    report = run_program_check(KIND, paged_radix_cache, WholePageCaches(), examples=100, seed=1,
-                               semantics=paged.semantics, operations=paged.operations, misuse=False)
+def test_paged_tree_conforms_on_pools_of_any_size() -> None:
+    """The radix generator draws pools of 1..48 slots, odd ones too: under `sglang-radix-paged` (pool
+    "whole-pages") the spec holds the same whole pages SGLang's paged allocator does."""
+    report = check_under_profile("radix", "sglang-radix-paged", paged_radix_cache, examples=100)
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
 
 

@@ -1,8 +1,8 @@
 """`RadixSemantics`: the design choices on which radix caches differ from the radix contract.
 
-Three choices: the page size, the granularity at which the tree matches, inserts and splits
-(SGLang's `page_size`; 1 is its token-level RadixCache); whether misuse is checked; and how a
-call stamps access times. The profiles reuse `spec.kind.Profile`; what SGLang 0.5.23's RadixCache
+Four choices: the page size, the granularity at which the tree matches, inserts and splits
+(SGLang's `page_size`; 1 is its token-level RadixCache); whether the pool holds a part page;
+whether misuse is checked; and how a call stamps access times. The profiles reuse `spec.kind.Profile`; what SGLang 0.5.23's RadixCache
 does, per field, is written next to the field.
 """
 
@@ -17,6 +17,7 @@ from cacheproof.spec.radix.operations import ALL_RADIX_OPERATIONS, TREE_OPERATIO
 
 RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {
     "page_size": (1, 2, 4),
+    "pool": ("slots", "whole-pages"),
     "misuse": ("checked", "trusted"),
     "access_stamps": ("call", "node"),
 }
@@ -29,6 +30,10 @@ class RadixSemantics(OptionSemantics):
 
     - page_size: node keys, matches and inserts are whole pages of this many tokens; a match ending
       inside a page stops at the page's start, and a node is split only at a page boundary.
+    - pool: a cache of `num_slots` KV slots holds all of them ("slots"), or only its whole pages,
+      `num_slots - num_slots % page_size` ("whole-pages": a cache of 5 slots in pages of 2 holds
+      4, one of 1 holds none). SGLang is "whole-pages": `PagedTokenToKVPoolAllocator` keeps
+      `size // page_size` pages, and its pool configurator sizes every pool so.
     - misuse: a call that breaks the contract (an unlock without a lock of its own, an evict above
       the evictable size, a token or request that is not an int, ...) raises a typed error and
       changes nothing ("checked"), or is the caller's fault ("trusted": the cache need not check,
@@ -49,6 +54,7 @@ class RadixSemantics(OptionSemantics):
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = RADIX_OPTIONS
     page_size: int = 1
+    pool: str = "slots"
     misuse: str = "checked"
     access_stamps: str = "call"
 
@@ -70,10 +76,11 @@ RADIX_PROFILES: dict[str, Profile] = {
                 "evictable_size, protected_size, total_size; checkpoint and mem_cache.common's match_kv_cache, "
                 "checkpoint_kv_cache and release_kv_cache for the request level) over its real "
                 "TokenToKVPoolAllocator and ReqToTokenPool, page size 1 (cacheproof.engines.sglang:radix_cache)"),
-        Profile("sglang-radix-paged", RadixSemantics(page_size=2, misuse="trusted", access_stamps="node"),
+        Profile("sglang-radix-paged",
+                RadixSemantics(page_size=2, pool="whole-pages", misuse="trusted", access_stamps="node"),
                 TREE_OPERATIONS,
                 "SGLang 0.5.23 RadixCache with page_size=2 over its real PagedTokenToKVPoolAllocator, tree level "
-                "(its allocator hands a request whole pages; docs/engines.md) "
+                "(its pool holds whole pages, and its allocator hands a request whole pages; docs/engines.md) "
                 "(cacheproof.engines.sglang_radix:paged_radix_cache)"),
     )
 }

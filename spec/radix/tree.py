@@ -51,15 +51,17 @@ class _Request:
 
 class RadixCacheSpec:
     """The executable spec of a radix cache over `num_slots` KV slots, under `semantics`
-    (spec/radix/semantics.py: the page size)."""
+    (spec/radix/semantics.py: the page size; under pool "whole-pages" only the whole pages of
+    `num_slots` are held, and `num_slots` answers those)."""
 
     def __init__(self, num_slots: int, semantics: RadixSemantics = RADIX_CONTRACT) -> None:
         if not is_int(num_slots) or num_slots < 1:
             raise InvalidArgumentError(f"num_slots must be an int >= 1, got {num_slots!r}")
-        self._num_slots = num_slots
         self.semantics = semantics
         self.page = semantics.page_size
-        self._free: set[int] = set(range(num_slots))
+        self._asked_slots = num_slots
+        self._num_slots = num_slots - num_slots % self.page if semantics.pool == "whole-pages" else num_slots
+        self._free: set[int] = set(range(self._num_slots))
         self._root = _Node((), [], None, (0, 0))
         self._clock, self._made = 0, 0
         self._requests: dict[int, _Request] = {}
@@ -246,7 +248,7 @@ class RadixCacheSpec:
 
     def copy(self) -> "RadixCacheSpec":
         """An independent spec in the same state."""
-        twin = RadixCacheSpec(self._num_slots, self.semantics)
+        twin = RadixCacheSpec(self._asked_slots, self.semantics)
         twin._free, twin._clock, twin._made = set(self._free), self._clock, self._made
         twin._root = _copy_node(self._root, None)
         twin._requests = {rid: _Request(r.tokens, list(r.slots), r.prefix) for rid, r in self._requests.items()}
