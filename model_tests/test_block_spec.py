@@ -288,7 +288,7 @@ def test_kind_and_profiles() -> None:
     assert set(BLOCK_PROFILES) == {"contract", "pool", "vllm-block-pool", "vllm-block-pool-uncached", "vllm-kv-cache-manager",
                                    "vllm-kv-cache-manager-full", "vllm-kv-cache-manager-uncached",
                                    "vllm-kv-cache-manager-swa", "vllm-kv-cache-manager-mamba",
-                                   "vllm-kv-cache-manager-hybrid"}
+                                   "vllm-kv-cache-manager-hybrid", "vllm-kv-cache-manager-retained"}
     off = BLOCK_PROFILES["vllm-kv-cache-manager-uncached"]
     assert off.semantics.differences() == {"misuse": "trusted", "null_block": "skip", "free_unknown_request": "noop",
                                            "prefix_caching": "off", "no_new_tokens": "refused"}
@@ -515,3 +515,24 @@ def test_two_groups_take_free_cache_and_hit_group_by_group() -> None:
     assert pool.state_key() == before
     with pytest.raises(InvalidArgumentError, match="beside a full-attention"):
         BlockSemantics(window_group=4, sliding_window=4)
+
+
+def test_a_retained_first_group_keeps_its_longer_hit_over_a_load() -> None:
+    """window_group=4 under first_group_hit "cut" and "retained", the same calls: the full group's own
+    hit is 3 blocks (1, 2, 3), the common hit 2 (the window's last hit block 7 evicted). A load of all 8
+    tokens adopts (1, 2) under "cut" and the full group's own (1, 2, 3) under "retained"; the hit the
+    request counts is the common one either way, and a plain allocation cuts to it under both. Every
+    figure is what vLLM 0.34.0's manager did, with and without `retains_longer_hit` on the full group's
+    manager (model_tests/engines/test_vllm_block_checks.py replays it)."""
+    answers = {}
+    for first_group_hit in ("cut", "retained"):
+        pool = BlockPoolSpec(16, BlockSemantics(window_group=4, first_group_hit=first_group_hit))
+        assert pool.allocate_slots(1, tuple(range(7))) == (1, 2, 3, 4, 5, 6, 7, 8)
+        pool.free_request(1)
+        pool.evict((7,))
+        assert pool.find_cached_prefix(tuple(range(8))) == 4
+        answers[first_group_hit] = [pool.load_slots(2, tuple(range(8))), pool.cached_tokens()]
+        pool.finish_load(2)
+        answers[first_group_hit] += [pool.cached_tokens(), pool.allocate_slots(3, tuple(range(8)))]
+    assert answers["cut"] == [(1, 2, 8, 4, 0, 0, 9, 10), ((2, 0),), ((2, 8),), (1, 2, 3, 11, 0, 6, 9, 12)]
+    assert answers["retained"] == [(1, 2, 3, 8, 0, 0, 4, 9), ((2, 0),), ((2, 8),), (1, 2, 3, 10, 0, 6, 4, 11)]

@@ -13,6 +13,7 @@ from vllm.v1.core.kv_cache_manager import KVCacheManager
 from cacheproof.engines.vllm import (
     kv_cache_manager, kv_cache_manager_hybrid, kv_cache_manager_mamba, kv_cache_manager_swa, kv_cache_manager_uncached,
 )
+from cacheproof.engines.vllm_manager import kv_cache_manager_retained
 
 
 class NewBlocksUnreportedManager(KVCacheManager):
@@ -186,11 +187,22 @@ class FreedAsDeferredManager(KVCacheManager):
         self.block_pool.free_blocks(reversed(self.coordinator.pop_blocks_for_free(request.request_id)))
 
 
+class RetainedHitUncutManager(KVCacheManager):
+    """kv_cache_manager #139: `allocate_slots` never cuts a retained group's hit (its
+    `retained_hit_group_ids` empty), so a request of a group that keeps a longer hit (HiSparse's
+    host tier) adopts blocks past the hit it computes from, and its table outgrows its tokens."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.retained_hit_group_ids = ()
+
+
 BROKEN_MANAGER_CLASSES = (
     NewBlocksUnreportedManager, CachingFlagDroppedManager, UnannotatedEventsManager, ProbeCountsLastTokenManager,
     CachedTokensOfHitManager, StatsAtLookupManager, NoNewTokensAnsweredManager, CachesWhileLoadingManager,
     WindowNeverSlidesManager, WindowKeptAtFinishManager, ContextParallelByDefaultManager, BoundaryStatesDroppedManager,
     BoundaryStatesRepeatedManager, StepNeverStartsManager, CachedTokensOfLongestGroupManager, FreedAsDeferredManager,
+    RetainedHitUncutManager,
 )
 """Every broken subclass, one bug each."""
 
@@ -263,6 +275,10 @@ def freed_as_deferred(num_blocks: int):
     return kv_cache_manager_hybrid(num_blocks, manager_class=FreedAsDeferredManager)
 
 
+def retained_hit_uncut(num_blocks: int):
+    return kv_cache_manager_retained(num_blocks, manager_class=RetainedHitUncutManager)
+
+
 FACTORIES = {
     "new_blocks_unreported": ("vllm-kv-cache-manager", new_blocks_unreported),
     "caching_flag_dropped": ("vllm-kv-cache-manager-uncached", caching_flag_dropped),
@@ -281,5 +297,6 @@ FACTORIES = {
     "cached_tokens_of_longest_group": ("vllm-kv-cache-manager-hybrid", cached_tokens_of_longest_group),
     "freed_as_deferred": ("vllm-kv-cache-manager-hybrid", freed_as_deferred),
     "window_group_never_slides": ("vllm-kv-cache-manager-hybrid", window_group_never_slides),
+    "retained_hit_uncut": ("vllm-kv-cache-manager-retained", retained_hit_uncut),
 }
 """Each broken manager's profile (the one its unmodified class conforms under) and factory, by name."""

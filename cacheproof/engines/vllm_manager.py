@@ -61,14 +61,21 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
   group's blocks; vLLM hashes a block once and keys it by (hash, group), which reads as the
   contract's hash of that group's chain (`group_seed`), recorded as the block hasher hashes the
   block.
+- two groups whose first keeps a longer hit (`kv_cache_manager_retained`, `first_group_hit="retained"`):
+  the full-attention group's spec is a `FullAttentionSpec` subclass registered through vLLM's plugin
+  hook (`register_kv_cache_spec`) with a `FullAttentionManager` subclass whose only change is
+  `retains_longer_hit = True`, the class attribute by which HiSparse's `HiSparseSourceManager` keeps
+  prefixes the device groups have lost. vLLM's `find_longest_cache_hit` then leaves that group's hit
+  whole, and `allocate_slots` cuts it (`retained_hit_group_ids`) to the tokens the request does not
+  compute. The host tier itself (a second pool, spills, residency) is not built (docs/decisions.md).
 - `load_slots(r, tokens, reserve=n)` -> the scheduler's admission of a request with `load_kv_async`:
   `get_computed_blocks`, then `allocate_slots(req, 0, hit tokens, hit blocks,
   num_external_computed_tokens=the rest, delay_cache_blocks=True, full_sequence_must_fit=True,
   reserved_blocks=n)` (the scheduler's reservation for other prefills in flight); the connector writes the
   loaded tokens into the blocks `get_blocks(r).get_unhashed_block_ids_all_groups()` names, in
-  order from the first block past the hit that is not the null block (what nixl's and mooncake's
-  connector schedulers hand to the transfer, which fills them in order; a sliding window skips
-  the places it reads no more). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
+  order from the place of the first of them (what nixl's and mooncake's connector schedulers hand
+  to the transfer, which fills them in order; a sliding window skips the places it reads no more,
+  and a retained group's own longer hit is there already). `finish_load(r)` -> `cache_blocks(req, req.num_computed_tokens)`, as
   `Scheduler._update_waiting_for_remote_kv` caches a request whose load is done;
 - `contents()`: vLLM's manager keeps no KV data (the workers write it through the slot mapping
   block_table[pos // block_size] * block_size + pos % block_size), so the adapter plays the
@@ -79,6 +86,8 @@ in `VllmKVCacheManager`, whose pool-level operations are cacheproof.engines.vllm
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 from cacheproof.engines.vllm import (
@@ -88,7 +97,7 @@ from cacheproof.spec.blocks.manager import BLOCK_SIZE, block_hash
 from cacheproof.spec.blocks.partial import NULL_BLOCK as _NULL
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError
 
-__all__ = ["VllmKVCacheManager", "kv_cache_manager"]
+__all__ = ["VllmKVCacheManager", "kv_cache_manager", "kv_cache_manager_retained"]
 
 _MAX_MODEL_LEN = 1 << 16
 """vLLM's max_model_len for the manager: far above any token sequence the checker draws."""
@@ -96,7 +105,7 @@ _MAX_MODEL_LEN = 1 << 16
 
 def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode: str = "incremental",
                      caching: bool = True, sliding_window: int = 0, mamba: bool = False,
-                     window_group: int = 0) -> "VllmKVCacheManager":
+                     window_group: int = 0, retained: bool = False) -> "VllmKVCacheManager":
     """vLLM's real KVCacheManager over `num_blocks` blocks of BLOCK_SIZE tokens (one group: full
     attention, a sliding window of `sliding_window` tokens when it is not 0, or under `mamba` a Mamba
     layer's state with prefix caching in align mode; when `window_group` is not 0, a second group
@@ -105,7 +114,8 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
     and is built with the same arguments (the scheduler's `max_in_flight_tokens` and
     `pcp_world_size` left at their defaults); `report_mode` is every request's
     `kv_cache_report_mode` ("full": each hit found is re-announced); `caching` is the manager's
-    `enable_caching` (False: prefix caching off).
+    `enable_caching` (False: prefix caching off); under `retained` the full-attention first group's
+    manager keeps a longer hit (`kv_cache_manager_retained`).
     Raises ImportError naming the extra and the tools script when vLLM is not installed."""
     try:
         import torch
@@ -126,7 +136,8 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
         attention = SlidingWindowSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16,
                                       sliding_window=sliding_window)
     else:
-        attention = FullAttentionSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
+        full = _retaining_spec() if retained else FullAttentionSpec
+        attention = full(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16)
     specs = [attention]
     if window_group:
         specs.append(SlidingWindowSpec(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float16,
@@ -141,6 +152,35 @@ def kv_cache_manager(num_blocks: int, *, manager_class: Any = None, report_mode:
     groups = tuple((group, get_kv_cache_spec_kind(spec).value, get_kv_cache_spec_sliding_window(spec))
                    for group, spec in enumerate(specs))
     return VllmKVCacheManager(manager, vllm, _peer_pool(BlockPool), groups)
+
+
+def kv_cache_manager_retained(num_blocks: int, *, manager_class: Any = None) -> "VllmKVCacheManager":
+    """`kv_cache_manager` over a full-attention and a sliding-window group (window 4) whose first
+    group's manager `retains_longer_hit`, as HiSparse's host tier does (see the module); checked
+    under the profile vllm-kv-cache-manager-retained."""
+    return kv_cache_manager(num_blocks, manager_class=manager_class, window_group=4, retained=True)
+
+
+@functools.cache
+def _retaining_spec() -> type:
+    """A `FullAttentionSpec` subclass whose manager retains a longer hit, registered once with vLLM's
+    `register_kv_cache_spec` after the built-in specs (`register_all_kvcache_specs`, as the engine core
+    registers them at start; vLLM registers its own only into an empty registry)."""
+    from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager, register_all_kvcache_specs
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+    from vllm.v1.kv_cache_spec_registry import register_kv_cache_spec
+
+    register_all_kvcache_specs(None)
+
+    class RetainingFullAttentionManager(FullAttentionManager):
+        retains_longer_hit = True
+
+    @register_kv_cache_spec(manager_class=RetainingFullAttentionManager, uniform_type_base_spec=FullAttentionSpec)
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class RetainedFullAttentionSpec(FullAttentionSpec):
+        pass
+
+    return RetainedFullAttentionSpec
 
 
 class VllmKVCacheManager(VllmBlockPool):
@@ -324,12 +364,13 @@ class VllmKVCacheManager(VllmBlockPool):
         blocks = self.manager.get_blocks(str(request))
         self._worker[request] = tuple(tuple(ids) for ids in blocks.get_block_ids())
         # a load's blocks are the connector's to write: those it is handed (nixl's and mooncake's schedulers),
-        # from the first place past the hit that a sliding window still reads, group by group
+        # in order from the place of the first of them, group by group (past the hit, the places a sliding
+        # window still reads; past a retained group's own longer hit, which the connector does not load)
         unhashed = blocks.get_unhashed_block_ids_all_groups() if load else None
         for group, table in enumerate(self._worker[request]):
             first = hit // BLOCK_SIZE
             if load:
-                first = next((place for place in range(first, len(table)) if table[place] != _NULL), len(table))
+                first = table.index(unhashed[group][0], first) if unhashed[group] else len(table)
             self._write(request, group, first, unhashed[group] if load else None)
         return self._answer(request)
 

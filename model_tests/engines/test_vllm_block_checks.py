@@ -19,6 +19,7 @@ from cacheproof.engines.vllm import (  # noqa: E402
     block_pool, block_pool_uncached, kv_cache_manager, kv_cache_manager_full, kv_cache_manager_hybrid, kv_cache_manager_mamba,
     kv_cache_manager_swa, kv_cache_manager_uncached,
 )
+from cacheproof.engines.vllm_manager import kv_cache_manager_retained  # noqa: E402
 from cacheproof.spec.errors import InvalidArgumentError, WrongStateError  # noqa: E402
 from cacheproof.spec.kinds import get_kind  # noqa: E402
 from model_tests.engine_profiles import check_under_profile  # noqa: E402
@@ -226,6 +227,29 @@ def test_vllm_hybrid_manager_conforms_under_its_profile() -> None:
     assert report.ok, report.counterexample and report.counterexample.difference.describe()
     one_group = check_under_profile("blocks", "vllm-kv-cache-manager", kv_cache_manager_hybrid, examples=100)
     assert not one_group.ok  # held to one group, its tables differ
+
+
+@pytest.mark.parametrize("factory", [kv_cache_manager_hybrid, kv_cache_manager_retained], ids=["cut", "retained"])
+def test_vllm_retained_first_group_hand_worked(factory) -> None:
+    """model_tests/test_block_spec.py's walk on vLLM's manager, without and with `retains_longer_hit`
+    on the full group's manager: a load adopts the full group's own longer hit only when it is retained."""
+    m = factory(16)
+    assert m.allocate_slots(1, tuple(range(7))) == (1, 2, 3, 4, 5, 6, 7, 8)
+    m.free_request(1)
+    m.evict((7,))
+    assert m.find_cached_prefix(tuple(range(8))) == 4
+    retained = factory is kv_cache_manager_retained
+    assert m.manager.retained_hit_group_ids == ((0,) if retained else ())
+    assert m.load_slots(2, tuple(range(8))) == ((1, 2, 3, 8, 0, 0, 4, 9) if retained else (1, 2, 8, 4, 0, 0, 9, 10))
+    m.finish_load(2)
+    assert m.cached_tokens() == ((2, 8),)
+
+
+def test_vllm_retained_manager_conforms_under_its_profile() -> None:
+    report = check_under_profile("blocks", "vllm-kv-cache-manager-retained", kv_cache_manager_retained, examples=100)
+    assert report.ok, report.counterexample and report.counterexample.difference.describe()
+    cut = check_under_profile("blocks", "vllm-kv-cache-manager-hybrid", kv_cache_manager_retained, examples=100)
+    assert not cut.ok  # held to the common hit, its loads adopt more
 
 
 def test_the_long_requests_scope_reaches_the_window(capsys) -> None:

@@ -32,7 +32,8 @@ it has cached. Rules (each operation is an action over the pool-level steps of `
    states how its table grows, what it frees, what it caches and offers, and what a hit is.
    Under window_group=W a request has a table per group, full attention then a window of W: every
    rule here holds per group, in group order (one free queue, each group's chain of hashes its own),
-   and a hit is the window's search within the full group's hit, the full group cut to it.
+   and a hit is the window's search within the full group's hit, the full group cut to it (under
+   first_group_hit="retained" a load keeps the full group's own longer hit over its loaded tokens).
 5. `load_slots(request, tokens, reserve=0)`: a new request whose tokens' KV a connector loads
    asynchronously (disaggregated prefill): admitted as by a first `allocate_slots` (and only if
    `reserve` blocks stay free after it: the scheduler keeps them for other prefills in flight),
@@ -253,7 +254,7 @@ class RequestLevel(RecurrentState):
         self._announce_request_hit(hits, tokens, "lookup")
         computed = len(hits[0]) * self.block_size if cache else len(tokens)
         adopted = []
-        for window, hit in zip(self._windows(), hits):
+        for window, hit in zip(self._windows(), self._adopted_hits(hits, tokens, cache)):
             skipped = self._skipped_blocks(computed, window)
             adopted.append([NULL_BLOCK] * skipped + list(hit[skipped:]))
         kept = [block for table in adopted for block in table if block != NULL_BLOCK]
@@ -339,6 +340,16 @@ class RequestLevel(RecurrentState):
             hit = self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(group))[: len(hits[0])], window)
             hits = [first[: len(hit)] for first in hits] + [hit]
         return tuple(hits)
+
+    def _adopted_hits(self, hits: tuple[tuple[int, ...], ...], tokens: tuple[int, ...],
+                      cache: bool) -> tuple[tuple[int, ...], ...]:
+        """The hits a new request's allocation adopts: `hits`, or under first_group_hit="retained" for
+        a load (not `cache`) the first group's own cached prefix of `tokens` in its place, which
+        reaches at least as far (the loaded tokens are not computed, so nothing cuts it)."""
+        if cache or self.semantics.first_group_hit == "cut" or len(hits) == 1:
+            return hits
+        own = self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(0)), self._windows()[0])
+        return (own, *hits[1:])
 
     def _prefix_hit(self, hashes: tuple[int, ...], window: int) -> tuple[int, ...]:
         """The blocks of a group's cached prefix of the chain `hashes`: the longest cached one, or

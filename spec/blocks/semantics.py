@@ -28,6 +28,7 @@ BLOCK_OPTIONS: dict[str, tuple[Any, ...]] = {
     "sliding_window": (0, 4),
     "recurrent_state": ("none", "align"),
     "window_group": (0, 4),
+    "first_group_hit": ("cut", "retained"),
 }
 """The valid values of every field."""
 
@@ -119,6 +120,15 @@ class BlockSemantics(OptionSemantics):
       the groups' minimum) is W; 4 is the value a profile names. Only the first group may be the
       full-attention one: window_group with a sliding window or a recurrent state in the first
       group is an InvalidArgumentError.
+    - first_group_hit (under window_group): the lookup cuts the first group's hit to the common hit
+      ("cut"), or leaves it whole, and the allocation cuts it to the tokens the request does not
+      compute: the common hit for `allocate_slots`, all its tokens for `load_slots` ("retained": a
+      load adopts as much of the first group's own cached prefix as it has, the loaded tokens'
+      blocks beyond the common hit included; the hit a request counts, `cached_tokens()` and the
+      statistics stay the common one). vLLM's group whose manager `retains_longer_hit` (HiSparse's
+      host tier, `HiSparseSourceManager`, which keeps prefixes the device groups have lost) is
+      "retained": `find_longest_cache_hit` leaves its hit whole, and `allocate_slots` cuts it to
+      `num_new_computed_tokens + num_external_computed_tokens`. With one group both answer alike.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = BLOCK_OPTIONS
@@ -132,6 +142,7 @@ class BlockSemantics(OptionSemantics):
     sliding_window: int = 0
     recurrent_state: str = "none"
     window_group: int = 0
+    first_group_hit: str = "cut"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -238,6 +249,14 @@ BLOCK_PROFILES: dict[str, Profile] = {
             "vllm-kv-cache-manager over two groups, full attention and a sliding window of 4 tokens, on one pool "
             "(HybridKVCacheCoordinator): each request has a table per group, and a hit is the window's within the "
             "full group's",
+        ),
+        Profile(
+            "vllm-kv-cache-manager-retained",
+            replace(VLLM_MANAGER, window_group=4, first_group_hit="retained"),
+            MANAGER_OPERATIONS,
+            "vllm-kv-cache-manager-hybrid whose full-attention group's manager retains_longer_hit (HiSparse's "
+            "host tier's rule): a load adopts that group's own longer hit, and allocate_slots cuts it to the "
+            "tokens the request does not compute (cacheproof.engines.vllm_manager:kv_cache_manager_retained)",
         ),
         Profile(
             "vllm-kv-cache-manager-mamba",
