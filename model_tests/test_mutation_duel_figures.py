@@ -183,6 +183,36 @@ def test_a_rerun_that_adds_checks_needs_only_the_mutants_the_report_s_checks_mis
         duel_fixture.merged(json.loads(json.dumps(fixture)), replaced)
 
 
+def test_an_added_check_run_alone_on_the_mutants_the_report_s_checks_miss_joins_after_them():
+    def checked(report: dict, first: list[str], *also: list[str]) -> dict:
+        report.update(check_command=["/venv/bin/python", "-m", "cacheproof", "check", *first],
+                      also_check_commands=[["/venv/bin/python", "-m", "cacheproof", "check", *words] for words in also])
+        return report
+
+    fixture = duel_fixture.portable(checked(_duel((1, "survived", "killed", "tests only"), (2, "killed", "killed", "both"),
+                                                  (3, "survived", "survived", "neither")),
+                                            ["--impl", "m:f"], ["--impl", "m:g"]), None)
+    fixture = duel_fixture.with_one_check_fields(fixture)
+    fixture["mutants"][1]["cacheproof"]["check"] = 2
+    new = ["--impl", "m:h", "--profile", "p"]
+    alone = checked(_duel((1, "killed", "survived", "neither"), (3, "survived", "survived", "neither")), new)
+    alone["mutants"][0]["cacheproof"]["check"] = 1
+    report = duel_fixture.added(json.loads(json.dumps(fixture)), json.loads(json.dumps(alone)))
+    assert [mutant["cacheproof"]["check"] for mutant in report["mutants"]] == [3, 2, None]
+    assert [mutant["category"] for mutant in report["mutants"]] == ["both", "both", "neither"]  # the tests' side stays
+    assert report["counts"] == {"both": 2, "cacheproof only": 0, "tests only": 0, "neither": 1} and report["ok"]
+    assert [command[-1] for command in report["also_check_commands"]] == ["m:g", "p"]
+    later_part = checked(_duel((4, "killed", "killed", "both")), ["--impl", "m:f"], ["--impl", "m:g"],
+                         ["--profile", "p", "--impl", "m:h"])  # the added check as an also-check, flags reordered
+    assert duel_fixture.joined(report, later_part)["mutants_run"] == 4
+    with pytest.raises(ValueError, match="does not run #3"):
+        duel_fixture.added(json.loads(json.dumps(fixture)), checked(_duel((1, "killed", "survived", "neither")), new))
+    with pytest.raises(ValueError, match="one of the report's checks"):
+        duel_fixture.added(json.loads(json.dumps(fixture)),
+                           checked(_duel((1, "killed", "survived", "neither"), (3, "survived", "survived", "neither")),
+                                   ["--impl", "m:g"]))
+
+
 def test_a_part_of_other_mutants_joins_the_report_and_a_mutant_run_twice_or_other_checks_are_refused():
     def part(*mutants: tuple[int, str, str, str]) -> dict:
         report = _duel(*mutants)

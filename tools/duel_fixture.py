@@ -7,7 +7,8 @@ The README's table of duel results and docs/mutation-duel.md's summary are read 
 fixtures (model_tests/test_mutation_duel_figures.py), so the figures cannot drift from what a
 duel wrote.
 
-    python tools/duel_fixture.py REPORT.json OUT.json [--more MORE.json ...] [--rerun RERUN.json ...] [--tests-as "COMMAND"]
+    python tools/duel_fixture.py REPORT.json OUT.json [--added-check ADDED.json ...] [--more MORE.json ...]
+        [--rerun RERUN.json ...] [--tests-as "COMMAND"]
 
 REPORT may be a committed fixture itself (its source path is compared in the fixture's form), so
 a later rerun is merged into what is committed. A report written before `--also-check` is read
@@ -32,6 +33,14 @@ part a sample spread over the module, as `--limit` spreads one). A mutant in bot
 rerun replaces a side; `--more` never does), and so is a part whose checks differ. The test
 command is not compared (it names the machine's paths): `--tests-as` writes the one all parts ran
 in its documented form. The parts are merged before the reruns.
+
+`--added-check`: a later `cacheproof mutate --mutants ...` report of the same module and source run
+by new checks only (its first check and its also-checks, none of them one of the report's), on at
+least every mutant the report's checks miss: its checks join the report's also-checks, after them,
+and each of those mutants it kills is killed by its check's number counted after the report's. The
+report's checks are seeded, so a mutant they miss is missed again: running them beside the new
+check would only cost time. Added checks are merged first, so parts run with every check join after.
+Checks are compared flag by flag (`--impl X --profile P` and `--profile P --impl X` are one check).
 """
 
 from __future__ import annotations
@@ -64,16 +73,29 @@ def _package_file(report: dict) -> str:
     return path
 
 
-def _also_check_arguments(report: dict) -> list[list[str]]:
-    """The report's also-check commands without their interpreters (a rerun's has its machine's path,
-    a committed fixture's `python`)."""
-    return [command[1:] for command in report.get("also_check_commands", [])]
+def _check_arguments(command: list[str] | None) -> tuple:
+    """A check command without its interpreter (a rerun's has its machine's path, a committed
+    fixture's `python`), its flags each with its values in flag order, as argparse reads them."""
+    words = list(command or [])[1:]
+    first_flag = next((i for i, word in enumerate(words) if word.startswith("--")), len(words))
+    flags: list[tuple[str, ...]] = []
+    for word in words[first_flag:]:
+        if word.startswith("--"):
+            flags.append((word,))
+        else:
+            flags[-1] += (word,)
+    return tuple(words[:first_flag]), tuple(sorted(flags))
+
+
+def _also_check_arguments(report: dict) -> list[tuple]:
+    """The report's also-check commands, each as `_check_arguments` reads it."""
+    return [_check_arguments(command) for command in report.get("also_check_commands", [])]
 
 
 def _adds_checks(report: dict, rerun: dict) -> bool:
     """Whether `rerun` runs the report's checks, in order, and more after them: the same first check
     and the report's also-checks followed by at least one other (interpreters aside)."""
-    first = [list(r.get("check_command") or [])[1:] for r in (report, rerun)]
+    first = [_check_arguments(r.get("check_command")) for r in (report, rerun)]
     mine, theirs = _also_check_arguments(report), _also_check_arguments(rerun)
     return first[0] == first[1] and len(theirs) > len(mine) and theirs[: len(mine)] == mine
 
@@ -133,7 +155,7 @@ def joined(report: dict, more: dict) -> dict:
     """`report` with the mutants of `more` (another part of the same duel, see the module) added,
     sorted by number, and its chosen, run and counts following; ValueError naming the mismatch when
     `more` is of another module, source or set of checks, or runs a mutant `report` ran."""
-    for field, value in (*_SAME_DUEL, ("check_command", lambda r: list(r.get("check_command") or [])[1:])):
+    for field, value in (*_SAME_DUEL, ("check_command", lambda r: _check_arguments(r.get("check_command")))):
         if value(more) != value(report):
             raise ValueError(f"the added part's {field} is {value(more)!r}, the report's {value(report)!r}")
     both = sorted({m["number"] for m in more["mutants"]} & {m["number"] for m in report["mutants"]})
@@ -144,6 +166,40 @@ def joined(report: dict, more: dict) -> dict:
     report["mutants_chosen"] = report.get("mutants_chosen", 0) + more.get("mutants_chosen", len(more["mutants"]))
     report["mutants_run"] = len(report["mutants"])
     report["interrupted"] = bool(report.get("interrupted") or more.get("interrupted"))
+    return _recounted(report)
+
+
+def added(report: dict, rerun: dict) -> dict:
+    """`report` with the checks of `rerun` (a report of new checks only, see the module) after its own,
+    and each mutant its checks miss that `rerun` kills killed by that check; ValueError naming the
+    mismatch when `rerun` is of another module or source, runs one of the report's checks, leaves out a
+    mutant the report's checks miss, or names a mutant the report did not run or one whose diff is not
+    the report's."""
+    for field, value in _SAME_DUEL[:3]:
+        if value(rerun) != value(report):
+            raise ValueError(f"the added check's report's {field} is {value(rerun)!r}, the report's {value(report)!r}")
+    mine = [_check_arguments(report.get("check_command")), *_also_check_arguments(report)]
+    theirs = [_check_arguments(rerun.get("check_command")), *_also_check_arguments(rerun)]
+    if set(mine) & set(theirs):
+        raise ValueError("the added check's report runs one of the report's checks again: it adds new checks only")
+    by_number = {mutant["number"]: mutant for mutant in rerun["mutants"]}
+    by_report = {mutant["number"]: mutant for mutant in report["mutants"]}
+    if set(by_number) - set(by_report):
+        raise ValueError(f"the added check's report runs #{min(set(by_number) - set(by_report))}, "
+                         "which the report did not run")
+    missed = sorted(n for n, m in by_report.items() if m["cacheproof"]["status"] == SURVIVED and n not in by_number)
+    if missed:
+        raise ValueError(f"the added check's report does not run #{', #'.join(map(str, missed))}, which the "
+                         "report's checks miss: an added check runs every mutant they miss")
+    for number, again in by_number.items():
+        mutant = by_report[number]
+        if "diff" in again and "diff" in mutant and again["diff"] != mutant["diff"]:
+            raise ValueError(f"the added check's mutant #{number} changes other lines than the report's")
+        if mutant["cacheproof"]["status"] == SURVIVED and again["cacheproof"]["status"] != SURVIVED:
+            mutant["cacheproof"] = {**again["cacheproof"], "check": len(mine) + again["cacheproof"]["check"]}
+            mutant["category"] = _category(mutant)
+    report["also_check_commands"] = [*report.get("also_check_commands", []), rerun["check_command"],
+                                     *rerun.get("also_check_commands", [])]
     return _recounted(report)
 
 
@@ -188,6 +244,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.add_argument("report", type=Path, help="the duel's `cacheproof mutate --json` report")
     parser.add_argument("out", type=Path, help="the fixture to write")
+    parser.add_argument("--added-check", type=Path, action="append", default=[],
+                        help="a later report of new checks only, on every mutant the report's checks miss (repeatable)")
     parser.add_argument("--more", type=Path, action="append", default=[],
                         help="a later report of other mutants of the same duel, which join the report's (repeatable)")
     parser.add_argument("--rerun", type=Path, action="append", default=[],
@@ -203,6 +261,8 @@ def main(argv: list[str]) -> int:
         report = _read(args.report)
         if not report.get("test_command"):
             raise ValueError(f"{args.report} has no test command: it is no duel")
+        for path in args.added_check:
+            report = added(report, _read(path))
         for path in args.more:
             report = joined(report, _read(path))
         for path in args.rerun:
