@@ -2,8 +2,8 @@
 
 Four choices: the page size, the granularity at which the tree matches, inserts and splits
 (SGLang's `page_size`; 1 is its token-level RadixCache); whether the pool holds a part page;
-whether misuse is checked; and how a call stamps access times. The profiles reuse `spec.kind.Profile`; what SGLang 0.5.23's RadixCache
-does, per field, is written next to the field.
+whether misuse is checked; and how a call stamps access times. The profiles reuse
+`spec.kind.Profile`; what SGLang 0.5.23's RadixCache does, per field, is written next to the field.
 """
 
 from __future__ import annotations
