@@ -95,16 +95,34 @@ def _also_check_arguments(report: dict) -> list[tuple]:
 def _adds_checks(report: dict, rerun: dict) -> bool:
     """Whether `rerun` runs the report's checks, in order, and more after them: the same first check
     and the report's also-checks followed by at least one other (interpreters aside)."""
-    first = [_check_arguments(r.get("check_command")) for r in (report, rerun)]
-    mine, theirs = _also_check_arguments(report), _also_check_arguments(rerun)
-    return first[0] == first[1] and len(theirs) > len(mine) and theirs[: len(mine)] == mine
+    mine, theirs = _checks(report), _checks(rerun)
+    return len(theirs) > len(mine) and theirs[: len(mine)] == mine
 
 
-_SAME_DUEL = (("module", lambda r: r.get("module")), ("source_path", _package_file),
-              ("mutants_generated", lambda r: r.get("mutants_generated")),
-              ("also_check_commands", _also_check_arguments))
-"""The fields, each with how it is read, on which a rerun or an added part must agree with the report
-(interpreters and machine paths aside)."""
+def _checks(report: dict) -> list[tuple]:
+    """Every check the report ran, its first then its also-checks, each as `_check_arguments` reads it."""
+    return [_check_arguments(report.get("check_command")), *_also_check_arguments(report)]
+
+
+_SAME_SOURCE = (("module", lambda r: r.get("module")), ("source_path", _package_file),
+                ("mutants_generated", lambda r: r.get("mutants_generated")))
+"""The fields, each with how it is read, on which any later report must agree with the report: the same
+module's source, and so the same mutants (machine paths aside)."""
+
+_SAME_DUEL = (*_SAME_SOURCE, ("also_check_commands", _also_check_arguments))
+"""The fields on which a rerun or an added part must agree with the report (interpreters aside)."""
+
+
+def _unrun_misses(report: dict, numbers: set[int]) -> list[int]:
+    """The report's mutants its checks miss that are not among `numbers`, ascending."""
+    return sorted(m["number"] for m in report["mutants"] if m["cacheproof"]["status"] == SURVIVED
+                  and m["number"] not in numbers)
+
+
+def _same_diff(mutant: dict, again: dict, later: str) -> None:
+    """ValueError when `later`'s run of a mutant (`again`) changes other lines than the report's (`mutant`)."""
+    if "diff" in again and "diff" in mutant and again["diff"] != mutant["diff"]:
+        raise ValueError(f"{later} mutant #{again['number']} changes other lines than the report's")
 
 
 def _recounted(report: dict) -> dict:
@@ -126,8 +144,7 @@ def merged(report: dict, rerun: dict) -> dict:
     whole = rerun_numbers == {mutant["number"] for mutant in report["mutants"]}
     adds_checks = _adds_checks(report, rerun)
     if adds_checks:
-        missed = sorted(m["number"] for m in report["mutants"]
-                        if m["cacheproof"]["status"] == SURVIVED and m["number"] not in rerun_numbers)
+        missed = _unrun_misses(report, rerun_numbers)
         if missed:
             raise ValueError(f"the rerun adds checks but does not run #{', #'.join(map(str, missed))}, which "
                              "the report's checks miss: a rerun that adds checks runs every mutant they miss")
@@ -142,8 +159,7 @@ def merged(report: dict, rerun: dict) -> dict:
         mutant = by_number.get(again["number"])
         if mutant is None:
             raise ValueError(f"the rerun's mutant #{again['number']} is not among the report's")
-        if "diff" in again and "diff" in mutant and again["diff"] != mutant["diff"]:
-            raise ValueError(f"the rerun's mutant #{again['number']} changes other lines than the report's")
+        _same_diff(mutant, again, "the rerun's")
         mutant["cacheproof"] = again["cacheproof"]
         if again.get("tests"):
             mutant["tests"] = again["tests"]
@@ -175,26 +191,24 @@ def added(report: dict, rerun: dict) -> dict:
     mismatch when `rerun` is of another module or source, runs one of the report's checks, leaves out a
     mutant the report's checks miss, or names a mutant the report did not run or one whose diff is not
     the report's."""
-    for field, value in _SAME_DUEL[:3]:
+    for field, value in _SAME_SOURCE:
         if value(rerun) != value(report):
             raise ValueError(f"the added check's report's {field} is {value(rerun)!r}, the report's {value(report)!r}")
-    mine = [_check_arguments(report.get("check_command")), *_also_check_arguments(report)]
-    theirs = [_check_arguments(rerun.get("check_command")), *_also_check_arguments(rerun)]
-    if set(mine) & set(theirs):
+    mine = _checks(report)
+    if set(mine) & set(_checks(rerun)):
         raise ValueError("the added check's report runs one of the report's checks again: it adds new checks only")
     by_number = {mutant["number"]: mutant for mutant in rerun["mutants"]}
     by_report = {mutant["number"]: mutant for mutant in report["mutants"]}
     if set(by_number) - set(by_report):
         raise ValueError(f"the added check's report runs #{min(set(by_number) - set(by_report))}, "
                          "which the report did not run")
-    missed = sorted(n for n, m in by_report.items() if m["cacheproof"]["status"] == SURVIVED and n not in by_number)
+    missed = _unrun_misses(report, set(by_number))
     if missed:
         raise ValueError(f"the added check's report does not run #{', #'.join(map(str, missed))}, which the "
                          "report's checks miss: an added check runs every mutant they miss")
     for number, again in by_number.items():
         mutant = by_report[number]
-        if "diff" in again and "diff" in mutant and again["diff"] != mutant["diff"]:
-            raise ValueError(f"the added check's mutant #{number} changes other lines than the report's")
+        _same_diff(mutant, again, "the added check's")
         if mutant["cacheproof"]["status"] == SURVIVED and again["cacheproof"]["status"] != SURVIVED:
             mutant["cacheproof"] = {**again["cacheproof"], "check": len(mine) + again["cacheproof"]["check"]}
             mutant["category"] = _category(mutant)

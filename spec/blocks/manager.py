@@ -335,7 +335,7 @@ class RequestLevel(RecurrentState):
         if self.semantics.prefix_caching == "off":
             return ((),) * len(self._windows())
         windows = self._windows()
-        hits = [self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(0)), windows[0])]
+        hits = [self._first_group_hit(tokens)]
         for group, window in enumerate(windows[1:], start=1):
             hit = self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(group))[: len(hits[0])], window)
             hits = [first[: len(hit)] for first in hits] + [hit]
@@ -348,8 +348,12 @@ class RequestLevel(RecurrentState):
         reaches at least as far (the loaded tokens are not computed, so nothing cuts it)."""
         if cache or self.semantics.first_group_hit == "cut" or len(hits) == 1:
             return hits
-        own = self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(0)), self._windows()[0])
-        return (own, *hits[1:])
+        return (self._first_group_hit(tokens), *hits[1:])
+
+    def _first_group_hit(self, tokens: tuple[int, ...]) -> tuple[int, ...]:
+        """The first group's own blocks of the cached prefix of the full blocks of tokens[:-1], before
+        any other group cuts it."""
+        return self._prefix_hit(chain_hashes(tokens[:-1], self.block_size, group_seed(0)), self._windows()[0])
 
     def _prefix_hit(self, hashes: tuple[int, ...], window: int) -> tuple[int, ...]:
         """The blocks of a group's cached prefix of the chain `hashes`: the longest cached one, or
