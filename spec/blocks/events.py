@@ -55,10 +55,6 @@ PrefixCacheStats = tuple[int, int, int, bool]
 BoundaryStates = tuple[tuple[int, int, int], ...]
 """The `boundary_states()` view: (request, block, boundary tokens) per offer, as the module docstring defines them."""
 
-NO_EVENTS: Events = ((), (), False)
-"""What a call that changes no hash announces."""
-
-
 class CallEvents:
     """The events of one call, recorded as its steps change hashes."""
 
