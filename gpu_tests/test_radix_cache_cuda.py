@@ -28,5 +28,5 @@ def test_tokens_written_on_cuda_read_back_from_device_memory():
     cache = TorchRadixCache(8, device="cuda")
     assert cache.insert((5, 6, 7)) == 0
     assert cache.kv.device.type == "cuda"
-    [(_, key, slots, stored, _, _)] = cache.snapshot()[2]
+    [(_, key, slots, stored, _, _, _)] = cache.snapshot()[2]
     assert key == (5, 6, 7) and stored == (5, 6, 7) and len(slots) == 3

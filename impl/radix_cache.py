@@ -11,7 +11,8 @@ in any of them.
 - `TokenAllocator` keeps the free slots in an int64 tensor: `alloc(n)` takes the first n,
   `free(slots)` appends them at the end (first in, first out; the contract leaves the order free).
 - Each node keeps its key (a tuple of token ids, whole pages), its slots (an int64 tensor), its
-  lock count and the call number of its last access; children are found by their first page.
+  lock count, the call number of its last access and its key's namespace; one root holds every
+  namespace, and children are found by (namespace, first page), as SGLang's `child_key_at` does.
 - `evictable_size_` and `protected_size_` are counters moved by every lock change, insert, split
   and delete, as SGLang keeps them, not recomputed from the tree.
 - Eviction pops unlocked leaves from a heap ordered by (last access, tokens), a parent left
@@ -35,7 +36,7 @@ except ModuleNotFoundError as missing:
     raise missing_extra(missing, __name__) from None
 
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
-from cacheproof.spec.radix.snapshot import write_snapshot
+from cacheproof.spec.radix.snapshot import namespace_order, write_snapshot
 
 __all__ = ["TorchRadixCache", "TokenAllocator", "radix_cache", "paged_radix_cache"]
 
@@ -86,10 +87,13 @@ class TokenAllocator:
 
 
 class TreeNode:
-    """A node: its key (tokens), slots, lock count, last access, parent and children by first page."""
+    """A node: its key (tokens), slots, lock count, last access, parent, namespace and children by
+    (namespace, first page)."""
 
-    def __init__(self, key: tuple, value: torch.Tensor, parent: "TreeNode | None", access: int) -> None:
+    def __init__(self, key: tuple, value: torch.Tensor, parent: "TreeNode | None", access: int,
+                 namespace: str | None = None) -> None:
         self.key, self.value, self.parent, self.last_access = key, value, parent, access
+        self.namespace = namespace
         self.lock_ref = 0
         self.children: dict[tuple, TreeNode] = {}
 
@@ -103,8 +107,10 @@ class TreeNode:
 
 
 class _Request:
-    def __init__(self, tokens: tuple, slots: torch.Tensor, last_node: TreeNode, prefix: int) -> None:
+    def __init__(self, tokens: tuple, slots: torch.Tensor, last_node: TreeNode, prefix: int,
+                 namespace: str | None) -> None:
         self.tokens, self.slots, self.last_node, self.prefix = tokens, slots, last_node, prefix
+        self.namespace = namespace
 
 
 class TorchRadixCache:
@@ -144,6 +150,12 @@ class TorchRadixCache:
             raise InvalidArgumentError(f"{operation}: {len(tokens)} tokens are not whole pages of {self.page_size}")
         return tuple(tokens)
 
+    @staticmethod
+    def _namespace(operation: str, namespace: object) -> str | None:
+        if namespace is not None and not isinstance(namespace, str):
+            raise InvalidArgumentError(f"{operation}: a namespace is None or a str, got {namespace!r}")
+        return namespace
+
     def _live(self, operation: str, request: int) -> _Request:
         live = self._requests.get(request)
         if live is None:
@@ -153,40 +165,44 @@ class TorchRadixCache:
     # ----------------------------------------------------------------- tree level
 
     @_locked
-    def match_prefix(self, tokens: tuple[int, ...]) -> int:
+    def match_prefix(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         tokens = self._tokens("match_prefix", tokens)
-        _, node = self._match(self._page_floor(tokens), self._next_call())
+        namespace = self._namespace("match_prefix", namespace)
+        _, node = self._match(self._page_floor(tokens), self._next_call(), namespace)
         return self._depth(node)
 
     @_locked
-    def insert(self, tokens: tuple[int, ...]) -> int:
+    def insert(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         tokens = self._tokens("insert", tokens, whole_pages=True)
+        namespace = self._namespace("insert", namespace)
         if len(tokens) > self.allocator.available():
             raise CapacityError(f"insert: {len(tokens)} KV slots needed, {self.allocator.available()} free")
         slots = self._take(tokens)
-        cached = self._insert(tokens, slots, self._next_call())
+        cached = self._insert(tokens, slots, self._next_call(), namespace)
         self.allocator.free(slots[:cached])
         return cached
 
     @_locked
-    def lock(self, tokens: tuple[int, ...]) -> int:
+    def lock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         tokens = self._tokens("lock", tokens)
-        _, node = self._match(self._page_floor(tokens), self._next_call())
+        _, node = self._match(self._page_floor(tokens), self._next_call(), self._namespace("lock", namespace))
         self.inc_lock_ref(node)
         return self._depth(node)
 
     @_locked
-    def unlock(self, tokens: tuple[int, ...]) -> int:
+    def unlock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         tokens = self._tokens("unlock", tokens)
-        node, length = self._peek(self._page_floor(tokens))
+        namespace = self._namespace("unlock", namespace)
+        node, length = self._peek(self._page_floor(tokens), namespace)
         if node is not self.root:
             whole = length == self._depth(node)
             own = node.lock_ref - sum(child.lock_ref for child in node.children.values()) if whole else 0
             key = self._page_floor(tokens)[:length]
-            held = sum(1 for live in self._requests.values() if live.prefix == length and live.tokens[:length] == key)
+            held = sum(1 for live in self._requests.values()
+                       if live.namespace == namespace and live.prefix == length and live.tokens[:length] == key)
             if own <= held:
                 raise WrongStateError(f"unlock(tokens={tokens}): no lock of its own was taken at {key}")
-        _, node = self._match(self._page_floor(tokens), None)
+        _, node = self._match(self._page_floor(tokens), None, namespace)
         self.dec_lock_ref(node)
         return length
 
@@ -223,15 +239,16 @@ class TorchRadixCache:
     # ----------------------------------------------------------------- request level
 
     @_locked
-    def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
+    def prefill(self, request: int, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         request = self._request_id("prefill", request)
         tokens = self._tokens("prefill", tokens)
+        namespace = self._namespace("prefill", namespace)
         if not tokens:
             raise InvalidArgumentError(f"prefill(request={request}): no tokens")
         if request in self._requests:
             raise WrongStateError(f"prefill(request={request}): the request is live")
         key = self._page_floor(tokens[:-1])
-        node, length = self._peek(key)
+        node, length = self._peek(key, namespace)
         unlocked_on_path, walk = 0, node
         while walk is not self.root:
             unlocked_on_path += len(walk.key) if walk.lock_ref == 0 else 0
@@ -241,12 +258,12 @@ class TorchRadixCache:
         need = len(tokens) - length
         if need > self.allocator.available() + self.evictable_size_ - unlocked_on_path:
             raise CapacityError(f"prefill(request={request}): {need} KV slots needed")
-        prefix_slots, last = self._match(key, self._next_call())
+        prefix_slots, last = self._match(key, self._next_call(), namespace)
         self.inc_lock_ref(last)
         if need > self.allocator.available():
             self._evict(need - self.allocator.available())
         own = self._take(tokens[length:])
-        self._requests[request] = _Request(tokens, torch.cat((prefix_slots, own)), last, length)
+        self._requests[request] = _Request(tokens, torch.cat((prefix_slots, own)), last, length, namespace)
         return length
 
     @_locked
@@ -308,12 +325,17 @@ class TorchRadixCache:
             n += 1
         return n - n % self.page_size
 
-    def _peek(self, tokens: tuple) -> tuple[TreeNode, int]:
-        """The node a match of `tokens` reaches (possibly ending inside it) and the match length,
-        nothing split."""
+    @staticmethod
+    def _child_key(namespace: str | None, page: tuple) -> tuple:
+        """The key a child is found by in its parent's `children`: its namespace and first page."""
+        return namespace, page
+
+    def _peek(self, tokens: tuple, namespace: str | None) -> tuple[TreeNode, int]:
+        """The node a match of `tokens` in `namespace` reaches (possibly ending inside it) and the
+        match length, nothing split."""
         node, length = self.root, 0
         while length < len(tokens):
-            child = node.children.get(tokens[length:length + self.page_size])
+            child = node.children.get(self._child_key(namespace, tokens[length:length + self.page_size]))
             if child is None:
                 break
             common = self._common_pages(child.key, tokens[length:])
@@ -323,12 +345,12 @@ class TorchRadixCache:
                 break
         return node, length
 
-    def _match(self, tokens: tuple, access: int | None) -> tuple[torch.Tensor, TreeNode]:
-        """The slots of the longest cached prefix of `tokens` and the node it ends at, splitting
-        the node it ends inside; each node walked gets `access` (None: none)."""
+    def _match(self, tokens: tuple, access: int | None, namespace: str | None) -> tuple[torch.Tensor, TreeNode]:
+        """The slots of the longest cached prefix of `tokens` in `namespace` and the node it ends
+        at, splitting the node it ends inside; each node walked gets `access` (None: none)."""
         node, length, values = self.root, 0, []
         while length < len(tokens):
-            child = node.children.get(tokens[length:length + self.page_size])
+            child = node.children.get(self._child_key(namespace, tokens[length:length + self.page_size]))
             if child is None:
                 break
             common = self._common_pages(child.key, tokens[length:])
@@ -342,19 +364,19 @@ class TorchRadixCache:
         return (torch.cat(values) if values else torch.empty(0, dtype=torch.int64)), node
 
     def _split(self, child: TreeNode, at: int) -> TreeNode:
-        head = TreeNode(child.key[:at], child.value[:at].clone(), child.parent, child.last_access)
+        head = TreeNode(child.key[:at], child.value[:at].clone(), child.parent, child.last_access, child.namespace)
         head.lock_ref = child.lock_ref
-        head.children = {child.key[at:at + self.page_size]: child}
-        child.parent.children[child.key[:self.page_size]] = head
+        head.children = {self._child_key(child.namespace, child.key[at:at + self.page_size]): child}
+        child.parent.children[self._child_key(child.namespace, child.key[:self.page_size])] = head
         child.key, child.value, child.parent = child.key[at:], child.value[at:].clone(), head
         return head
 
-    def _insert(self, tokens: tuple, slots: torch.Tensor, access: int) -> int:
-        _, node = self._match(tokens, access)
+    def _insert(self, tokens: tuple, slots: torch.Tensor, access: int, namespace: str | None) -> int:
+        _, node = self._match(tokens, access, namespace)
         length = self._depth(node)
         if length < len(tokens):
-            leaf = TreeNode(tokens[length:], slots[length:].clone(), node, access)
-            node.children[leaf.key[:self.page_size]] = leaf
+            leaf = TreeNode(tokens[length:], slots[length:].clone(), node, access, namespace)
+            node.children[self._child_key(namespace, leaf.key[:self.page_size])] = leaf
             self.evictable_size_ += len(leaf.key)
         return length
 
@@ -381,19 +403,24 @@ class TorchRadixCache:
         return node is not self.root and not node.children and node.lock_ref == 0
 
     def _evict(self, n: int) -> int:
-        heap = [(leaf.last_access, leaf.tokens(), id(leaf), leaf) for leaf in self._all_nodes() if self._evictable_leaf(leaf)]
+        heap = [self._heap_entry(leaf) for leaf in self._all_nodes() if self._evictable_leaf(leaf)]
         heapq.heapify(heap)
         freed = 0
         while freed < n and heap:
-            _, _, _, leaf = heapq.heappop(heap)
+            leaf = heapq.heappop(heap)[-1]
             freed += self._delete_leaf(leaf)
             parent = leaf.parent
             if self._evictable_leaf(parent):
-                heapq.heappush(heap, (parent.last_access, parent.tokens(), id(parent), parent))
+                heapq.heappush(heap, self._heap_entry(parent))
         return freed
 
+    @staticmethod
+    def _heap_entry(leaf: TreeNode) -> tuple:
+        """A leaf's place in the eviction heap: last access, then tokens, then namespace."""
+        return leaf.last_access, leaf.tokens(), namespace_order(leaf.namespace), id(leaf), leaf
+
     def _delete_leaf(self, leaf: TreeNode) -> int:
-        del leaf.parent.children[leaf.key[:self.page_size]]
+        del leaf.parent.children[self._child_key(leaf.namespace, leaf.key[:self.page_size])]
         self.allocator.free(leaf.value)
         self.evictable_size_ -= len(leaf.key)
         return len(leaf.key)
@@ -406,9 +433,9 @@ class TorchRadixCache:
         """Insert the request's first `upto` tokens with its slots, free its duplicates, take the
         tree's slots in their place and move its lock to the new last node."""
         tokens = live.tokens[:upto]
-        cached = self._insert(tokens, live.slots[:upto], self._next_call())
+        cached = self._insert(tokens, live.slots[:upto], self._next_call(), live.namespace)
         self._free_duplicates(live.slots[live.prefix:cached])
-        tree_slots, last = self._match(tokens, None)
+        tree_slots, last = self._match(tokens, None, live.namespace)
         self.inc_lock_ref(last)
         self.dec_lock_ref(live.last_node)
         live.slots = torch.cat((tree_slots, live.slots[upto:]))
@@ -425,6 +452,7 @@ class TorchRadixCache:
         for node in self._all_nodes():
             slots = node.value.tolist()
             nodes.append((node.parent.tokens(), node.key, slots, tuple(stored[s] for s in slots),
-                          node.lock_ref, node.last_access))
-        requests = [(rid, live.tokens, live.slots.tolist(), live.prefix) for rid, live in self._requests.items()]
+                          node.lock_ref, node.last_access, node.namespace))
+        requests = [(rid, live.tokens, live.slots.tolist(), live.prefix, live.namespace)
+                    for rid, live in self._requests.items()]
         return write_snapshot(self.allocator.available(), self.evictable_size_, self.protected_size_, nodes, requests)

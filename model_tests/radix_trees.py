@@ -35,10 +35,10 @@ class UnlockBelowZero(TorchRadixCache):
     """dec_lock_ref with no check (SGLang #11970): an unlock of a path no one locked drives its lock
     counts below zero, and the node's tokens count as neither evictable nor protected."""
 
-    def unlock(self, tokens):
+    def unlock(self, tokens, *, namespace=None):
         with self._mutex:
-            tokens = self._tokens("unlock", tokens)
-            _, node = self._match(self._page_floor(tokens), None)
+            tokens, namespace = self._tokens("unlock", tokens), self._namespace("unlock", namespace)
+            _, node = self._match(self._page_floor(tokens), None, namespace)
             self.dec_lock_ref(node)
             return self._depth(node)
 
@@ -55,7 +55,7 @@ class SizesDriftOnDelete(TorchRadixCache):
     """Deleting a leaf forgets to take its tokens off evictable_size_: the sizes drift from the tree."""
 
     def _delete_leaf(self, leaf):
-        del leaf.parent.children[leaf.key[:self.page_size]]
+        del leaf.parent.children[self._child_key(leaf.namespace, leaf.key[:self.page_size])]
         self.allocator.free(leaf.value)
         return len(leaf.key)
 
@@ -77,10 +77,10 @@ class MatchPastTheSplit(TorchRadixCache):
     """match_prefix answers the whole node a match ends inside, without splitting it: a match that
     returns more than the tree holds."""
 
-    def match_prefix(self, tokens):
+    def match_prefix(self, tokens, *, namespace=None):
         with self._mutex:
-            tokens = self._tokens("match_prefix", tokens)
-            node, _ = self._peek(self._page_floor(tokens))
+            tokens, namespace = self._tokens("match_prefix", tokens), self._namespace("match_prefix", namespace)
+            node, _ = self._peek(self._page_floor(tokens), namespace)
             access = self._next_call()
             walk = node
             while walk is not self.root:
@@ -101,13 +101,23 @@ class StaleAccessTimes(TorchRadixCache):
     """A match does not refresh the access time of the nodes it walks, so eviction goes by insertion
     order, not least recent use (LRU order)."""
 
-    def _match(self, tokens, access):
-        return super()._match(tokens, None)
+    def _match(self, tokens, access, namespace):
+        return super()._match(tokens, None, namespace)
+
+
+class NamespacesShareNodes(TorchRadixCache):
+    """A child is found by its first page alone, its namespace dropped (SGLang's `RadixKey.child_key_at`
+    under mutation-duel mutants #193 and #194): a key walks into another namespace's nodes, so a
+    request matches KV cached for another LoRA adapter or salt."""
+
+    @staticmethod
+    def _child_key(namespace, page):
+        return page
 
 
 BROKEN = {
     "UnlockBelowZero": "R1", "EvictsLockedLeaves": "R6", "SizesDriftOnDelete": "R2", "SplitLosesLock": "R1",
-    "MatchPastTheSplit": "R4", "KeepsDuplicates": "R3", "StaleAccessTimes": "R7",
+    "MatchPastTheSplit": "R4", "KeepsDuplicates": "R3", "StaleAccessTimes": "R7", "NamespacesShareNodes": "R4",
 }
 """Each broken tree, with the invariant its fault breaks."""
 
@@ -136,10 +146,10 @@ class TreeSnapshotOneSlotShort(TorchRadixCache):
 class MatchHangs(TorchRadixCache):
     """match_prefix of any token never returns (a deadlock on the tree's lock)."""
 
-    def match_prefix(self, tokens):
+    def match_prefix(self, tokens, *, namespace=None):
         if tokens:
             _NEVER.wait(600)
-        return super().match_prefix(tokens)
+        return super().match_prefix(tokens, namespace=namespace)
 
 
 __all__ = [*BROKEN, "LastInFirstOutCache", "FreeCountInSixBits", "MatchHangs"]

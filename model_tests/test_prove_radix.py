@@ -65,7 +65,7 @@ def test_a_spec_whose_split_drops_the_lock_disagrees(monkeypatch) -> None:
     monkeypatch.setattr(RadixCacheSpec, "_split", split_dropping_the_lock)
     report = refinement.check_refinement(refinement.Bound(max_slots=2, vocabulary=(0,), max_tokens=2, max_states=20))
     assert not report.agrees
-    op, _ = report.disagreements[0].calls[-1]
+    op, _, _ = report.disagreements[0].calls[-1]
     assert op in ("match_prefix", "insert", "lock") and "RadixCacheSpec(" in report.disagreements[0].python()
 
 

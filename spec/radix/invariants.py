@@ -2,7 +2,8 @@
 
 Every predicate judges one `RadixStep`: the snapshots before and after an operation (the shape of
 spec/radix/snapshot.py: free slots, (evictable, protected), nodes, requests), whether it raised,
-the call's arguments and its answer. The state invariants (R1-R3, R5, R9) look at the state after;
+the call's arguments, its namespace and its answer. A node is known by its place: its namespace and
+its tokens (two namespaces may hold the same tokens, in nodes of their own). The state invariants (R1-R3, R5, R9) look at the state after;
 R4 judges a match's answer against the tree before; R6 and R7 compare the trees before and after;
 R8 compares the snapshots. Each rule is written once as a finder: it answers None when the step
 keeps the rule, else the witness (the concrete values that break it, in words).
@@ -11,6 +12,8 @@ keeps the rule, else the witness (the concrete values that break it, in words).
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
+
+from cacheproof.spec.radix.snapshot import namespace_order
 
 
 class RadixStep(NamedTuple):
@@ -24,6 +27,7 @@ class RadixStep(NamedTuple):
     raised: bool
     arguments: tuple = ()
     result: Any = None
+    namespace: Any = None  # the namespace the call's key names (None: the default namespace)
 
 
 class RadixInvariant(NamedTuple):
@@ -51,27 +55,42 @@ def _path(node: tuple) -> tuple:
     return tuple(node[0]) + tuple(node[1])
 
 
+def _place(node: tuple) -> tuple:
+    """The node's namespace and tokens: what names it in the tree."""
+    return node[6], _path(node)
+
+
+def _name(node: tuple) -> str:
+    """The node in words, its namespace named unless it is the default one."""
+    return f"the node of tokens {_path(node)}" + ("" if node[6] is None else f" in namespace {node[6]!r}")
+
+
 def _nodes(snapshot: tuple) -> tuple:
     return snapshot[2]
 
 
 def _children(nodes: tuple, node: tuple) -> list[tuple]:
-    full = _path(node)
-    return [other for other in nodes if tuple(other[0]) == full]
+    return [other for other in nodes if (other[6], tuple(other[0])) == _place(node)]
+
+
+def _on_path(node: tuple, namespace: Any, tokens: tuple, length: int) -> bool:
+    """Whether `node` lies on the first `length` tokens of `tokens` in `namespace`."""
+    path = _path(node)
+    return node[6] == namespace and len(path) <= length and tuple(tokens[:len(path)]) == path
 
 
 def _locks(step: RadixStep) -> str | None:
     nodes = _nodes(step.after)
     for node in nodes:
         if node[4] < 0:
-            return f"the node of tokens {_path(node)} has lock {node[4]}"
+            return f"{_name(node)} has lock {node[4]}"
         below = sum(child[4] for child in _children(nodes, node))
         if node[4] < below:
-            return f"the node of tokens {_path(node)} has lock {node[4]} while its children hold {below} locks"
-    for request, tokens, _, prefix in step.after[3]:
+            return f"{_name(node)} has lock {node[4]} while its children hold {below} locks"
+    for request, tokens, _, prefix, namespace in step.after[3]:
         for node in nodes:
-            if node[4] <= 0 and len(_path(node)) <= prefix and tuple(tokens[:len(_path(node))]) == _path(node):
-                return f"request {request} holds tokens {tuple(tokens[:prefix])} locked, but the node of {_path(node)} has lock {node[4]}"
+            if node[4] <= 0 and _on_path(node, namespace, tokens, prefix):
+                return f"request {request} holds tokens {tuple(tokens[:prefix])} locked, but {_name(node)} has lock {node[4]}"
     return None
 
 
@@ -91,20 +110,19 @@ def _ownership(step: RadixStep) -> str | None:
     owner: dict[int, str] = {}
     for node in nodes:
         if len(node[2]) != len(node[1]):
-            return f"the node of tokens {_path(node)} has {len(node[1])} tokens and {len(node[2])} KV slots"
+            return f"{_name(node)} has {len(node[1])} tokens and {len(node[2])} KV slots"
         for slot in node[2]:
             if slot in owner:
-                return f"KV slot {slot} is owned by {owner[slot]} and by the node of tokens {_path(node)}"
-            owner[slot] = f"the node of tokens {_path(node)}"
-    by_path = {_path(node): node for node in nodes}
-    for request, tokens, slots, prefix in requests:
+                return f"KV slot {slot} is owned by {owner[slot]} and by {_name(node)}"
+            owner[slot] = _name(node)
+    places = {_place(node) for node in nodes}
+    for request, tokens, slots, prefix, namespace in requests:
         if len(slots) != len(tokens):
             return f"request {request} has {len(tokens)} tokens and {len(slots)} KV slots"
         tree_slots: list = []
-        for node in sorted((n for n in nodes if len(_path(n)) <= prefix and _path(n) == tuple(tokens[:len(_path(n))])),
-                           key=lambda n: len(n[0])):
+        for node in sorted((n for n in nodes if _on_path(n, namespace, tokens, prefix)), key=lambda n: len(n[0])):
             tree_slots.extend(node[2])
-        if tuple(slots[:prefix]) != tuple(tree_slots) or (prefix and tuple(tokens[:prefix]) not in by_path):
+        if tuple(slots[:prefix]) != tuple(tree_slots) or (prefix and (namespace, tuple(tokens[:prefix])) not in places):
             return f"request {request}'s first {prefix} KV slots are not those of the tree's nodes of its tokens"
         for slot in slots[prefix:]:
             if slot in owner:
@@ -116,8 +134,8 @@ def _ownership(step: RadixStep) -> str | None:
     return None
 
 
-def _is_cached(nodes: tuple, tokens: tuple) -> bool:
-    return not tokens or any(_path(node)[:len(tokens)] == tokens for node in nodes)
+def _is_cached(nodes: tuple, tokens: tuple, namespace: Any) -> bool:
+    return not tokens or any(node[6] == namespace and _path(node)[:len(tokens)] == tokens for node in nodes)
 
 
 def _query(step: RadixStep) -> tuple | None:
@@ -134,11 +152,12 @@ def _match(step: RadixStep) -> str | None:
     page, answer, nodes = step.page_size, step.result, _nodes(step.before)
     if not isinstance(answer, int) or answer < 0 or answer % (page or 1) or answer > len(query):
         return f"{step.operation} answered {answer!r} for {len(query)} tokens in pages of {page or 1}"
-    if not _is_cached(nodes, query[:answer]):
-        return f"{step.operation} answered {answer} tokens while the tree holds no path {query[:answer]}"
+    space = "" if step.namespace is None else f" in namespace {step.namespace!r}"
+    if not _is_cached(nodes, query[:answer], step.namespace):
+        return f"{step.operation} answered {answer} tokens while the tree holds no path {query[:answer]}{space}"
     longer = answer + (page or len(query) + 1)
-    if longer <= len(query) and _is_cached(nodes, query[:longer]):
-        return f"{step.operation} answered {answer} tokens while the tree holds {query[:longer]}"
+    if longer <= len(query) and _is_cached(nodes, query[:longer], step.namespace):
+        return f"{step.operation} answered {answer} tokens while the tree holds {query[:longer]}{space}"
     return None
 
 
@@ -147,42 +166,43 @@ def _distinct_children(step: RadixStep) -> str | None:
     seen: dict[tuple, tuple] = {}
     for node in nodes:
         if not node[1] or len(node[1]) % page:
-            return f"the node of tokens {_path(node)} has a key of {len(node[1])} tokens, not whole pages of {page}"
-        first = (tuple(node[0]), tuple(node[1][:page]))
+            return f"{_name(node)} has a key of {len(node[1])} tokens, not whole pages of {page}"
+        first = (node[6], tuple(node[0]), tuple(node[1][:page]))
         if first in seen:
-            return f"the nodes of tokens {_path(seen[first])} and {_path(node)} are children of one node with the same first page"
+            return f"{_name(seen[first])} and {_name(node)} are children of one node with the same first page"
         seen[first] = node
-    paths = {_path(node) for node in nodes}
+    places = {_place(node) for node in nodes}
     for node in nodes:
-        if node[0] and tuple(node[0]) not in paths:
-            return f"the node of tokens {_path(node)} hangs below {tuple(node[0])}, which no node ends at"
+        if node[0] and (node[6], tuple(node[0])) not in places:
+            return f"{_name(node)} hangs below {tuple(node[0])}, which no node of its namespace ends at"
     return None
 
 
 def _locked_kept(step: RadixStep) -> str | None:
     after = _nodes(step.after)
     for node in _nodes(step.before):
-        if node[4] > 0 and not _is_cached(after, _path(node)):
-            return f"the node of tokens {_path(node)} was locked (lock {node[4]}) and is gone after {step.operation}"
+        if node[4] > 0 and not _is_cached(after, _path(node), node[6]):
+            return f"{_name(node)} was locked (lock {node[4]}) and is gone after {step.operation}"
     return None
 
 
 def _eviction_order(node: tuple) -> tuple:
-    """Where `node` stands in the eviction order: by access rank, then by tokens."""
-    return node[5], _path(node)
+    """Where `node` stands in the eviction order: by access rank, then by tokens, then by namespace."""
+    return node[5], _path(node), namespace_order(node[6])
 
 
 def _lru(step: RadixStep) -> str | None:
     if step.raised or step.operation != "evict":
         return None
     before, after = _nodes(step.before), _nodes(step.after)
-    gone = [node for node in before if not _is_cached(after, _path(node))]
-    kept = [node for node in before if node[4] == 0 and not _children(before, node) and _is_cached(after, _path(node))]
+    gone = [node for node in before if not _is_cached(after, _path(node), node[6])]
+    kept = [node for node in before
+            if node[4] == 0 and not _children(before, node) and _is_cached(after, _path(node), node[6])]
     for evicted in gone:
         for survivor in kept:
             if _eviction_order(survivor) < _eviction_order(evicted):
-                return (f"evict took the node of tokens {_path(evicted)} (access rank {evicted[5]}) and kept the "
-                        f"unlocked leaf of {_path(survivor)}, used less recently (rank {survivor[5]})")
+                return (f"evict took {_name(evicted)} (access rank {evicted[5]}) and kept the unlocked leaf, "
+                        f"{_name(survivor)}, used less recently (rank {survivor[5]})")
     return None
 
 
@@ -195,7 +215,7 @@ def _raise_changes_nothing(step: RadixStep) -> str | None:
 def _stored(step: RadixStep) -> str | None:
     for node in _nodes(step.after):
         if tuple(node[3]) != tuple(node[1]):
-            return f"the KV storage at the slots of the node of tokens {_path(node)} holds tokens {tuple(node[3])}"
+            return f"the KV storage at the slots of {_name(node)} holds tokens {tuple(node[3])}"
     return None
 
 
@@ -225,8 +245,8 @@ RADIX_INVARIANTS: tuple[RadixInvariant, ...] = (
         "node), so a request read KV computed for other tokens",
         ("match_prefix", "lock", "unlock", "insert", "prefill"), _match),
     RadixInvariant(
-        "R5", "a node's key is whole pages, never empty, and the children of a node differ in their first "
-        "token (page)",
+        "R5", "a node's key is whole pages, never empty, the children of a node differ in their first "
+        "token (page), and a node's children are of its namespace",
         "a split or insert that left two children with one first page, so a match followed one and missed "
         "the other's KV for ever",
         ("match_prefix", "insert", "lock", "prefill", "checkpoint", "release"), _distinct_children),

@@ -1,8 +1,8 @@
 """`RadixSemantics`: the design choices on which radix caches differ from the radix contract.
 
-Four choices: the page size, the granularity at which the tree matches, inserts and splits
+Five choices: the page size, the granularity at which the tree matches, inserts and splits
 (SGLang's `page_size`; 1 is its token-level RadixCache); whether the pool holds a part page;
-whether misuse is checked; and how a call stamps access times. The profiles reuse
+whether misuse is checked; how a call stamps access times; and whether keys have namespaces. The profiles reuse
 `spec.kind.Profile`; what SGLang 0.5.23's RadixCache does, per field, is written next to the field.
 """
 
@@ -20,6 +20,7 @@ RADIX_OPTIONS: dict[str, tuple[Any, ...]] = {
     "pool": ("slots", "whole-pages"),
     "misuse": ("checked", "trusted"),
     "access_stamps": ("call", "node"),
+    "namespaces": ("keyed", "one"),
 }
 """The valid values of every field."""
 
@@ -50,6 +51,11 @@ class RadixSemantics(OptionSemantics):
       `_insert_helper` set `last_access_time` on a child before `_split_node`, a new `TreeNode`
       reads `time.monotonic()` when it is built, and `RadixCache.checkpoint` calls `match_prefix`
       on the key it has just inserted, to find the request's new last node.
+    - namespaces: a key's namespace stands beside its tokens in every keyed call (match_prefix,
+      insert, lock, unlock, prefill), and two namespaces never share a node ("keyed"); or the cache
+      takes no namespace, and a checker never passes one ("one": every key is in the default
+      namespace). SGLang is "keyed": `RadixKey` carries `extra_key` (a LoRA id, a request's extra
+      key) and `cache_salt`, and `RadixKey.child_key_at` puts both in a child's dict key.
     """
 
     OPTIONS: ClassVar[dict[str, tuple[Any, ...]]] = RADIX_OPTIONS
@@ -57,6 +63,7 @@ class RadixSemantics(OptionSemantics):
     pool: str = "slots"
     misuse: str = "checked"
     access_stamps: str = "call"
+    namespaces: str = "keyed"
 
 
 RADIX_CONTRACT = RadixSemantics()

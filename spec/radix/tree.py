@@ -5,48 +5,30 @@ updates; every check runs before the first update, so a call that raises changes
 run in a fixed order: InvalidArgumentError (the request, then the other arguments in order) before
 WrongStateError before CapacityError.
 
-State: a tree of token runs (the root holds none); each node has its key (a run of whole pages),
+State: a tree of token runs per namespace (each namespace's root holds none, and a key's namespace
+picks the root its walk starts from, so two namespaces never share a node); each node has its key (a run of whole pages),
 its KV slots (one per token, owned by the node), a lock count and the logical time of its last
 access; a node's children differ in their first page. The token allocator holds the free slots
 and hands out the lowest first. The clock ticks once per call that touches the tree (match_prefix,
 insert, lock, prefill, checkpoint, release); every node on the path such a call walks gets that
 tick (semantics access_stamps "node": the nodes a call makes get later times of that call, and a
 node it splits is stamped whole first). A time is (call number, order made within the call).
-Per live request: its tokens, its slots (the first `prefix` of them owned by the tree, the rest
+Per live request: its tokens, its namespace, its slots (the first `prefix` of them owned by the tree, the rest
 its own) and `prefix`, the length of the path it holds locked (the scheduler's
 req.last_node).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from cacheproof.spec.arguments import is_int
 from cacheproof.spec.errors import CapacityError, InvalidArgumentError, WrongStateError
 from cacheproof.spec.radix import invariants as radix_invariants
 from cacheproof.spec.radix.events import RadixCallEvents, RadixEvents, announcing
+from cacheproof.spec.radix.nodes import LiveRequest, Node, copy_node
 from cacheproof.spec.radix.semantics import RADIX_CONTRACT, RadixSemantics
-from cacheproof.spec.radix.snapshot import write_snapshot
-
-
-class _Node:
-    """One node: its key, slots, lock count, last access, parent and children (by first page)."""
-
-    def __init__(self, key: tuple, slots: list, parent: "_Node | None", tick: tuple[int, int]) -> None:
-        self.key, self.slots, self.parent, self.tick = key, slots, parent, tick
-        self.lock = 0
-        self.children: dict[tuple, _Node] = {}
-
-    def prefix(self) -> tuple:
-        """The tokens above this node, root first."""
-        runs, node = [], self.parent
-        while node is not None:
-            runs.append(node.key)
-            node = node.parent
-        return tuple(token for run in reversed(runs) for token in run)
-
-
-class _Request:
-    def __init__(self, tokens: tuple, slots: list, prefix: int) -> None:
-        self.tokens, self.slots, self.prefix = tokens, slots, prefix
+from cacheproof.spec.radix.snapshot import namespace_order, write_snapshot
 
 
 class RadixCacheSpec:
@@ -62,71 +44,71 @@ class RadixCacheSpec:
         self._asked_slots = num_slots
         self._num_slots = num_slots - num_slots % self.page if semantics.pool == "whole-pages" else num_slots
         self._free: set[int] = set(range(self._num_slots))
-        self._root = _Node((), [], None, (0, 0))
+        self._roots: dict[Any, Node] = {}  # namespace -> its root, made when first named
         self._clock, self._made = 0, 0
-        self._requests: dict[int, _Request] = {}
+        self._requests: dict[int, LiveRequest] = {}
         self._events = RadixCallEvents()  # the last call's; each call starts a fresh one (never mutated after it)
 
     # Tree level ---------------------------------------------------------------------------
 
     @announcing
-    def match_prefix(self, tokens: tuple[int, ...]) -> int:
-        """The length of the longest cached prefix of `tokens` in whole pages; the node it ends
-        inside is split there, and every node of the path gets this call's tick."""
-        tokens = self._check_tokens("match_prefix", tokens)
-        return len(self._walk(self._tick(), tokens)[1])
+    def match_prefix(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
+        """The length of the longest cached prefix of `tokens` in `namespace` in whole pages; the
+        node it ends inside is split there, and every node of the path gets this call's tick."""
+        tokens, root = self._check_key("match_prefix", tokens, namespace)
+        return len(self._walk(self._tick(), root, tokens)[1])
 
     @announcing
-    def insert(self, tokens: tuple[int, ...]) -> int:
-        """Cache `tokens` (whole pages): slots for all of them come from the allocator (lowest
+    def insert(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
+        """Cache `tokens` in `namespace` (whole pages): slots for all of them come from the allocator (lowest
         first), the tree keeps those of the part not yet cached and hands the others back. The
         answer: the length of the part already cached. CapacityError if fewer slots are free."""
-        tokens = self._check_tokens("insert", tokens, whole_pages=True)
+        tokens, root = self._check_key("insert", tokens, namespace, whole_pages=True)
         if len(tokens) > len(self._free):
             raise CapacityError(f"insert: {len(tokens)} tokens need {len(tokens)} KV slots, {len(self._free)} are free")
         slots = self._alloc(len(tokens))
-        cached = self._insert(self._tick(), tokens, slots)
+        cached = self._insert(self._tick(), root, tokens, slots)
         self._free.update(slots[:cached])
         return cached
 
     @announcing
-    def lock(self, tokens: tuple[int, ...]) -> int:
-        """`match_prefix(tokens)`, then lock + 1 on the node it ends at and every node above it
+    def lock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
+        """`match_prefix(tokens, namespace=namespace)`, then lock + 1 on the node it ends at and every node above it
         (SGLang's inc_lock_ref(last_node)); the answer is the match's length."""
-        tokens = self._check_tokens("lock", tokens)
-        node, matched = self._walk(self._tick(), tokens)
+        tokens, root = self._check_key("lock", tokens, namespace)
+        node, matched = self._walk(self._tick(), root, tokens)
         self._inc(node)
         return len(matched)
 
     @announcing
-    def unlock(self, tokens: tuple[int, ...]) -> int:
-        """lock - 1 on the node a match of `tokens` ends at and every node above it (SGLang's
+    def unlock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
+        """lock - 1 on the node a match of `tokens` in `namespace` ends at and every node above it (SGLang's
         dec_lock_ref), touching no access time. WrongStateError, changing nothing, unless that node
         holds a lock of its own (its lock count above its children's together) that no live request
-        whose prefix ends there holds: a lock is dropped where it was taken, a request's only by its
+        of the namespace whose prefix ends there holds: a lock is dropped where it was taken, a request's only by its
         release, and no count goes below zero. The answer is the match's length."""
-        tokens = self._check_tokens("unlock", tokens)
-        length = self._matched_length(tokens)
-        walked = self._peek(tokens)
+        tokens, root = self._check_key("unlock", tokens, namespace)
+        walked = self._peek(root, tokens)
+        length = sum(used for _, used in walked)
         if walked:
             node, used = walked[-1]
             path = node.prefix() + node.key[:used]
             below = node.lock if used < len(node.key) else sum(child.lock for child in node.children.values())
-            held = sum(1 for live in self._requests.values() if live.prefix == len(path) and live.tokens[:len(path)] == path)
+            held = self._held(namespace, path)
             if node.lock - below <= held:
                 raise WrongStateError(
                     f"unlock(tokens={tokens}): the node of tokens {path} holds {node.lock - below} locks of its own, "
                     f"{held} of them live requests'; a lock is dropped where it was taken, a request's only by its "
                     "release, and a lock count never goes below zero (SGLang #11970)"
                 )
-        node, _ = self._walk(None, tokens)
+        node, _ = self._walk(None, root, tokens)
         self._dec(node)
         return length
 
     @announcing
     def evict(self, n: int) -> int:
         """Free at least `n` tokens' slots: unlocked leaves, the least recently used first (equal
-        times: the smaller prefix + key first), a parent left childless and unlocked becoming a
+        times: the smaller prefix + key first, then the default namespace, then by name), a parent left childless and unlocked becoming a
         leaf in turn. The answer: the tokens freed. CapacityError, changing nothing, when n is
         above the evictable size (that would take a locked node)."""
         if not is_int(n) or n < 0:
@@ -147,7 +129,7 @@ class RadixCacheSpec:
             return False
         for node in self._nodes():
             self._free.update(node.slots)
-        self._root.children.clear()
+        self._roots.clear()
         self._events.clear()
         return True
 
@@ -169,33 +151,33 @@ class RadixCacheSpec:
     # Request level ------------------------------------------------------------------------
 
     @announcing
-    def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
-        """Admit `request` with `tokens` (at least one): the cached prefix of tokens[:-1] in whole
+    def prefill(self, request: int, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
+        """Admit `request` with `tokens` (at least one) in `namespace`: the cached prefix of tokens[:-1] in whole
         pages is matched and locked (the last token is always computed), slots for the other
         tokens allocated, unlocked leaves evicted first if too few are free. The answer: the
         prefix length. WrongStateError for a live request; CapacityError, changing nothing, if
         free plus evictable slots (those of the matched path aside) are too few."""
         self._check_request("prefill", request)
-        tokens = self._check_tokens("prefill", tokens)
+        tokens, root = self._check_key("prefill", tokens, namespace)
         if not tokens:
             raise InvalidArgumentError(f"prefill(request={request}): tokens must hold at least one token")
         if request in self._requests:
             raise WrongStateError(f"prefill(request={request}): the request is live; release it first")
-        length = self._matched_length(tokens[:-1])
-        need = len(tokens) - length
-        path_unlocked = sum(used for node, used in self._peek(tokens[:-1]) if node.lock == 0)
+        walked = self._peek(root, tokens[:-1])
+        need = len(tokens) - sum(used for _, used in walked)
+        path_unlocked = sum(used for node, used in walked if node.lock == 0)
         available = len(self._free) + self._size(unlocked=True) - path_unlocked
         if need > available:
             raise CapacityError(
                 f"prefill(request={request}): {need} tokens need KV slots, {len(self._free)} are free and "
                 f"{available - len(self._free)} more evictable"
             )
-        node, matched = self._walk(self._tick(), tokens[:-1])
+        node, matched = self._walk(self._tick(), root, tokens[:-1])
         self._inc(node)
         if need > len(self._free):
             self._evict(need - len(self._free))
-        slots = [slot for path_node in reversed(self._path_nodes(matched)) for slot in path_node.slots]
-        self._requests[request] = _Request(tokens, slots + self._alloc(need), len(matched))
+        slots = [slot for path_node in reversed(self._path_nodes(root, matched)) for slot in path_node.slots]
+        self._requests[request] = LiveRequest(tokens, slots + self._alloc(need), len(matched), namespace)
         return len(matched)
 
     @announcing
@@ -222,7 +204,8 @@ class RadixCacheSpec:
         live = self._live("release", request)
         cached = self._cache(live, max(self._pages(len(live.tokens)), live.prefix))
         self._free.update(live.slots[live.prefix:])
-        self._dec(self._path_nodes(live.tokens[:live.prefix])[0] if live.prefix else self._root)
+        if live.prefix:
+            self._dec(self._path_nodes(self._root(live.namespace), live.tokens[:live.prefix])[0])
         del self._requests[request]
         return cached
 
@@ -234,8 +217,9 @@ class RadixCacheSpec:
 
     def snapshot(self) -> tuple:
         """The view of spec/radix/snapshot.py: free slots, sizes, nodes and requests."""
-        nodes = [(node.prefix(), node.key, node.slots, node.key, node.lock, node.tick) for node in self._nodes()]
-        requests = [(rid, live.tokens, live.slots, live.prefix) for rid, live in self._requests.items()]
+        nodes = [(node.prefix(), node.key, node.slots, node.key, node.lock, node.tick, node.namespace)
+                 for node in self._nodes()]
+        requests = [(rid, live.tokens, live.slots, live.prefix, live.namespace) for rid, live in self._requests.items()]
         return write_snapshot(len(self._free), self._size(unlocked=True), self._size(unlocked=False), nodes, requests)
 
     def events(self) -> RadixEvents:
@@ -250,8 +234,8 @@ class RadixCacheSpec:
         """An independent spec in the same state."""
         twin = RadixCacheSpec(self._asked_slots, self.semantics)
         twin._free, twin._clock, twin._made = set(self._free), self._clock, self._made
-        twin._root = _copy_node(self._root, None)
-        twin._requests = {rid: _Request(r.tokens, list(r.slots), r.prefix) for rid, r in self._requests.items()}
+        twin._roots = {namespace: copy_node(root, None) for namespace, root in self._roots.items()}
+        twin._requests = {rid: LiveRequest(r.tokens, list(r.slots), r.prefix, r.namespace) for rid, r in self._requests.items()}
         twin._events = self._events
         return twin
 
@@ -268,29 +252,28 @@ class RadixCacheSpec:
         """A live request's tokens (for the call generator)."""
         return self._requests[request].tokens
 
-    def unlockable(self) -> tuple[tuple[int, ...], ...]:
-        """The tokens of every node an unlock may name: one holding a lock of its own (its count
+    def unlockable(self) -> tuple[tuple[tuple[int, ...], Any], ...]:
+        """(tokens, namespace) of every node an unlock may name: one holding a lock of its own (its count
         above its children's together) beyond those of live requests whose prefix ends there (for
         the call generator: under misuse "trusted" it names no other)."""
         found = []
         for node in self._nodes():
             path = node.prefix() + node.key
             below = sum(child.lock for child in node.children.values())
-            held = sum(1 for live in self._requests.values() if live.prefix == len(path) and live.tokens[:len(path)] == path)
-            if node.lock - below > held:
-                found.append(path)
-        return tuple(sorted(found))
+            if node.lock - below > self._held(node.namespace, path):
+                found.append((path, node.namespace))
+        return tuple(sorted(found, key=lambda found: (namespace_order(found[1]), found[0])))
 
     def structure(self) -> tuple[tuple[int, int | None, int, int], ...]:
         """(identity, parent's identity or None for the root, key length, lock count) of every
         node, identities lasting as long as the node (for the prover's refinement check: a split's
         lower part keeps the node's identity, its upper part is a new node)."""
-        return tuple((id(node), None if node.parent is self._root else id(node.parent), len(node.key), node.lock)
+        return tuple((id(node), None if node.parent.parent is None else id(node.parent), len(node.key), node.lock)
                      for node in self._nodes())
 
-    def paths(self) -> tuple[tuple[tuple[int, ...], int], ...]:
-        """(prefix + key, lock count) of every node (for the call generator)."""
-        return tuple((node.prefix() + node.key, node.lock) for node in self._nodes())
+    def paths(self) -> tuple[tuple[tuple[int, ...], int, Any], ...]:
+        """(prefix + key, lock count, namespace) of every node (for the call generator)."""
+        return tuple((node.prefix() + node.key, node.lock, node.namespace) for node in self._nodes())
 
     def __repr__(self) -> str:
         return (f"RadixCacheSpec(num_slots={self._num_slots}, page_size={self.page}, free={len(self._free)}, "
@@ -302,7 +285,9 @@ class RadixCacheSpec:
         if not is_int(request):
             raise InvalidArgumentError(f"{operation}: request must be an int, got {request!r}")
 
-    def _check_tokens(self, operation: str, tokens: object, *, whole_pages: bool = False) -> tuple:
+    def _check_key(self, operation: str, tokens: object, namespace: object, *,
+                   whole_pages: bool = False) -> tuple[tuple, "Node"]:
+        """The tokens as a tuple and the namespace's root, after the argument checks."""
         if not isinstance(tokens, (tuple, list)):
             raise InvalidArgumentError(f"{operation}: tokens must be a tuple of ints, got {tokens!r}")
         for token in tokens:
@@ -312,14 +297,25 @@ class RadixCacheSpec:
             raise InvalidArgumentError(
                 f"{operation}: {len(tokens)} tokens are not whole pages of {self.page}; the tree caches whole pages"
             )
-        return tuple(tokens)
+        if namespace is not None and not isinstance(namespace, str):
+            raise InvalidArgumentError(f"{operation}: namespace must be None or a str, got {namespace!r}")
+        return tuple(tokens), self._root(namespace)
 
-    def _live(self, operation: str, request: int) -> _Request:
+    def _live(self, operation: str, request: int) -> LiveRequest:
         if request not in self._requests:
             raise WrongStateError(f"{operation}(request={request}): the request is not live (prefill admits it)")
         return self._requests[request]
 
     # Steps --------------------------------------------------------------------------------
+
+    def _root(self, namespace: Any) -> Node:
+        """The root of `namespace`'s tree (made, empty, when first named)."""
+        return self._roots.setdefault(namespace, Node((), [], None, (0, 0), namespace))
+
+    def _held(self, namespace: Any, path: tuple) -> int:
+        """How many live requests of `namespace` hold exactly `path` as their locked prefix."""
+        return sum(1 for live in self._requests.values()
+                   if live.namespace == namespace and live.prefix == len(path) and live.tokens[:len(path)] == path)
 
     def _pages(self, length: int) -> int:
         return length - length % self.page
@@ -342,8 +338,8 @@ class RadixCacheSpec:
         self._free.difference_update(taken)
         return taken
 
-    def _nodes(self) -> list[_Node]:
-        found, stack = [], list(self._root.children.values())
+    def _nodes(self) -> list[Node]:
+        found, stack = [], [child for root in self._roots.values() for child in root.children.values()]
         while stack:
             node = stack.pop()
             found.append(node)
@@ -357,10 +353,11 @@ class RadixCacheSpec:
             length += 1
         return self._pages(length)
 
-    def _peek(self, tokens: tuple) -> list[tuple[_Node, int]]:
-        """The nodes a match of `tokens` walks, root side first, each with how many of its tokens
-        the match takes (fewer than its key for the node the match ends inside), changing nothing."""
-        node, length, tokens, walked = self._root, 0, tokens[:self._pages(len(tokens))], []
+    def _peek(self, root: Node, tokens: tuple) -> list[tuple[Node, int]]:
+        """The nodes a match of `tokens` from `root` walks, root side first, each with how many of
+        its tokens the match takes (fewer than its key for the node the match ends inside), changing
+        nothing."""
+        node, length, tokens, walked = root, 0, tokens[:self._pages(len(tokens))], []
         while length < len(tokens):
             child = node.children.get(tokens[length:length + self.page])
             if child is None:
@@ -373,25 +370,21 @@ class RadixCacheSpec:
             node = child
         return walked
 
-    def _matched_length(self, tokens: tuple) -> int:
-        """The longest cached prefix of `tokens` in whole pages, changing nothing."""
-        return sum(used for _, used in self._peek(tokens))
-
-    def _split(self, child: _Node, at: int) -> _Node:
+    def _split(self, child: Node, at: int) -> Node:
         """Split `child` after `at` tokens: a new parent keeps the first `at` tokens, their slots,
         the child's lock count and access time."""
         parent = child.parent
-        head = _Node(child.key[:at], child.slots[:at], parent, child.tick)
+        head = Node(child.key[:at], child.slots[:at], parent, child.tick)
         head.lock = child.lock
         parent.children[child.key[:self.page]] = head
         child.key, child.slots, child.parent = child.key[at:], child.slots[at:], head
         head.children[child.key[:self.page]] = child
         return head
 
-    def _walk(self, tick: tuple[int, int] | None, tokens: tuple) -> tuple[_Node, tuple]:
-        """The node a match of `tokens` ends at (the node it ends inside split there) and the
-        matched tokens; every node of the path gets `tick` (None: no access)."""
-        node, length, tokens = self._root, 0, tokens[:self._pages(len(tokens))]
+    def _walk(self, tick: tuple[int, int] | None, root: Node, tokens: tuple) -> tuple[Node, tuple]:
+        """The node a match of `tokens` from `root` ends at (the node it ends inside split there)
+        and the matched tokens; every node of the path gets `tick` (None: no access)."""
+        node, length, tokens = root, 0, tokens[:self._pages(len(tokens))]
         while length < len(tokens):
             child = node.children.get(tokens[length:length + self.page])
             if child is None:
@@ -409,38 +402,39 @@ class RadixCacheSpec:
             node = child
         return node, tokens[:length]
 
-    def _path_nodes(self, matched: tuple) -> list[_Node]:
-        """The nodes whose keys make up `matched` exactly, deepest first (none for the root)."""
-        node, _ = self._walk(None, matched)
+    def _path_nodes(self, root: Node, matched: tuple) -> list[Node]:
+        """The nodes below `root` whose keys make up `matched` exactly, deepest first (none for the
+        root)."""
+        node, _ = self._walk(None, root, matched)
         path = []
-        while node is not self._root:
+        while node.parent is not None:
             path.append(node)
             node = node.parent
         return path
 
-    def _insert(self, tick: tuple[int, int], tokens: tuple, slots: list) -> int:
-        """Put `tokens` with `slots` in the tree (whole pages); the answer is the length already
-        cached, whose slots the caller still holds."""
-        node, matched = self._walk(tick, tokens)
+    def _insert(self, tick: tuple[int, int], root: Node, tokens: tuple, slots: list) -> int:
+        """Put `tokens` with `slots` in the tree below `root` (whole pages); the answer is the length
+        already cached, whose slots the caller still holds."""
+        node, matched = self._walk(tick, root, tokens)
         length = len(matched)
         if length < len(tokens):
-            leaf = _Node(tokens[length:], list(slots[length:]), node, self._made_stamp(tick))
+            leaf = Node(tokens[length:], list(slots[length:]), node, self._made_stamp(tick))
             node.children[leaf.key[:self.page]] = leaf
             for end in range(length + self.page, len(tokens) + 1, self.page):
                 self._events.store(tokens[:end], self.page)
         return length
 
-    def _inc(self, node: _Node) -> None:
-        while node is not self._root:
+    def _inc(self, node: Node) -> None:
+        while node.parent is not None:
             node.lock += 1
             node = node.parent
 
-    def _dec(self, node: _Node) -> None:
-        while node is not self._root:
+    def _dec(self, node: Node) -> None:
+        while node.parent is not None:
             node.lock -= 1
             node = node.parent
 
-    def _unlocked_leaves(self) -> list[_Node]:
+    def _unlocked_leaves(self) -> list[Node]:
         return [node for node in self._nodes() if not node.children and node.lock == 0]
 
     def _size(self, *, unlocked: bool | None = None) -> int:
@@ -452,11 +446,12 @@ class RadixCacheSpec:
         at most the evictable size); the answer is the tokens freed."""
         freed = 0
         while freed < n:
-            leaf = min(self._unlocked_leaves(), key=lambda node: (node.tick, node.prefix() + node.key))
+            leaf = min(self._unlocked_leaves(),
+                       key=lambda node: (node.tick, node.prefix() + node.key, namespace_order(node.namespace)))
             freed += self._delete(leaf)
         return freed
 
-    def _delete(self, leaf: _Node) -> int:
+    def _delete(self, leaf: Node) -> int:
         path = leaf.prefix()
         del leaf.parent.children[leaf.key[:self.page]]
         self._free.update(leaf.slots)
@@ -464,26 +459,19 @@ class RadixCacheSpec:
             self._events.remove(path + leaf.key[:end])
         return len(leaf.key)
 
-    def _cache(self, live: _Request, upto: int) -> int:
+    def _cache(self, live: LiveRequest, upto: int) -> int:
         """Insert the request's first `upto` tokens with its slots, free its duplicates, take the
         tree's slots in their place and move its lock from its old prefix to the new one. Under
         access_stamps "node" the inserted path is then matched again, every node of it stamped with
         one later time of the call (SGLang's checkpoint re-matches to find the request's new node)."""
-        tokens, old = live.tokens[:upto], live.tokens[:live.prefix]
+        tokens, old, root = live.tokens[:upto], live.tokens[:live.prefix], self._root(live.namespace)
         tick = self._tick()
-        cached = self._insert(tick, tokens, live.slots[:upto])
+        cached = self._insert(tick, root, tokens, live.slots[:upto])
         self._free.update(live.slots[live.prefix:cached])
-        node, _ = self._walk(None if self.semantics.access_stamps == "call" else self._made_stamp(tick), tokens)
+        node, _ = self._walk(None if self.semantics.access_stamps == "call" else self._made_stamp(tick), root, tokens)
         self._inc(node)
-        self._dec(self._path_nodes(old)[0] if old else self._root)
-        tree_slots = [slot for path_node in reversed(self._path_nodes(tokens)) for slot in path_node.slots]
+        self._dec(self._path_nodes(root, old)[0] if old else root)
+        tree_slots = [slot for path_node in reversed(self._path_nodes(root, tokens)) for slot in path_node.slots]
         live.slots[:upto] = tree_slots
         live.prefix = upto
         return cached
-
-
-def _copy_node(node: _Node, parent: _Node | None) -> _Node:
-    twin = _Node(node.key, list(node.slots), parent, node.tick)
-    twin.lock = node.lock
-    twin.children = {page: _copy_node(child, twin) for page, child in node.children.items()}
-    return twin

@@ -27,29 +27,34 @@ def _is_tuple(value: Any, length: int | None = None) -> bool:
     return isinstance(value, tuple) and (length is None or len(value) == length)
 
 
+def _in(namespace: Any, names: Naming) -> str:
+    """ " in namespace N", or nothing for the default namespace."""
+    return "" if namespace is None else f" in namespace {names.value(namespace)}"
+
+
 def snapshot_parts(snapshot: Any, names: Naming) -> Sequence[ViewPart] | None:
     """(free slots, sizes, nodes, requests) as parts: the free count, the sizes, each node by its
     tokens, each request."""
     if not _is_tuple(snapshot, 4) or not all(_is_tuple(part) for part in snapshot[1:]):
         return None
     free, sizes, nodes, requests = snapshot
-    if not _is_tuple(sizes, 2) or not all(_is_tuple(node, 6) for node in nodes) \
-            or not all(_is_tuple(request, 4) for request in requests):
+    if not _is_tuple(sizes, 2) or not all(_is_tuple(node, 7) for node in nodes) \
+            or not all(_is_tuple(request, 5) for request in requests):
         return None
     parts = [
         ViewPart("free KV slots", names.value(free), ("R3",), ALLOCATOR_RULE),
         ViewPart("sizes", f"evictable {names.value(sizes[0])}, protected {names.value(sizes[1])}", ("R2",)),
     ]
-    for prefix, key, slots, stored, lock, rank in nodes:
-        parts.append(ViewPart.joined(f"node {names.value(tuple(prefix) + tuple(key))}", (
+    for prefix, key, slots, stored, lock, rank, namespace in nodes:
+        parts.append(ViewPart.joined(f"node {names.value(tuple(prefix) + tuple(key))}{_in(namespace, names)}", (
             ViewPart("key", f"key {names.value(key)}", ("R4", "R5")),
             ViewPart("slots", f"slots {names.value(slots)}", ("R3",)),
             ViewPart("stored", f"stored {names.value(stored)}", ("R9",)),
             ViewPart("lock", f"lock {names.value(lock)}", ("R1", "R6")),
             ViewPart("access", f"access rank {names.value(rank)}", ("R7",)),
         )))
-    for request, tokens, slots, prefix in requests:
-        parts.append(ViewPart(names.thing("request", request),
+    for request, tokens, slots, prefix, namespace in requests:
+        parts.append(ViewPart(names.thing("request", request) + _in(namespace, names),
                               f"tokens {names.value(tokens)}, slots {names.value(slots)}, prefix {names.value(prefix)}",
                               ("R1", "R3"), REQUEST_RULE))
     return parts
@@ -78,8 +83,9 @@ RADIX_VIEW_READERS = optional_method_views("events")
 
 RADIX_SHAPES = {
     "snapshot": "a tuple (free slots, (evictable, protected), nodes, requests): nodes a tuple of (prefix tokens, "
-                "key tokens, slot names, stored tokens, lock count, access rank) by prefix + key; requests a tuple of "
-                "(request id, tokens, slot names, prefix length) by request id (spec/radix/snapshot.py writes it)",
+                "key tokens, slot names, stored tokens, lock count, access rank, namespace) by namespace, then prefix + "
+                "key; requests a tuple of (request id, tokens, slot names, prefix length, namespace) by request id "
+                "(spec/radix/snapshot.py writes it)",
     "events": "a tuple (stored, removed, cleared): stored a tuple of (parent page's path or None, page's path, page's "
               "tokens), removed a sorted tuple of page paths, cleared a bool (spec/radix/events.py)",
 }
@@ -91,4 +97,5 @@ def radix_step(call: Any, size: int, before: dict, after: dict, raised: bool, re
     """The `RadixStep` of a call (`op`, `args`) from the views before and after it. The judge does
     not read `semantics`, its page size included, so R4 judges a match there without pages and
     maximality."""
-    return RadixStep(call.op, size, None, before["snapshot"], after["snapshot"], raised, tuple(call.args), result)
+    return RadixStep(call.op, size, None, before["snapshot"], after["snapshot"], raised, tuple(call.args), result,
+                     call.kwargs.get("namespace"))

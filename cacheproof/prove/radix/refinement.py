@@ -2,11 +2,13 @@
 does what the z3 model (model.py) says, on every small reachable state and tree-level call.
 
 From an empty spec of 1..`max_slots` KV slots, every call of the bound (match_prefix, insert and
-lock of every token sequence over the vocabulary up to `max_tokens` long, unlock of every node the
-spec's `unlockable()` names, evict of 0..evictable tokens, reset) is run on a copy of each reached
+lock of every token sequence over the vocabulary up to `max_tokens` long in each of the bound's
+namespaces (semantics namespaces "keyed"; else the default one), unlock of every node the spec's
+`unlockable()` names, evict of 0..evictable tokens, reset) is run on a copy of each reached
 state, breadth first, until `max_states` states per number of slots (states that differ only in
 access times count once: the model has no clock). Each call that does not raise is read back as a
-model step: the node places before and after (`RadixCacheSpec.structure()`: a node keeps its place
+model step (the model has no namespaces: the first node of every namespace hangs below its one
+root, which changes no rule it checks): the node places before and after (`RadixCacheSpec.structure()`: a node keeps its place
 while it lives; a new node takes a place left dead), the free slots and the spec's sizes. The call
 agrees when z3 finds a run of the call's micro-steps (`CALL_STEPS`: at most two, an evict's one
 per node it removes) from the state before to the state after; a call that raises a CacheError
@@ -32,16 +34,17 @@ from cacheproof.spec.radix.tree import RadixCacheSpec
 
 class Bound(NamedTuple):
     """States of specs of 1..max_slots KV slots, token sequences over `vocabulary` of up to
-    `max_tokens` tokens, at most `max_states` states per number of slots."""
+    `max_tokens` tokens in each of `namespaces`, at most `max_states` states per number of slots."""
 
     max_slots: int = 3
     vocabulary: tuple[int, ...] = (0, 1)
     max_tokens: int = 2
     max_states: int = 25
+    namespaces: tuple[str | None, ...] = (None, "a")
 
     def describe(self) -> str:
-        return (f"num_slots 1..{self.max_slots}, tokens over {list(self.vocabulary)} up to {self.max_tokens} long, "
-                f"{self.max_states} states per size at most")
+        return (f"num_slots 1..{self.max_slots}, tokens over {list(self.vocabulary)} up to {self.max_tokens} long "
+                f"in namespaces {list(self.namespaces)}, {self.max_states} states per size at most")
 
 
 DEFAULT_BOUND = Bound()
@@ -51,19 +54,19 @@ class Disagreement(NamedTuple):
     """A call of the spec that no run of the model's micro-steps explains."""
 
     num_slots: int
-    calls: tuple[tuple[str, tuple], ...]
+    calls: tuple[tuple[str, tuple, dict], ...]
 
     def describe(self) -> str:
-        op, args = self.calls[-1]
-        return f"{op}{args} on a spec of {self.num_slots} slots after {len(self.calls) - 1} calls"
+        op, args, kwargs = self.calls[-1]
+        return f"{op}{args}{kwargs or ''} on a spec of {self.num_slots} slots after {len(self.calls) - 1} calls"
 
     def python(self) -> str:
         lines = ["from cacheproof.spec.radix.tree import RadixCacheSpec", f"spec = RadixCacheSpec({self.num_slots})"]
-        lines += [f"spec.{op}(*{args!r})" for op, args in self.calls]
+        lines += [f"spec.{op}(*{args!r}, **{kwargs!r})" for op, args, kwargs in self.calls]
         return "\n".join(lines) + "  # <- no run of the model's steps does this\n"
 
     def to_json(self) -> dict[str, Any]:
-        return {"num_slots": self.num_slots, "calls": [[op, list(args)] for op, args in self.calls],
+        return {"num_slots": self.num_slots, "calls": [[op, list(args), kwargs] for op, args, kwargs in self.calls],
                 "python": self.python()}
 
 
@@ -71,12 +74,18 @@ def _sequences(bound: Bound) -> list[tuple[int, ...]]:
     return [tuple(seq) for n in range(1, bound.max_tokens + 1) for seq in itertools.product(bound.vocabulary, repeat=n)]
 
 
-def _calls(spec: RadixCacheSpec, bound: Bound) -> list[tuple[str, tuple]]:
+def _in(namespace: str | None) -> dict:
+    return {} if namespace is None else {"namespace": namespace}
+
+
+def _calls(spec: RadixCacheSpec, bound: Bound) -> list[tuple[str, tuple, dict]]:
     sequences = _sequences(bound)
-    found = [(op, (seq,)) for op in ("match_prefix", "insert", "lock") for seq in sequences]
-    found += [("unlock", (path,)) for path in spec.unlockable()]
-    found += [("evict", (n,)) for n in range(spec.evictable_size() + 1)]
-    return found + [("reset", ())]
+    spaces = bound.namespaces if spec.semantics.namespaces == "keyed" else (None,)
+    found = [(op, (seq,), _in(space)) for op in ("match_prefix", "insert", "lock") for space in spaces
+             for seq in sequences]
+    found += [("unlock", (path,), _in(space)) for path, space in spec.unlockable()]
+    found += [("evict", (n,), {}) for n in range(spec.evictable_size() + 1)]
+    return found + [("reset", (), {})]
 
 
 class _Places:
@@ -144,7 +153,7 @@ def _shape(spec: RadixCacheSpec) -> tuple:
     """The spec's state as the model sees it: the snapshot without access ranks (the model has no
     clock: it lets any unlocked leaf go), so that states differing only in time are searched once."""
     free, sizes, nodes, requests = spec.snapshot()
-    return free, sizes, tuple(node[:5] for node in nodes), requests
+    return free, sizes, tuple(node[:5] + node[6:] for node in nodes), requests
 
 
 def check_refinement(bound: Bound = DEFAULT_BOUND, semantics: RadixSemantics = RADIX_CONTRACT) -> RefinementReport:
@@ -161,12 +170,12 @@ def check_refinement(bound: Bound = DEFAULT_BOUND, semantics: RadixSemantics = R
             reached += 1
             spec, history = queue.popleft()
             states += 1
-            for op, args in _calls(spec, bound):
+            for op, args, kwargs in _calls(spec, bound):
                 twin = spec.copy()
                 before = _view(twin)
                 calls += 1
                 try:
-                    getattr(twin, op)(*args)
+                    getattr(twin, op)(*args, **kwargs)
                 except CacheError:
                     raised_cleanly = twin.state_key() == spec.state_key()
                 except Exception:  # noqa: BLE001 - a spec that crashes does nothing the model says
@@ -177,7 +186,7 @@ def check_refinement(bound: Bound = DEFAULT_BOUND, semantics: RadixSemantics = R
                     if not raised_cleanly:
                         disagreeing += 1
                         if len(disagreements) < 3:
-                            disagreements.append(Disagreement(num_slots, history + ((op, args),)))
+                            disagreements.append(Disagreement(num_slots, history + ((op, args, kwargs),)))
                     continue
                 after = _view(twin)
                 signature = (op, _signature(before, after))
@@ -188,9 +197,9 @@ def check_refinement(bound: Bound = DEFAULT_BOUND, semantics: RadixSemantics = R
                 if not explained[signature]:
                     disagreeing += 1
                     if len(disagreements) < 3:
-                        disagreements.append(Disagreement(num_slots, history + ((op, args),)))
+                        disagreements.append(Disagreement(num_slots, history + ((op, args, kwargs),)))
                 key = _shape(twin)
                 if key not in seen:
                     seen.add(key)
-                    queue.append((twin, history + ((op, args),)))
+                    queue.append((twin, history + ((op, args, kwargs),)))
     return RefinementReport(bound, states, calls, time.perf_counter() - started, tuple(disagreements), disagreeing)

@@ -4,11 +4,15 @@ Caches are small (1 to 16 KV slots, one in four up to 48) so that the allocator 
 admissions evict; tokens come from a vocabulary of three and sequences are short (up to 6 tokens),
 so that sequences share prefixes, matches end inside nodes (splits) and inserts diverge inside
 them. Most token sequences start from a path the tree holds (a node's tokens, cut or extended),
-the others are fresh. Each call usually suits the state: unlock names a locked node's tokens,
+the others are fresh. Under semantics namespaces "keyed" a key's namespace is drawn beside its
+tokens from three (the default, None, and two named ones: two named ones are what a child key that
+drops its namespace makes collide): a node's own where the tokens start from its path, else any.
+Each call usually suits the state: unlock names a locked node's tokens,
 evict asks for at most the evictable size, checkpoint and release name live requests, prefill a
 request that is not live. Misuse (an unlock of an unlocked path, an evict above the evictable
 size, an insert of a part page, a live request admitted again, an unknown request, up_to past the
-request's tokens, a token or request that is not an int) comes one call in eight; every error
+request's tokens, a token or request that is not an int, a namespace that is not a str) comes one
+call in eight; every error
 outcome of the operation table is among them (docs/search-power.md, outcome coverage). Without
 misuse (semantics misuse "trusted", or --no-bad-arguments) an unlock names only a node holding a
 lock of its own that no live request holds, the one unlock the contract does not refuse.
@@ -39,7 +43,7 @@ from cacheproof.contract.calls import Call
 class RadixScope:
     """What one program of the radix cache may reach: caches of 1..`slots` KV slots, one in four
     of 1..`more_slots`; the requests calls name; the token vocabulary; at most `most_tokens` tokens
-    in one sequence."""
+    in one sequence; the namespaces keys are drawn in (semantics namespaces "keyed")."""
 
     name: str
     slots: int
@@ -47,6 +51,7 @@ class RadixScope:
     requests: tuple[int, ...]
     tokens: tuple[int, ...]
     most_tokens: int
+    namespaces: tuple[str | None, ...] = (None, "a", "b")
 
 
 SMALL = RadixScope("small", 16, 48, (1, 2, 3), (0, 1, 2), 6)
@@ -65,7 +70,8 @@ class ExhaustiveRadixScope:
     locked and prefilled (by each of `requests` not live); unlock of each locked path; evict of
     0..the evictable size; checkpoint at every length and release of each live request; the size
     reads and reset; where misuse is checked, the misuse the drawn calls make, on the same values.
-    `depth`: the calls per path a search goes to when no --depth is given."""
+    `depth`: the calls per path a search goes to when no --depth is given. `namespaces`: the
+    namespaces every keyed call is tried in (semantics namespaces "keyed"; "one": the default only)."""
 
     name: str
     slots: tuple[int, ...]
@@ -73,11 +79,13 @@ class ExhaustiveRadixScope:
     tokens: tuple[int, ...]
     most_tokens: int
     depth: int
+    namespaces: tuple[str | None, ...] = (None,)
 
 
 EXHAUSTIVE = {scope.name: scope for scope in (
     ExhaustiveRadixScope("tiny", (2, 3), (1,), (0, 1), 2, 3),
     ExhaustiveRadixScope("two-requests", (2, 3, 4), (1, 2), (0, 1), 3, 3),
+    ExhaustiveRadixScope("namespaces", (2, 3), (1,), (0,), 1, 3, (None, "a", "b")),
 )}
 """The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
 
@@ -109,13 +117,14 @@ class RadixCalls:
         pages = [word for word in words if len(word) % page == 0]
         idle = [r for r in scope.requests if r not in live]
         evictable = model.evictable_size()
+        spaces = scope.namespaces if model.semantics.namespaces == "keyed" else (None,)
         every = {
-            "match_prefix": [Call("match_prefix", (word,)) for word in words],
-            "insert": [Call("insert", (word,)) for word in pages],
-            "lock": [Call("lock", (word,)) for word in words],
-            "unlock": [Call("unlock", (path,)) for path, lock in paths if lock > 0],
+            "match_prefix": [keyed("match_prefix", (word,), space) for space in spaces for word in words],
+            "insert": [keyed("insert", (word,), space) for space in spaces for word in pages],
+            "lock": [keyed("lock", (word,), space) for space in spaces for word in words],
+            "unlock": [keyed("unlock", (path,), space) for path, lock, space in paths if lock > 0],
             "evict": [Call("evict", (n,)) for n in range(evictable + 1)],
-            "prefill": [Call("prefill", (r, word)) for r in idle for word in words],
+            "prefill": [keyed("prefill", (r, word), space) for space in spaces for r in idle for word in words],
             "checkpoint": [Call("checkpoint", (r,), {"up_to": n}) for r in live
                            for n in range(len(model.tokens_of(r)) + 1)],
             "release": [Call("release", (r,)) for r in live],
@@ -128,7 +137,8 @@ class RadixCalls:
                 "match_prefix": [Call("match_prefix", (bad_tokens,))],
                 "insert": [Call("insert", (bad_tokens,))] + [Call("insert", (word,)) for word in words if word not in pages],
                 "lock": [Call("lock", (bad_tokens,))],
-                "unlock": [Call("unlock", (path,)) for path, lock in paths if lock == 0] + [Call("unlock", (bad_tokens,))],
+                "unlock": [keyed("unlock", (path,), space) for path, lock, space in paths if lock == 0]
+                + [Call("unlock", (bad_tokens,))],
                 "evict": [Call("evict", (evictable + 1,)), Call("evict", (-1,))],
                 "prefill": [Call("prefill", (r, (scope.tokens[0],))) for r in live] + [Call("prefill", (NOT_INTS[0], (0,)))]
                 + [Call("prefill", (r, ())) for r in idle[:1]],
@@ -136,6 +146,8 @@ class RadixCalls:
                 + [Call("checkpoint", (r,), {"up_to": 0}) for r in idle[:1]],
                 "release": [Call("release", (r,)) for r in idle[:1]] + [Call("release", (NOT_INTS[0],))],
             }
+            if len(spaces) > 1:
+                wrong["match_prefix"].append(Call("match_prefix", (scope.tokens[:1],), {"namespace": NOT_STRS[0]}))
             calls += [call for name in operations for call in wrong.get(name, ())]
         return tuple({repr(call): call for call in calls}.values())
 
@@ -147,6 +159,15 @@ class RadixCalls:
         return None
 
 
+def keyed(op: str, args: tuple, namespace: str | None) -> Call:
+    """A call of a keyed operation in `namespace`: the default one (None) is not passed."""
+    return Call(op, args, {} if namespace is None else {"namespace": namespace})
+
+
+NOT_STRS = (1, b"a")
+"""Namespaces that are not a str (nor None), for the misuse calls."""
+
+
 class _State:
     """What the drawers read from the model."""
 
@@ -156,47 +177,65 @@ class _State:
         self.paths = model.paths()
         self.live = model.live_requests()
         self.unlockable = model.unlockable()
+        self.namespaces = scope.namespaces if model.semantics.namespaces == "keyed" else (None,)
 
-    def tokens(self, draws: Draws, *, whole_pages: bool = False) -> tuple:
-        """Mostly a node's tokens cut or extended, else fresh ones; whole pages when asked."""
+    def key(self, draws: Draws, *, whole_pages: bool = False) -> tuple[tuple, str | None]:
+        """Tokens and a namespace: mostly a node's tokens cut or extended in the node's namespace,
+        else fresh ones in any; whole pages when asked."""
         fresh = some(draws, self.scope.tokens, self.scope.most_tokens)
         if self.paths and integer(draws, 0, 3) > 0:
-            path = choice(draws, self.paths)[0]
+            path, _, namespace = choice(draws, self.paths)
             cut = path[:integer(draws, 1, len(path))]
             tokens = (cut + fresh)[:self.scope.most_tokens + len(cut)] if coin(draws) else cut
         else:
             tokens = fresh
+            namespace = choice(draws, self.namespaces) if len(self.namespaces) > 1 else None
+        if len(self.namespaces) > 1 and integer(draws, 0, 7) == 0:
+            namespace = choice(draws, self.namespaces)  # the same tokens in another namespace
         if whole_pages:
             tokens = tokens[:len(tokens) - len(tokens) % self.page]
-        return tokens
+        return tokens, namespace
+
+    def tokens(self, draws: Draws) -> tuple:
+        """The tokens of a drawn key, its namespace dropped (a misuse call's start)."""
+        return self.key(draws)[0]
 
     def not_live(self, draws: Draws) -> int:
         idle = [r for r in self.scope.requests if r not in self.live]
         return choice(draws, idle or [self.scope.requests[-1] + 1])
 
 
+def _keyed(op: str, draws: Draws, s: _State, *, whole_pages: bool = False) -> Call:
+    tokens, namespace = s.key(draws, whole_pages=whole_pages)
+    return keyed(op, (tokens,), namespace)
+
+
 def _match_prefix(draws: Draws, s: _State) -> Call:
-    return Call("match_prefix", (s.tokens(draws),))
+    return _keyed("match_prefix", draws, s)
 
 
 def _insert(draws: Draws, s: _State) -> Call:
-    return Call("insert", (s.tokens(draws, whole_pages=True),))
+    return _keyed("insert", draws, s, whole_pages=True)
 
 
 def _lock(draws: Draws, s: _State) -> Call:
-    return Call("lock", (s.tokens(draws),))
+    return _keyed("lock", draws, s)
 
 
 def _unlock(draws: Draws, s: _State) -> Call:
-    locked = [path for path, lock in s.paths if lock > 0]
-    return Call("unlock", (choice(draws, locked),) if locked else (s.tokens(draws),))
+    locked = [(path, namespace) for path, lock, namespace in s.paths if lock > 0]
+    if locked:
+        path, namespace = choice(draws, locked)
+        return keyed("unlock", (path,), namespace)
+    return _keyed("unlock", draws, s)
 
 
 def _trusted_unlock(draws: Draws, s: _State) -> Call:
     """An unlock that is never misuse: a node's tokens holding a lock of its own no live request
-    holds, else a lock (a call that suits every state)."""
+    holds, in its namespace, else a lock (a call that suits every state)."""
     if s.unlockable:
-        return Call("unlock", (choice(draws, s.unlockable),))
+        path, namespace = choice(draws, s.unlockable)
+        return keyed("unlock", (path,), namespace)
     return _lock(draws, s)
 
 
@@ -221,7 +260,9 @@ def _total_size(draws: Draws, s: _State) -> Call:
 
 
 def _prefill(draws: Draws, s: _State) -> Call:
-    return Call("prefill", (s.not_live(draws), s.tokens(draws) or (choice(draws, s.scope.tokens),)))
+    request = s.not_live(draws)
+    tokens, namespace = s.key(draws)
+    return keyed("prefill", (request, tokens or (choice(draws, s.scope.tokens),)), namespace)
 
 
 def _checkpoint(draws: Draws, s: _State) -> Call:
@@ -251,12 +292,14 @@ def _bad_tokens(draws: Draws, s: _State) -> tuple:
 
 
 def _misuse_match_prefix(draws: Draws, s: _State) -> Call:
+    if len(s.namespaces) > 1 and coin(draws):
+        return Call("match_prefix", (s.tokens(draws),), {"namespace": choice(draws, NOT_STRS)})
     return Call("match_prefix", (_bad_tokens(draws, s),))
 
 
 def _misuse_insert(draws: Draws, s: _State) -> Call:
     if s.page > 1 and coin(draws):
-        return Call("insert", (s.tokens(draws, whole_pages=True) + (choice(draws, s.scope.tokens),),))
+        return Call("insert", (s.key(draws, whole_pages=True)[0] + (choice(draws, s.scope.tokens),),))
     if coin(draws):
         return Call("insert", (_bad_tokens(draws, s),))
     return Call("insert", (tuple(choice(draws, s.scope.tokens) for _ in range(s.model.num_slots + s.page)),))
@@ -267,9 +310,10 @@ def _misuse_lock(draws: Draws, s: _State) -> Call:
 
 
 def _misuse_unlock(draws: Draws, s: _State) -> Call:
-    unlocked = [path for path, lock in s.paths if lock == 0]
+    unlocked = [(path, namespace) for path, lock, namespace in s.paths if lock == 0]
     if unlocked and coin(draws):
-        return Call("unlock", (choice(draws, unlocked),))
+        path, namespace = choice(draws, unlocked)
+        return keyed("unlock", (path,), namespace)
     return Call("unlock", (_bad_tokens(draws, s),))
 
 
