@@ -12,15 +12,18 @@ slots 1..capacity_tokens, slot 0 its padding slot; at page_size 2 or 4
 whole pages), its `ReqToTokenPool` (`ROWS` request rows of `capacity_tokens + 1` positions) and
 the installed `RadixCache` (or `cache_class`) over both with `CacheInitParams(disable=False, ...)`,
 the LRU policy and `page_size`, and wraps them in `SglangRadixCache`. `paged_radix_cache` is
-`radix_cache(..., page_size=2)`. Profiles `sglang-radix` (page size 1, both levels) and
+`radix_cache(..., page_size=2, namespace_as="cache_salt")`: the two factories pass a namespace as
+each of SGLang's two namespace fields, one each, so the two checks together hold both. Profiles `sglang-radix` (page size 1, both levels) and
 `sglang-radix-paged` (page size 2, tree level): every design choice is there, never here (misuse
 trusted, access stamps per node; spec/radix/semantics.py); each factory carries its profile and so
 does every adapted object (`profile`, by its page size), so a wrapper or a subclass factory keeps
 it. The adapter decides no outcome but one, named below (an admission's budget): every answer and
 state change is SGLang's, and the snapshot is read back from SGLang's objects.
 
-Translations, call by call (SGLang 0.5.23's names; a token sequence is `RadixKey(array("q",
-tokens))`):
+Translations, call by call (SGLang 0.5.23's names; a token sequence in a namespace is
+`RadixKey(array("q", tokens), extra_key=namespace)`, or `cache_salt=namespace` where the factory
+was given `namespace_as="cache_salt"`; a namespace that is neither None nor a str is
+InvalidArgumentError, RadixKey's fields being `Optional[str]`):
 - `match_prefix(tokens)` -> `match_prefix(MatchPrefixParams(key))`'s `device_prefix_len`.
 - `insert(tokens)` -> `alloc(len(tokens))` from the allocator (its None is CapacityError, nothing
   taken; part pages are InvalidArgumentError, the paged allocator having no form for them), each
@@ -37,7 +40,7 @@ tokens))`):
   above 0, else `RadixCache.reset()`, the request pool's and the allocator's `clear()`, True.
 - `evictable_size()`, `protected_size()`, `total_size()` -> SGLang's own.
 - `prefill(request, tokens)` -> SGLang's own `Req` (managers/schedule_batch.py; rid `str(request)`,
-  greedy `SamplingParams` of one new token) admitted as the scheduler admits it, in the order of
+  greedy `SamplingParams` of one new token, the namespace as its `extra_key` or `cache_salt`) admitted as the scheduler admits it, in the order of
   its `DynamicChunkSizer`'s profiling request: `Req.init_next_round_input(tree)` (which calls
   `mem_cache.common.match_kv_cache`, its key capped at len(tokens) - 1 by `Req`'s own rule, and
   sets `kv.cache_protected_len`), `req.lock = RadixCache.lock(req.last_node)`, `req.extend_end`
@@ -65,9 +68,9 @@ tokens))`):
   each page hash read back as its path by SGLang's own hash functions
   (cacheproof.engines.sglang_events).
 - `snapshot()`: the allocator's `available_size()`, SGLang's size counters, per node under
-  `root_node` its key's tokens, `value` (slots), the KV storage at those slots, `lock_ref` and
-  `last_access_time`, and per running request its tokens, its ReqToTokenPool row and
-  `kv.cache_protected_len`.
+  `root_node` its key's tokens and namespace (the key's `extra_key` or `cache_salt`), `value`
+  (slots), the KV storage at those slots, `lock_ref` and `last_access_time`, and per running
+  request its tokens, its ReqToTokenPool row, `kv.cache_protected_len` and its namespace.
 The KV storage is `kv`, a CPU int64 tensor of `capacity_tokens + page_size` token ids, written at
 the slots a call takes (SGLang's model writes KV at `out_cache_loc` there). The class keeps no
 lock (its scheduler drives it from one thread): the adapter's lock serialises its calls as that
@@ -98,6 +101,8 @@ _MISSING = (
 MEMBERS = ("match_prefix", "insert", "inc_lock_ref", "dec_lock_ref", "evict", "reset", "evictable_size",
            "protected_size", "total_size", "checkpoint", "lock", "unlock", "path_device_indices", "take_events")
 PAGE_SIZES = RADIX_OPTIONS["page_size"]
+NAMESPACE_FIELDS = ("extra_key", "cache_salt")
+"""The RadixKey (and Req) field a contract namespace is passed as: both namespace SGLang's tree."""
 ROWS = 64
 """The request rows of SGLang's ReqToTokenPool (its `max_running_requests`): more than the checker's
 scopes name requests (at most 7); a request past them is SGLang's RuntimeError from alloc_req_slots.
@@ -143,13 +148,17 @@ def _publish_server_args() -> None:
         set_global_server_args_for_scheduler(ServerArgs(model_path="dummy", device="cpu"))
 
 
-def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int = 1) -> "SglangRadixCache":
-    """SGLang's RadixCache over its real token allocator of `capacity_tokens` KV slots, adapted.
-    ImportError naming the package when SGLang is not installed."""
+def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int = 1,
+                namespace_as: str = "extra_key") -> "SglangRadixCache":
+    """SGLang's RadixCache over its real token allocator of `capacity_tokens` KV slots, adapted, a
+    contract namespace passed as the keys' `namespace_as`. ImportError naming the package when
+    SGLang is not installed."""
     import torch
 
     if page_size not in PAGE_SIZES:
         raise InvalidArgumentError(f"page_size={page_size!r}: the radix semantics have pages of {PAGE_SIZES} tokens")
+    if namespace_as not in NAMESPACE_FIELDS:
+        raise InvalidArgumentError(f"namespace_as={namespace_as!r}: a namespace is one of RadixKey's {NAMESPACE_FIELDS}")
     names = _sglang()
     cache_class = names["RadixCache"] if cache_class is None else cache_class
     require_members(cache_class, MEMBERS)
@@ -162,12 +171,14 @@ def radix_cache(capacity_tokens: int, *, cache_class: Any = None, page_size: int
                                    enable_memory_saver=False)
     params = names["CacheInitParams"](disable=False, req_to_token_pool=rows, token_to_kv_pool_allocator=allocator,
                                       page_size=page_size, enable_kv_cache_events=True)
-    return SglangRadixCache(cache_class(params), allocator, names, capacity_tokens)
+    return SglangRadixCache(cache_class(params), allocator, names, capacity_tokens, namespace_as)
 
 
 def paged_radix_cache(capacity_tokens: int, *, cache_class: Any = None) -> "SglangRadixCache":
-    """`radix_cache(capacity_tokens, cache_class=cache_class, page_size=2)`, under `sglang-radix-paged`."""
-    return radix_cache(capacity_tokens, cache_class=cache_class, page_size=PAGED_PROFILE_PAGE)
+    """`radix_cache(capacity_tokens, cache_class=cache_class, page_size=2, namespace_as="cache_salt")`,
+    under `sglang-radix-paged`: its namespaces are salts."""
+    return radix_cache(capacity_tokens, cache_class=cache_class, page_size=PAGED_PROFILE_PAGE,
+                       namespace_as="cache_salt")
 
 
 def _profile_named(name: str) -> Any:
@@ -202,10 +213,12 @@ class SglangRadixCache:
 
     profile = PROFILE
 
-    def __init__(self, cache: Any, allocator: Any, names: dict[str, Any], capacity_tokens: int) -> None:
+    def __init__(self, cache: Any, allocator: Any, names: dict[str, Any], capacity_tokens: int,
+                 namespace_as: str = "extra_key") -> None:
         import torch
 
         self.cache, self.allocator, self._names = cache, allocator, names
+        self.namespace_as = namespace_as
         self.num_slots = capacity_tokens
         self.page_size = int(cache.page_size)
         self.profile = PROFILE if self.page_size == 1 else PAGED_PROFILE
@@ -216,27 +229,38 @@ class SglangRadixCache:
         engine_call(cache, "take_events")  # the tree's construction clears it: no call of the contract's
         self._events: tuple = NO_EVENTS
 
-    def _key(self, tokens: Any) -> Any:
+    def _key(self, tokens: Any, namespace: Any = None) -> Any:
         for token in tokens:
             if not isinstance(token, int) or isinstance(token, bool) or not -(2**63) <= token < 2**63:
                 raise InvalidArgumentError(f"token {token!r} has no RadixKey form (an int64 array)")
-        return self._names["RadixKey"](token_ids=array("q", tokens))
+        if namespace is not None and not isinstance(namespace, str):
+            raise InvalidArgumentError(f"namespace {namespace!r} has no RadixKey form ({self.namespace_as} is a str)")
+        return self._names["RadixKey"](token_ids=array("q", tokens), **self._in(namespace))
 
-    def _match(self, tokens: Any) -> Any:
-        return engine_call(self.cache, "match_prefix", self._names["MatchPrefixParams"](key=self._key(tokens)))
+    def _in(self, namespace: Any) -> dict[str, Any]:
+        """The RadixKey or Req keyword that carries `namespace`."""
+        return {self.namespace_as: namespace}
+
+    def _namespace_of(self, holder: Any) -> Any:
+        """The namespace a RadixKey or Req carries."""
+        return getattr(holder, self.namespace_as)
+
+    def _match(self, tokens: Any, namespace: Any) -> Any:
+        key = self._key(tokens, namespace)
+        return engine_call(self.cache, "match_prefix", self._names["MatchPrefixParams"](key=key))
 
     @_announced
-    def match_prefix(self, tokens: tuple[int, ...]) -> int:
+    def match_prefix(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         with self._atomic:
-            return int(engine_member(self._match(tokens), "device_prefix_len"))
+            return int(engine_member(self._match(tokens, namespace), "device_prefix_len"))
 
     @_announced
-    def insert(self, tokens: tuple[int, ...]) -> int:
+    def insert(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         import torch
 
         with self._atomic:
-            key = self._key(tokens)
-            self._pages.may_store(tokens)
+            key = self._key(tokens, namespace)
+            self._pages.may_store(tokens, **self._in(namespace))
             if len(tokens) % self.page_size:
                 raise InvalidArgumentError(f"insert: {len(tokens)} tokens are not whole pages of {self.page_size}; "
                                            "SGLang's paged allocator hands out whole pages")
@@ -251,17 +275,17 @@ class SglangRadixCache:
             return cached
 
     @_announced
-    def lock(self, tokens: tuple[int, ...]) -> int:
+    def lock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         with self._atomic:
-            result = self._match(tokens)
+            result = self._match(tokens, namespace)
             engine_call(self.cache, "inc_lock_ref", engine_member(result, "last_device_node"))
             return int(engine_member(result, "device_prefix_len"))
 
     @_announced
-    def unlock(self, tokens: tuple[int, ...]) -> int:
+    def unlock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         with self._atomic:
-            self._key(tokens)
-            node = self._node_of(tuple(tokens))
+            self._key(tokens, namespace)
+            node = self._node_of(tuple(tokens), namespace)
             engine_call(self.cache, "dec_lock_ref", node)
             return len(tokens)
 
@@ -284,20 +308,20 @@ class SglangRadixCache:
     # Request level: SGLang's scheduler functions on SGLang's own Req ---------------------
 
     @_announced
-    def prefill(self, request: int, tokens: tuple[int, ...]) -> int:
+    def prefill(self, request: int, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         import torch
 
         with self._atomic:
             self._request_id("prefill", request)
-            self._key(tokens)
+            self._key(tokens, namespace)
             if not tokens:
                 raise InvalidArgumentError(f"prefill(request={request}): a Req holds at least one token")
             if request in self.requests:
                 raise WrongStateError(f"prefill(request={request}): the request is running; SGLang's scheduler "
                                       "admits a Req once")
-            self._admission_budget(request, tuple(tokens))
-            self._pages.may_store(tokens)
-            req = self._new_req(request, tuple(tokens))
+            self._admission_budget(request, tuple(tokens), namespace)
+            self._pages.may_store(tokens, **self._in(namespace))
+            req = self._new_req(request, tuple(tokens), namespace)
             req.init_next_round_input(self.cache)
             req.lock = engine_call(self.cache, "lock", req.last_node)
             req.extend_end = len(req.full_untruncated_fill_ids)
@@ -329,13 +353,15 @@ class SglangRadixCache:
             del self.requests[request]
             return cached
 
-    def _new_req(self, request: int, tokens: tuple[int, ...]) -> Any:
+    def _new_req(self, request: int, tokens: tuple[int, ...], namespace: Any) -> Any:
         """SGLang's own `Req` for a prompt of `tokens`, built as its scheduler's profiling request is
         (`DynamicChunkSizer`, managers/scheduler_components/dynamic_chunk_sizer.py): rid the request's
         number as a string, no text, the tokens as an int64 array, greedy `SamplingParams` of one new
-        token; no logprobs, LoRA, salt or priority, so its match cap is `len(tokens) - 1`."""
+        token, the namespace as its extra key or salt; no logprobs, LoRA or priority, so its match
+        cap is `len(tokens) - 1`."""
         return self._names["Req"](rid=str(request), origin_input_text="", origin_input_ids=array("q", tokens),
-                                  sampling_params=self._names["SamplingParams"](temperature=0, max_new_tokens=1))
+                                  sampling_params=self._names["SamplingParams"](temperature=0, max_new_tokens=1),
+                                  **self._in(namespace))
 
     def _allocate(self, req: Any, prefix: Any) -> Any:
         """The KV slots of the request's tokens past its prefix, as `alloc_for_extend` takes them:
@@ -362,12 +388,12 @@ class SglangRadixCache:
             raise WrongStateError(f"{operation}(request={request}): no running Req has this rid (prefill admits it)")
         return self.requests[request]
 
-    def _admission_budget(self, request: int, tokens: tuple[int, ...]) -> None:
+    def _admission_budget(self, request: int, tokens: tuple[int, ...], namespace: Any) -> None:
         """The scheduler's PrefillAdder check, read from SGLang's counters before any call: the tokens
         past the cached prefix of tokens[:-1] fit in the allocator's free slots plus the evictable
         ones, the matched path pinned (`_lock_node`); else CapacityError, nothing called. SGLang's
         scheduler matches first and checks after (docs/engines.md, finding)."""
-        walked = self._peek(tokens[:-1])
+        walked = self._peek(tokens[:-1], namespace)
         need = len(tokens) - sum(used for _, used in walked)
         pinned = sum(used for node, used in walked if node.lock_ref == 0)
         free, evictable = int(self.allocator.available_size()), int(engine_call(self.cache, "evictable_size"))
@@ -375,12 +401,13 @@ class SglangRadixCache:
             raise CapacityError(f"prefill(request={request}): {need} tokens need KV slots; SGLang's allocator has {free} "
                                 f"free and {evictable - pinned} more evictable with the matched prefix pinned")
 
-    def _peek(self, tokens: tuple) -> list[tuple[Any, int]]:
-        """The nodes a match of `tokens` walks in SGLang's tree, each with the tokens it takes, read
-        from `children` and `key` (no split, no access time)."""
+    def _peek(self, tokens: tuple, namespace: Any) -> list[tuple[Any, int]]:
+        """The nodes a match of `tokens` in `namespace` walks in SGLang's tree, each with the tokens
+        it takes, read from `children` and `key` (no split, no access time)."""
         node, at, walked = engine_member(self.cache, "root_node"), 0, []
         while at < len(tokens):
-            child = next((c for c in node.children.values() if c.key.token_ids[0] == tokens[at]), None)
+            child = next((c for c in node.children.values()
+                          if c.key.token_ids[0] == tokens[at] and self._namespace_of(c.key) == namespace), None)
             if child is None:
                 break
             key = tuple(child.key.token_ids)
@@ -438,14 +465,14 @@ class SglangRadixCache:
             stack.extend((below, child) for child in node.children.values())
         return found
 
-    def _node_of(self, tokens: tuple) -> Any:
+    def _node_of(self, tokens: tuple, namespace: Any) -> Any:
         if not tokens:
             return engine_member(self.cache, "root_node")  # dec_lock_ref stops at the root at once
         for prefix, node in self._nodes():
-            if prefix + tuple(node.key.token_ids) == tokens:
+            if prefix + tuple(node.key.token_ids) == tokens and self._namespace_of(node.key) == namespace:
                 return node
-        raise WrongStateError(f"unlock(tokens={tokens}): no node of SGLang's tree ends at these tokens, so there "
-                              "is no node to pass to dec_lock_ref")
+        raise WrongStateError(f"unlock(tokens={tokens}, namespace={namespace!r}): no node of SGLang's tree ends at "
+                              "these tokens in this namespace, so there is no node to pass to dec_lock_ref")
 
     def events(self) -> tuple:
         """The last call's KV cache events, read back as paths (cacheproof.engines.sglang_events)."""
@@ -457,9 +484,10 @@ class SglangRadixCache:
             for prefix, node in self._nodes():
                 slots = [int(slot) for slot in node.value]
                 nodes.append((prefix, tuple(node.key.token_ids), slots, tuple(int(self.kv[slot]) for slot in slots),
-                              int(node.lock_ref), node.last_access_time))
+                              int(node.lock_ref), node.last_access_time, self._namespace_of(node.key)))
             rows = self.cache.req_to_token_pool.req_to_token
             requests = [(rid, tuple(req.origin_input_ids), [int(slot) for slot in rows[req.kv.req_pool_idx,
-                         :len(req.origin_input_ids)]], req.kv.cache_protected_len) for rid, req in self.requests.items()]
+                         :len(req.origin_input_ids)]], req.kv.cache_protected_len, self._namespace_of(req))
+                        for rid, req in self.requests.items()]
             return write_snapshot(int(self.allocator.available_size()), int(self.cache.evictable_size()),
                                   int(self.cache.protected_size()), nodes, requests)
