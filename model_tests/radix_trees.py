@@ -31,6 +31,26 @@ class _LastInFirstOut(TokenAllocator):
         return taken
 
 
+class OneNamespace(TorchRadixCache):
+    """Correct for a tree with no namespaces (`--semantics namespaces=one`): its keyed calls take
+    no namespace argument, so a call that passes one is a TypeError."""
+
+    def match_prefix(self, tokens):
+        return super().match_prefix(tokens)
+
+    def insert(self, tokens):
+        return super().insert(tokens)
+
+    def lock(self, tokens):
+        return super().lock(tokens)
+
+    def unlock(self, tokens):
+        return super().unlock(tokens)
+
+    def prefill(self, request, tokens):
+        return super().prefill(request, tokens)
+
+
 class UnlockBelowZero(TorchRadixCache):
     """dec_lock_ref with no check (SGLang #11970): an unlock of a path no one locked drives its lock
     counts below zero, and the node's tokens count as neither evictable nor protected."""
@@ -152,4 +172,4 @@ class MatchHangs(TorchRadixCache):
         return super().match_prefix(tokens, namespace=namespace)
 
 
-__all__ = [*BROKEN, "LastInFirstOutCache", "FreeCountInSixBits", "MatchHangs"]
+__all__ = [*BROKEN, "LastInFirstOutCache", "OneNamespace", "FreeCountInSixBits", "MatchHangs"]

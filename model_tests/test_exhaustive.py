@@ -137,6 +137,16 @@ def test_a_locked_leaf_evicted_shows_at_the_fourth_call():
     assert_shortest("radix", "model_tests.radix_trees:EvictsLockedLeaves", 4)
 
 
+def test_namespaces_that_share_a_node_show_at_the_second_call_of_the_namespaces_scope():
+    # an insert in one namespace, then a match of the same tokens in another
+    assert_shortest("radix", "model_tests.radix_trees:NamespacesShareNodes", 2, scope="namespaces")
+
+
+def test_the_built_in_tree_is_complete_and_clean_in_every_namespace():
+    report = search("radix", "cacheproof.impl.radix_cache:radix_cache", 2, "namespaces")
+    assert report.ok and report.complete, report.verdict
+
+
 @pytest.mark.parametrize("kind_name, impl", [
     ("cache", "cacheproof.impl:TensorLRUCache"),
     ("cache", "cacheproof.spec:CacheSpec"),

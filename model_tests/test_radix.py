@@ -48,6 +48,53 @@ def test_a_match_ending_inside_a_node_splits_it_and_answers_what_the_tree_holds(
     assert (cache.total_size(), cache.evictable_size(), cache.protected_size()) == (3, 3, 0)
 
 
+def _spaces(cache) -> list[tuple]:
+    """(namespace, prefix + key, lock) of every node, in the snapshot's order."""
+    return [(node[6], tuple(node[0]) + tuple(node[1]), node[4]) for node in cache.snapshot()[2]]
+
+
+def test_two_namespaces_never_share_a_node(cache):
+    """docs/radix-contract.md, Names (namespace), worked by hand: the same tokens in two namespaces
+    are two nodes, each with slots of its own; a match, lock and unlock see only their namespace's."""
+    assert cache.insert((1, 2)) == 0
+    assert cache.insert((1, 2), namespace="a") == 0  # not cached in "a": two more slots taken
+    assert cache.snapshot()[0] == 4
+    assert cache.match_prefix((1, 2, 3), namespace="b") == 0
+    assert cache.insert((1, 2, 3), namespace="a") == 2
+    assert cache.lock((1, 2, 3), namespace="a") == 3
+    assert _spaces(cache) == [(None, (1, 2), 0), ("a", (1, 2), 1), ("a", (1, 2, 3), 1)]
+    with pytest.raises(WrongStateError):
+        cache.unlock((1, 2, 3))  # the default namespace's tree holds no lock there
+    assert cache.unlock((1, 2, 3), namespace="a") == 3
+    assert (cache.evictable_size(), cache.protected_size()) == (5, 0)
+
+
+def test_a_request_caches_in_the_namespace_it_was_admitted_in(cache):
+    cache.insert((1, 2), namespace="a")
+    assert cache.prefill(1, (1, 2, 3)) == 0  # the default namespace holds nothing
+    assert cache.prefill(2, (1, 2, 3), namespace="a") == 2
+    assert cache.release(1) == 0 and cache.release(2) == 2
+    assert _spaces(cache) == [(None, (1, 2, 3), 0), ("a", (1, 2), 0), ("a", (1, 2, 3), 0)]
+    assert cache.snapshot()[0] == 8 - 6
+
+
+def test_eviction_runs_over_every_namespace_least_recently_used_first(cache):
+    cache.insert((1,), namespace="b")
+    cache.insert((1,))
+    cache.insert((1,), namespace="a")
+    assert cache.evict(2) == 2  # the two oldest, whatever their namespace
+    assert _spaces(cache) == [("a", (1,), 0)]
+
+
+def test_a_namespace_that_is_not_a_str_is_refused_and_changes_nothing(cache):
+    cache.insert((1,), namespace="a")
+    before = cache.snapshot()
+    for bad in (1, b"a", ("a",)):
+        with pytest.raises(InvalidArgumentError):
+            cache.insert((2,), namespace=bad)
+    assert cache.snapshot() == before
+
+
 def test_insert_answers_the_part_already_cached_and_hands_its_slots_back(cache):
     assert cache.insert((1, 2)) == 0
     assert cache.snapshot()[0] == 6
@@ -311,11 +358,21 @@ def test_every_broken_tree_is_found_with_the_invariant_it_breaks(broken, tmp_pat
     ("cacheproof.impl.radix_cache:radix_cache", ()),
     ("model_tests.radix_trees:LastInFirstOutCache", ()),
     ("cacheproof.impl.radix_cache:paged_radix_cache", ("--profile", "paged")),
+    ("model_tests.radix_trees:OneNamespace", ("--semantics", "namespaces=one")),
 ])
 def test_the_correct_trees_are_never_flagged(impl, flags, tmp_path):
     status, report = _check(tmp_path, impl, "--examples", "150", *flags)
     assert status == 0 and report["ok"] is True
     assert report["coverage"]["reached"] == report["coverage"]["possible"], report["coverage"]
+
+
+def test_a_tree_without_namespaces_is_checked_under_namespaces_one_and_fails_the_keyed_contract(tmp_path):
+    """Under namespaces=one the checker passes no namespace (the tree above conforms); the
+    contract's keyed calls reach a tree that takes none."""
+    status, report = _check(tmp_path, "model_tests.radix_trees:OneNamespace", "--examples", "150")
+    assert status == 1
+    [divergence] = report["divergences"]
+    assert "namespace" in divergence["calls"][-1]["kwargs"] and "TypeError" in json.dumps(divergence), divergence["calls"]
 
 
 def test_cache_test_holds_a_tree_to_the_radix_spec():

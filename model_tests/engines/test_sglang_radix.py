@@ -16,7 +16,7 @@ pytest.importorskip(
     reason="SGLang's RadixCache does not import: build the engines venv with `bash tools/engines_venv.sh VENV`",
 )
 
-from sglang.srt.mem_cache.radix_cache import RadixCache  # noqa: E402
+from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey  # noqa: E402
 
 from cacheproof.check.programs.command import built_profile  # noqa: E402
 from cacheproof.cli import main  # noqa: E402
@@ -37,7 +37,7 @@ SGLANG = KIND.profiles["sglang-radix"]
 
 def nodes(cache: SglangRadixCache) -> tuple:
     """(tokens, slot names, lock) per node, from the snapshot (access ranks aside)."""
-    return tuple((prefix + key, slots, lock) for prefix, key, slots, _, lock, _ in cache.snapshot()[2])
+    return tuple((prefix + key, slots, lock) for prefix, key, slots, _, lock, _, _ in cache.snapshot()[2])
 
 
 def test_fresh_tree_reads_back_from_sglang() -> None:
@@ -66,6 +66,41 @@ def test_sglang_s_kv_cache_events_read_back_as_the_pages_they_name() -> None:
     assert paged._pages.path(12345) == 12345  # a hash no page of any sequence has stays SGLang's int
 
 
+def test_namespaces_reach_sglangs_keys_and_read_back_from_its_nodes() -> None:
+    """A namespace is RadixKey's extra_key (radix_cache) or cache_salt (paged_radix_cache): the same
+    tokens in two namespaces are two of SGLang's nodes, each read back with its namespace; a
+    request keeps its Req's; the events name pages by their tokens (an extra key leaves SGLang's
+    hashes as they are, a salt seeds them, and both read back as paths)."""
+    cache = radix_cache(8)
+    assert cache.insert((1, 2)) == 0 and cache.insert((1, 2), namespace="a") == 0
+    assert cache.events() == (((None, (1,), (1,)), ((1,), (1, 2), (2,))), (), False)
+    assert cache.match_prefix((1, 2), namespace="b") == 0 and cache.prefill(1, (1, 2, 3), namespace="a") == 2
+    assert cache.requests[1].extra_key == "a"
+    assert [(node[6], node[0] + node[1]) for node in cache.snapshot()[2]] == [(None, (1, 2)), ("a", (1, 2))]
+    assert cache.snapshot()[3][0][4] == "a"
+    paged = paged_radix_cache(8)
+    assert paged.insert((1, 2, 3, 4), namespace="s") == 0 and paged.insert((1, 2), namespace="t") == 0
+    assert [node.key.cache_salt for node in paged.cache.root_node.children.values()] == ["s", "t"]
+    assert paged.events() == (((None, (1, 2), (1, 2)),), (), False)
+    with pytest.raises(InvalidArgumentError):
+        paged.insert((1, 2), namespace=1)
+
+
+@pytest.mark.parametrize("factory, profile", [(radix_cache, "sglang-radix"), (paged_radix_cache, "sglang-radix-paged")])
+def test_a_child_key_without_its_namespace_is_found(factory, profile, monkeypatch) -> None:
+    """SGLang's RadixKey.child_key_at with the namespace dropped (the duel's #193 and #194): two
+    namespaces share a child, and a match across them raises SGLang's ValueError."""
+    plain = RadixKey.child_key_at
+
+    def namespace_dropped(self, offset, page_size=1):
+        return plain(RadixKey(self.token_ids, is_bigram=self.is_bigram, limit=self.limit), offset, page_size)
+
+    assert check_under_profile("radix", profile, factory, examples=100).ok
+    monkeypatch.setattr(RadixKey, "child_key_at", namespace_dropped)
+    report = check_under_profile("radix", profile, factory, examples=100)
+    assert not report.ok and report.counterexample.difference.actual.crash.startswith("ValueError: RadixKey"), report
+
+
 def test_hand_worked_walk_on_the_real_tree() -> None:
     cache = radix_cache(6)
     assert cache.insert((1, 2, 3)) == 0
@@ -87,7 +122,7 @@ def test_hand_worked_walk_on_the_real_tree() -> None:
 def test_stored_tokens_come_from_the_kv_storage_at_sglangs_slots() -> None:
     cache = radix_cache(4)
     cache.insert((7, 8))
-    ((_, key, _, stored, _, _),) = cache.snapshot()[2]
+    ((_, key, _, stored, _, _, _),) = cache.snapshot()[2]
     assert key == stored == (7, 8)
     assert [int(cache.kv[int(slot)]) for slot in cache.cache.root_node.children[7].value] == [7, 8]
 
@@ -174,7 +209,7 @@ def test_sglangs_own_order_splits_before_the_budget_is_known() -> None:
     cache = radix_cache(3)
     cache.prefill(1, (1, 2, 3))
     cache.release(1)
-    req = cache._new_req(2, (1, 2, 5, 6))
+    req = cache._new_req(2, (1, 2, 5, 6), None)
     req.init_next_round_input(cache.cache)  # the scheduler's match of a waiting Req (match_kv_cache)
     assert req.prefix_len == 2 and [tokens for tokens, _, _ in nodes(cache)] == [(1, 2), (1, 2, 3)]
     new_tokens, pinned = 4 - req.prefix_len, req.prefix_len  # PrefillAdder pins the match (lock_ref 0 before)
