@@ -85,7 +85,7 @@ class ExhaustiveRadixScope:
 EXHAUSTIVE = {scope.name: scope for scope in (
     ExhaustiveRadixScope("tiny", (2, 3), (1,), (0, 1), 2, 3),
     ExhaustiveRadixScope("two-requests", (2, 3, 4), (1, 2), (0, 1), 3, 3),
-    ExhaustiveRadixScope("namespaces", (2, 3), (1,), (0,), 1, 3, (None, "a", "b")),
+    ExhaustiveRadixScope("namespaces", (2, 3), (1,), (0,), 1, 4, (None, "a", "b")),
 )}
 """The exhaustive scopes, the default first (docs/exhaustive.md gives their states and times)."""
 
