@@ -8,8 +8,9 @@ key or salt, `KVCacheEventRecorder.record_store`); a key with an extra key or a 
 leaves the chain as it is; a salt seeds it), and with no LoRA names registered SGLang adds no
 namespace seed. `PagePaths` learns, from every key a call could have put in the tree, each page's
 hash with SGLang's own functions (mem_cache/utils.py, not the tree's module) and reads a hash back
-as its path: the contract's events name a page by its tokens alone (docs/radix-contract.md); a hash it cannot read back (one no
-sequence's page has) stays the int SGLang published, which differs from every path of the spec.
+as its path: the contract's events name a page by its tokens alone (docs/radix-contract.md); a hash
+it cannot read back (one no sequence's page has) stays the int SGLang published, which differs from
+every path of the spec.
 A stored event's pages are flattened one by one, each after the page before it (SGLang joins a
 chain's pages into one event; the contract does not care how they are batched).
 """

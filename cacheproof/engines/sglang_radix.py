@@ -4,21 +4,22 @@ tree level and request level, as SGLang 0.5.23's scheduler drives it.
     cacheproof check --spec radix --impl cacheproof.engines.sglang:radix_cache
     cacheproof check --spec radix --impl cacheproof.engines.sglang_radix:paged_radix_cache
 
-`radix_cache(capacity_tokens, *, cache_class=None, page_size=1)` publishes a CPU `ServerArgs` to
-SGLang's runtime context when none is (as its scheduler process does at start), builds SGLang's
-own token allocator (`TokenToKVPoolAllocator(capacity_tokens, int64, "cpu", None, need_sort=False)`,
-slots 1..capacity_tokens, slot 0 its padding slot; at page_size 2 or 4
-`PagedTokenToKVPoolAllocator(capacity_tokens, page_size, ...)`, `capacity_tokens // page_size`
-whole pages), its `ReqToTokenPool` (`ROWS` request rows of `capacity_tokens + 1` positions) and
-the installed `RadixCache` (or `cache_class`) over both with `CacheInitParams(disable=False, ...)`,
-the LRU policy and `page_size`, and wraps them in `SglangRadixCache`. `paged_radix_cache` is
+`radix_cache(capacity_tokens, *, cache_class=None, page_size=1, namespace_as="extra_key")` publishes
+a CPU `ServerArgs` to SGLang's runtime context when none is (as its scheduler process does at
+start), builds SGLang's own token allocator (`TokenToKVPoolAllocator(capacity_tokens, int64, "cpu",
+None, need_sort=False)`, slots 1..capacity_tokens, slot 0 its padding slot; at page_size 2 or 4
+`PagedTokenToKVPoolAllocator(capacity_tokens, page_size, ...)`, `capacity_tokens // page_size` whole
+pages), its `ReqToTokenPool` (`ROWS` request rows of `capacity_tokens + 1` positions) and the
+installed `RadixCache` (or `cache_class`) over both with `CacheInitParams(disable=False, ...)`, the
+LRU policy and `page_size`, and wraps them in `SglangRadixCache`. `paged_radix_cache` is
 `radix_cache(..., page_size=2, namespace_as="cache_salt")`: the two factories pass a namespace as
-each of SGLang's two namespace fields, one each, so the two checks together hold both. Profiles `sglang-radix` (page size 1, both levels) and
-`sglang-radix-paged` (page size 2, tree level): every design choice is there, never here (misuse
-trusted, access stamps per node; spec/radix/semantics.py); each factory carries its profile and so
-does every adapted object (`profile`, by its page size), so a wrapper or a subclass factory keeps
-it. The adapter decides no outcome but one, named below (an admission's budget): every answer and
-state change is SGLang's, and the snapshot is read back from SGLang's objects.
+each of SGLang's two namespace fields, one each, so the two checks together hold both. Profiles
+`sglang-radix` (page size 1, both levels) and `sglang-radix-paged` (page size 2, tree level): every
+design choice is there, never here (misuse trusted, access stamps per node;
+spec/radix/semantics.py); each factory carries its profile and so does every adapted object
+(`profile`, by its page size), so a wrapper or a subclass factory keeps it. The adapter decides no
+outcome but one, named below (an admission's budget): every answer and state change is SGLang's, and
+the snapshot is read back from SGLang's objects.
 
 Translations, call by call (SGLang 0.5.23's names; a token sequence in a namespace is
 `RadixKey(array("q", tokens), extra_key=namespace)`, or `cache_salt=namespace` where the factory

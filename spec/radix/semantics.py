@@ -1,8 +1,8 @@
 """`RadixSemantics`: the design choices on which radix caches differ from the radix contract.
 
-Five choices: the page size, the granularity at which the tree matches, inserts and splits
-(SGLang's `page_size`; 1 is its token-level RadixCache); whether the pool holds a part page;
-whether misuse is checked; how a call stamps access times; and whether keys have namespaces. The profiles reuse
+Five choices: the page size, the granularity at which the tree matches, inserts and splits (SGLang's
+`page_size`; 1 is its token-level RadixCache); whether the pool holds a part page; whether misuse is
+checked; how a call stamps access times; and whether keys have namespaces. The profiles reuse
 `spec.kind.Profile`; what SGLang 0.5.23's RadixCache does, per field, is written next to the field.
 """
 

@@ -6,15 +6,15 @@ run in a fixed order: InvalidArgumentError (the request, then the other argument
 WrongStateError before CapacityError.
 
 State: a tree of token runs per namespace (each namespace's root holds none, and a key's namespace
-picks the root its walk starts from, so two namespaces never share a node); each node has its key (a run of whole pages),
-its KV slots (one per token, owned by the node), a lock count and the logical time of its last
-access; a node's children differ in their first page. The token allocator holds the free slots
-and hands out the lowest first. The clock ticks once per call that touches the tree (match_prefix,
-insert, lock, prefill, checkpoint, release); every node on the path such a call walks gets that
-tick (semantics access_stamps "node": the nodes a call makes get later times of that call, and a
-node it splits is stamped whole first). A time is (call number, order made within the call).
-Per live request: its tokens, its namespace, its slots (the first `prefix` of them owned by the tree, the rest
-its own) and `prefix`, the length of the path it holds locked (the scheduler's
+picks the root its walk starts from, so two namespaces never share a node); each node has its key (a
+run of whole pages), its KV slots (one per token, owned by the node), a lock count and the logical
+time of its last access; a node's children differ in their first page. The token allocator holds the
+free slots and hands out the lowest first. The clock ticks once per call that touches the tree
+(match_prefix, insert, lock, prefill, checkpoint, release); every node on the path such a call walks
+gets that tick (semantics access_stamps "node": the nodes a call makes get later times of that call,
+and a node it splits is stamped whole first). A time is (call number, order made within the call).
+Per live request: its tokens, its namespace, its slots (the first `prefix` of them owned by the
+tree, the rest its own) and `prefix`, the length of the path it holds locked (the scheduler's
 req.last_node).
 """
 
@@ -60,8 +60,8 @@ class RadixCacheSpec:
 
     @announcing
     def insert(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
-        """Cache `tokens` in `namespace` (whole pages): slots for all of them come from the allocator (lowest
-        first), the tree keeps those of the part not yet cached and hands the others back. The
+        """Cache `tokens` in `namespace` (whole pages): slots for all of them come from the allocator
+        (lowest first), the tree keeps those of the part not yet cached and hands the others back. The
         answer: the length of the part already cached. CapacityError if fewer slots are free."""
         tokens, root = self._check_key("insert", tokens, namespace, whole_pages=True)
         if len(tokens) > len(self._free):
@@ -73,8 +73,8 @@ class RadixCacheSpec:
 
     @announcing
     def lock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
-        """`match_prefix(tokens, namespace=namespace)`, then lock + 1 on the node it ends at and every node above it
-        (SGLang's inc_lock_ref(last_node)); the answer is the match's length."""
+        """`match_prefix(tokens, namespace=namespace)`, then lock + 1 on the node it ends at and every node
+        above it (SGLang's inc_lock_ref(last_node)); the answer is the match's length."""
         tokens, root = self._check_key("lock", tokens, namespace)
         node, matched = self._walk(self._tick(), root, tokens)
         self._inc(node)
@@ -82,11 +82,11 @@ class RadixCacheSpec:
 
     @announcing
     def unlock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
-        """lock - 1 on the node a match of `tokens` in `namespace` ends at and every node above it (SGLang's
-        dec_lock_ref), touching no access time. WrongStateError, changing nothing, unless that node
-        holds a lock of its own (its lock count above its children's together) that no live request
-        of the namespace whose prefix ends there holds: a lock is dropped where it was taken, a request's only by its
-        release, and no count goes below zero. The answer is the match's length."""
+        """lock - 1 on the node a match of `tokens` in `namespace` ends at and every node above it
+        (SGLang's dec_lock_ref), touching no access time. WrongStateError, changing nothing, unless that
+        node holds a lock of its own (its lock count above its children's together) that no live request
+        of the namespace whose prefix ends there holds: a lock is dropped where it was taken, a
+        request's only by its release, and no count goes below zero. The answer is the match's length."""
         tokens, root = self._check_key("unlock", tokens, namespace)
         walked = self._peek(root, tokens)
         length = sum(used for _, used in walked)
@@ -107,10 +107,10 @@ class RadixCacheSpec:
 
     @announcing
     def evict(self, n: int) -> int:
-        """Free at least `n` tokens' slots: unlocked leaves, the least recently used first (equal
-        times: the smaller prefix + key first, then the default namespace, then by name), a parent left childless and unlocked becoming a
-        leaf in turn. The answer: the tokens freed. CapacityError, changing nothing, when n is
-        above the evictable size (that would take a locked node)."""
+        """Free at least `n` tokens' slots: unlocked leaves, the least recently used first (equal times:
+        the smaller prefix + key first, then the default namespace, then by name), a parent left
+        childless and unlocked becoming a leaf in turn. The answer: the tokens freed. CapacityError,
+        changing nothing, when n is above the evictable size (that would take a locked node)."""
         if not is_int(n) or n < 0:
             raise InvalidArgumentError(f"evict: n must be an int >= 0, got {n!r}")
         evictable = self._size(unlocked=True)
@@ -152,11 +152,11 @@ class RadixCacheSpec:
 
     @announcing
     def prefill(self, request: int, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
-        """Admit `request` with `tokens` (at least one) in `namespace`: the cached prefix of tokens[:-1] in whole
-        pages is matched and locked (the last token is always computed), slots for the other
-        tokens allocated, unlocked leaves evicted first if too few are free. The answer: the
-        prefix length. WrongStateError for a live request; CapacityError, changing nothing, if
-        free plus evictable slots (those of the matched path aside) are too few."""
+        """Admit `request` with `tokens` (at least one) in `namespace`: the cached prefix of tokens[:-1] in
+        whole pages is matched and locked (the last token is always computed), slots for the other
+        tokens allocated, unlocked leaves evicted first if too few are free. The answer: the prefix
+        length. WrongStateError for a live request; CapacityError, changing nothing, if free plus
+        evictable slots (those of the matched path aside) are too few."""
         self._check_request("prefill", request)
         tokens, root = self._check_key("prefill", tokens, namespace)
         if not tokens:
@@ -235,7 +235,8 @@ class RadixCacheSpec:
         twin = RadixCacheSpec(self._asked_slots, self.semantics)
         twin._free, twin._clock, twin._made = set(self._free), self._clock, self._made
         twin._roots = {namespace: copy_node(root, None) for namespace, root in self._roots.items()}
-        twin._requests = {rid: LiveRequest(r.tokens, list(r.slots), r.prefix, r.namespace) for rid, r in self._requests.items()}
+        twin._requests = {rid: LiveRequest(r.tokens, list(r.slots), r.prefix, r.namespace)
+                          for rid, r in self._requests.items()}
         twin._events = self._events
         return twin
 
@@ -254,8 +255,8 @@ class RadixCacheSpec:
 
     def unlockable(self) -> tuple[tuple[tuple[int, ...], Any], ...]:
         """(tokens, namespace) of every node an unlock may name: one holding a lock of its own (its count
-        above its children's together) beyond those of live requests whose prefix ends there (for
-        the call generator: under misuse "trusted" it names no other)."""
+        above its children's together) beyond those of live requests whose prefix ends there (for the
+        call generator: under misuse "trusted" it names no other)."""
         found = []
         for node in self._nodes():
             path = node.prefix() + node.key

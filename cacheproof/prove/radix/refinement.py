@@ -4,16 +4,16 @@ does what the z3 model (model.py) says, on every small reachable state and tree-
 From an empty spec of 1..`max_slots` KV slots, every call of the bound (match_prefix, insert and
 lock of every token sequence over the vocabulary up to `max_tokens` long in each of the bound's
 namespaces (semantics namespaces "keyed"; else the default one), unlock of every node the spec's
-`unlockable()` names, evict of 0..evictable tokens, reset) is run on a copy of each reached
-state, breadth first, until `max_states` states per number of slots (states that differ only in
-access times count once: the model has no clock). Each call that does not raise is read back as a
-model step (the model has no namespaces: the first node of every namespace hangs below its one
-root, which changes no rule it checks): the node places before and after (`RadixCacheSpec.structure()`: a node keeps its place
-while it lives; a new node takes a place left dead), the free slots and the spec's sizes. The call
-agrees when z3 finds a run of the call's micro-steps (`CALL_STEPS`: at most two, an evict's one
-per node it removes) from the state before to the state after; a call that raises a CacheError
-must change nothing (R8), and one that crashes disagrees. A disagreement prints as
-the calls that reach it.
+`unlockable()` names, evict of 0..evictable tokens, reset) is run on a copy of each reached state,
+breadth first, until `max_states` states per number of slots (states that differ only in access
+times count once: the model has no clock). Each call that does not raise is read back as a model
+step (the model has no namespaces: the first node of every namespace hangs below its one root, which
+changes no rule it checks): the node places before and after (`RadixCacheSpec.structure()`: a node
+keeps its place while it lives; a new node takes a place left dead), the free slots and the spec's
+sizes. The call agrees when z3 finds a run of the call's micro-steps (`CALL_STEPS`: at most two, an
+evict's one per node it removes) from the state before to the state after; a call that raises a
+CacheError must change nothing (R8), and one that crashes disagrees. A disagreement prints as the
+calls that reach it.
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ so that sequences share prefixes, matches end inside nodes (splits) and inserts 
 them. Most token sequences start from a path the tree holds (a node's tokens, cut or extended),
 the others are fresh. Under semantics namespaces "keyed" a key's namespace is drawn beside its
 tokens from three (the default, None, and two named ones: two named ones are what a child key that
-drops its namespace makes collide): a node's own where the tokens start from its path, else any.
-Each call usually suits the state: unlock names a locked node's tokens,
-evict asks for at most the evictable size, checkpoint and release name live requests, prefill a
+drops its namespace makes collide): a node's own where the tokens start from its path, else any,
+and one key in eight is drawn again in any namespace. Each call usually suits the state: unlock names a locked
+node's tokens, evict asks for at most the evictable size, checkpoint and release name live requests, prefill a
 request that is not live. Misuse (an unlock of an unlocked path, an evict above the evictable
 size, an insert of a part page, a live request admitted again, an unknown request, up_to past the
 request's tokens, a token or request that is not an int, a namespace that is not a str) comes one
-call in eight; every error
-outcome of the operation table is among them (docs/search-power.md, outcome coverage). Without
+call in eight; every error outcome of the operation table is among them (docs/search-power.md,
+outcome coverage). Without
 misuse (semantics misuse "trusted", or --no-bad-arguments) an unlock names only a node holding a
 lock of its own that no live request holds, the one unlock the contract does not refuse.
 
@@ -117,7 +117,7 @@ class RadixCalls:
         pages = [word for word in words if len(word) % page == 0]
         idle = [r for r in scope.requests if r not in live]
         evictable = model.evictable_size()
-        spaces = scope.namespaces if model.semantics.namespaces == "keyed" else (None,)
+        spaces = namespaces_of(scope, model)
         every = {
             "match_prefix": [keyed("match_prefix", (word,), space) for space in spaces for word in words],
             "insert": [keyed("insert", (word,), space) for space in spaces for word in pages],
@@ -159,6 +159,12 @@ class RadixCalls:
         return None
 
 
+def namespaces_of(scope: Any, model: Any) -> tuple[str | None, ...]:
+    """The namespaces a scope's keys are in for the model's semantics: the scope's under
+    namespaces "keyed", the default one alone under "one"."""
+    return scope.namespaces if model.semantics.namespaces == "keyed" else (None,)
+
+
 def keyed(op: str, args: tuple, namespace: str | None) -> Call:
     """A call of a keyed operation in `namespace`: the default one (None) is not passed."""
     return Call(op, args, {} if namespace is None else {"namespace": namespace})
@@ -177,7 +183,7 @@ class _State:
         self.paths = model.paths()
         self.live = model.live_requests()
         self.unlockable = model.unlockable()
-        self.namespaces = scope.namespaces if model.semantics.namespaces == "keyed" else (None,)
+        self.namespaces = namespaces_of(scope, model)
 
     def key(self, draws: Draws, *, whole_pages: bool = False) -> tuple[tuple, str | None]:
         """Tokens and a namespace: mostly a node's tokens cut or extended in the node's namespace,
