@@ -185,7 +185,8 @@ class TorchRadixCache:
     @_locked
     def lock(self, tokens: tuple[int, ...], *, namespace: str | None = None) -> int:
         tokens = self._tokens("lock", tokens)
-        _, node = self._match(self._page_floor(tokens), self._next_call(), self._namespace("lock", namespace))
+        namespace = self._namespace("lock", namespace)
+        _, node = self._match(self._page_floor(tokens), self._next_call(), namespace)
         self.inc_lock_ref(node)
         return self._depth(node)
 
@@ -330,6 +331,10 @@ class TorchRadixCache:
         """The key a child is found by in its parent's `children`: its namespace and first page."""
         return namespace, page
 
+    def _key_of(self, node: TreeNode) -> tuple:
+        """The key `node` is found by in its parent's `children`."""
+        return self._child_key(node.namespace, node.key[:self.page_size])
+
     def _peek(self, tokens: tuple, namespace: str | None) -> tuple[TreeNode, int]:
         """The node a match of `tokens` in `namespace` reaches (possibly ending inside it) and the
         match length, nothing split."""
@@ -366,9 +371,9 @@ class TorchRadixCache:
     def _split(self, child: TreeNode, at: int) -> TreeNode:
         head = TreeNode(child.key[:at], child.value[:at].clone(), child.parent, child.last_access, child.namespace)
         head.lock_ref = child.lock_ref
-        head.children = {self._child_key(child.namespace, child.key[at:at + self.page_size]): child}
-        child.parent.children[self._child_key(child.namespace, child.key[:self.page_size])] = head
+        child.parent.children[self._key_of(head)] = head
         child.key, child.value, child.parent = child.key[at:], child.value[at:].clone(), head
+        head.children = {self._key_of(child): child}
         return head
 
     def _insert(self, tokens: tuple, slots: torch.Tensor, access: int, namespace: str | None) -> int:
@@ -376,7 +381,7 @@ class TorchRadixCache:
         length = self._depth(node)
         if length < len(tokens):
             leaf = TreeNode(tokens[length:], slots[length:].clone(), node, access, namespace)
-            node.children[self._child_key(namespace, leaf.key[:self.page_size])] = leaf
+            node.children[self._key_of(leaf)] = leaf
             self.evictable_size_ += len(leaf.key)
         return length
 
@@ -420,7 +425,7 @@ class TorchRadixCache:
         return leaf.last_access, leaf.tokens(), namespace_order(leaf.namespace), id(leaf), leaf
 
     def _delete_leaf(self, leaf: TreeNode) -> int:
-        del leaf.parent.children[self._child_key(leaf.namespace, leaf.key[:self.page_size])]
+        del leaf.parent.children[self._key_of(leaf)]
         self.allocator.free(leaf.value)
         self.evictable_size_ -= len(leaf.key)
         return len(leaf.key)

@@ -75,7 +75,7 @@ class SizesDriftOnDelete(TorchRadixCache):
     """Deleting a leaf forgets to take its tokens off evictable_size_: the sizes drift from the tree."""
 
     def _delete_leaf(self, leaf):
-        del leaf.parent.children[self._child_key(leaf.namespace, leaf.key[:self.page_size])]
+        del leaf.parent.children[self._key_of(leaf)]
         self.allocator.free(leaf.value)
         return len(leaf.key)
 

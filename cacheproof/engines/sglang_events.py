@@ -1,16 +1,15 @@
 """SGLang's KV cache events (`BlockStored`, `BlockRemoved`, `AllBlocksCleared`, sglang/srt/disaggregation/
 kv_events.py) in the radix contract's terms (spec/radix/events.py): each page named by its path.
 
-SGLang names a page by a 64-bit hash: `hash_str_to_int64` of the page's entry in the chain its
-`get_hash_str` computes over the path's pages (what `RadixCache` publishes for a key with no extra
-key or salt, `KVCacheEventRecorder.record_store`); a key with an extra key or a salt takes the chain
-`compute_node_event_hash_values` computes for its node (an extra key that names no LoRA adapter
-leaves the chain as it is; a salt seeds it), and with no LoRA names registered SGLang adds no
-namespace seed. `PagePaths` learns, from every key a call could have put in the tree, each page's
-hash with SGLang's own functions (mem_cache/utils.py, not the tree's module) and reads a hash back
-as its path: the contract's events name a page by its tokens alone (docs/radix-contract.md); a hash
-it cannot read back (one no sequence's page has) stays the int SGLang published, which differs from
-every path of the spec.
+SGLang names a page by a 64-bit hash: `hash_str_to_int64` of the page's entry in the chain
+`compute_node_event_hash_values` computes for its node (what `KVCacheEventRecorder.record_store`
+publishes: for a key with no extra key or salt, the chained hash of the path's pages; an extra key
+that names no LoRA adapter leaves that chain as it is; a salt seeds it), and with no LoRA names
+registered SGLang adds no namespace seed. `PagePaths` learns, from every key a call could have put
+in the tree, each page's hash with SGLang's own functions (mem_cache/utils.py, not the tree's
+module) and reads a hash back as its path: the contract's events name a page by its tokens alone
+(docs/radix-contract.md); a hash it cannot read back (one no sequence's page has) stays the int
+SGLang published, which differs from every path of the spec.
 A stored event's pages are flattened one by one, each after the page before it (SGLang joins a
 chain's pages into one event; the contract does not care how they are batched).
 """
@@ -35,11 +34,10 @@ class PagePaths:
 
     def __init__(self, page_size: int) -> None:
         from sglang.srt.mem_cache.radix_cache import RadixKey
-        from sglang.srt.mem_cache.utils import compute_node_event_hash_values, get_hash_str, hash_str_to_int64
+        from sglang.srt.mem_cache.utils import compute_node_event_hash_values, hash_str_to_int64
 
         self.page_size = page_size
-        self._key, self._namespaced_chain = RadixKey, compute_node_event_hash_values
-        self._chain, self._to_int = get_hash_str, hash_str_to_int64
+        self._key, self._chain, self._to_int = RadixKey, compute_node_event_hash_values, hash_str_to_int64
         self._sequences: set[tuple] = set()
         self._learned: set[tuple] = set()
         self._paths: dict[int, tuple[int, ...]] = {}
@@ -50,10 +48,9 @@ class PagePaths:
         self._sequences.add((tokens[:len(tokens) - len(tokens) % self.page_size], extra_key, cache_salt))
 
     def _entries(self, tokens: tuple[int, ...], extra_key: str | None, cache_salt: str | None) -> list:
-        if extra_key is None and cache_salt is None:
-            return self._chain(list(tokens), None, page_size=self.page_size)
+        """The hash chain of a node under the root holding `tokens` under `extra_key` and `cache_salt`."""
         key = self._key(array("q", tokens), extra_key=extra_key, cache_salt=cache_salt)
-        return self._namespaced_chain(_KeyNode(key), self.page_size)
+        return self._chain(_KeyNode(key), self.page_size)
 
     def path(self, value: int) -> Any:
         """The path of the page SGLang names `value`, or `value` itself when no sequence has it."""

@@ -1,12 +1,13 @@
 """The radix cache's invariants R1-R9 as named predicates in one table, each with the bug it excludes.
 
 Every predicate judges one `RadixStep`: the snapshots before and after an operation (the shape of
-spec/radix/snapshot.py: free slots, (evictable, protected), nodes, requests), whether it raised,
-the call's arguments, its namespace and its answer. A node is known by its place: its namespace and
-its tokens (two namespaces may hold the same tokens, in nodes of their own). The state invariants (R1-R3, R5, R9) look at the state after;
-R4 judges a match's answer against the tree before; R6 and R7 compare the trees before and after;
-R8 compares the snapshots. Each rule is written once as a finder: it answers None when the step
-keeps the rule, else the witness (the concrete values that break it, in words).
+spec/radix/snapshot.py: free slots, (evictable, protected), nodes, requests), whether it raised, the
+call's arguments, its namespace and its answer. A node is known by its place: its namespace and its
+tokens (two namespaces may hold the same tokens, in nodes of their own). The state invariants
+(R1-R3, R5, R9) look at the state after; R4 judges a match's answer against the tree before; R6 and
+R7 compare the trees before and after; R8 compares the snapshots. Each rule is written once as a
+finder: it answers None when the step keeps the rule, else the witness (the concrete values that
+break it, in words).
 """
 
 from __future__ import annotations
@@ -60,9 +61,14 @@ def _place(node: tuple) -> tuple:
     return node[6], _path(node)
 
 
+def _in_namespace(namespace: Any) -> str:
+    """ " in namespace N", or nothing for the default namespace."""
+    return "" if namespace is None else f" in namespace {namespace!r}"
+
+
 def _name(node: tuple) -> str:
     """The node in words, its namespace named unless it is the default one."""
-    return f"the node of tokens {_path(node)}" + ("" if node[6] is None else f" in namespace {node[6]!r}")
+    return f"the node of tokens {_path(node)}{_in_namespace(node[6])}"
 
 
 def _nodes(snapshot: tuple) -> tuple:
@@ -152,7 +158,7 @@ def _match(step: RadixStep) -> str | None:
     page, answer, nodes = step.page_size, step.result, _nodes(step.before)
     if not isinstance(answer, int) or answer < 0 or answer % (page or 1) or answer > len(query):
         return f"{step.operation} answered {answer!r} for {len(query)} tokens in pages of {page or 1}"
-    space = "" if step.namespace is None else f" in namespace {step.namespace!r}"
+    space = _in_namespace(step.namespace)
     if not _is_cached(nodes, query[:answer], step.namespace):
         return f"{step.operation} answered {answer} tokens while the tree holds no path {query[:answer]}{space}"
     longer = answer + (page or len(query) + 1)

@@ -211,21 +211,22 @@ class _State:
         return choice(draws, idle or [self.scope.requests[-1] + 1])
 
 
-def _keyed(op: str, draws: Draws, s: _State, *, whole_pages: bool = False) -> Call:
+def _drawn_keyed(op: str, draws: Draws, s: _State, *, whole_pages: bool = False) -> Call:
+    """A call of `op` on a drawn key (`_State.key`)."""
     tokens, namespace = s.key(draws, whole_pages=whole_pages)
     return keyed(op, (tokens,), namespace)
 
 
 def _match_prefix(draws: Draws, s: _State) -> Call:
-    return _keyed("match_prefix", draws, s)
+    return _drawn_keyed("match_prefix", draws, s)
 
 
 def _insert(draws: Draws, s: _State) -> Call:
-    return _keyed("insert", draws, s, whole_pages=True)
+    return _drawn_keyed("insert", draws, s, whole_pages=True)
 
 
 def _lock(draws: Draws, s: _State) -> Call:
-    return _keyed("lock", draws, s)
+    return _drawn_keyed("lock", draws, s)
 
 
 def _unlock(draws: Draws, s: _State) -> Call:
@@ -233,7 +234,7 @@ def _unlock(draws: Draws, s: _State) -> Call:
     if locked:
         path, namespace = choice(draws, locked)
         return keyed("unlock", (path,), namespace)
-    return _keyed("unlock", draws, s)
+    return _drawn_keyed("unlock", draws, s)
 
 
 def _trusted_unlock(draws: Draws, s: _State) -> Call:
